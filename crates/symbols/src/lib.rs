@@ -1,4 +1,25 @@
-//! ktrace-symbols: kernel and user-space symbols.
+//! ktrace-symbols: kernel and user-space symbols for probes and printing.
 //!
-//! kallsyms, ELF symbols turned into uprobe file offsets, BTF types, and
-//! address → `sym+off/size` lookups.
+//! - [`elf`]: ELF symbol → uprobe file offset (symtab and dynsym, GNU
+//!   versions, PIE and non-PIE), and user address → symbol.
+//! - [`ldcache`], [`maps`], [`library`]: `LIB:SYMBOL` → library path through
+//!   /etc/ld.so.cache and /proc/PID/maps.
+//! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
+//! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
+//!   event can take, and wildcard expansion against them.
+//!
+//! Everything is pure parsing over bytes and strings; each module has one
+//! clearly separated `open` function doing the file I/O. Nothing here
+//! writes to the kernel (that is ktrace-tracefs).
+
+pub mod blacklist;
+pub mod elf;
+mod error;
+pub mod glob;
+pub mod kallsyms;
+pub mod ldcache;
+pub mod library;
+pub mod maps;
+pub mod probeable;
+
+pub use error::{Error, Result};

@@ -1,0 +1,117 @@
+//! The one error type of ktrace-symbols.
+//!
+//! Every variant carries the context a user needs to act: the file, the
+//! symbol asked for, the candidates found. It is not a place for I/O policy;
+//! the binary decides how to print it.
+
+use std::path::PathBuf;
+
+/// Errors from symbol lookups, ELF reading and the text files of `/proc`
+/// and `/sys` this crate parses.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+    /// The bytes are not an ELF file this crate can read.
+    #[error("{path}: not a readable elf file: {reason}")]
+    BadElf {
+        /// The file.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The ELF file has neither `.symtab` nor `.dynsym`.
+    #[error(
+        "{path}: no symbol table (.symtab or .dynsym); the binary is stripped, cannot resolve {symbol:?}; probe it by file offset instead (PATH:0xOFFSET)"
+    )]
+    Stripped {
+        /// The file.
+        path: String,
+        /// The symbol asked for.
+        symbol: String,
+    },
+    /// No symbol of that name.
+    #[error("{path}: symbol {symbol:?} not found{hint}")]
+    NotFound {
+        /// The file (or `kallsyms`).
+        path: String,
+        /// The symbol asked for.
+        symbol: String,
+        /// Extra advice, starting with "; " when present.
+        hint: String,
+    },
+    /// Several different addresses carry the name.
+    #[error("{path}: symbol {symbol:?} is ambiguous, it has {} addresses: {}; pick one with NAME@VERSION or an address", candidates.len(), candidates.join(", "))]
+    Ambiguous {
+        /// The file (or `kallsyms`).
+        path: String,
+        /// The symbol asked for.
+        symbol: String,
+        /// One description per candidate address.
+        candidates: Vec<String>,
+    },
+    /// The symbol (plus offset) lies in no loadable, executable segment.
+    #[error("{path}: {symbol} at {vaddr:#x} {reason}")]
+    NotProbeable {
+        /// The file.
+        path: String,
+        /// The symbol (and offset) asked for.
+        symbol: String,
+        /// The virtual address it resolved to.
+        vaddr: u64,
+        /// Why no uprobe can go there.
+        reason: String,
+    },
+    /// A symbol specification that cannot be parsed.
+    #[error("bad symbol specification {spec:?}: {reason}")]
+    BadSpec {
+        /// The text given.
+        spec: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A malformed line or record in a text or binary table.
+    #[error("{what}: {reason} (at {at})")]
+    Parse {
+        /// Which table (`kallsyms`, `ld.so.cache`, `maps`, ...).
+        what: &'static str,
+        /// Line number (1-based) or byte offset, as text.
+        at: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A library name that neither the process maps nor ld.so.cache know.
+    #[error("library {name:?} not found in {searched}; give its path instead")]
+    LibraryNotFound {
+        /// The name asked for.
+        name: String,
+        /// Where we looked.
+        searched: String,
+    },
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn parse(what: &'static str, at: impl ToString, reason: impl Into<String>) -> Self {
+        Error::Parse {
+            what,
+            at: at.to_string(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! `/proc/kallsyms`: kernel symbol names, types, modules, and address →
+//! `sym+0xoff/0xsize [mod]` exactly as the kernel prints `%pS`.
+//!
+//! The text format is the one `kernel/kallsyms.c` (`s_show`) writes:
+//! `ADDR TYPE NAME` for the core kernel and `ADDR TYPE NAME\t[MODULE]` for
+//! module (and `[bpf]`, `[__builtin__ftrace]`, ...) symbols. The core kernel
+//! part is sorted by address; module symbols follow in each module's symbol
+//! table order.
+//!
+//! Lookup mirrors `kallsyms_lookup_size_offset`:
+//! - core kernel (`get_symbol_pos`): the symbol is the *first* (in table
+//!   order) of those with the highest address not above the target; its size
+//!   is the distance to the next higher address in the core table. For the
+//!   very last core symbol the kernel uses `_etext`/`_end`/`_einittext`,
+//!   which /proc/kallsyms does not show: the size is then unknown and we say
+//!   so instead of inventing one.
+//! - a module (`find_kallsyms_symbol` in kernel/module/kallsyms.c): the best
+//!   symbol is the first with the highest address not above the target among
+//!   that module's symbols, the size runs to the next higher symbol of the
+//!   same module (the kernel stops at the end of the module's text region,
+//!   which kallsyms does not show either).
+//!
+//! Printing follows `__sprint_symbol` in kernel/kallsyms.c and `number()` in
+//! lib/vsprintf.c: `name+%#lx/%#lx` and ` [module]`; `%#lx` of zero prints
+//! `0x0` in the kernel (the `0x` prefix is unconditional for base 16).
+//! This module does not read /proc itself except in [`open`].
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+
+/// One line of kallsyms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// The address (0 for every symbol when kptr_restrict hides them).
+    pub addr: u64,
+    /// The nm-style type letter (`T`, `t`, `W`, `D`, ...).
+    pub kind: char,
+    /// The symbol name.
+    pub name: String,
+    /// The module in brackets, if any.
+    pub module: Option<String>,
+}
+
+impl KernelSymbol {
+    /// Whether the type letter says text (code): `t`, `T`, `w`, `W`.
+    pub fn is_text(&self) -> bool {
+        matches!(self.kind, 't' | 'T' | 'w' | 'W')
+    }
+}
+
+/// The result of an address lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup<'a> {
+    /// The symbol containing the address.
+    pub symbol: &'a KernelSymbol,
+    /// Distance from the symbol start.
+    pub offset: u64,
+    /// Distance to the next symbol, when kallsyms shows one.
+    pub size: Option<u64>,
+}
+
+impl Lookup<'_> {
+    /// `name+0xoff/0xsize [mod]` like the kernel's `%pS`; with an unknown size
+    /// `name+0xoff/?`.
+    pub fn to_kernel_string(&self) -> String {
+        let size = match self.size {
+            Some(s) => format!("{s:#x}"),
+            None => "?".to_string(),
+        };
+        let mut out = format!("{}+{:#x}/{size}", self.symbol.name, self.offset);
+        if let Some(m) = &self.symbol.module {
+            out.push_str(&format!(" [{m}]"));
+        }
+        out
+    }
+}
+
+/// A parsed kallsyms table with address indexes.
+#[derive(Debug, Clone, Default)]
+pub struct Kallsyms {
+    symbols: Vec<KernelSymbol>,
+    /// Per module (None = core): indexes into `symbols` sorted by
+    /// (address, table order).
+    sorted: HashMap<Option<String>, Vec<usize>>,
+    /// Name → indexes, in table order.
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl Kallsyms {
+    /// Parses the text of /proc/kallsyms.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut symbols = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let err = |reason: &str| Error::parse("kallsyms", format!("line {}", n + 1), reason);
+            let (main, module) = match line.split_once('\t') {
+                Some((main, rest)) => {
+                    let m = rest
+                        .trim()
+                        .strip_prefix('[')
+                        .and_then(|r| r.strip_suffix(']'))
+                        .ok_or_else(|| err("module is not in brackets"))?;
+                    (main, Some(m.to_string()))
+                }
+                None => (line, None),
+            };
+            let mut f = main.split_ascii_whitespace();
+            let (Some(addr), Some(kind), Some(name), None) =
+                (f.next(), f.next(), f.next(), f.next())
+            else {
+                return Err(err("expected ADDR TYPE NAME"));
+            };
+            let addr = u64::from_str_radix(addr, 16).map_err(|_| err("bad address"))?;
+            let mut kc = kind.chars();
+            let (Some(kind), None) = (kc.next(), kc.next()) else {
+                return Err(err("type is not one letter"));
+            };
+            symbols.push(KernelSymbol {
+                addr,
+                kind,
+                name: name.to_string(),
+                module,
+            });
+        }
+        Ok(Self::from_symbols(symbols))
+    }
+
+    /// Builds the indexes over symbols given in table order.
+    pub fn from_symbols(symbols: Vec<KernelSymbol>) -> Self {
+        let mut sorted: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, s) in symbols.iter().enumerate() {
+            sorted.entry(s.module.clone()).or_default().push(i);
+            by_name.entry(s.name.clone()).or_default().push(i);
+        }
+        for v in sorted.values_mut() {
+            v.sort_by_key(|&i| (symbols[i].addr, i));
+        }
+        Kallsyms {
+            symbols,
+            sorted,
+            by_name,
+        }
+    }
+
+    /// All symbols in table order.
+    pub fn symbols(&self) -> &[KernelSymbol] {
+        &self.symbols
+    }
+
+    /// Whether every address is zero (kptr_restrict hides them from this
+    /// reader: read kallsyms as root).
+    pub fn addresses_hidden(&self) -> bool {
+        !self.symbols.is_empty() && self.symbols.iter().all(|s| s.addr == 0)
+    }
+
+    /// Symbols of that name (any type), optionally within one module
+    /// (`Some("")` is not a module: use `None` for "anywhere").
+    pub fn by_name(&self, name: &str, module: Option<&str>) -> Vec<&KernelSymbol> {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.symbols[i])
+            .filter(|s| module.is_none() || s.module.as_deref() == module)
+            .collect()
+    }
+
+    /// The count `number_of_same_symbols()` in kernel/trace/trace_kprobe.c
+    /// computes: without a module, every symbol of that name in the core
+    /// kernel and in all modules; with `MOD:`, those of that module only.
+    /// A kprobe event on a name counted more than once is refused with
+    /// "symbol is not unique" (EADDRNOTAVAIL) since Linux 6.6 (and in the
+    /// stable kernels the fix went to).
+    pub fn count_same(&self, name: &str, module: Option<&str>) -> usize {
+        self.by_name(name, module).len()
+    }
+
+    /// The symbol containing `addr`, as the kernel's lookup finds it: each
+    /// region (the core kernel, each module) is searched for its closest
+    /// preceding symbol, and the closest of those wins.
+    pub fn lookup(&self, addr: u64) -> Option<Lookup<'_>> {
+        let mut best: Option<Lookup<'_>> = None;
+        for idx in self.sorted.values() {
+            if let Some(l) = self.lookup_in(idx, addr) {
+                // Prefer the region whose symbol is closest to the address.
+                if best.as_ref().is_none_or(|b| l.offset < b.offset) {
+                    best = Some(l);
+                }
+            }
+        }
+        best
+    }
+
+    fn lookup_in(&self, idx: &[usize], addr: u64) -> Option<Lookup<'_>> {
+        // Last position whose address is <= addr.
+        let pos = idx.partition_point(|&i| self.symbols[i].addr <= addr);
+        if pos == 0 {
+            return None;
+        }
+        let best_addr = self.symbols[idx[pos - 1]].addr;
+        // First (table order) among the aliases at best_addr.
+        let first = idx.partition_point(|&i| self.symbols[i].addr < best_addr);
+        let symbol = &self.symbols[idx[first]];
+        let size = idx.get(pos).map(|&i| self.symbols[i].addr - best_addr);
+        // An address past the last symbol of a region with no end known:
+        // only the symbol itself is certain.
+        if size.is_none() && addr != best_addr && symbol.module.is_some() {
+            return None;
+        }
+        Some(Lookup {
+            symbol,
+            offset: addr - best_addr,
+            size,
+        })
+    }
+
+    /// The size of `sym` as the kernel computes it: the distance to the next
+    /// higher address in its region; `None` for the last one.
+    pub fn extent(&self, sym: &KernelSymbol) -> Option<u64> {
+        let idx = self.sorted.get(&sym.module)?;
+        let pos = idx.partition_point(|&i| self.symbols[i].addr <= sym.addr);
+        idx.get(pos).map(|&i| self.symbols[i].addr - sym.addr)
+    }
+}
+
+/// Reads and parses a kallsyms file (the only I/O in this module).
+pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    Kallsyms::parse(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Kallsyms {
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let body: String = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        Kallsyms::parse(&body).unwrap()
+    }
+
+    #[test]
+    fn sizes_are_distances_to_the_next_address() {
+        let ks = fixture("kallsyms-6.18-x86_64-vfs.txt");
+        let syms = ks.symbols();
+        // Independently: walk the table in order and compare each symbol with
+        // the next line having a higher address.
+        for (i, s) in syms.iter().enumerate() {
+            let next = syms[i + 1..].iter().find(|n| n.addr > s.addr);
+            let l = ks.lookup(s.addr + 1).unwrap();
+            match next {
+                Some(n) if n.addr > s.addr + 1 => {
+                    assert_eq!(l.symbol.addr, s.addr);
+                    assert_eq!(l.size, Some(n.addr - s.addr), "{}", s.name);
+                    assert_eq!(l.offset, 1);
+                }
+                Some(_) => {}
+                None => assert_eq!(l.size, None),
+            }
+        }
+    }
+
+    #[test]
+    fn prints_like_percent_ps() {
+        let ks = fixture("kallsyms-6.18-x86_64-vfs.txt");
+        let vfs = ks.by_name("vfs_read", None)[0].clone();
+        let size = ks.extent(&vfs).unwrap();
+        let l = ks.lookup(vfs.addr + 4).unwrap();
+        assert_eq!(l.to_kernel_string(), format!("vfs_read+0x4/{size:#x}"));
+        // %#lx of zero prints 0x0 in the kernel.
+        let l = ks.lookup(vfs.addr).unwrap();
+        assert_eq!(l.to_kernel_string(), format!("vfs_read+0x0/{size:#x}"));
+    }
+
+    #[test]
+    fn aliases_print_the_first_in_table_order() {
+        let ks = fixture("kallsyms-6.18-x86_64-dups.txt");
+        let first = &ks.symbols()[0];
+        let l = ks.lookup(first.addr + 3).unwrap();
+        assert_eq!(l.symbol.name, first.name);
+        assert_eq!(ks.by_name("_text", None)[0].addr, first.addr);
+    }
+
+    #[test]
+    fn duplicate_names_are_counted() {
+        let ks = fixture("kallsyms-6.18-x86_64-dups.txt");
+        assert_eq!(ks.count_same("NF_HOOK.constprop.0", None), 3);
+        assert_eq!(ks.count_same("PageHuge", None), 2);
+        assert_eq!(ks.count_same("_stext", None), 1);
+        assert_eq!(ks.count_same("nosuch", None), 0);
+    }
+
+    #[test]
+    fn modules_are_their_own_regions() {
+        // Module lines in the kernel's format (ADDR TYPE NAME\t[MOD]).
+        let text = "ffffffff81000000 T _stext\n\
+                    ffffffff81000100 T core_fn\n\
+                    ffffffff82000000 B _end\n\
+                    ffffffffc0001000 t mod_a\t[foo]\n\
+                    ffffffffc0001000 t mod_a_alias\t[foo]\n\
+                    ffffffffc0001040 t mod_b\t[foo]\n\
+                    ffffffffc0002000 t bar_fn\t[bar]\n\
+                    ffffffffc0002030 T bar_fn2\t[bar]\n\
+                    ffffffffc0002060 T core_fn\t[bar]\n";
+        let ks = Kallsyms::parse(text).unwrap();
+        let l = ks.lookup(0xffffffffc0001010).unwrap();
+        assert_eq!(l.to_kernel_string(), "mod_a+0x10/0x40 [foo]");
+        assert_eq!(
+            ks.lookup(0xffffffff81000104).unwrap().to_kernel_string(),
+            "core_fn+0x4/0xffff00"
+        );
+        assert_eq!(ks.count_same("core_fn", None), 2);
+        assert_eq!(ks.count_same("core_fn", Some("bar")), 1);
+        assert!(ks.lookup(0x1000).is_none());
+    }
+
+    #[test]
+    fn hidden_addresses_are_detected() {
+        let ks = Kallsyms::parse("0000000000000000 T a\n0000000000000000 t b\n").unwrap();
+        assert!(ks.addresses_hidden());
+    }
+
+    #[test]
+    fn malformed_lines_error() {
+        for bad in [
+            "xyz T a",
+            "ffff T",
+            "ffff TT a",
+            "ffff T a b",
+            "ffff t a\tfoo",
+        ] {
+            assert!(Kallsyms::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! `LIB:SYMBOL` → the library file: through the traced process's maps when a
+//! pid is known, else through ld.so.cache.
+//!
+//! A process's maps are the truth (it may have loaded a library from
+//! `LD_LIBRARY_PATH` or an rpath); the cache is what a new process would get
+//! from the default search. Paths are compared after resolving symbolic
+//! links, so `libreadline.so` and `libreadline.so.8` naming one file count
+//! once. This module does not emulate rpath/runpath search.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::{ldcache, maps};
+
+/// Whether `lib` should be taken as a path rather than a library name.
+pub fn is_path(lib: &str) -> bool {
+    lib.contains('/')
+}
+
+/// Picks one file from candidate paths, merging those that are the same
+/// file. `canon` maps a path to its canonical form (pure in tests).
+pub fn choose(
+    name: &str,
+    candidates: &[String],
+    canon: impl Fn(&str) -> String,
+) -> Result<Option<String>> {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for c in candidates {
+        let key = canon(c);
+        if !seen.iter().any(|(k, _)| *k == key) {
+            seen.push((key, c.clone()));
+        }
+    }
+    match seen.len() {
+        0 => Ok(None),
+        1 => Ok(Some(seen.remove(0).1)),
+        _ => Err(Error::Ambiguous {
+            path: "library search".to_string(),
+            symbol: name.to_string(),
+            candidates: seen.into_iter().map(|(_, p)| p).collect(),
+        }),
+    }
+}
+
+/// Finds the file for `lib` (`libc`, `libc.so.6`, or a path).
+pub fn find(lib: &str, pid: Option<u32>, cache: &Path) -> Result<PathBuf> {
+    if is_path(lib) {
+        return Ok(PathBuf::from(lib));
+    }
+    let canon = |p: &str| {
+        std::fs::canonicalize(p)
+            .map(|c| c.display().to_string())
+            .unwrap_or_else(|_| p.to_string())
+    };
+    let mut searched = Vec::new();
+    if let Some(pid) = pid {
+        let entries = maps::open(pid)?;
+        let found: Vec<String> = maps::libraries(&entries, lib)
+            .into_iter()
+            .map(|p| p.trim_end_matches(" (deleted)").to_string())
+            .collect();
+        // The process's own view: no canonicalisation across its namespace.
+        if let Some(p) = choose(lib, &found, |p| p.to_string())? {
+            return Ok(PathBuf::from(p));
+        }
+        searched.push(format!("/proc/{pid}/maps"));
+    }
+    let entries = ldcache::open(cache)?;
+    let found = ldcache::lookup(&entries, lib, ldcache::host_flags());
+    if let Some(p) = choose(lib, &found, canon)? {
+        return Ok(PathBuf::from(p));
+    }
+    searched.push(cache.display().to_string());
+    Err(Error::LibraryNotFound {
+        name: lib.to_string(),
+        searched: searched.join(" and "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn choose_merges_same_files() {
+        let canon = |p: &str| {
+            p.replace("libreadline.so.8", "libreadline.so.8.2")
+                .replace("libreadline.so", "libreadline.so.8.2")
+                .replace(".8.2.8.2", ".8.2")
+        };
+        let two = vec![
+            "/lib/libreadline.so.8".to_string(),
+            "/lib/libreadline.so".to_string(),
+        ];
+        assert_eq!(
+            choose("libreadline", &two, canon).unwrap().as_deref(),
+            Some("/lib/libreadline.so.8")
+        );
+        assert_eq!(choose("x", &[], |p: &str| p.to_string()).unwrap(), None);
+        let diff = vec!["/a/libfoo.so.1".to_string(), "/a/libfoo.so.2".to_string()];
+        let e = choose("libfoo", &diff, |p: &str| p.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("libfoo.so.1") && e.contains("libfoo.so.2"),
+            "{e}"
+        );
+        assert!(is_path("./a.out") && !is_path("libc"));
+    }
+}
