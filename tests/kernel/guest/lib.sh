@@ -1,0 +1,191 @@
+# tests/kernel/guest/lib.sh — helpers for guest test scripts (busybox sh).
+# Source it first thing:   . "$KTEST_LIB"
+# Reference: tests/kernel/README.md ("Writing a guest script").
+#
+# One test = `ktest NAME`, then checks, then `pass` (or `fail "why"` /
+# `skip "why"`). Each verdict prints exactly one line
+#     KTEST <suite>/<name> PASS|FAIL|SKIP <message>
+# which the host turns into its report. `pass` fails the test instead when
+# the test left a dynamic event or an instance behind (and removes it).
+
+TRACEFS=${TRACEFS:-/sys/kernel/tracing}
+KTEST_RESULTS=${KTEST_RESULTS:-/tmp/ktest-results}
+KTEST_OUT=${KTEST_OUT:-/tmp/ktest-out}
+if [ -z "${KTEST_SUITE:-}" ]; then
+    KTEST_SUITE=${KTEST_SCRIPT:-${0##*/}}
+    KTEST_SUITE=${KTEST_SUITE%.sh}
+    KTEST_SUITE=$(echo "$KTEST_SUITE" | sed 's/^[0-9]*-//')
+fi
+_kt_name=
+_kt_open=0
+_kt_ntests=0
+
+# ------------------------------------------------------------ verdicts
+_kt_verdict() { # VERDICT MESSAGE
+    echo "KTEST $KTEST_SUITE/$_kt_name $1 $2"
+    echo "$KTEST_SUITE/$_kt_name $1" >>"$KTEST_RESULTS"
+    _kt_open=0
+}
+
+# ktest NAME — start a test (a still-open previous test fails: no verdict)
+ktest() {
+    if [ "$_kt_open" = 1 ]; then
+        ktest_cleanup
+        _kt_verdict FAIL "no verdict (test ended without pass/fail)"
+    fi
+    _kt_name=$1
+    _kt_open=1
+    _kt_ntests=$((_kt_ntests + 1))
+    echo "KTEST-BEGIN $KTEST_SUITE/$_kt_name"
+}
+
+# pass [MESSAGE] — the current test passed, unless it left something behind
+pass() {
+    [ "$_kt_open" = 1 ] || return 0
+    _kt_left=$(ktest_leftovers)
+    if [ -n "$_kt_left" ]; then
+        ktest_cleanup
+        _kt_verdict FAIL "left behind: $_kt_left"
+        return 1
+    fi
+    _kt_verdict PASS "${1:-}"
+}
+
+# fail MESSAGE — the current test failed (cleans up; returns 1 so
+# `... || return` stops a test function). Later failures in the same test
+# are printed as notes only.
+fail() {
+    if [ "$_kt_open" != 1 ]; then
+        echo "note: after the verdict: $1"
+        return 1
+    fi
+    ktest_cleanup
+    _kt_verdict FAIL "$1"
+    return 1
+}
+
+# skip MESSAGE — the kernel lacks what the test needs (say what)
+skip() {
+    [ "$_kt_open" = 1 ] || return 0
+    ktest_cleanup
+    _kt_verdict SKIP "$1"
+}
+
+_kt_exit() {
+    _kt_rc=$?
+    if [ "$_kt_open" = 1 ]; then
+        ktest_cleanup
+        _kt_verdict FAIL "script ended (status $_kt_rc) before a verdict"
+    fi
+}
+trap _kt_exit EXIT
+
+# ------------------------------------------------------------ checks
+# Each returns 0 on success; on failure it calls fail and returns 1.
+_kt_short() { printf '%s' "$1" | tr '\n' '|' | cut -c1-300; }
+
+expect_eq() { # DESC GOT WANT
+    [ "$2" = "$3" ] || fail "$1: got '$(_kt_short "$2")', want '$(_kt_short "$3")'"
+}
+expect_ne() { # DESC GOT UNWANTED
+    [ "$2" != "$3" ] || fail "$1: got '$(_kt_short "$2")', want anything else"
+}
+_kt_int() { case $1 in '' | *[!0-9-]*) return 1 ;; esac; }
+expect_ge() { # DESC GOT MIN   (integers)
+    _kt_int "$2" || { fail "$1: got '$(_kt_short "$2")', want an integer >= $3"; return 1; }
+    [ "$2" -ge "$3" ] || fail "$1: got $2, want >= $3"
+}
+expect_gt() { # DESC GOT MIN   (integers)
+    _kt_int "$2" || { fail "$1: got '$(_kt_short "$2")', want an integer > $3"; return 1; }
+    [ "$2" -gt "$3" ] || fail "$1: got $2, want > $3"
+}
+expect_match() { # DESC TEXT ERE — some line of TEXT matches the extended regex
+    printf '%s\n' "$2" | grep -qE -- "$3" ||
+        fail "$1: no line matches /$3/ in: $(_kt_short "$2")"
+}
+expect_nomatch() { # DESC TEXT ERE
+    _kt_m=$(printf '%s\n' "$2" | grep -E -- "$3" | head -n 3)
+    [ -z "$_kt_m" ] || fail "$1: unexpected /$3/: $(_kt_short "$_kt_m")"
+}
+expect_empty() { # DESC TEXT
+    [ -z "$2" ] || fail "$1: want empty, got: $(_kt_short "$2")"
+}
+expect_ok() { # DESC CMD [ARGS...] — the command must succeed
+    _kt_d=$1; shift
+    _kt_o=$("$@" 2>&1) && return 0
+    _kt_rc=$?
+    fail "$_kt_d: '$*' exited $_kt_rc: $(_kt_short "$_kt_o")"
+}
+expect_fail() { # DESC CMD [ARGS...] — the command must fail
+    _kt_d=$1; shift
+    _kt_o=$("$@" 2>&1) || return 0
+    fail "$_kt_d: '$*' succeeded, want failure: $(_kt_short "$_kt_o")"
+}
+
+# ------------------------------------------------------------ tracefs
+# tfs_write FILE TEXT — append TEXT to $TRACEFS/FILE (like `echo TEXT >>`);
+# on rejection prints the write error and the kernel's error_log tail.
+tfs_write() {
+    _kt_err=$( (echo "$2" >>"$TRACEFS/$1") 2>&1) && return 0
+    echo "write '$2' to $1 failed: $_kt_err"
+    [ -r "$TRACEFS/error_log" ] && tail -n 2 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
+    return 1
+}
+# tfs_set FILE TEXT — truncating write (`echo TEXT >`)
+tfs_set() {
+    _kt_err=$( (echo "$2" >"$TRACEFS/$1") 2>&1) && return 0
+    echo "write '$2' to $1 failed: $_kt_err"
+    [ -r "$TRACEFS/error_log" ] && tail -n 2 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
+    return 1
+}
+tfs_read() { cat "$TRACEFS/$1"; } # FILE
+
+# kprobe_add DEFINITION — append to kprobe_events; on failure `fail`s the
+# test with the kernel's error_log and returns 1
+kprobe_add() {
+    _kt_o=$(tfs_write kprobe_events "$1") || { fail "kernel rejected '$1': $(_kt_short "$_kt_o")"; return 1; }
+}
+
+# instance_new NAME — create instances/ktest_NAME; prints its path
+instance_new() {
+    mkdir "$TRACEFS/instances/ktest_$1" && echo "$TRACEFS/instances/ktest_$1"
+}
+
+# trace_lines INSTANCE_DIR — the trace buffer without comment lines
+trace_lines() { grep -v '^#' "$1/trace"; }
+
+# ktest_leftovers — what tests must not leave behind (empty when clean)
+ktest_leftovers() {
+    _kt_l=""
+    _kt_de=$(cat "$TRACEFS/dynamic_events" 2>/dev/null)
+    [ -n "$_kt_de" ] && _kt_l="dynamic_events: $(_kt_short "$_kt_de")"
+    _kt_in=$(ls "$TRACEFS/instances" 2>/dev/null | tr '\n' ' ')
+    [ -n "$_kt_in" ] && _kt_l="$_kt_l instances: $_kt_in"
+    echo "$_kt_l"
+}
+
+# ktest_cleanup — remove every instance and dynamic event (the guest has no
+# other users), disabling events first so the deletes cannot fail with EBUSY
+ktest_cleanup() {
+    for _kt_i in "$TRACEFS"/instances/*; do
+        [ -d "$_kt_i" ] || continue
+        echo 0 >"$_kt_i/events/enable" 2>/dev/null
+        rmdir "$_kt_i" 2>/dev/null
+    done
+    echo 0 >"$TRACEFS/events/enable" 2>/dev/null
+    echo >"$TRACEFS/dynamic_events" 2>/dev/null
+    echo >"$TRACEFS/kprobe_events" 2>/dev/null
+    echo >"$TRACEFS/trace" 2>/dev/null
+    return 0
+}
+
+# ------------------------------------------------------------ arch
+# argreg N — fetcharg register of the N-th (1-based) function argument
+argreg() {
+    case $KTEST_ARCH in
+        arm64) echo "%x$(($1 - 1))" ;;
+        *) set -- "$1" di si dx cx r8 r9; eval "echo %\${$(($1 + 1))}" ;;
+    esac
+}
+# retreg — the return-value register
+retreg() { case $KTEST_ARCH in arm64) echo "%x0" ;; *) echo "%ax" ;; esac; }
