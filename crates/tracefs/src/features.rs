@@ -1,0 +1,175 @@
+//! What this kernel's tracing supports, read from tracefs itself.
+//!
+//! The tracefs `README` (kernel/trace/trace.c, `readme_msg`) lists the probe
+//! syntax the kernel was built with: definition forms, fetch arguments and
+//! types; the files present tell which interfaces exist. This is detection
+//! only: it never writes to tracefs and never guesses from version numbers.
+
+use std::fs;
+use std::path::Path;
+
+/// Features of one kernel's tracing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Features {
+    /// `dynamic_events` exists (kernel 4.20+).
+    pub dynamic_events: bool,
+    /// `kprobe_events` exists (CONFIG_KPROBE_EVENTS).
+    pub kprobe_events: bool,
+    /// `uprobe_events` exists (CONFIG_UPROBE_EVENTS).
+    pub uprobe_events: bool,
+    /// `instances/` exists.
+    pub instances: bool,
+    /// `error_log` exists (5.2+).
+    pub error_log: bool,
+    /// Hist triggers are available.
+    pub hist_triggers: bool,
+    /// The `snapshot` trigger is available.
+    pub snapshot: bool,
+    /// Event probes (`e:`) are available.
+    pub eprobes: bool,
+    /// Fprobes (`f:`) are available.
+    pub fprobes: bool,
+    /// Tracepoint probes (`t:`) are available.
+    pub tprobes: bool,
+    /// `$arg<N>` fetch arguments (BTF or arch ABI) are accepted.
+    pub arg_n: bool,
+    /// `$comm` is accepted.
+    pub comm: bool,
+    /// Immediate values (`\imm`) are accepted.
+    pub immediates: bool,
+    /// Uprobe reference counters (`(ref_ctr_offset)`) are accepted.
+    pub ref_ctr_offset: bool,
+    /// `maxactive` for return probes is accepted.
+    pub maxactive: bool,
+    /// Fetch types the README lists, expanded (`u8`, `u16`, …, `string`).
+    pub types: Vec<String>,
+}
+
+impl Features {
+    /// Detects the features of the tracefs at `root`.
+    pub fn detect(root: &Path) -> Self {
+        let readme = fs::read_to_string(root.join("README")).unwrap_or_default();
+        let mut f = Self::from_readme(&readme);
+        f.dynamic_events = root.join("dynamic_events").exists();
+        f.kprobe_events = root.join("kprobe_events").exists();
+        f.uprobe_events = root.join("uprobe_events").exists();
+        f.instances = root.join("instances").is_dir();
+        f.error_log = root.join("error_log").exists();
+        f
+    }
+
+    /// The features a README text announces (file presence left false).
+    pub fn from_readme(readme: &str) -> Self {
+        Self {
+            hist_triggers: readme.contains("hist:keys") || readme.contains("\t    hist"),
+            snapshot: readme.contains("snapshot"),
+            eprobes: readme.contains("e[:[<group>/][<event>]]"),
+            fprobes: readme.contains("f[:[<group>/][<event>]]"),
+            tprobes: readme.contains("t[:[<group>/][<event>]]"),
+            arg_n: readme.contains("$arg<N>"),
+            comm: readme.contains("$comm"),
+            immediates: readme.contains("\\imm-value"),
+            ref_ctr_offset: readme.contains("(ref_ctr_offset)"),
+            maxactive: readme.contains("r[maxactive]"),
+            types: parse_types(readme),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the fetch type `ty` (e.g. `u32`, `string`, `symstr`) is listed.
+    pub fn has_type(&self, ty: &str) -> bool {
+        self.types.iter().any(|t| t == ty)
+    }
+}
+
+/// Expands the README's `type:` list: `s8/16/32/64` becomes `s8 s16 s32 s64`
+/// and `%pd/%pD` becomes `%pd %pD`;
+/// templates with `<...>` (bitfields, arrays) are kept verbatim.
+fn parse_types(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.trim_start().strip_prefix("type:") else {
+            continue;
+        };
+        let mut text = rest.to_string();
+        // Continuation lines are indented and hold no `key:` of their own.
+        for next in lines.by_ref() {
+            let t = next.trim();
+            if t.is_empty() || t.contains(": ") || t.ends_with(':') {
+                break;
+            }
+            text.push(' ');
+            text.push_str(t);
+        }
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            expand_type(item, &mut out);
+        }
+        break;
+    }
+    out
+}
+
+fn expand_type(item: &str, out: &mut Vec<String>) {
+    if item.contains('<') || !item.contains('/') {
+        out.push(item.to_string());
+        return;
+    }
+    // "s8/16/32/64": a letter prefix then sizes.
+    let mut parts = item.split('/');
+    let first = parts.next().unwrap_or_default();
+    let prefix: String = first
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    out.push(first.to_string());
+    for size in parts {
+        out.push(format!("{prefix}{size}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // cat /sys/kernel/tracing/README on the 6.18 host (uprobes, no kprobes).
+    const README_618: &str = include_str!("../fixtures/README.6.18.txt");
+
+    #[test]
+    fn host_618_readme() {
+        let f = Features::from_readme(README_618);
+        assert!(f.eprobes);
+        assert!(f.arg_n);
+        assert!(f.comm);
+        assert!(f.immediates);
+        assert!(f.ref_ctr_offset);
+        assert!(!f.hist_triggers, "the host kernel has no hist triggers");
+        for t in [
+            "s8", "s64", "u16", "x32", "char", "string", "ustring", "symstr", "symbol", "%pd",
+            "%pD",
+        ] {
+            assert!(f.has_type(t), "missing {t} in {:?}", f.types);
+        }
+        assert!(f.types.iter().any(|t| t.starts_with("b<bit-width>")));
+        assert!(!f.has_type("u128"));
+    }
+
+    #[test]
+    fn expand_type_table() {
+        for (item, want) in [
+            ("s8/16/32/64", vec!["s8", "s16", "s32", "s64"]),
+            ("string", vec!["string"]),
+            ("%pd/%pD", vec!["%pd", "%pD"]),
+            ("<type>\\[<array-size>\\]", vec!["<type>\\[<array-size>\\]"]),
+        ] {
+            let mut out = Vec::new();
+            expand_type(item, &mut out);
+            assert_eq!(out, want, "{item}");
+        }
+    }
+
+    #[test]
+    fn empty_readme_has_nothing() {
+        assert_eq!(Features::from_readme(""), Features::default());
+    }
+}

@@ -1,0 +1,381 @@
+//! Tracing instances: private ring buffers with their own event switches.
+//!
+//! Mirrors `instances/` in kernel/trace/trace.c (`instance_mkdir`,
+//! `instance_rmdir`) and the per-event control files of
+//! kernel/trace/trace_events.c: `enable`, `filter`, `trigger`. An instance
+//! has its own buffer, `error_log`, `trace_clock`, `buffer_size_kb`,
+//! `tracing_on` and `set_event_pid`, so a session that works only in its own
+//! instance never disturbs the top-level buffer or anyone else's. This is
+//! not a reader: the ring buffer is read by ktrace-ring.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::error_log::ErrorLog;
+use crate::io;
+
+/// One tracing instance.
+#[derive(Debug, Clone)]
+pub struct Instance {
+    name: String,
+    dir: PathBuf,
+}
+
+/// Counters of one CPU's buffer, from `per_cpu/cpuN/stats`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuStats {
+    /// Events in the buffer now.
+    pub entries: u64,
+    /// Events lost because the buffer wrapped (overwrite mode).
+    pub overrun: u64,
+    /// Events lost because a commit overran (nested writers).
+    pub commit_overrun: u64,
+    /// Bytes in the buffer.
+    pub bytes: u64,
+    /// Events dropped because the buffer was full (no-overwrite mode).
+    pub dropped_events: u64,
+    /// Events read so far.
+    pub read_events: u64,
+}
+
+impl CpuStats {
+    /// Events this CPU lost for any reason.
+    pub fn lost(&self) -> u64 {
+        self.overrun + self.commit_overrun + self.dropped_events
+    }
+
+    /// Parses the text of a `per_cpu/cpuN/stats` file.
+    pub fn parse(text: &str) -> Self {
+        let mut s = Self::default();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let Ok(v) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            match key.trim() {
+                "entries" => s.entries = v,
+                "overrun" => s.overrun = v,
+                "commit overrun" => s.commit_overrun = v,
+                "bytes" => s.bytes = v,
+                "dropped events" => s.dropped_events = v,
+                "read events" => s.read_events = v,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+impl Instance {
+    /// Creates the instance `name` under the tracefs at `root`. Fails with
+    /// [`ErrorKind::Exists`] if it exists: it may be someone else's.
+    pub fn create(root: &Path, name: &str) -> Result<Self> {
+        let dir = root.join("instances").join(name);
+        fs::create_dir(&dir).map_err(|e| {
+            let err = Error::io("cannot create tracing instance", &dir, e);
+            if err.kind() == ErrorKind::NotFound {
+                err.with_hint("this kernel has no tracing instances")
+            } else {
+                err
+            }
+        })?;
+        Ok(Self {
+            name: name.to_string(),
+            dir,
+        })
+    }
+
+    /// An existing instance, without touching it.
+    pub fn open(root: &Path, name: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            dir: root.join("instances").join(name),
+        }
+    }
+
+    /// The instance's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The instance's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether the instance exists.
+    pub fn exists(&self) -> bool {
+        self.dir.is_dir()
+    }
+
+    /// The instance's own error log.
+    pub fn error_log(&self) -> ErrorLog {
+        ErrorLog::in_dir(&self.dir)
+    }
+
+    /// Removes the instance, which also disables every event enabled in it.
+    /// Retries while it is busy (a reader still closing); an instance that
+    /// is already gone counts as removed.
+    pub fn remove(&self) -> Result<()> {
+        let mut delay = Duration::from_millis(5);
+        let mut last = None;
+        for _ in 0..8 {
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => {
+                    let err = Error::io("cannot remove tracing instance", &self.dir, e);
+                    if err.kind() != ErrorKind::Busy {
+                        return Err(err);
+                    }
+                    last = Some(err);
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_millis(200));
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::new(ErrorKind::Busy, "tracing instance stays busy")))
+    }
+
+    /// The directory of `group/event` in this instance.
+    pub fn event_dir(&self, group: &str, event: &str) -> PathBuf {
+        self.dir.join("events").join(group).join(event)
+    }
+
+    fn write(&self, rel: &Path, data: &str, what: &str) -> Result<()> {
+        let log = self.error_log();
+        let cmd = data.trim_end_matches('\n');
+        io::write(&self.dir.join(rel), data, Some(&log), &[cmd], what)
+    }
+
+    /// Enables or disables `group/event` (or the whole group when `event`
+    /// is `None`) in this instance only.
+    pub fn set_enabled(&self, group: &str, event: Option<&str>, on: bool) -> Result<()> {
+        let rel = match event {
+            Some(e) => Path::new("events").join(group).join(e).join("enable"),
+            None => Path::new("events").join(group).join("enable"),
+        };
+        self.write(&rel, if on { "1" } else { "0" }, "cannot switch event")
+    }
+
+    /// Sets the filter of `group/event` in this instance. The kernel's
+    /// message (with caret) is attached when it rejects the filter.
+    pub fn set_filter(&self, group: &str, event: &str, filter: &str) -> Result<()> {
+        let rel = Path::new("events").join(group).join(event).join("filter");
+        self.write(&rel, filter, "the kernel rejected the filter")
+    }
+
+    /// Adds a trigger to `group/event` in this instance.
+    pub fn add_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
+        let rel = Path::new("events").join(group).join(event).join("trigger");
+        self.write(&rel, trigger, "the kernel rejected the trigger")
+    }
+
+    /// Removes a trigger (written with a leading `!`).
+    pub fn remove_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
+        let rel = Path::new("events").join(group).join(event).join("trigger");
+        self.write(&rel, &format!("!{trigger}"), "cannot remove trigger")
+    }
+
+    /// Sets the per-CPU buffer size in KiB.
+    pub fn set_buffer_size_kb(&self, kb: u64) -> Result<()> {
+        self.write(
+            Path::new("buffer_size_kb"),
+            &kb.to_string(),
+            "cannot set buffer size",
+        )
+    }
+
+    /// The per-CPU buffer size in KiB.
+    pub fn buffer_size_kb(&self) -> Result<u64> {
+        let t = io::read(&self.dir.join("buffer_size_kb"), "cannot read buffer size")?;
+        first_number(&t)
+            .ok_or_else(|| Error::new(ErrorKind::Parse, format!("buffer_size_kb: {t:?}")))
+    }
+
+    /// The clocks the kernel offers and the selected one (`[local] global …`).
+    pub fn trace_clocks(&self) -> Result<(Vec<String>, Option<String>)> {
+        let t = io::read(&self.dir.join("trace_clock"), "cannot read trace_clock")?;
+        Ok(parse_choice(&t))
+    }
+
+    /// Selects the trace clock, after checking the kernel offers it.
+    pub fn set_trace_clock(&self, clock: &str) -> Result<()> {
+        let (all, _) = self.trace_clocks()?;
+        if !all.iter().any(|c| c == clock) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "this kernel has no trace clock {clock:?}; it offers {}",
+                    all.join(", ")
+                ),
+            ));
+        }
+        self.write(Path::new("trace_clock"), clock, "cannot set trace clock")
+    }
+
+    /// Starts or stops recording into this instance's buffer.
+    pub fn set_tracing_on(&self, on: bool) -> Result<()> {
+        self.write(
+            Path::new("tracing_on"),
+            if on { "1" } else { "0" },
+            "cannot switch tracing_on",
+        )
+    }
+
+    /// Restricts events to the given pids (empty clears the list).
+    pub fn set_event_pids(&self, pids: &[u32]) -> Result<()> {
+        let text = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if text.is_empty() {
+            // Opening with O_TRUNC clears the list of this instance only.
+            let p = self.dir.join("set_event_pid");
+            return fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&p)
+                .map(drop)
+                .map_err(|e| Error::io("cannot clear set_event_pid", p, e));
+        }
+        self.write(
+            Path::new("set_event_pid"),
+            &text,
+            "cannot set set_event_pid",
+        )
+    }
+
+    /// Sets an instance option (`options/NAME`).
+    pub fn set_option(&self, name: &str, on: bool) -> Result<()> {
+        self.write(
+            &Path::new("options").join(name),
+            if on { "1" } else { "0" },
+            "cannot set option",
+        )
+    }
+
+    /// The CPUs that have a `per_cpu/cpuN` directory.
+    pub fn cpus(&self) -> Result<Vec<u32>> {
+        let dir = self.dir.join("per_cpu");
+        let rd =
+            fs::read_dir(&dir).map_err(|e| Error::io("cannot list per-CPU buffers", &dir, e))?;
+        let mut cpus: Vec<u32> = rd
+            .filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix("cpu")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        cpus.sort_unstable();
+        Ok(cpus)
+    }
+
+    /// The buffer counters of one CPU.
+    pub fn cpu_stats(&self, cpu: u32) -> Result<CpuStats> {
+        let p = self
+            .dir
+            .join("per_cpu")
+            .join(format!("cpu{cpu}"))
+            .join("stats");
+        Ok(CpuStats::parse(&io::read(&p, "cannot read per-CPU stats")?))
+    }
+
+    /// The counters of all CPUs summed.
+    pub fn total_stats(&self) -> Result<CpuStats> {
+        let mut t = CpuStats::default();
+        for cpu in self.cpus()? {
+            let s = self.cpu_stats(cpu)?;
+            t.entries += s.entries;
+            t.overrun += s.overrun;
+            t.commit_overrun += s.commit_overrun;
+            t.bytes += s.bytes;
+            t.dropped_events += s.dropped_events;
+            t.read_events += s.read_events;
+        }
+        Ok(t)
+    }
+
+    /// The consuming text reader of all CPUs.
+    pub fn trace_pipe(&self) -> PathBuf {
+        self.dir.join("trace_pipe")
+    }
+}
+
+fn first_number(t: &str) -> Option<u64> {
+    t.split(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())?
+        .parse()
+        .ok()
+}
+
+/// Parses a `[selected] other other` choice file such as `trace_clock`.
+pub fn parse_choice(text: &str) -> (Vec<String>, Option<String>) {
+    let mut all = Vec::new();
+    let mut selected = None;
+    for w in text.split_whitespace() {
+        if let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            selected = Some(inner.to_string());
+            all.push(inner.to_string());
+        } else {
+            all.push(w.to_string());
+        }
+    }
+    (all, selected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_real() {
+        // cat /sys/kernel/tracing/per_cpu/cpu0/stats on the 6.18 host.
+        let text = include_str!("../fixtures/stats.6.18.txt");
+        let s = CpuStats::parse(text);
+        assert_eq!(
+            s,
+            CpuStats {
+                entries: 0,
+                overrun: 0,
+                commit_overrun: 0,
+                bytes: 0,
+                dropped_events: 0,
+                read_events: 0
+            }
+        );
+        let busy = "entries: 12\noverrun: 3\ncommit overrun: 1\nbytes: 480\noldest event ts:  5.1\nnow ts:  6.2\ndropped events: 7\nread events: 9\n";
+        let s = CpuStats::parse(busy);
+        assert_eq!(
+            (
+                s.entries,
+                s.overrun,
+                s.commit_overrun,
+                s.bytes,
+                s.dropped_events,
+                s.read_events
+            ),
+            (12, 3, 1, 480, 7, 9)
+        );
+        assert_eq!(s.lost(), 11);
+    }
+
+    #[test]
+    fn choice_table() {
+        let (all, sel) =
+            parse_choice("[local] global counter uptime perf mono mono_raw boot tai x86-tsc\n");
+        assert_eq!(sel.as_deref(), Some("local"));
+        assert_eq!(all.len(), 10);
+        assert_eq!(parse_choice(""), (vec![], None));
+        assert_eq!(first_number("1410 (expanded: 1410)\n"), Some(1410));
+        assert_eq!(first_number("x"), None);
+    }
+}

@@ -1,0 +1,326 @@
+//! Ownership of tracefs objects: session names, owner liveness, teardown and
+//! reaping what dead sessions left behind.
+//!
+//! A session's event group and instance share one name,
+//! `ktrace_p<PID>_s<START>_n<PIDNS>[_<SEQ>]`: the owner's pid, its start time
+//! in clock ticks (field 22 of `/proc/<pid>/stat`, which tells a reused pid
+//! from the original), the inode of its pid namespace (pids from another
+//! namespace are never judged), and a per-process sequence number when one
+//! process runs several sessions. Anything not matching this pattern is not
+//! ours and is never touched. Teardown follows what was measured on 6.18:
+//! remove the instance (which disables its events and frees its buffer),
+//! then delete the whole group with one `-:GROUP/` write.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::fs;
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::dynevent::DynEvents;
+use crate::error::{Error, ErrorKind, Result};
+use crate::instance::Instance;
+use crate::io;
+
+/// The fixed prefix of every name ktrace creates.
+pub const PREFIX: &str = "ktrace_";
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// The name of one session's group and instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SessionName {
+    /// Owner pid.
+    pub pid: u32,
+    /// Owner start time in clock ticks since boot.
+    pub start: u64,
+    /// Inode of the owner's pid namespace (0 if unknown).
+    pub pidns: u64,
+    /// Sequence number within the owning process.
+    pub seq: u32,
+}
+
+impl SessionName {
+    /// A fresh name for a session of this process.
+    pub fn for_this_process() -> Result<Self> {
+        let pid = std::process::id();
+        let start = start_time(pid).ok_or_else(|| {
+            Error::new(
+                ErrorKind::NotAvailable,
+                "cannot read this process's start time from /proc/self/stat",
+            )
+            .with_hint("ktrace needs /proc mounted")
+        })?;
+        Ok(Self {
+            pid,
+            start,
+            pidns: own_pidns(),
+            seq: SEQ.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Parses a name; `None` for anything ktrace did not create.
+    pub fn parse(name: &str) -> Option<Self> {
+        let rest = name.strip_prefix(PREFIX)?;
+        let mut parts = rest.split('_');
+        let pid = number(parts.next()?.strip_prefix('p')?)?;
+        let start = number(parts.next()?.strip_prefix('s')?)?;
+        let pidns = number(parts.next()?.strip_prefix('n')?)?;
+        let seq = match parts.next() {
+            None => 0,
+            Some(s) => number(s)?,
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(Self {
+            pid: u32::try_from(pid).ok()?,
+            start,
+            pidns,
+            seq: u32::try_from(seq).ok()?,
+        })
+    }
+
+    /// Whether the owner is alive: `Some(true)` alive, `Some(false)` gone
+    /// (no such pid, or the pid now belongs to a process started at another
+    /// time), `None` when this process cannot tell (another pid namespace,
+    /// no /proc) — and then nothing may be reaped.
+    pub fn owner_alive(&self) -> Option<bool> {
+        if self.pidns != own_pidns() || !Path::new("/proc/self/stat").exists() {
+            return None;
+        }
+        match fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+            Err(_) => None,
+            Ok(text) => Some(parse_start_time(&text) == Some(self.start)),
+        }
+    }
+}
+
+impl fmt::Display for SessionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{PREFIX}p{}_s{}_n{}", self.pid, self.start, self.pidns)?;
+        if self.seq != 0 {
+            write!(f, "_{}", self.seq)?;
+        }
+        Ok(())
+    }
+}
+
+fn number(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The start time (clock ticks since boot) of `pid`.
+pub fn start_time(pid: u32) -> Option<u64> {
+    parse_start_time(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Field 22 (`starttime`) of a `/proc/<pid>/stat` text. The command name in
+/// field 2 may hold spaces and parentheses, so fields are counted after the
+/// last `)`.
+pub fn parse_start_time(stat: &str) -> Option<u64> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn own_pidns() -> u64 {
+    fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|p| {
+            let s = p.to_string_lossy().into_owned();
+            s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// What a teardown removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Teardown {
+    /// The instance existed and was removed.
+    pub instance_removed: bool,
+    /// Events of the group that were removed.
+    pub events_removed: usize,
+}
+
+/// Removes the instance and the event group called `name`: first the
+/// instance, then the whole group at once. Copes with objects already gone,
+/// and with a busy group (one of its events enabled elsewhere, e.g. by a
+/// global `events/enable`) by switching that group off and retrying.
+pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
+    let mut out = Teardown::default();
+    let inst = Instance::open(root, name);
+    if inst.exists() {
+        let _ = inst.set_tracing_on(false);
+        if let Err(e) = inst.remove() {
+            if e.kind() != ErrorKind::Busy {
+                return Err(e);
+            }
+            let _ = inst.set_enabled(name, None, false);
+            inst.remove()?;
+        }
+        out.instance_removed = true;
+    }
+    let dynev = DynEvents::new(root);
+    out.events_removed = match dynev.destroy_group(name) {
+        Ok(n) => n,
+        Err(e) if e.kind() == ErrorKind::Busy => {
+            disable_group_everywhere(root, name);
+            dynev.destroy_group(name)?
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(out)
+}
+
+/// Switches off the group `group` wherever it is enabled: top level and every
+/// instance. Only the group's own switch is written.
+fn disable_group_everywhere(root: &Path, group: &str) {
+    let mut dirs = vec![root.to_path_buf()];
+    if let Ok(rd) = fs::read_dir(root.join("instances")) {
+        dirs.extend(rd.filter_map(|e| Some(e.ok()?.path())));
+    }
+    for d in dirs {
+        let f = d.join("events").join(group).join("enable");
+        if let Ok(v) = fs::read_to_string(&f)
+            && v.trim() != "0"
+        {
+            let _ = io::write(&f, "0", None, &[], "cannot switch event group off");
+        }
+    }
+}
+
+/// Every session name present in the tracefs at `root`, as an instance or
+/// as an event group.
+pub fn present_sessions(root: &Path) -> Result<BTreeSet<String>> {
+    let mut names = BTreeSet::new();
+    if let Ok(rd) = fs::read_dir(root.join("instances")) {
+        for e in rd.flatten() {
+            if let Some(n) = e.file_name().to_str()
+                && SessionName::parse(n).is_some()
+            {
+                names.insert(n.to_string());
+            }
+        }
+    }
+    for ev in DynEvents::new(root).list()? {
+        if SessionName::parse(&ev.group).is_some() {
+            names.insert(ev.group);
+        }
+    }
+    Ok(names)
+}
+
+/// One session left behind and what happened to it.
+#[derive(Debug)]
+pub struct Reaped {
+    /// The session's name.
+    pub name: String,
+    /// What was removed, or why not.
+    pub result: Result<Teardown>,
+}
+
+/// Removes the groups and instances of sessions whose owner is gone.
+/// Sessions whose owner is alive, or cannot be judged, are left alone, and so
+/// is everything not named by ktrace.
+pub fn reap(root: &Path) -> Result<Vec<Reaped>> {
+    let mut out = Vec::new();
+    for name in present_sessions(root)? {
+        let Some(s) = SessionName::parse(&name) else {
+            continue;
+        };
+        if s.owner_alive() == Some(false) {
+            out.push(Reaped {
+                result: teardown(root, &name),
+                name,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_round_trip() {
+        for n in [
+            SessionName {
+                pid: 1234,
+                start: 98765,
+                pidns: 4026531836,
+                seq: 0,
+            },
+            SessionName {
+                pid: 1,
+                start: 0,
+                pidns: 0,
+                seq: 7,
+            },
+        ] {
+            let s = n.to_string();
+            assert!(s.starts_with(PREFIX));
+            assert!(s.len() < 64, "event group names are limited to 64 bytes");
+            assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+            assert_eq!(SessionName::parse(&s), Some(n));
+        }
+    }
+
+    #[test]
+    fn foreign_names_are_not_ours() {
+        for n in [
+            "ktrace_x",
+            "ktrace_1234",
+            "ktrace_1234_5678",
+            "ktrace_p1_s2",
+            "ktrace_p1_s2_n3_4_5",
+            "ktrace_p01_s2_n3",
+            "ktrace_p1_s2_n3_",
+            "ktrace_p_s2_n3",
+            "ktrace_fix_t7535",
+            "kprobes",
+            "ktrace_p1_s2_nx",
+            "ktrace_p99999999999_s2_n3",
+        ] {
+            assert_eq!(SessionName::parse(n), None, "{n}");
+        }
+    }
+
+    #[test]
+    fn start_time_table() {
+        // /proc/self/stat shape; the comm holds ") (" to test the rfind.
+        let stat =
+            "4242 (a) (b c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(parse_start_time(stat), Some(987654));
+        assert_eq!(parse_start_time("1 (x) S 1"), None);
+        assert_eq!(parse_start_time("no paren"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_and_others_are_judged() {
+        let me = SessionName::for_this_process().unwrap();
+        assert_eq!(me.owner_alive(), Some(true));
+        assert_eq!(me.start, start_time(std::process::id()).unwrap());
+        let reused = SessionName {
+            start: me.start + 1,
+            ..me
+        };
+        assert_eq!(
+            reused.owner_alive(),
+            Some(false),
+            "same pid, other start time: pid reused"
+        );
+        let foreign_ns = SessionName {
+            pidns: me.pidns + 1,
+            ..me
+        };
+        assert_eq!(foreign_ns.owner_alive(), None);
+        let next = SessionName::for_this_process().unwrap();
+        assert_ne!(next.to_string(), me.to_string());
+    }
+}
