@@ -1,0 +1,130 @@
+//! What a check needs to know about the target kernel beyond the language itself:
+//! symbols, files, existing events. Offline this comes from a `/proc/kallsyms` copy
+//! ([`Kallsyms`]); a live implementation (tracefs, a temporary probe) can implement
+//! [`Environment`] elsewhere. Every question may be answered "unknown" (`None`), and
+//! the checker then records that the check was not done.
+//!
+//! Not an I/O layer: [`Kallsyms::parse`] takes the file's text.
+
+use std::collections::HashMap;
+
+/// Kind of a path on the target system (for uprobes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Does not exist.
+    Missing,
+    /// A regular file.
+    Regular,
+    /// Exists, not a regular file.
+    Other,
+}
+
+/// Answers about the target kernel. `None` means "cannot tell".
+pub trait Environment {
+    /// How many symbols named exactly `name` (vmlinux and modules).
+    fn symbol_count(&self, _name: &str) -> Option<usize> {
+        None
+    }
+    /// Whether `MOD:SYM` resolves; `Some(None)` when the module is not loaded.
+    fn module_symbol(&self, _module: &str, _name: &str) -> Option<Option<bool>> {
+        None
+    }
+    /// The kind of `path`.
+    fn file_kind(&self, _path: &str) -> Option<FileKind> {
+        None
+    }
+    /// Whether `group/event` exists already.
+    fn event_exists(&self, _group: &str, _event: &str) -> Option<bool> {
+        None
+    }
+    /// Field names of an existing event (event probes).
+    fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
+        None
+    }
+}
+
+/// Knows nothing: every target-dependent check is reported as not done.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Offline;
+
+impl Environment for Offline {}
+
+/// A parsed `/proc/kallsyms` (names, types and module tags; addresses optional).
+#[derive(Debug, Clone, Default)]
+pub struct Kallsyms {
+    counts: HashMap<String, usize>,
+    modules: HashMap<String, Vec<String>>,
+}
+
+impl Kallsyms {
+    /// Parses kallsyms text: `ADDR TYPE NAME [\[MODULE\]]` per line (also accepts
+    /// `TYPE NAME` and bare `NAME` lines). Malformed lines are skipped.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut k = Kallsyms::default();
+        for line in text.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let (name, module) = match words.as_slice() {
+                [_, _, name, module, ..] => (
+                    *name,
+                    module.strip_prefix('[').and_then(|m| m.strip_suffix(']')),
+                ),
+                [_, _, name] => (*name, None),
+                [_, name] => (*name, None),
+                [name] => (*name, None),
+                _ => continue,
+            };
+            *k.counts.entry(name.to_string()).or_default() += 1;
+            if let Some(m) = module {
+                k.modules
+                    .entry(m.to_string())
+                    .or_default()
+                    .push(name.to_string());
+            }
+        }
+        k
+    }
+
+    /// Number of distinct symbol entries read.
+    pub fn len(&self) -> usize {
+        self.counts.values().sum()
+    }
+
+    /// Whether nothing was read.
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+}
+
+impl Environment for Kallsyms {
+    fn symbol_count(&self, name: &str) -> Option<usize> {
+        Some(self.counts.get(name).copied().unwrap_or(0))
+    }
+
+    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        Some(
+            self.modules
+                .get(module)
+                .map(|syms| syms.iter().any(|s| s == name)),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81001000 t dup_sym\nffffffff81002000 t dup_sym\n\
+             ffffffffc0000000 t ext4_foo\t[ext4]\n\nbad\n",
+        );
+        assert_eq!(k.symbol_count("_stext"), Some(1));
+        assert_eq!(k.symbol_count("dup_sym"), Some(2));
+        assert_eq!(k.symbol_count("nope"), Some(0));
+        assert_eq!(k.module_symbol("ext4", "ext4_foo"), Some(Some(true)));
+        assert_eq!(k.module_symbol("ext4", "x"), Some(Some(false)));
+        assert_eq!(k.module_symbol("xfs", "x"), Some(None));
+        assert_eq!(Offline.symbol_count("x"), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! Error kinds of the probe-definition language, with the exact message text the
+//! kernel writes to `error_log`.
+//!
+//! This mirrors the `ERRORS` table of kernel/trace/trace_probe.h (Linux 6.1 as shipped
+//! by Debian bookworm, which carries later fixes such as `NON_UNIQ_SYMBOL`,
+//! `BAD_SYMSTRING` and `EVENT_TOO_BIG`). It is not a place for I/O errors: this crate
+//! does none. Rejections the kernel makes *without* writing to `error_log` (it just
+//! returns `-EINVAL`) are separate kinds, flagged by [`ErrorKind::is_logged`].
+
+use std::fmt;
+
+macro_rules! tp_errors {
+    ($($name:ident => $text:literal,)*) => {
+        /// One entry of the kernel's probe error table (`TP_ERR_*`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[allow(non_camel_case_types)]
+        pub enum TpErr {
+            $(
+                #[doc = $text]
+                $name,
+            )*
+        }
+
+        impl TpErr {
+            /// All entries, in kernel order.
+            pub const ALL: &'static [TpErr] = &[$(TpErr::$name,)*];
+
+            /// The message the kernel prints after `error: `.
+            pub fn message(self) -> &'static str {
+                match self {
+                    $(TpErr::$name => $text,)*
+                }
+            }
+
+            /// The kernel's identifier without the `TP_ERR_` prefix.
+            pub fn code(self) -> &'static str {
+                match self {
+                    $(TpErr::$name => stringify!($name),)*
+                }
+            }
+        }
+    };
+}
+
+tp_errors! {
+    FILE_NOT_FOUND => "Failed to find the given file",
+    NO_REGULAR_FILE => "Not a regular file",
+    BAD_REFCNT => "Invalid reference counter offset",
+    REFCNT_OPEN_BRACE => "Reference counter brace is not closed",
+    BAD_REFCNT_SUFFIX => "Reference counter has wrong suffix",
+    BAD_UPROBE_OFFS => "Invalid uprobe offset",
+    MAXACT_NO_KPROBE => "Maxactive is not for kprobe",
+    BAD_MAXACT => "Invalid maxactive number",
+    MAXACT_TOO_BIG => "Maxactive is too big",
+    BAD_PROBE_ADDR => "Invalid probed address or symbol",
+    NON_UNIQ_SYMBOL => "The symbol is not unique",
+    BAD_RETPROBE => "Retprobe address must be an function entry",
+    BAD_ADDR_SUFFIX => "Invalid probed address suffix",
+    NO_GROUP_NAME => "Group name is not specified",
+    GROUP_TOO_LONG => "Group name is too long",
+    BAD_GROUP_NAME => "Group name must follow the same rules as C identifiers",
+    NO_EVENT_NAME => "Event name is not specified",
+    EVENT_TOO_LONG => "Event name is too long",
+    BAD_EVENT_NAME => "Event name must follow the same rules as C identifiers",
+    EVENT_EXIST => "Given group/event name is already used by another event",
+    RETVAL_ON_PROBE => "$retval is not available on probe",
+    BAD_STACK_NUM => "Invalid stack number",
+    BAD_ARG_NUM => "Invalid argument number",
+    BAD_VAR => "Invalid $-variable specified",
+    BAD_REG_NAME => "Invalid register name",
+    BAD_MEM_ADDR => "Invalid memory address",
+    BAD_IMM => "Invalid immediate value",
+    IMMSTR_NO_CLOSE => "String is not closed with '\"'",
+    FILE_ON_KPROBE => "File offset is not available with kprobe",
+    BAD_FILE_OFFS => "Invalid file offset value",
+    SYM_ON_UPROBE => "Symbol is not available with uprobe",
+    TOO_MANY_OPS => "Dereference is too much nested",
+    DEREF_NEED_BRACE => "Dereference needs a brace",
+    BAD_DEREF_OFFS => "Invalid dereference offset",
+    DEREF_OPEN_BRACE => "Dereference brace is not closed",
+    COMM_CANT_DEREF => "$comm can not be dereferenced",
+    BAD_FETCH_ARG => "Invalid fetch argument",
+    ARRAY_NO_CLOSE => "Array is not closed",
+    BAD_ARRAY_SUFFIX => "Array has wrong suffix",
+    BAD_ARRAY_NUM => "Invalid array size",
+    ARRAY_TOO_BIG => "Array number is too big",
+    BAD_TYPE => "Unknown type is specified",
+    BAD_STRING => "String accepts only memory argument",
+    BAD_SYMSTRING => "Symbol String doesn't accept data/userdata",
+    BAD_BITFIELD => "Invalid bitfield",
+    ARG_NAME_TOO_LONG => "Argument name is too long",
+    NO_ARG_NAME => "Argument name is not specified",
+    BAD_ARG_NAME => "Argument name must follow the same rules as C identifiers",
+    USED_ARG_NAME => "This argument name is already used",
+    ARG_TOO_LONG => "Argument expression is too long",
+    NO_ARG_BODY => "No argument expression",
+    BAD_INSN_BNDRY => "Probe point is not an instruction boundary",
+    FAIL_REG_PROBE => "Failed to register probe event",
+    DIFF_PROBE_TYPE => "Probe type is different from existing probe",
+    DIFF_ARG_TYPE => "Argument type or name is different from existing probe",
+    SAME_PROBE => "There is already the exact same probe event",
+    NO_EVENT_INFO => "This requires both group and event name to attach",
+    BAD_ATTACH_EVENT => "Attached event does not exist",
+    BAD_ATTACH_ARG => "Attached event does not have this field",
+    NO_EP_FILTER => "No filter rule after 'if'",
+    EVENT_TOO_BIG => "Event too big (too many fields?)",
+}
+
+impl TpErr {
+    /// The message text as older kernels spelled it, where it differs.
+    ///
+    /// `BAD_VAR` read "Invalid $-valiable specified" until the typo was fixed
+    /// upstream; Debian's 6.1 carries the fix.
+    pub fn message_for(self, kernel: crate::KernelVersion) -> &'static str {
+        match self {
+            TpErr::BAD_VAR if !kernel.features().bad_var_spelling_fixed => {
+                "Invalid $-valiable specified"
+            }
+            other => other.message(),
+        }
+    }
+}
+
+/// Rejections that return an error to `write()` but leave `error_log` untouched,
+/// and ktrace's own refusals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Silent {
+    /// The line holds a newline or another control character; ktrace never writes it.
+    ControlChar,
+    /// Longer than the kernel's write buffer allows for one line (4094 bytes).
+    LineTooLong,
+    /// No command letter the kernel knows (`p`, `r`, `e`, `-`), or too few words.
+    NotAProbe,
+    /// `$comm` or an immediate string with a type other than `string`, or as an array.
+    CommType,
+    /// A removal command (`-:...`) that the kernel refuses before looking anything up.
+    BadRemove,
+    /// A definition a kprobe-only or uprobe-only file does not take.
+    WrongFile,
+    /// A synthetic event definition (`s:`), which this crate does not check.
+    Synthetic,
+    /// Zero bytes consumed: the kernel returns `-EINVAL` without logging (e.g. a bad
+    /// `%return` on an address, eprobe filter compile failures).
+    Other,
+}
+
+impl Silent {
+    /// ktrace's description of the rejection.
+    pub fn message(self) -> &'static str {
+        match self {
+            Silent::ControlChar => {
+                "definition contains a newline or control character (never written to tracefs)"
+            }
+            Silent::LineTooLong => "definition is longer than the kernel's 4094-byte line limit",
+            Silent::NotAProbe => {
+                "not a probe definition: expected p, r, rN, e or - and a probe point"
+            }
+            Silent::CommType => {
+                "$comm and immediate strings take only the type string, and no array"
+            }
+            Silent::BadRemove => "malformed removal command: expected -:[GROUP/]EVENT",
+            Silent::WrongFile => "this kind of definition is not accepted by that file",
+            Silent::Synthetic => "synthetic event definitions are not checked by ktrace",
+            Silent::Other => "rejected by the kernel without an error_log entry",
+        }
+    }
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The kernel writes this entry to `error_log`.
+    Logged(TpErr),
+    /// The kernel (or ktrace) rejects without an `error_log` entry.
+    Silent(Silent),
+}
+
+impl ErrorKind {
+    /// Whether the kernel records this rejection in `error_log`.
+    pub fn is_logged(self) -> bool {
+        matches!(self, ErrorKind::Logged(_))
+    }
+}
+
+/// A rejected definition: the kernel's message, the caret position, and a hint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ProbeError {
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// The message text (the kernel's own for logged errors).
+    pub message: &'static str,
+    /// The `error_log` subsystem (`trace_kprobe`, `trace_uprobe`, `event_probe`).
+    pub subsystem: Option<&'static str>,
+    /// The caret position as `error_log` shows it: a byte offset into
+    /// [`ProbeError::command`].
+    pub pos: Option<usize>,
+    /// The command as the kernel re-joins it: its words separated by single spaces.
+    pub command: String,
+    /// ktrace's own, friendlier advice.
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for ProbeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.pos {
+            Some(pos) => write!(f, "{} (at byte {pos})", self.message),
+            None => f.write_str(self.message),
+        }
+    }
+}
+
+impl ProbeError {
+    /// The two lines `error_log` prints under the message: the command and a caret.
+    pub fn caret_lines(&self) -> Option<(String, String)> {
+        let pos = self.pos?;
+        Some((self.command.clone(), format!("{}^", " ".repeat(pos))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_distinct_message() {
+        let mut seen = std::collections::HashSet::new();
+        for e in TpErr::ALL {
+            assert!(
+                seen.insert(e.message()),
+                "duplicate message {}",
+                e.message()
+            );
+            assert!(!e.code().is_empty());
+        }
+        assert_eq!(TpErr::ALL.len(), 61);
+    }
+
+    #[test]
+    fn old_kernels_keep_the_typo() {
+        let old = crate::KernelVersion::new(5, 15);
+        assert_eq!(
+            TpErr::BAD_VAR.message_for(old),
+            "Invalid $-valiable specified"
+        );
+        assert_eq!(
+            TpErr::BAD_VAR.message_for(crate::KernelVersion::new(6, 1)),
+            "Invalid $-variable specified"
+        );
+    }
+}

@@ -1,0 +1,675 @@
+//! Parsing one fetch argument, `[NAME=]FETCHARG[:TYPE]`, exactly as
+//! `traceprobe_parse_probe_arg()` and its helpers in kernel/trace/trace_probe.c
+//! (Linux 6.1) do: same acceptance, same error, same caret offset.
+//!
+//! The kernel compiles an argument into at most 16 fetch instructions; whether a
+//! deeply nested argument is refused ("Dereference is too much nested") depends on
+//! that budget, so this parser counts instruction slots the same way. It is not a
+//! general expression parser: its quirks (a `+u` dereference shifts the caret by one,
+//! text after the last `)` is ignored) are the kernel's.
+
+use crate::arch::Arch;
+use crate::ast::{ArgType, Bitfield, Fetch, ProbeArg, Span};
+use crate::error::{Silent, TpErr};
+use crate::kernel::KernelVersion;
+use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul, simple_strtoul};
+use crate::types::{BaseType, find_fetch_type};
+
+/// Longest argument expression (`MAX_ARGSTR_LEN`).
+pub const MAX_ARGSTR_LEN: usize = 63;
+/// Longest array (`MAX_ARRAY_LEN`).
+pub const MAX_ARRAY_LEN: u32 = 64;
+/// Longest argument name (`MAX_ARG_NAME_LEN`).
+pub const MAX_ARG_NAME_LEN: usize = 32;
+/// Most arguments (`MAX_TRACE_ARGS`); further words are ignored.
+pub const MAX_TRACE_ARGS: usize = 128;
+/// Largest argument area of one event (`MAX_PROBE_EVENT_SIZE`).
+pub const MAX_PROBE_EVENT_SIZE: u32 = 3072;
+/// Fetch instruction budget (`FETCH_INSN_MAX`); the last slot holds the end marker.
+const FETCH_INSN_MAX: usize = 16;
+const END_SLOT: usize = FETCH_INSN_MAX - 1;
+
+/// Field names an argument may not take.
+pub const RESERVED_FIELD_NAMES: &[&str] = &[
+    "common_type",
+    "common_flags",
+    "common_preempt_count",
+    "common_pid",
+    "common_tgid",
+    "__probe_ip",
+    "__probe_ret_ip",
+    "__probe_func",
+];
+
+/// Context flags (`TPARG_FL_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ArgFlags {
+    /// Return probe.
+    pub ret: bool,
+    /// Kernel probe.
+    pub kernel: bool,
+    /// Probe on a function entry.
+    pub fentry: bool,
+    /// Event probe (fields of a trace event).
+    pub tpoint: bool,
+}
+
+/// What parsing needs to know.
+#[derive(Debug, Clone, Copy)]
+pub struct ArgCtx {
+    /// Target architecture.
+    pub arch: Arch,
+    /// Target kernel version.
+    pub kernel: KernelVersion,
+    /// Probe context.
+    pub flags: ArgFlags,
+}
+
+/// A failure inside one argument word: a logged error at a byte offset into the word,
+/// or a silent rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgError {
+    /// Logged at `offset` bytes into the word.
+    Logged(TpErr, usize),
+    /// Rejected without a log entry.
+    Silent(Silent),
+}
+
+/// The op left in the current fetch slot (what the kernel inspects after parsing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Reg,
+    Stack,
+    StackP,
+    Retval,
+    Imm,
+    Comm,
+    Arg,
+    Data,
+    Deref,
+    Uderef,
+    TpArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Raw,
+    Mem,
+    Umem,
+    String,
+    UString,
+    SymStr,
+}
+
+fn is_good_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    match b.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {}
+        _ => return false,
+    }
+    b[1..]
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+/// `is_good_name()`: a C identifier.
+pub fn good_name(name: &str) -> bool {
+    is_good_name(name)
+}
+
+/// `is_good_system_name()`: a C identifier that may also contain `-`.
+pub fn good_system_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    match b.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' || *c == b'-' => {}
+        _ => return false,
+    }
+    b[1..]
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+}
+
+fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgError> {
+    let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
+    if ctx.flags.tpoint {
+        return Ok((Fetch::Field(var.to_string()), Op::TpArg));
+    }
+    if var == "retval" {
+        if ctx.flags.ret {
+            return Ok((Fetch::Retval, Op::Retval));
+        }
+        return Err(ArgError::Logged(TpErr::RETVAL_ON_PROBE, offs));
+    }
+    if let Some(rest) = var.strip_prefix("stack") {
+        if rest.is_empty() {
+            return Ok((Fetch::StackPtr, Op::StackP));
+        }
+        if rest.as_bytes()[0].is_ascii_digit() {
+            let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+            if ctx.flags.kernel && n > ctx.arch.param_max_stack() {
+                return Err(ArgError::Logged(TpErr::BAD_STACK_NUM, offs));
+            }
+            return Ok((Fetch::Stack(n), Op::Stack));
+        }
+        return Err(bad_var);
+    }
+    if var == "comm" || var == "COMM" {
+        return Ok((Fetch::Comm, Op::Comm));
+    }
+    if ctx.arch.has_arg_access()
+        && ctx.flags.kernel
+        && ctx.flags.fentry
+        && !ctx.flags.ret
+        && !ctx.flags.tpoint
+        && let Some(rest) = var.strip_prefix("arg")
+    {
+        let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+        if n == 0 || n > ctx.arch.param_max_stack() {
+            return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
+        }
+        return Ok((Fetch::Arg(n), Op::Arg));
+    }
+    Err(bad_var)
+}
+
+fn str_to_immediate(s: &str, bits: u32) -> Option<u64> {
+    let first = *s.as_bytes().first()?;
+    if first.is_ascii_digit() {
+        kstrtoul(s, 0, bits).ok()
+    } else if first == b'-' {
+        kstrtol(s, 0, bits).ok().map(|v| {
+            if bits == 64 {
+                v as u64
+            } else {
+                (v as u32) as u64
+            }
+        })
+    } else if first == b'+' {
+        kstrtol(&s[1..], 0, bits).ok().map(|v| {
+            if bits == 64 {
+                v as u64
+            } else {
+                (v as u32) as u64
+            }
+        })
+    } else {
+        None
+    }
+}
+
+/// `parse_probe_arg()`: `slot` is the index of the current fetch instruction.
+fn parse_probe_arg(
+    arg: &str,
+    ctx: &ArgCtx,
+    slot: &mut usize,
+    offs: usize,
+) -> Result<(Fetch, Op), ArgError> {
+    let bits = ctx.arch.bits();
+    let b = arg.as_bytes();
+    let res: Option<(Fetch, Op)> = match b.first() {
+        Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs)?),
+        Some(b'%') => {
+            if ctx.flags.tpoint {
+                return Err(ArgError::Logged(TpErr::BAD_VAR, offs));
+            }
+            let name = &arg[1..];
+            if !ctx.arch.has_register(name) {
+                return Err(ArgError::Logged(TpErr::BAD_REG_NAME, offs));
+            }
+            Some((Fetch::Reg(name.to_string()), Op::Reg))
+        }
+        Some(b'@') => {
+            let fetch = if b.get(1).is_some_and(|c| c.is_ascii_digit()) {
+                let a = kstrtoul(&arg[1..], 0, bits)
+                    .map_err(|_| ArgError::Logged(TpErr::BAD_MEM_ADDR, offs))?;
+                Fetch::Mem(a)
+            } else if b.get(1) == Some(&b'+') {
+                if ctx.flags.kernel {
+                    return Err(ArgError::Logged(TpErr::FILE_ON_KPROBE, offs));
+                }
+                let o = kstrtol(&arg[2..], 0, bits)
+                    .map_err(|_| ArgError::Logged(TpErr::BAD_FILE_OFFS, offs))?;
+                Fetch::FileOffset(o)
+            } else {
+                if !ctx.flags.kernel {
+                    return Err(ArgError::Logged(TpErr::SYM_ON_UPROBE, offs));
+                }
+                *slot += 1;
+                if *slot == END_SLOT {
+                    return Err(ArgError::Logged(TpErr::TOO_MANY_OPS, offs));
+                }
+                Fetch::Symbol(arg[1..].to_string())
+            };
+            *slot += 1;
+            if *slot == END_SLOT {
+                return Err(ArgError::Logged(TpErr::TOO_MANY_OPS, offs));
+            }
+            Some((fetch, Op::Deref))
+        }
+        Some(b'+') | Some(b'-') => {
+            // The kernel rewrites "+u8(" to "+8(" by moving the sign over the 'u',
+            // then skips a '+': offsets below are computed on that shifted text.
+            let mut s = arg;
+            let mut user = false;
+            let owned;
+            if b.get(1) == Some(&b'u') {
+                user = true;
+                owned = format!("{}{}", &arg[..1], &arg[2..]);
+                s = &owned;
+            }
+            let s = s.strip_prefix('+').unwrap_or(s);
+            let Some(paren) = s.find('(') else {
+                return Err(ArgError::Logged(TpErr::DEREF_NEED_BRACE, offs));
+            };
+            let offset = kstrtol(&s[..paren], 0, bits)
+                .map_err(|_| ArgError::Logged(TpErr::BAD_DEREF_OFFS, offs))?;
+            let offs = offs + paren + 1 + usize::from(!s.starts_with('-'));
+            let rest = &s[paren + 1..];
+            let Some(close) = rest.rfind(')') else {
+                return Err(ArgError::Logged(TpErr::DEREF_OPEN_BRACE, offs + rest.len()));
+            };
+            let (inner, op) = parse_probe_arg(&rest[..close], ctx, slot, offs)?;
+            if matches!(op, Op::Comm | Op::Data) {
+                return Err(ArgError::Logged(TpErr::COMM_CANT_DEREF, offs));
+            }
+            *slot += 1;
+            if *slot == END_SLOT {
+                return Err(ArgError::Logged(TpErr::TOO_MANY_OPS, offs));
+            }
+            Some((
+                Fetch::Deref {
+                    offset,
+                    user,
+                    inner: Box::new(inner),
+                },
+                if user { Op::Uderef } else { Op::Deref },
+            ))
+        }
+        Some(b'\\') => {
+            if b.get(1) == Some(&b'"') {
+                let s = &arg[2..];
+                if !s.ends_with('"') {
+                    return Err(ArgError::Logged(TpErr::IMMSTR_NO_CLOSE, offs + 2 + s.len()));
+                }
+                Some((Fetch::ImmString(s[..s.len() - 1].to_string()), Op::Data))
+            } else {
+                let v = str_to_immediate(&arg[1..], bits)
+                    .ok_or(ArgError::Logged(TpErr::BAD_IMM, offs + 1))?;
+                Some((Fetch::Imm(v), Op::Imm))
+            }
+        }
+        _ => None,
+    };
+    res.ok_or(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs))
+}
+
+/// State carried across the arguments of one definition.
+#[derive(Debug, Clone, Default)]
+pub struct ArgsState {
+    /// Names taken so far.
+    pub names: Vec<String>,
+    /// Bytes of argument data so far.
+    pub size: u32,
+}
+
+/// `traceprobe_parse_probe_arg()`: the `index`-th (0-based) argument word.
+pub fn parse_arg(
+    word: &str,
+    index: usize,
+    span: Span,
+    ctx: &ArgCtx,
+    state: &mut ArgsState,
+) -> Result<ProbeArg, ArgError> {
+    let (name, named, body, body_off) = match word.find('=') {
+        Some(eq) => {
+            if eq > MAX_ARG_NAME_LEN {
+                return Err(ArgError::Logged(TpErr::ARG_NAME_TOO_LONG, 0));
+            }
+            if eq == 0 {
+                return Err(ArgError::Logged(TpErr::NO_ARG_NAME, 0));
+            }
+            (word[..eq].to_string(), true, &word[eq + 1..], eq + 1)
+        }
+        None => (format!("arg{}", index + 1), false, word, 0),
+    };
+    if !is_good_name(&name) {
+        return Err(ArgError::Logged(TpErr::BAD_ARG_NAME, 0));
+    }
+    if RESERVED_FIELD_NAMES.contains(&name.as_str()) || state.names.contains(&name) {
+        return Err(ArgError::Logged(TpErr::USED_ARG_NAME, 0));
+    }
+    let (fetch, ty, size) = parse_body(body, body_off, ctx, state.size)?;
+    let offset = state.size;
+    state.size = size;
+    state.names.push(name.clone());
+    Ok(ProbeArg {
+        name,
+        named,
+        body: body.to_string(),
+        fetch,
+        ty,
+        span,
+        offset,
+    })
+}
+
+/// `traceprobe_parse_probe_arg_body()`; `offset` is where `body` starts in its word.
+/// Returns the fetch, its type and the new total size.
+fn parse_body(
+    body: &str,
+    offset: usize,
+    ctx: &ArgCtx,
+    size: u32,
+) -> Result<(Fetch, ArgType, u32), ArgError> {
+    if body.len() > MAX_ARGSTR_LEN {
+        return Err(ArgError::Logged(TpErr::ARG_TOO_LONG, offset));
+    }
+    if body.is_empty() {
+        return Err(ArgError::Logged(TpErr::NO_ARG_BODY, offset));
+    }
+    let colon = body.find(':');
+    let arg = &body[..colon.unwrap_or(body.len())];
+    // `tpos`: where the type starts in `body` (the kernel's `t - arg`), 0 if no type.
+    let tpos = colon.map_or(0, |c| c + 1);
+    let mut type_name: Option<&str> = None;
+    let mut count: Option<u32> = None;
+    if let Some(c) = colon {
+        let t = &body[c + 1..];
+        match t.find('[') {
+            Some(open) => {
+                let after = &t[open + 1..];
+                let start = c + 1 + open + 1;
+                let Some(close) = after.find(']') else {
+                    return Err(ArgError::Logged(TpErr::ARRAY_NO_CLOSE, offset + body.len()));
+                };
+                if close + 1 != after.len() {
+                    return Err(ArgError::Logged(
+                        TpErr::BAD_ARRAY_SUFFIX,
+                        offset + start + close + 1,
+                    ));
+                }
+                let n = kstrtouint(&after[..close], 0)
+                    .ok()
+                    .filter(|n| *n != 0)
+                    .ok_or(ArgError::Logged(TpErr::BAD_ARRAY_NUM, offset + start))?;
+                if n > MAX_ARRAY_LEN {
+                    return Err(ArgError::Logged(TpErr::ARRAY_TOO_BIG, offset + start));
+                }
+                count = Some(n);
+                type_name = Some(&t[..open]);
+            }
+            None => type_name = Some(t),
+        }
+    }
+    let base = if !ctx.flags.tpoint && (arg == "$comm" || arg == "$COMM" || arg.starts_with("\\\""))
+    {
+        if count.is_some() || type_name.is_some_and(|t| t != "string") {
+            return Err(ArgError::Silent(Silent::CommType));
+        }
+        BaseType::String
+    } else {
+        match type_name {
+            None => BaseType::default_for(ctx.arch),
+            Some(t) => find_fetch_type(t, ctx.arch, ctx.kernel)
+                .ok_or(ArgError::Logged(TpErr::BAD_TYPE, offset + tpos))?,
+        }
+    };
+    let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
+    if ctx.kernel.features().event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+        return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
+    }
+
+    let mut slot = 0usize;
+    let (fetch, op) = parse_probe_arg(arg, ctx, &mut slot, offset)?;
+
+    let too_many = ArgError::Logged(TpErr::TOO_MANY_OPS, offset);
+    let store = if base.is_string() {
+        if base == BaseType::SymStr {
+            if !matches!(
+                op,
+                Op::Reg | Op::Stack | Op::Retval | Op::Arg | Op::Deref | Op::TpArg
+            ) {
+                return Err(ArgError::Logged(TpErr::BAD_SYMSTRING, offset + tpos));
+            }
+        } else if !matches!(
+            op,
+            Op::Deref | Op::Uderef | Op::Imm | Op::Comm | Op::Data | Op::TpArg
+        ) {
+            return Err(ArgError::Logged(TpErr::BAD_STRING, offset + tpos));
+        }
+        let mut advanced = false;
+        if base == BaseType::SymStr
+            || matches!(op, Op::Imm | Op::Comm | Op::Data | Op::TpArg)
+            || count.is_some()
+        {
+            slot += 1;
+            if slot == END_SLOT {
+                return Err(too_many);
+            }
+            advanced = true;
+        }
+        if base == BaseType::UString || (!advanced && op == Op::Uderef) {
+            Store::UString
+        } else if base == BaseType::SymStr {
+            Store::SymStr
+        } else {
+            Store::String
+        }
+    } else if op == Op::Deref {
+        Store::Mem
+    } else if op == Op::Uderef {
+        Store::Umem
+    } else {
+        slot += 1;
+        if slot == END_SLOT {
+            return Err(too_many);
+        }
+        Store::Raw
+    };
+    let _ = Store::SymStr;
+
+    let mut bitfield = None;
+    if let Some(t) = type_name
+        && let Some(spec) = t.strip_prefix('b')
+    {
+        let bad = ArgError::Logged(TpErr::BAD_BITFIELD, offset + tpos);
+        let bits = ctx.arch.bits();
+        let (bw, n) = simple_strtoul(spec, 0, bits);
+        if bw == 0 || spec.as_bytes().get(n) != Some(&b'@') {
+            return Err(bad);
+        }
+        let rest = &spec[n + 1..];
+        let (bo, m) = simple_strtoul(rest, 0, bits);
+        if m == 0 || rest.as_bytes().get(m) != Some(&b'/') {
+            return Err(bad);
+        }
+        slot += 1;
+        if slot == END_SLOT {
+            return Err(bad);
+        }
+        let container = base.size(ctx.arch) * 8;
+        let sum = if bits == 64 {
+            bw.wrapping_add(bo)
+        } else {
+            (bw.wrapping_add(bo)) & 0xffff_ffff
+        };
+        if u64::from(container) < sum {
+            return Err(bad);
+        }
+        bitfield = Some(Bitfield {
+            width: bw,
+            offset: bo,
+            container,
+        });
+    }
+    if count.is_some() {
+        if !matches!(store, Store::Mem | Store::String | Store::UString) {
+            return Err(ArgError::Logged(TpErr::BAD_STRING, offset + tpos));
+        }
+        slot += 1;
+        if slot == END_SLOT {
+            return Err(too_many);
+        }
+    }
+    let ty = ArgType {
+        base,
+        bitfield,
+        count,
+        explicit: type_name.is_some(),
+    };
+    Ok((fetch, ty, new_size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(kernel: bool, ret: bool) -> ArgCtx {
+        ArgCtx {
+            arch: Arch::X86_64,
+            kernel: KernelVersion::DEFAULT,
+            flags: ArgFlags {
+                ret,
+                kernel,
+                fentry: kernel && !ret,
+                tpoint: false,
+            },
+        }
+    }
+
+    fn one(word: &str) -> Result<ProbeArg, ArgError> {
+        parse_arg(
+            word,
+            0,
+            Span::default(),
+            &ctx(true, false),
+            &mut ArgsState::default(),
+        )
+    }
+
+    #[test]
+    fn accepted_forms() {
+        for w in [
+            "%di",
+            "x=%di:u32",
+            "+0(%di):string",
+            "+8(+0(%si)):x16",
+            "-8(%sp):s64",
+            "+u0(%di):ustring",
+            "$stack",
+            "$stack3",
+            "$comm",
+            "$COMM:string",
+            "$arg1",
+            "@jiffies",
+            "@jiffies+8:u64",
+            "@0x1000",
+            "\\1",
+            "\\-1:s32",
+            "\\\"hello\"",
+            "%ax:b4@3/8",
+            "+0(%di):u8[4]",
+            "+0(%di):string[2]",
+            "%di:symbol",
+            "%di:symstr",
+            "+0(%di)trailing",
+        ] {
+            assert!(one(w).is_ok(), "{w}: {:?}", one(w));
+        }
+    }
+
+    #[test]
+    fn rejected_forms_and_offsets() {
+        let cases: &[(&str, TpErr, usize)] = &[
+            ("$retval", TpErr::RETVAL_ON_PROBE, 0),
+            ("$stack10000", TpErr::BAD_STACK_NUM, 0),
+            ("$arg10000", TpErr::BAD_ARG_NUM, 0),
+            ("$none_var", TpErr::BAD_VAR, 0),
+            ("%none_reg", TpErr::BAD_REG_NAME, 0),
+            ("@12345678abcde", TpErr::BAD_MEM_ADDR, 0),
+            ("@+10", TpErr::FILE_ON_KPROBE, 0),
+            ("arg1=\\x", TpErr::BAD_IMM, 6),
+            ("arg1=\\\"abcd", TpErr::IMMSTR_NO_CLOSE, 11),
+            ("+0@0)", TpErr::DEREF_NEED_BRACE, 0),
+            ("+0ab1(@0)", TpErr::BAD_DEREF_OFFS, 0),
+            ("+0(+0(@0)", TpErr::DEREF_OPEN_BRACE, 8),
+            ("+0($comm)", TpErr::COMM_CANT_DEREF, 3),
+            ("&1", TpErr::BAD_FETCH_ARG, 0),
+            (
+                "+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(+0(@0))))))))))))))",
+                TpErr::TOO_MANY_OPS,
+                3,
+            ),
+            ("+0(@11):u8[10", TpErr::ARRAY_NO_CLOSE, 13),
+            ("+0(@11):u8[10]a", TpErr::BAD_ARRAY_SUFFIX, 14),
+            ("+0(@11):u8[10a]", TpErr::BAD_ARRAY_NUM, 11),
+            ("+0(@11):u8[256]", TpErr::ARRAY_TOO_BIG, 11),
+            ("@11:unknown_type", TpErr::BAD_TYPE, 4),
+            ("$stack0:string", TpErr::BAD_STRING, 8),
+            ("@11:b10@a/16", TpErr::BAD_BITFIELD, 4),
+            (
+                "arg123456789012345678901234567890=@11",
+                TpErr::ARG_NAME_TOO_LONG,
+                0,
+            ),
+            ("=@11", TpErr::NO_ARG_NAME, 0),
+            ("var.1=@11", TpErr::BAD_ARG_NAME, 0),
+            (
+                "+1234567(+1234567(+1234567(+1234567(+1234567(+1234567(@1234))))))",
+                TpErr::ARG_TOO_LONG,
+                0,
+            ),
+            ("arg1=", TpErr::NO_ARG_BODY, 5),
+            ("%ax:b4@6/8", TpErr::BAD_BITFIELD, 4),
+            ("%ax:u8[2]", TpErr::BAD_STRING, 4),
+            ("\\1:symstr", TpErr::BAD_SYMSTRING, 3),
+            ("+u8(%ax", TpErr::DEREF_OPEN_BRACE, 6),
+            ("__probe_ip=%ax", TpErr::USED_ARG_NAME, 0),
+        ];
+        for (w, e, off) in cases {
+            assert_eq!(one(w).err(), Some(ArgError::Logged(*e, *off)), "{w}");
+        }
+    }
+
+    #[test]
+    fn comm_type_is_silent() {
+        assert_eq!(
+            one("$comm:u8").err(),
+            Some(ArgError::Silent(Silent::CommType))
+        );
+        assert_eq!(
+            one("$comm:string[2]").err(),
+            Some(ArgError::Silent(Silent::CommType))
+        );
+    }
+
+    #[test]
+    fn uprobe_context() {
+        let c = ctx(false, false);
+        let p = |w: &str| parse_arg(w, 0, Span::default(), &c, &mut ArgsState::default());
+        assert_eq!(
+            p("@sym").err(),
+            Some(ArgError::Logged(TpErr::SYM_ON_UPROBE, 0))
+        );
+        assert_eq!(
+            p("@+ab").err(),
+            Some(ArgError::Logged(TpErr::BAD_FILE_OFFS, 0))
+        );
+        assert!(p("@+0x10:u32").is_ok());
+        assert!(p("$stack100000").is_ok());
+        assert_eq!(p("$arg1").err(), Some(ArgError::Logged(TpErr::BAD_VAR, 0)));
+    }
+
+    #[test]
+    fn event_size_limit() {
+        let c = ctx(true, false);
+        let mut st = ArgsState::default();
+        for i in 0..48 {
+            let w = format!("a{i}=+0(%di):u64[8]");
+            let r = parse_arg(&w, i, Span::default(), &c, &mut st);
+            assert!(r.is_ok(), "{i}");
+        }
+        let r = parse_arg("z=%di:u8", 48, Span::default(), &c, &mut st);
+        assert_eq!(r.err(), Some(ArgError::Logged(TpErr::EVENT_TOO_BIG, 2)));
+    }
+}

@@ -1,0 +1,71 @@
+//! ktrace's own advice attached to a kernel error: what the user most likely meant.
+//! Pure suggestions; never changes the verdict. Not kernel behaviour.
+
+use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
+use crate::parse::Target;
+
+/// A hint for `err`, given the command's words.
+pub fn hint_for(err: &ProbeError, words: &[&str], target: Target) -> Option<String> {
+    let arch = target.arch;
+    let word_at = || -> Option<&str> {
+        let pos = err.pos?;
+        let mut start = 0;
+        for w in words {
+            if pos >= start && pos <= start + w.len() {
+                return Some(w);
+            }
+            start += w.len() + 1;
+        }
+        None
+    };
+    let h = match err.kind {
+        ErrorKind::Logged(TpErr::BAD_REG_NAME) => {
+            let w = word_at()?;
+            let reg = w[w.find('%')? + 1..].split([')', ':']).next()?;
+            match arch.suggest_register(reg) {
+                Some(r) => format!("{arch} calls this register %{r}"),
+                None => format!("registers on {arch}: %{}", arch.registers().join(", %")),
+            }
+        }
+        ErrorKind::Logged(TpErr::BAD_VAR) => {
+            let w = word_at().unwrap_or("");
+            if w.contains("$arg") {
+                if arch.has_arg_access() {
+                    "$argN works only on a kprobe at a function entry (not on return probes, offsets or uprobes)".to_string()
+                } else {
+                    format!("{arch} has no $argN; use the argument registers %{}", arch.arg_registers().join(", %"))
+                }
+            } else {
+                "variables: $retval, $stack, $stackN, $comm, $argN".to_string()
+            }
+        }
+        ErrorKind::Logged(TpErr::RETVAL_ON_PROBE) => {
+            "use an r probe (or SYM%return) to read $retval".to_string()
+        }
+        ErrorKind::Logged(TpErr::BAD_TYPE) => {
+            "types: u8..u64, s8..s64, x8..x64, string, ustring, symbol, symstr, b<width>@<offset>/<container>, TYPE[N]".to_string()
+        }
+        ErrorKind::Logged(TpErr::BAD_STRING) => {
+            "a string is read from memory: dereference the pointer, e.g. +0(%reg):string".to_string()
+        }
+        ErrorKind::Logged(TpErr::ARG_TOO_LONG) => {
+            "an argument expression may be at most 63 bytes".to_string()
+        }
+        ErrorKind::Logged(TpErr::EVENT_TOO_LONG) => "event names are at most 63 bytes".to_string(),
+        ErrorKind::Logged(TpErr::NON_UNIQ_SYMBOL) => {
+            "several symbols have this name; probe by address or MOD:SYM".to_string()
+        }
+        ErrorKind::Logged(TpErr::BAD_RETPROBE) => {
+            "return probes must be placed on the function entry (offset 0)".to_string()
+        }
+        ErrorKind::Logged(TpErr::MAXACT_NO_KPROBE) => {
+            "maxactive (a number after the letter) is only for r probes".to_string()
+        }
+        ErrorKind::Logged(TpErr::BAD_EVENT_NAME) | ErrorKind::Logged(TpErr::BAD_GROUP_NAME) => {
+            "names are C identifiers: letters, digits and _, not starting with a digit".to_string()
+        }
+        ErrorKind::Silent(Silent::CommType) => "write $comm or $comm:string".to_string(),
+        _ => return None,
+    };
+    Some(h)
+}

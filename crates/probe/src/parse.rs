@@ -1,0 +1,801 @@
+//! Parsing and checking a whole definition line as the kernel's writers do:
+//! comment stripping and line splitting (`trace_parse_run_command()`), word splitting
+//! (`argv_split()`), dispatch between probe kinds (`create_dyn_event()`), and
+//! `__trace_kprobe_create()`, `__trace_uprobe_create()`, `__trace_eprobe_create()`,
+//! `dyn_event_release()` from kernel/trace/ (Linux 6.1).
+//!
+//! Errors carry the kernel's message and the caret position `error_log` would show.
+//! Checks that need the target kernel go through [`Environment`]; when it cannot
+//! answer, the check is listed in [`Checked::unchecked`] instead of guessed.
+
+use crate::arch::Arch;
+use crate::ast::{Definition, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span};
+use crate::env::{Environment, FileKind};
+use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
+use crate::fetch::{
+    ArgCtx, ArgError, ArgFlags, ArgsState, MAX_TRACE_ARGS, good_name, good_system_name, parse_arg,
+};
+use crate::kernel::KernelVersion;
+use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul};
+
+/// Longest event or group name plus its terminator (`MAX_EVENT_NAME_LEN`).
+pub const MAX_EVENT_NAME_LEN: usize = 64;
+/// Largest `rN` (`KRETPROBE_MAXACTIVE_MAX`).
+pub const KRETPROBE_MAXACTIVE_MAX: u32 = 4096;
+/// Longest line one write can carry (`WRITE_BUFSIZE - 2`).
+pub const MAX_LINE_LEN: usize = 4094;
+
+/// Which tracefs file the line is written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Interface {
+    /// `dynamic_events`: every kind.
+    #[default]
+    DynamicEvents,
+    /// `kprobe_events`.
+    KprobeEvents,
+    /// `uprobe_events`.
+    UprobeEvents,
+}
+
+/// The target of a check.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// Architecture.
+    pub arch: Arch,
+    /// Kernel version.
+    pub kernel: KernelVersion,
+    /// File written to.
+    pub interface: Interface,
+}
+
+impl Target {
+    /// Linux 6.1 on `arch`, writing to `dynamic_events`.
+    pub fn new(arch: Arch) -> Target {
+        Target {
+            arch,
+            kernel: KernelVersion::DEFAULT,
+            interface: Interface::DynamicEvents,
+        }
+    }
+}
+
+/// A check the target kernel would make but that could not be made here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unchecked {
+    /// Whether the probed symbol exists and is unique.
+    SymbolExists,
+    /// Whether the probed offset is a function entry (return probes, `$argN`).
+    FunctionEntry,
+    /// Whether the probed offset is an instruction boundary.
+    InsnBoundary,
+    /// Whether the function may be probed at all (blacklist, notrace).
+    Probeable,
+    /// Whether `@SYM` arguments resolve.
+    ArgSymbols,
+    /// Whether the uprobe's file exists and is regular.
+    File,
+    /// Whether the event name is already used.
+    EventName,
+    /// Whether the attached event (event probes) and its fields exist.
+    AttachedEvent,
+    /// The event probe filter's syntax.
+    Filter,
+    /// Whether a removal matches any event.
+    RemoveTarget,
+    /// The name the kernel generates for an address probe (it hashes the pointer).
+    AddressName,
+}
+
+impl Unchecked {
+    /// A short description, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unchecked::SymbolExists => "symbol existence and uniqueness (give --kallsyms)",
+            Unchecked::FunctionEntry => "whether the offset is a function entry",
+            Unchecked::InsnBoundary => "instruction boundary of the offset",
+            Unchecked::Probeable => "kprobe blacklist and notrace functions",
+            Unchecked::ArgSymbols => "existence of @SYM argument symbols (give --kallsyms)",
+            Unchecked::File => "existence of the probed file",
+            Unchecked::EventName => "whether the event name is already taken",
+            Unchecked::AttachedEvent => "existence of the attached event and its fields",
+            Unchecked::Filter => "event probe filter syntax",
+            Unchecked::RemoveTarget => "whether any event matches the removal",
+            Unchecked::AddressName => "the generated event name (the kernel hashes the address)",
+        }
+    }
+}
+
+/// The outcome of checking one line.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The command as the kernel joins its words.
+    pub command: String,
+    /// The parsed definition, when accepted.
+    pub definition: Result<Definition, ProbeError>,
+    /// Target-dependent checks that could not be made.
+    pub unchecked: Vec<Unchecked>,
+}
+
+impl Checked {
+    /// Whether the kernel would accept the line (as far as could be checked).
+    pub fn accepted(&self) -> bool {
+        self.definition.is_ok()
+    }
+}
+
+/// The words of a command and their positions in the joined form.
+struct Argv<'a> {
+    words: Vec<&'a str>,
+    starts: Vec<usize>,
+    joined: String,
+}
+
+impl<'a> Argv<'a> {
+    fn split(line: &'a str) -> Argv<'a> {
+        // argv_split() splits on isspace(): space, \t, \n, \v, \f, \r.
+        let words: Vec<&str> = line
+            .split([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut starts = Vec::with_capacity(words.len());
+        let mut pos = 0;
+        for w in &words {
+            starts.push(pos);
+            pos += w.len() + 1;
+        }
+        Argv {
+            joined: words.join(" "),
+            words,
+            starts,
+        }
+    }
+
+    /// `__trace_probe_log_err()`'s position for word `index` at `offset`.
+    fn pos(&self, index: usize, offset: usize) -> usize {
+        match self.starts.get(index) {
+            Some(s) => s + offset,
+            None => self.joined.len() + 1,
+        }
+    }
+
+    fn span(&self, index: usize) -> Span {
+        let start = self.starts[index];
+        Span {
+            start,
+            end: start + self.words[index].len(),
+        }
+    }
+}
+
+enum Fail {
+    /// Not this kind of probe; the next parser may take it (`-ECANCELED`).
+    Cancel,
+    Err(ProbeError),
+}
+
+struct Ctx<'e> {
+    target: Target,
+    env: &'e dyn Environment,
+    unchecked: Vec<Unchecked>,
+    subsystem: &'static str,
+}
+
+impl Ctx<'_> {
+    fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
+        Fail::Err(ProbeError {
+            kind: ErrorKind::Logged(err),
+            message: err.message_for(self.target.kernel),
+            subsystem: Some(self.subsystem),
+            pos: Some(argv.pos(index, offset)),
+            command: argv.joined.clone(),
+            hint: None,
+        })
+    }
+
+    fn note(&mut self, u: Unchecked) {
+        if !self.unchecked.contains(&u) {
+            self.unchecked.push(u);
+        }
+    }
+}
+
+fn silent(kind: Silent, command: &str) -> ProbeError {
+    ProbeError {
+        kind: ErrorKind::Silent(kind),
+        message: kind.message(),
+        subsystem: None,
+        pos: None,
+        command: command.to_string(),
+        hint: None,
+    }
+}
+
+/// Checks one line as the kernel would read it from `target.interface`.
+pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked {
+    if line.chars().any(|c| c.is_control() && c != '\t') {
+        return Checked {
+            command: line.to_string(),
+            definition: Err(silent(Silent::ControlChar, line)),
+            unchecked: vec![],
+        };
+    }
+    if line.len() > MAX_LINE_LEN {
+        return Checked {
+            command: line.to_string(),
+            definition: Err(silent(Silent::LineTooLong, line)),
+            unchecked: vec![],
+        };
+    }
+    // trace_parse_run_command() cuts the line at the first '#'.
+    let raw = match line.find('#') {
+        Some(h) => &line[..h],
+        None => line,
+    };
+    let argv = Argv::split(raw);
+    let mut ctx = Ctx {
+        target,
+        env,
+        unchecked: Vec::new(),
+        subsystem: "trace_kprobe",
+    };
+    let result = dispatch(raw, &argv, &mut ctx);
+    let definition = match result {
+        Ok(d) => Ok(d),
+        Err(Fail::Cancel) => Err(silent(
+            if target.interface == Interface::DynamicEvents {
+                Silent::NotAProbe
+            } else {
+                Silent::WrongFile
+            },
+            &argv.joined,
+        )),
+        Err(Fail::Err(mut e)) => {
+            e.hint = crate::hint::hint_for(&e, &argv.words, target);
+            Err(e)
+        }
+    };
+    Checked {
+        command: argv.joined.clone(),
+        definition,
+        unchecked: ctx.unchecked,
+    }
+}
+
+fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
+    let first = raw.as_bytes().first().copied();
+    let removing = match ctx.target.interface {
+        Interface::DynamicEvents => matches!(first, Some(b'-') | Some(b'!')),
+        _ => first == Some(b'-'),
+    };
+    if removing {
+        return remove(argv, ctx).map(Definition::Remove);
+    }
+    if argv.words.is_empty() {
+        return Ok(Definition::Empty);
+    }
+    match ctx.target.interface {
+        Interface::KprobeEvents => kprobe(argv, ctx).map(Definition::Probe),
+        Interface::UprobeEvents => uprobe(argv, ctx).map(Definition::Probe),
+        Interface::DynamicEvents => {
+            match kprobe(argv, ctx) {
+                Err(Fail::Cancel) => {}
+                other => return other.map(Definition::Probe),
+            }
+            match uprobe(argv, ctx) {
+                Err(Fail::Cancel) => {}
+                other => return other.map(Definition::Probe),
+            }
+            if ctx.target.kernel.features().eprobes {
+                match eprobe(argv, ctx) {
+                    Err(Fail::Cancel) => {}
+                    other => return other.map(Definition::Probe),
+                }
+            }
+            if raw.starts_with("s:") {
+                return Err(Fail::Err(silent(Silent::Synthetic, &argv.joined)));
+            }
+            Err(Fail::Cancel)
+        }
+    }
+}
+
+fn remove(argv: &Argv, ctx: &mut Ctx) -> Result<RemoveDef, Fail> {
+    let bad = || Fail::Err(silent(Silent::BadRemove, &argv.joined));
+    let w0 = *argv.words.first().ok_or_else(bad)?;
+    let event = if let Some(rest) = w0.strip_prefix('-') {
+        rest.strip_prefix(':').ok_or_else(bad)?
+    } else {
+        let c = w0.find(':').ok_or_else(bad)?;
+        &w0[c + 1..]
+    };
+    let (group, event) = match event.find('/') {
+        Some(s) => (Some(event[..s].to_string()), event[s + 1..].to_string()),
+        None => (None, event.to_string()),
+    };
+    if group.is_none() && event.is_empty() {
+        return Err(bad());
+    }
+    ctx.note(Unchecked::RemoveTarget);
+    Ok(RemoveDef {
+        group,
+        event,
+        args: argv.words[1..].iter().map(|s| s.to_string()).collect(),
+    })
+}
+
+/// `traceprobe_parse_event_name()`: returns (group, event or None for auto).
+fn parse_event_name(
+    ctx: &Ctx,
+    argv: &Argv,
+    index: usize,
+    name: &str,
+    offset: usize,
+) -> Result<(Option<String>, Option<String>), Fail> {
+    let mut offset = offset;
+    let slash = name.find('/').or_else(|| name.find('.'));
+    let mut group = None;
+    let mut event = name;
+    if let Some(s) = slash {
+        if s == 0 {
+            return Err(ctx.logged(argv, TpErr::NO_GROUP_NAME, index, offset));
+        }
+        if s + 1 > MAX_EVENT_NAME_LEN {
+            return Err(ctx.logged(argv, TpErr::GROUP_TOO_LONG, index, offset));
+        }
+        if !good_system_name(&name[..s]) {
+            return Err(ctx.logged(argv, TpErr::BAD_GROUP_NAME, index, offset));
+        }
+        group = Some(name[..s].to_string());
+        event = &name[s + 1..];
+        offset += s + 1;
+    }
+    if event.is_empty() {
+        if slash.is_some() {
+            return Ok((group, None));
+        }
+        return Err(ctx.logged(argv, TpErr::NO_EVENT_NAME, index, offset));
+    }
+    if event.len() >= MAX_EVENT_NAME_LEN {
+        return Err(ctx.logged(argv, TpErr::EVENT_TOO_LONG, index, offset));
+    }
+    if !good_name(event) {
+        return Err(ctx.logged(argv, TpErr::BAD_EVENT_NAME, index, offset));
+    }
+    Ok((group, Some(event.to_string())))
+}
+
+fn truncate_name(mut s: String) -> String {
+    if s.len() > MAX_EVENT_NAME_LEN - 1 {
+        let mut cut = MAX_EVENT_NAME_LEN - 1;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+    s
+}
+
+fn parse_args(
+    argv: &Argv,
+    first: usize,
+    actx: &ArgCtx,
+    ctx: &mut Ctx,
+) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
+    let mut state = ArgsState::default();
+    let mut args = Vec::new();
+    let words = &argv.words[first..];
+    for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
+        let index = first + i;
+        match parse_arg(w, i, argv.span(index), actx, &mut state) {
+            Ok(a) => args.push(a),
+            Err(ArgError::Logged(e, off)) => return Err(ctx.logged(argv, e, index, off)),
+            Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &argv.joined))),
+        }
+    }
+    Ok((args, words.len().saturating_sub(MAX_TRACE_ARGS)))
+}
+
+fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
+    let bits = ctx.target.arch.bits();
+    let w0 = argv.words[0];
+    let b0 = w0.as_bytes();
+    let mut is_return = match b0[0] {
+        b'r' => true,
+        b'p' => false,
+        _ => return Err(Fail::Cancel),
+    };
+    if argv.words.len() < 2 {
+        return Err(Fail::Cancel);
+    }
+    ctx.subsystem = "trace_kprobe";
+    let event_at = w0[1..].find(':').map(|c| c + 2);
+    let mut maxactive = 0u32;
+    if b0.get(1).is_some_and(|c| c.is_ascii_digit()) {
+        if !is_return {
+            return Err(ctx.logged(argv, TpErr::MAXACT_NO_KPROBE, 0, 1));
+        }
+        let end = event_at.map_or(w0.len(), |e| e - 1);
+        let digits = &w0[1..end];
+        if digits.len() > MAX_EVENT_NAME_LEN - 1 {
+            return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
+        }
+        maxactive = kstrtouint(digits, 0)
+            .ok()
+            .filter(|m| *m != 0)
+            .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
+        if maxactive > KRETPROBE_MAXACTIVE_MAX {
+            return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
+        }
+    }
+
+    let w1 = argv.words[1];
+    let mut fentry = false;
+    let place = match kstrtoul(w1, 0, bits) {
+        Ok(addr) => KprobePlace::Address(addr),
+        Err(_) => {
+            if w1.contains('/') && w1.contains(':') {
+                return Err(Fail::Cancel);
+            }
+            let mut symbol = w1;
+            if let Some(pct) = w1.find('%') {
+                if &w1[pct..] == "%return" && ctx.target.kernel.features().return_suffix {
+                    symbol = &w1[..pct];
+                    is_return = true;
+                } else {
+                    return Err(ctx.logged(argv, TpErr::BAD_ADDR_SUFFIX, 1, pct));
+                }
+            }
+            let (sym, offset) = match symbol.find(['+', '-']) {
+                Some(p) => match kstrtol(&symbol[p..], 0, bits) {
+                    Ok(o) => (&symbol[..p], o),
+                    Err(_) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+                },
+                None => (symbol, 0),
+            };
+            if offset < 0 || offset > i64::from(u32::MAX) {
+                return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
+            }
+            // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
+            // (known symbol, not at its entry) rejects a return probe.
+            let exists = symbol_exists(ctx, sym);
+            if exists != Some(false) {
+                let at_entry = entry_offset(ctx, offset as u64);
+                match at_entry {
+                    Some(true) => fentry = true,
+                    Some(false) => {
+                        if is_return {
+                            return Err(ctx.logged(argv, TpErr::BAD_RETPROBE, 1, 0));
+                        }
+                    }
+                    None => ctx.note(Unchecked::FunctionEntry),
+                }
+            }
+            if !sym.contains(':') {
+                match ctx.env.symbol_count(sym) {
+                    Some(0) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+                    Some(n) if n > 1 && ctx.target.kernel.features().non_unique_symbol => {
+                        return Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0));
+                    }
+                    Some(_) => {}
+                    None => ctx.note(Unchecked::SymbolExists),
+                }
+            }
+            if offset != 0 && matches!(ctx.target.arch, Arch::X86_64 | Arch::I386) {
+                ctx.note(Unchecked::InsnBoundary);
+            }
+            KprobePlace::Symbol {
+                symbol: sym.to_string(),
+                offset: offset as u64,
+            }
+        }
+    };
+    ctx.note(Unchecked::Probeable);
+
+    let (group, event) = match event_at {
+        Some(at) => parse_event_name(ctx, argv, 0, &w0[at..], at)?,
+        None => (None, None),
+    };
+    let group = group.unwrap_or_else(|| "kprobes".to_string());
+    let auto_event = event.is_none();
+    let event = match event {
+        Some(e) => e,
+        None => {
+            let c = if is_return { 'r' } else { 'p' };
+            let name = match &place {
+                KprobePlace::Symbol { symbol, offset } => format!("{c}_{symbol}_{offset}"),
+                KprobePlace::Address(a) => {
+                    ctx.note(Unchecked::AddressName);
+                    format!("{c}_0x{a:x}")
+                }
+            };
+            let name = truncate_name(name);
+            // sanitize_event_name(): ':' and '.' become '_' (never the first byte).
+            name.char_indices()
+                .map(|(i, ch)| {
+                    if i > 0 && (ch == ':' || ch == '.') {
+                        '_'
+                    } else {
+                        ch
+                    }
+                })
+                .collect()
+        }
+    };
+
+    let actx = ArgCtx {
+        arch: ctx.target.arch,
+        kernel: ctx.target.kernel,
+        flags: ArgFlags {
+            ret: is_return,
+            kernel: true,
+            fentry,
+            tpoint: false,
+        },
+    };
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    // register_trace_kprobe(): a symbol of a loaded module that does not exist fails
+    // with -ENOENT; a module that is not loaded defers the probe.
+    if let KprobePlace::Symbol { symbol, .. } = &place
+        && let Some((module, name)) = symbol.split_once(':')
+    {
+        match ctx.env.module_symbol(module, name) {
+            Some(Some(false)) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(_) => {}
+            None => ctx.note(Unchecked::SymbolExists),
+        }
+    }
+    check_arg_symbols(ctx, argv, &args)?;
+    ctx.note(Unchecked::EventName);
+    Ok(ProbeDef {
+        group,
+        event,
+        auto_event,
+        kind: ProbeKind::Kprobe {
+            place,
+            is_return,
+            maxactive,
+        },
+        args,
+        ignored_args,
+    })
+}
+
+fn symbol_exists(ctx: &Ctx, sym: &str) -> Option<bool> {
+    match sym.split_once(':') {
+        Some((module, name)) => match ctx.env.module_symbol(module, name) {
+            Some(Some(found)) => Some(found),
+            // module not loaded: the kernel defers the probe until it is.
+            Some(None) => Some(false),
+            None => None,
+        },
+        None => ctx.env.symbol_count(sym).map(|n| n > 0),
+    }
+}
+
+/// Whether `offset` is at the function entry (`arch_adjust_kprobe_addr()`), or
+/// `None` when that depends on the code at the address (x86 `endbr64` at +0).
+fn entry_offset(ctx: &Ctx, offset: u64) -> Option<bool> {
+    match (ctx.target.arch, offset) {
+        (_, 0) => Some(true),
+        (Arch::X86_64 | Arch::I386, 4) => None,
+        _ => Some(false),
+    }
+}
+
+fn check_arg_symbols(
+    ctx: &mut Ctx,
+    argv: &Argv,
+    args: &[crate::ast::ProbeArg],
+) -> Result<(), Fail> {
+    fn walk<'a>(f: &'a crate::ast::Fetch, out: &mut Vec<&'a str>) {
+        match f {
+            crate::ast::Fetch::Symbol(s) => out.push(s),
+            crate::ast::Fetch::Deref { inner, .. } => walk(inner, out),
+            _ => {}
+        }
+    }
+    let mut syms = Vec::new();
+    for a in args {
+        walk(&a.fetch, &mut syms);
+    }
+    for s in syms {
+        let name = match s.find(['+', '-']) {
+            Some(p) => {
+                if kstrtol(&s[p..], 0, ctx.target.arch.bits()).is_err() {
+                    return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+                }
+                &s[..p]
+            }
+            None => s,
+        };
+        match ctx.env.symbol_count(name) {
+            Some(0) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(_) => {}
+            None => ctx.note(Unchecked::ArgSymbols),
+        }
+    }
+    Ok(())
+}
+
+fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
+    let bits = ctx.target.arch.bits();
+    let w0 = argv.words[0];
+    let b0 = w0.as_bytes();
+    let mut is_return = match b0[0] {
+        b'r' => true,
+        b'p' => false,
+        _ => return Err(Fail::Cancel),
+    };
+    if argv.words.len() < 2 {
+        return Err(Fail::Cancel);
+    }
+    let event_name = if b0.get(1) == Some(&b':') {
+        Some(&w0[2..])
+    } else {
+        None
+    };
+    let w1 = argv.words[1];
+    if !w1.contains('/') {
+        return Err(Fail::Cancel);
+    }
+    let colon = match w1.rfind(':') {
+        Some(c) if w1.as_bytes().get(c + 1).is_some_and(|d| d.is_ascii_digit()) => c,
+        _ => return Err(Fail::Cancel),
+    };
+    ctx.subsystem = "trace_uprobe";
+    let path = &w1[..colon];
+    match ctx.env.file_kind(path) {
+        Some(FileKind::Missing) => return Err(ctx.logged(argv, TpErr::FILE_NOT_FOUND, 1, 0)),
+        Some(FileKind::Other) => return Err(ctx.logged(argv, TpErr::NO_REGULAR_FILE, 1, 0)),
+        Some(FileKind::Regular) => {}
+        None => ctx.note(Unchecked::File),
+    }
+    let arg_start = colon + 1;
+    let mut spec = &w1[arg_start..];
+    let mut ref_ctr_offset = 0;
+    if let Some(open) = spec.find('(') {
+        let rel_open = arg_start + open;
+        let inner_all = &spec[open..];
+        let Some(close) = inner_all.find(')') else {
+            return Err(ctx.logged(argv, TpErr::REFCNT_OPEN_BRACE, 1, w1.len()));
+        };
+        let close_abs = rel_open + close;
+        if close_abs + 1 != w1.len() {
+            return Err(ctx.logged(argv, TpErr::BAD_REFCNT_SUFFIX, 1, close_abs + 1));
+        }
+        ref_ctr_offset = kstrtoul(&inner_all[1..close], 0, bits)
+            .map_err(|_| ctx.logged(argv, TpErr::BAD_REFCNT, 1, rel_open + 1))?;
+        spec = &spec[..open];
+    }
+    if let Some(pct) = spec.find('%') {
+        if &spec[pct..] == "%return" && ctx.target.kernel.features().return_suffix {
+            is_return = true;
+            spec = &spec[..pct];
+        } else {
+            return Err(ctx.logged(argv, TpErr::BAD_ADDR_SUFFIX, 1, arg_start + pct));
+        }
+    }
+    let offset = kstrtoul(spec, 0, bits)
+        .map_err(|_| ctx.logged(argv, TpErr::BAD_UPROBE_OFFS, 1, arg_start))?;
+
+    let (group, event) = match event_name {
+        Some(n) => parse_event_name(ctx, argv, 0, n, 2)?,
+        None => (None, None),
+    };
+    let group = group.unwrap_or_else(|| "uprobes".to_string());
+    let auto_event = event.is_none();
+    let event = event.unwrap_or_else(|| {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        let tail = match base.find(['.', '-', '_']) {
+            Some(p) => &base[..p],
+            None => base,
+        };
+        truncate_name(format!("p_{tail}_0x{offset:x}"))
+    });
+    let actx = ArgCtx {
+        arch: ctx.target.arch,
+        kernel: ctx.target.kernel,
+        flags: ArgFlags {
+            ret: is_return,
+            kernel: false,
+            fentry: false,
+            tpoint: false,
+        },
+    };
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    ctx.note(Unchecked::EventName);
+    Ok(ProbeDef {
+        group,
+        event,
+        auto_event,
+        kind: ProbeKind::Uprobe {
+            path: path.to_string(),
+            offset,
+            ref_ctr_offset,
+            is_return,
+        },
+        args,
+        ignored_args,
+    })
+}
+
+fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
+    let w0 = argv.words[0];
+    if argv.words.len() < 2 || !w0.starts_with('e') {
+        return Err(Fail::Cancel);
+    }
+    ctx.subsystem = "event_probe";
+    let (group, event) = match w0[1..].find(':') {
+        Some(c) => parse_event_name(ctx, argv, 0, &w0[c + 2..], c + 2)?,
+        None => (None, None),
+    };
+    let (system, sys_event) = match parse_event_name(ctx, argv, 1, argv.words[1], 0) {
+        Ok((Some(s), Some(e))) => (s, e),
+        _ => return Err(ctx.logged(argv, TpErr::NO_EVENT_INFO, 1, 0)),
+    };
+    let group = group.unwrap_or_else(|| "eprobes".to_string());
+    let auto_event = event.is_none();
+    let event = event.unwrap_or_else(|| truncate_name(sys_event.clone()));
+    let mut argc = argv.words.len();
+    let mut filter = None;
+    if let Some(i) = argv.words.iter().skip(2).position(|w| *w == "if") {
+        let idx = i + 2;
+        let words = &argv.words[idx + 1..];
+        if words.is_empty() {
+            match ctx.env.event_fields(&system, &sys_event) {
+                Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
+                _ => return Err(ctx.logged(argv, TpErr::NO_EP_FILTER, idx + 1, 0)),
+            }
+        }
+        filter = Some(words.join(" "));
+        ctx.note(Unchecked::Filter);
+        argc = idx;
+    }
+    let fields = ctx.env.event_fields(&system, &sys_event);
+    match &fields {
+        Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
+        Some(Some(_)) => {}
+        None => ctx.note(Unchecked::AttachedEvent),
+    }
+    let actx = ArgCtx {
+        arch: ctx.target.arch,
+        kernel: ctx.target.kernel,
+        flags: ArgFlags {
+            ret: false,
+            kernel: true,
+            fentry: false,
+            tpoint: true,
+        },
+    };
+    let sub = Argv {
+        words: argv.words[..argc].to_vec(),
+        starts: argv.starts[..argc].to_vec(),
+        joined: argv.joined.clone(),
+    };
+    let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx)?;
+    if let Some(Some(fields)) = &fields {
+        for (i, a) in args.iter().enumerate() {
+            if let crate::ast::Fetch::Field(f) = &a.fetch
+                && f != "comm"
+                && f != "COMM"
+                && !fields.iter().any(|x| x == f)
+            {
+                return Err(ctx.logged(argv, TpErr::BAD_ATTACH_ARG, i + 2, 0));
+            }
+        }
+    }
+    check_arg_symbols(ctx, argv, &args)?;
+    ctx.note(Unchecked::EventName);
+    Ok(ProbeDef {
+        group,
+        event,
+        auto_event,
+        kind: ProbeKind::Eprobe {
+            system,
+            event: sys_event,
+            filter,
+        },
+        args,
+        ignored_args,
+    })
+}

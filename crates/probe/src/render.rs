@@ -1,0 +1,427 @@
+//! Rendering a definition back to text: the line `cat dynamic_events` (and
+//! `kprobe_events`, `uprobe_events`) prints once the kernel accepted it, the
+//! `kprobe_event=` boot-parameter form, a canonical form built from the syntax tree,
+//! and the event's `format` file.
+//!
+//! Mirrors `trace_kprobe_show()`, `trace_uprobe_show()`, `eprobe_dyn_event_show()`,
+//! `__set_print_fmt()` and `traceprobe_define_arg_fields()` (Linux 6.1), and
+//! `f_show()` of kernel/trace/trace_events.c for the field lines.
+
+use std::fmt::Write as _;
+
+use crate::arch::Arch;
+use crate::ast::{
+    ArgType, Definition, Fetch, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
+};
+use crate::types::BaseType;
+
+/// The line the kernel prints when the probe files are read back.
+///
+/// Arguments appear as `NAME=TEXT` with TEXT exactly as written (the kernel keeps it
+/// verbatim). Address probes print the address as `0x` and 16 (or 8) hex digits;
+/// kernels that hash `%p` print a hashed value there instead.
+pub fn readback(def: &ProbeDef, arch: Arch) -> String {
+    let mut s = String::new();
+    match &def.kind {
+        ProbeKind::Kprobe {
+            place,
+            is_return,
+            maxactive,
+        } => {
+            s.push(if *is_return { 'r' } else { 'p' });
+            if *is_return && *maxactive != 0 {
+                let _ = write!(s, "{maxactive}");
+            }
+            let _ = write!(s, ":{}/{}", def.group, def.event);
+            match place {
+                KprobePlace::Symbol { symbol, offset: 0 } => {
+                    let _ = write!(s, " {symbol}");
+                }
+                KprobePlace::Symbol { symbol, offset } => {
+                    let _ = write!(s, " {symbol}+{offset}");
+                }
+                KprobePlace::Address(a) => {
+                    let _ = write!(s, " 0x{:0w$x}", a, w = (arch.bits() / 4) as usize);
+                }
+            }
+        }
+        ProbeKind::Uprobe {
+            path,
+            offset,
+            ref_ctr_offset,
+            is_return,
+        } => {
+            let _ = write!(
+                s,
+                "{}:{}/{} {}:0x{:0w$x}",
+                if *is_return { 'r' } else { 'p' },
+                def.group,
+                def.event,
+                path,
+                offset,
+                w = (arch.bits() / 4) as usize
+            );
+            if *ref_ctr_offset != 0 {
+                let _ = write!(s, "(0x{ref_ctr_offset:x})");
+            }
+        }
+        ProbeKind::Eprobe { system, event, .. } => {
+            let _ = write!(s, "e:{}/{} {}.{}", def.group, def.event, system, event);
+        }
+    }
+    for a in &def.args {
+        let _ = write!(s, " {}={}", a.name, a.body);
+    }
+    s
+}
+
+/// The fetch expression written canonically (decimal offsets, explicit `+`).
+pub fn fetch_text(f: &Fetch) -> String {
+    match f {
+        Fetch::Reg(r) => format!("%{r}"),
+        Fetch::Stack(n) => format!("$stack{n}"),
+        Fetch::StackPtr => "$stack".into(),
+        Fetch::Retval => "$retval".into(),
+        Fetch::Comm => "$comm".into(),
+        Fetch::Arg(n) => format!("$arg{n}"),
+        Fetch::Field(f) => format!("${f}"),
+        Fetch::Mem(a) => format!("@0x{a:x}"),
+        Fetch::FileOffset(o) => format!("@+{o}"),
+        Fetch::Symbol(s) => format!("@{s}"),
+        Fetch::Imm(v) => format!("\\{v}"),
+        Fetch::ImmString(s) => format!("\\\"{s}\""),
+        Fetch::Deref {
+            offset,
+            user,
+            inner,
+        } => {
+            let u = if *user { "u" } else { "" };
+            if *offset < 0 {
+                format!("-{u}{}({})", offset.unsigned_abs(), fetch_text(inner))
+            } else {
+                format!("+{u}{offset}({})", fetch_text(inner))
+            }
+        }
+    }
+}
+
+/// The type suffix written canonically (without the `:`), or `None` for the default.
+pub fn type_text(t: &ArgType) -> Option<String> {
+    if !t.explicit {
+        return None;
+    }
+    let mut s = match t.bitfield {
+        Some(b) => format!("b{}@{}/{}", b.width, b.offset, b.container),
+        None => t.base.name(),
+    };
+    if let Some(n) = t.count {
+        let _ = write!(s, "[{n}]");
+    }
+    Some(s)
+}
+
+fn canonical_arg(a: &ProbeArg) -> String {
+    let mut s = String::new();
+    if a.named {
+        let _ = write!(s, "{}=", a.name);
+    }
+    s.push_str(&fetch_text(&a.fetch));
+    if let Some(t) = type_text(&a.ty) {
+        let _ = write!(s, ":{t}");
+    }
+    s
+}
+
+/// The definition rebuilt from its syntax tree (what a user could have typed).
+pub fn canonical(def: &Definition, arch: Arch) -> String {
+    match def {
+        Definition::Empty => String::new(),
+        Definition::Remove(RemoveDef { group, event, args }) => {
+            let mut s = String::from("-:");
+            if let Some(g) = group {
+                let _ = write!(s, "{g}/");
+            }
+            s.push_str(event);
+            for a in args {
+                let _ = write!(s, " {a}");
+            }
+            s
+        }
+        Definition::Probe(p) => {
+            let mut s = String::new();
+            let name = if p.auto_event {
+                String::new()
+            } else {
+                format!(":{}/{}", p.group, p.event)
+            };
+            match &p.kind {
+                ProbeKind::Kprobe {
+                    place,
+                    is_return,
+                    maxactive,
+                } => {
+                    s.push(if *is_return { 'r' } else { 'p' });
+                    if *maxactive != 0 {
+                        let _ = write!(s, "{maxactive}");
+                    }
+                    if p.auto_event && p.group != "kprobes" {
+                        let _ = write!(s, ":{}/", p.group);
+                    }
+                    s.push_str(&name);
+                    match place {
+                        KprobePlace::Symbol { symbol, offset: 0 } => {
+                            let _ = write!(s, " {symbol}");
+                        }
+                        KprobePlace::Symbol { symbol, offset } => {
+                            let _ = write!(s, " {symbol}+{offset}");
+                        }
+                        KprobePlace::Address(a) => {
+                            let _ = write!(s, " 0x{a:x}");
+                        }
+                    }
+                }
+                ProbeKind::Uprobe {
+                    path,
+                    offset,
+                    ref_ctr_offset,
+                    is_return,
+                } => {
+                    s.push(if *is_return { 'r' } else { 'p' });
+                    if p.auto_event && p.group != "uprobes" {
+                        let _ = write!(s, ":{}/", p.group);
+                    }
+                    s.push_str(&name);
+                    let _ = write!(s, " {path}:0x{offset:x}");
+                    if *ref_ctr_offset != 0 {
+                        let _ = write!(s, "(0x{ref_ctr_offset:x})");
+                    }
+                }
+                ProbeKind::Eprobe {
+                    system,
+                    event,
+                    filter,
+                } => {
+                    s.push('e');
+                    if p.auto_event && p.group != "eprobes" {
+                        let _ = write!(s, ":{}/", p.group);
+                    }
+                    s.push_str(&name);
+                    let _ = write!(s, " {system}.{event}");
+                    for a in &p.args {
+                        let _ = write!(s, " {}", canonical_arg(a));
+                    }
+                    if let Some(f) = filter {
+                        let _ = write!(s, " if {f}");
+                    }
+                    return s;
+                }
+            }
+            let _ = arch;
+            for a in &p.args {
+                let _ = write!(s, " {}", canonical_arg(a));
+            }
+            s
+        }
+    }
+}
+
+/// The `kprobe_event=` boot parameter form (words joined by commas), or `None` when a
+/// word itself holds a comma, which that form cannot carry.
+pub fn boot_param(def: &ProbeDef, arch: Arch) -> Option<String> {
+    let line = canonical(&Definition::Probe(def.clone()), arch);
+    if line.contains(',') {
+        return None;
+    }
+    Some(line.split(' ').collect::<Vec<_>>().join(","))
+}
+
+/// One field of the event record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    /// C type as the format file names it (`u64`, `__data_loc char[]`, `u8[4]`).
+    pub ty: String,
+    /// Field name.
+    pub name: String,
+    /// Byte offset in the record.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+    /// `signed:` flag.
+    pub signed: bool,
+}
+
+/// The record layout: common fields, probe fields, argument fields.
+pub fn fields(def: &ProbeDef, arch: Arch) -> Vec<Field> {
+    let long = arch.bits() / 8;
+    let ulong = "unsigned long".to_string();
+    let mut v = vec![
+        Field {
+            ty: "unsigned short".into(),
+            name: "common_type".into(),
+            offset: 0,
+            size: 2,
+            signed: false,
+        },
+        Field {
+            ty: "unsigned char".into(),
+            name: "common_flags".into(),
+            offset: 2,
+            size: 1,
+            signed: false,
+        },
+        Field {
+            ty: "unsigned char".into(),
+            name: "common_preempt_count".into(),
+            offset: 3,
+            size: 1,
+            signed: false,
+        },
+        Field {
+            ty: "int".into(),
+            name: "common_pid".into(),
+            offset: 4,
+            size: 4,
+            signed: true,
+        },
+    ];
+    let is_return = match &def.kind {
+        ProbeKind::Kprobe { is_return, .. } | ProbeKind::Uprobe { is_return, .. } => {
+            Some(*is_return)
+        }
+        ProbeKind::Eprobe { .. } => None,
+    };
+    // struct trace_entry is 8 bytes; the probe head follows, aligned to long.
+    let mut head = 8u32.next_multiple_of(long);
+    match is_return {
+        Some(false) => {
+            v.push(Field {
+                ty: ulong.clone(),
+                name: "__probe_ip".into(),
+                offset: head,
+                size: long,
+                signed: false,
+            });
+            head += long;
+        }
+        Some(true) => {
+            v.push(Field {
+                ty: ulong.clone(),
+                name: "__probe_func".into(),
+                offset: head,
+                size: long,
+                signed: false,
+            });
+            v.push(Field {
+                ty: ulong,
+                name: "__probe_ret_ip".into(),
+                offset: head + long,
+                size: long,
+                signed: false,
+            });
+            head += 2 * long;
+        }
+        None => {}
+    }
+    for a in &def.args {
+        let base = a.ty.base;
+        let mut ty = base.fmttype(arch);
+        let mut size = base.size(arch);
+        if let Some(n) = a.ty.count {
+            let _ = write!(ty, "[{n}]");
+            size *= n;
+        }
+        v.push(Field {
+            ty,
+            name: a.name.clone(),
+            offset: head + a.offset,
+            size,
+            signed: base.is_signed(),
+        });
+    }
+    v
+}
+
+/// The `print fmt:` value.
+pub fn print_fmt(def: &ProbeDef) -> String {
+    let (fmt, rec) = match &def.kind {
+        ProbeKind::Kprobe {
+            is_return: false, ..
+        }
+        | ProbeKind::Uprobe {
+            is_return: false, ..
+        } => ("(%lx)", ", REC->__probe_ip"),
+        ProbeKind::Kprobe {
+            is_return: true, ..
+        }
+        | ProbeKind::Uprobe {
+            is_return: true, ..
+        } => ("(%lx <- %lx)", ", REC->__probe_func, REC->__probe_ret_ip"),
+        ProbeKind::Eprobe { .. } => ("", ""),
+    };
+    let mut s = format!("\"{fmt}");
+    for a in &def.args {
+        let f = a.ty.base.print_fmt();
+        let _ = write!(s, " {}=", a.name);
+        match a.ty.count {
+            Some(n) => {
+                s.push('{');
+                s.push_str(&vec![f; n as usize].join(","));
+                s.push('}');
+            }
+            None => s.push_str(f),
+        }
+    }
+    let _ = write!(s, "\"{rec}");
+    for a in &def.args {
+        let string = a.ty.base.is_string();
+        match a.ty.count {
+            Some(n) => {
+                for j in 0..n {
+                    if string {
+                        let _ = write!(s, ", __get_str({}[{j}])", a.name);
+                    } else {
+                        let _ = write!(s, ", REC->{}[{j}]", a.name);
+                    }
+                }
+            }
+            None => {
+                if string {
+                    let _ = write!(s, ", __get_str({})", a.name);
+                } else {
+                    let _ = write!(s, ", REC->{}", a.name);
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The event's `format` file as the kernel writes it, without the `ID:` line.
+pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
+    let mut s = format!("name: {}\nformat:\n", def.event);
+    for (i, f) in fields(def, arch).iter().enumerate() {
+        if i == 4 {
+            s.push('\n');
+        }
+        let (ty, name) = match f.ty.find('[') {
+            Some(p) if !f.ty.starts_with("__data_loc") => {
+                (f.ty[..p].to_string(), format!("{}{}", f.name, &f.ty[p..]))
+            }
+            _ => (f.ty.clone(), f.name.clone()),
+        };
+        let _ = writeln!(
+            s,
+            "\tfield:{ty} {name};\toffset:{};\tsize:{};\tsigned:{};",
+            f.offset,
+            f.size,
+            u8::from(f.signed)
+        );
+    }
+    let _ = write!(s, "\nprint fmt: {}\n", print_fmt(def));
+    s
+}
+
+/// The default type of an argument without one, as text (`x64`/`x32`).
+pub fn default_type(arch: Arch) -> String {
+    BaseType::default_for(arch).name()
+}
