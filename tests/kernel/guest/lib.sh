@@ -128,14 +128,14 @@ expect_fail() { # DESC CMD [ARGS...] — the command must fail
 tfs_write() {
     _kt_err=$( (echo "$2" >>"$TRACEFS/$1") 2>&1) && return 0
     echo "write '$2' to $1 failed: $_kt_err"
-    [ -r "$TRACEFS/error_log" ] && tail -n 2 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
+    [ -r "$TRACEFS/error_log" ] && tail -n 3 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
     return 1
 }
 # tfs_set FILE TEXT — truncating write (`echo TEXT >`)
 tfs_set() {
     _kt_err=$( (echo "$2" >"$TRACEFS/$1") 2>&1) && return 0
     echo "write '$2' to $1 failed: $_kt_err"
-    [ -r "$TRACEFS/error_log" ] && tail -n 2 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
+    [ -r "$TRACEFS/error_log" ] && tail -n 3 "$TRACEFS/error_log" | sed 's/^/  error_log: /'
     return 1
 }
 tfs_read() { cat "$TRACEFS/$1"; } # FILE
@@ -149,6 +149,23 @@ kprobe_add() {
 # instance_new NAME — create instances/ktest_NAME; prints its path
 instance_new() {
     mkdir "$TRACEFS/instances/ktest_$1" && echo "$TRACEFS/instances/ktest_$1"
+}
+
+# event_enable INSTANCE_DIR GROUP/EVENT [0|1] — (dis)able an event there
+event_enable() {
+    _kt_err=$( (echo "${3:-1}" >"$1/events/$2/enable") 2>&1) && return 0
+    echo "enable=${3:-1} $2 in ${1##*/} failed: $_kt_err"
+    return 1
+}
+
+# teardown INSTANCE_DIR GROUP/EVENT... — the normal end of a probe test:
+# disable the events in the instance, remove it, delete the probes (each
+# step reported on failure; leftovers then fail the test in `pass`)
+teardown() {
+    _kt_td=$1; shift
+    for _kt_e in "$@"; do event_enable "$_kt_td" "$_kt_e" 0 >/dev/null; done
+    rmdir "$_kt_td" 2>/dev/null || echo "rmdir ${_kt_td##*/} failed"
+    for _kt_e in "$@"; do tfs_write dynamic_events "-:$_kt_e" >/dev/null || echo "delete $_kt_e failed"; done
 }
 
 # trace_lines INSTANCE_DIR — the trace buffer without comment lines
