@@ -1,4 +1,210 @@
 //! ktrace-event: event `format` files and records decoded into typed values.
 //!
 //! Mirrors the format files tracefs writes for each event
-//! (kernel/trace/trace_events.c, trace_probe.c's print fmt).
+//! (`f_show()` in kernel/trace/trace_events.c) and the field layout probe
+//! events use (kernel/trace/trace_probe.c: integer types, hex types, `char`,
+//! arrays, bitfields, `__data_loc` strings for `string`, `ustring`, `symstr`,
+//! `$comm` and immediate strings, `__probe_ip` / `__probe_func` /
+//! `__probe_ret_ip`). It does not read ring-buffer pages (that is
+//! ktrace-ring) and does not print (that is ktrace-printer).
+//!
+//! # Use
+//!
+//! ```
+//! use ktrace_event::{EventFormat, Events};
+//! let text = "name: ent\nID: 2326\nformat:\n\
+//! \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+//! \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+//! \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+//! \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+//! \tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n\n\
+//! print fmt: \"(%lx)\", REC->__probe_ip\n";
+//! let mut events = Events::new(8);
+//! events.add("ktrace_x", text).unwrap();
+//! assert_eq!(events.get(2326).unwrap().format.name, "ent");
+//! ```
+
+mod format;
+pub mod printfmt;
+mod record;
+
+pub use format::{EventFormat, Field, FieldKind};
+pub use ktrace_ring::Endian;
+pub use record::{Common, Int, StrValue, Value};
+
+/// Errors from parsing format files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A format file line could not be understood.
+    #[error("format file line {line}: {msg}")]
+    Format {
+        /// 1-based line number (0 when the whole file is at fault).
+        line: usize,
+        /// What was wrong.
+        msg: String,
+    },
+    /// Two events share one id.
+    #[error("event id {id} registered twice ({first} and {second})")]
+    DuplicateId {
+        /// The id.
+        id: u16,
+        /// The first event's name.
+        first: String,
+        /// The second event's name.
+        second: String,
+    },
+}
+
+/// What kind of dynamic event produced a format, which decides how the
+/// kernel prints its header (`(0x...)` for uprobes, `(sym+off/size)` for
+/// kprobes, see kernel/trace/trace_kprobe.c and trace_uprobe.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// `p:` on a kernel address.
+    Kprobe,
+    /// `r:` on a kernel function.
+    Kretprobe,
+    /// `p:` on `path:offset`.
+    Uprobe,
+    /// `r:` on `path:offset`.
+    Uretprobe,
+    /// Not a k/u probe: printed from its print fmt alone.
+    Other,
+}
+
+impl ProbeKind {
+    /// Classifies a line of `dynamic_events` (`p:grp/ev /bin/x:0x10 ...`).
+    pub fn from_dynamic_event(line: &str) -> ProbeKind {
+        let mut words = line.split_whitespace();
+        let head = words.next().unwrap_or("");
+        let place = words.next().unwrap_or("");
+        let user = place.contains(':') && (place.starts_with('/') || place.contains("/"));
+        let ret = head.starts_with('r');
+        match (head.chars().next(), user, ret) {
+            (Some('p' | 'r'), true, false) => ProbeKind::Uprobe,
+            (Some('p' | 'r'), true, true) => ProbeKind::Uretprobe,
+            (Some('p' | 'r'), false, false) => ProbeKind::Kprobe,
+            (Some('p' | 'r'), false, true) => ProbeKind::Kretprobe,
+            _ => ProbeKind::Other,
+        }
+    }
+
+    /// True for return probes.
+    pub fn is_return(self) -> bool {
+        matches!(self, ProbeKind::Kretprobe | ProbeKind::Uretprobe)
+    }
+}
+
+/// One registered event.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The event's system (group).
+    pub system: String,
+    /// Its parsed format.
+    pub format: EventFormat,
+    /// How the kernel prints its header.
+    pub kind: ProbeKind,
+}
+
+/// The events a reader may meet, by id.
+#[derive(Debug, Clone, Default)]
+pub struct Events {
+    long_size: usize,
+    by_id: Vec<Option<Box<Event>>>,
+}
+
+impl Events {
+    /// An empty set for a kernel with `sizeof(long) == long_size`.
+    pub fn new(long_size: usize) -> Events {
+        Events {
+            long_size,
+            by_id: Vec::new(),
+        }
+    }
+
+    /// The kernel's `sizeof(long)`.
+    pub fn long_size(&self) -> usize {
+        self.long_size
+    }
+
+    /// Parses `format_text` and registers it under `system`, guessing the
+    /// probe kind from its fields (a uprobe/kprobe distinction needs
+    /// [`Events::add_with_kind`]).
+    pub fn add(&mut self, system: &str, format_text: &str) -> Result<&Event, Error> {
+        let format = EventFormat::parse(format_text, self.long_size)?;
+        let kind = if format.field("__probe_ret_ip").is_some() {
+            ProbeKind::Uretprobe
+        } else if format.field("__probe_ip").is_some() {
+            ProbeKind::Uprobe
+        } else {
+            ProbeKind::Other
+        };
+        self.insert(system, format, kind)
+    }
+
+    /// Parses and registers with an explicit probe kind.
+    pub fn add_with_kind(
+        &mut self,
+        system: &str,
+        format_text: &str,
+        kind: ProbeKind,
+    ) -> Result<&Event, Error> {
+        let format = EventFormat::parse(format_text, self.long_size)?;
+        self.insert(system, format, kind)
+    }
+
+    fn insert(
+        &mut self,
+        system: &str,
+        format: EventFormat,
+        kind: ProbeKind,
+    ) -> Result<&Event, Error> {
+        let id = usize::from(format.id);
+        if self.by_id.len() <= id {
+            self.by_id.resize_with(id + 1, || None);
+        }
+        if let Some(old) = &self.by_id[id] {
+            return Err(Error::DuplicateId {
+                id: format.id,
+                first: old.format.name.clone(),
+                second: format.name,
+            });
+        }
+        let slot = &mut self.by_id[id];
+        Ok(slot.insert(Box::new(Event {
+            system: system.to_string(),
+            format,
+            kind,
+        })))
+    }
+
+    /// The event with `common_type == id`.
+    pub fn get(&self, id: u16) -> Option<&Event> {
+        self.by_id.get(usize::from(id))?.as_deref()
+    }
+
+    /// All registered events.
+    pub fn iter(&self) -> impl Iterator<Item = &Event> {
+        self.by_id.iter().filter_map(|e| e.as_deref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_kinds() {
+        let cases = [
+            ("p:g/e /bin/true:0x1136 a=%di", ProbeKind::Uprobe),
+            ("r:g/e /bin/true:0x1136 rv=$retval", ProbeKind::Uretprobe),
+            ("p:g/e do_sys_open+0 a=%di", ProbeKind::Kprobe),
+            ("r16:g/e vfs_read", ProbeKind::Kretprobe),
+            ("e:g/e sched/sched_switch", ProbeKind::Other),
+            ("", ProbeKind::Other),
+        ];
+        for (line, kind) in cases {
+            assert_eq!(ProbeKind::from_dynamic_event(line), kind, "{line}");
+        }
+    }
+}

@@ -1,5 +1,135 @@
 //! ktrace-ring: decoding of the kernel's per-CPU ring-buffer sub-buffer pages.
 //!
-//! Mirrors kernel/trace/ring_buffer.c: page header, record headers, time
-//! extends and stamps, padding, lost-event flags; per-CPU readers and a k-way
-//! merge by timestamp.
+//! Mirrors kernel/trace/ring_buffer.c (page header, commit and lost-events
+//! flags, record headers, time extends and stamps, padding) and the
+//! `per_cpu/cpuN/trace_pipe_raw` and `per_cpu/cpuN/stats` files of
+//! kernel/trace/trace.c. It knows nothing about event formats (that is
+//! ktrace-event) and does not create instances or enable events (that is
+//! ktrace-tracefs).
+//!
+//! # Pieces
+//!
+//! - [`PageLayout`] from `events/header_page` (+ [`check_header_event`]),
+//!   [`Page::parse`] and [`Page::records`]: pure decoding, no I/O.
+//! - [`CpuReader`] / [`Reader`]: non-blocking readers of every CPU's
+//!   `trace_pipe_raw` under an instance directory (the root path is a
+//!   parameter). Live, they take only *full* sub-buffers (`splice`, which
+//!   the kernel serves only for full pages) and wait with `poll` (which wakes
+//!   when `buffer_percent` of the buffer is filled, set by whoever owns the
+//!   instance); [`Reader::drain`] then takes the partial pages at the end. A
+//!   read returning 0 while tracing is live means "poll again".
+//! - [`Pipeline`]: a reader thread feeding a bounded channel, so a slow
+//!   consumer makes the kernel overwrite (counted, never hidden) instead of
+//!   ktrace growing without limit.
+//! - [`Merger`]: k-way merge of the per-CPU record streams by time stamp.
+//! - [`CpuStats`]: `per_cpu/cpuN/stats` (overrun, dropped events, ...).
+//!
+//! # Example: decoding a captured page
+//!
+//! ```
+//! use ktrace_ring::{Endian, Page, PageLayout};
+//! let layout = PageLayout::native(4096);
+//! let mut page = vec![0u8; 4096];
+//! page[0..8].copy_from_slice(&1000u64.to_ne_bytes());
+//! page[8..16].copy_from_slice(&8u64.to_ne_bytes()); // commit: 8 bytes
+//! page[16..20].copy_from_slice(&(1u32 | 3 << 5).to_ne_bytes()); // 4-byte record, delta 3
+//! let p = Page::parse(layout, &page).unwrap();
+//! let r: Vec<_> = p.records().map(Result::unwrap).collect();
+//! assert_eq!(r[0].ts, 1003);
+//! # let _ = Endian::Little;
+//! ```
+
+mod merge;
+mod page;
+mod reader;
+mod stats;
+
+pub use merge::{Merged, Merger};
+pub use page::{
+    Missed, Page, PageLayout, RB_MISSED_EVENTS, RB_MISSED_STORED, Record, Records, TYPE_DATA_MAX,
+    TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event,
+};
+pub use reader::{CpuReader, Pipeline, PipelineMsg, RawPage, Reader};
+pub use stats::CpuStats;
+
+use std::path::PathBuf;
+
+/// Byte order of the traced kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endian {
+    /// Little endian (x86_64, arm64 as usually run).
+    Little,
+    /// Big endian.
+    Big,
+}
+
+impl Endian {
+    /// The byte order of this machine.
+    pub fn native() -> Endian {
+        if cfg!(target_endian = "big") {
+            Endian::Big
+        } else {
+            Endian::Little
+        }
+    }
+
+    /// Reads a u16 from the first 2 bytes of `b` (which must hold them).
+    #[inline]
+    pub fn u16(self, b: &[u8]) -> u16 {
+        let a = [b[0], b[1]];
+        match self {
+            Endian::Little => u16::from_le_bytes(a),
+            Endian::Big => u16::from_be_bytes(a),
+        }
+    }
+
+    /// Reads a u32 from the first 4 bytes of `b`.
+    #[inline]
+    pub fn u32(self, b: &[u8]) -> u32 {
+        let a = [b[0], b[1], b[2], b[3]];
+        match self {
+            Endian::Little => u32::from_le_bytes(a),
+            Endian::Big => u32::from_be_bytes(a),
+        }
+    }
+
+    /// Reads a u64 from the first 8 bytes of `b`.
+    #[inline]
+    pub fn u64(self, b: &[u8]) -> u64 {
+        let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+        match self {
+            Endian::Little => u64::from_le_bytes(a),
+            Endian::Big => u64::from_be_bytes(a),
+        }
+    }
+}
+
+/// Errors from decoding pages and reading the per-CPU files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `events/header_page` is not in the expected form.
+    #[error("header_page: {0}")]
+    HeaderPage(String),
+    /// `events/header_event` describes a record header we do not decode.
+    #[error("header_event: {0}")]
+    HeaderEvent(String),
+    /// A page is malformed.
+    #[error("page: {0}")]
+    Page(String),
+    /// A file could not be opened, read or polled.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// `per_cpu/cpuN/stats` is not in the expected form.
+    #[error("{path}: bad stats line {line:?}")]
+    Stats {
+        /// The file.
+        path: PathBuf,
+        /// The line.
+        line: String,
+    },
+}

@@ -1,0 +1,242 @@
+//! Reading typed values out of one record's bytes, following a parsed
+//! [`EventFormat`].
+//!
+//! A record is the payload of one ring-buffer data event: it starts with the
+//! common fields of `struct trace_entry` (include/linux/trace_events.h) and
+//! continues with the event's own fields; `__data_loc` fields point into the
+//! variable area at the end (kernel/trace/trace_probe.c stores probe strings
+//! there, `len` including the terminating NUL, `len == 0` meaning the fetch
+//! faulted). This module only reads; it never formats text.
+
+use crate::format::{EventFormat, FieldKind};
+use ktrace_ring::Endian;
+
+/// The `struct trace_entry` header every record starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Common {
+    /// `common_type`: the event id.
+    pub type_id: u16,
+    /// `common_flags`: irqs-off, need-resched, hardirq, softirq, ... bits.
+    pub flags: u8,
+    /// `common_preempt_count`: preempt depth (low nibble) and migrate-disable
+    /// depth (high nibble).
+    pub preempt_count: u8,
+    /// `common_pid`.
+    pub pid: i32,
+}
+
+impl Common {
+    /// Reads the common header; `None` when the record is shorter than 8 bytes.
+    pub fn read(data: &[u8], endian: Endian) -> Option<Common> {
+        if data.len() < 8 {
+            return None;
+        }
+        Some(Common {
+            type_id: endian.u16(&data[0..2]),
+            flags: data[2],
+            preempt_count: data[3],
+            pid: endian.u32(&data[4..8]) as i32,
+        })
+    }
+}
+
+/// A string field's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrValue<'a> {
+    /// The bytes up to (not including) the first NUL.
+    Ok(&'a [u8]),
+    /// The kernel stored a zero length: the fetch faulted.
+    Fault,
+    /// The reference points outside the record.
+    Bad,
+}
+
+/// An integer read from a field, with the field's signedness applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Int {
+    /// Unsigned field value.
+    U(u64),
+    /// Signed field value (sign-extended from the field size).
+    S(i64),
+}
+
+impl Int {
+    /// The value's bits as `u64` (two's complement for negatives).
+    pub fn bits(self) -> u64 {
+        match self {
+            Int::U(v) => v,
+            Int::S(v) => v as u64,
+        }
+    }
+}
+
+/// A decoded field value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value<'a> {
+    /// An integer scalar.
+    Int(Int),
+    /// A string (`__data_loc`).
+    Str(StrValue<'a>),
+    /// An array of values.
+    Array(Vec<Value<'a>>),
+    /// Bytes of a field of unknown type.
+    Bytes(&'a [u8]),
+    /// The record is too short for this field.
+    Missing,
+}
+
+impl EventFormat {
+    /// Reads element `elem` of integer field `field` of record `data`.
+    pub fn read_int(&self, data: &[u8], field: usize, elem: usize, endian: Endian) -> Option<Int> {
+        let f = self.fields.get(field)?;
+        if f.kind != FieldKind::Int || elem >= f.count {
+            return None;
+        }
+        let off = f.offset.checked_add(elem.checked_mul(f.elem_size)?)?;
+        let b = data.get(off..off.checked_add(f.elem_size)?)?;
+        let raw = match f.elem_size {
+            1 => u64::from(b[0]),
+            2 => u64::from(endian.u16(b)),
+            4 => u64::from(endian.u32(b)),
+            8 => endian.u64(b),
+            _ => return None,
+        };
+        Some(if f.signed {
+            let shift = 64 - 8 * f.elem_size as u32;
+            Int::S(((raw << shift) as i64) >> shift)
+        } else {
+            Int::U(raw)
+        })
+    }
+
+    /// Reads element `elem` of `__data_loc`/`__rel_loc` field `field`.
+    pub fn read_str<'a>(
+        &self,
+        data: &'a [u8],
+        field: usize,
+        elem: usize,
+        endian: Endian,
+    ) -> StrValue<'a> {
+        let Some(f) = self.fields.get(field) else {
+            return StrValue::Bad;
+        };
+        let FieldKind::DataLoc { relative } = f.kind else {
+            return StrValue::Bad;
+        };
+        if elem >= f.count {
+            return StrValue::Bad;
+        }
+        let at = f.offset + elem * 4;
+        let Some(b) = data.get(at..at + 4) else {
+            return StrValue::Bad;
+        };
+        let loc = endian.u32(b);
+        let len = (loc >> 16) as usize;
+        let mut off = (loc & 0xffff) as usize;
+        if relative {
+            off += at + 4;
+        }
+        if len == 0 {
+            return StrValue::Fault;
+        }
+        match data.get(off..off + len) {
+            Some(s) => {
+                let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+                StrValue::Ok(&s[..end])
+            }
+            None => StrValue::Bad,
+        }
+    }
+
+    /// Decodes field `field` of record `data` into a [`Value`].
+    pub fn value<'a>(&self, data: &'a [u8], field: usize, endian: Endian) -> Value<'a> {
+        let Some(f) = self.fields.get(field) else {
+            return Value::Missing;
+        };
+        let one = |elem: usize| -> Value<'a> {
+            match f.kind {
+                FieldKind::Int => match self.read_int(data, field, elem, endian) {
+                    Some(v) => Value::Int(v),
+                    None => Value::Missing,
+                },
+                FieldKind::DataLoc { .. } => Value::Str(self.read_str(data, field, elem, endian)),
+                FieldKind::Bytes => match data.get(f.offset..f.offset + f.size) {
+                    Some(b) => Value::Bytes(b),
+                    None => Value::Missing,
+                },
+            }
+        };
+        if f.is_array && f.kind != FieldKind::Bytes {
+            Value::Array((0..f.count).map(one).collect())
+        } else {
+            one(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FMT: &str = "name: t\nID: 7\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:s8 a;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield:s16 b;\toffset:9;\tsize:2;\tsigned:1;\n\
+\tfield:u16 c[];\toffset:11;\tsize:4;\tsigned:0;\n\
+\tfield:__data_loc char[] s;\toffset:15;\tsize:4;\tsigned:1;\n\
+\tfield:__rel_loc char[] r;\toffset:19;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"%d\", REC->a\n";
+
+    fn record() -> Vec<u8> {
+        let mut d = vec![7, 0, 0x81, 0x12, 0x39, 0x30, 0, 0];
+        d.push(0xfe); // a = -2
+        d.extend_from_slice(&(-300i16).to_le_bytes());
+        d.extend_from_slice(&[1, 0, 0xff, 0xff]);
+        // s: offset 23, len 3 ("hi\0")
+        d.extend_from_slice(&(23u32 | 3 << 16).to_le_bytes());
+        // r: relative to end of field (23): offset 3 -> 26, len 0 -> fault
+        d.extend_from_slice(&(3u32).to_le_bytes());
+        d.extend_from_slice(b"hi\0");
+        d
+    }
+
+    #[test]
+    fn reads_every_kind() {
+        let f = EventFormat::parse(FMT, 8).unwrap();
+        let d = record();
+        let e = Endian::Little;
+        assert_eq!(
+            Common::read(&d, e),
+            Some(Common {
+                type_id: 7,
+                flags: 0x81,
+                preempt_count: 0x12,
+                pid: 12345
+            })
+        );
+        assert_eq!(f.value(&d, 4, e), Value::Int(Int::S(-2)));
+        assert_eq!(f.value(&d, 5, e), Value::Int(Int::S(-300)));
+        assert_eq!(
+            f.value(&d, 6, e),
+            Value::Array(vec![Value::Int(Int::U(1)), Value::Int(Int::U(65535))])
+        );
+        assert_eq!(f.value(&d, 7, e), Value::Str(StrValue::Ok(b"hi")));
+        assert_eq!(f.value(&d, 8, e), Value::Str(StrValue::Fault));
+        // short record: never panics
+        for n in 0..d.len() {
+            for i in 0..f.fields.len() + 1 {
+                let _ = f.value(&d[..n], i, e);
+            }
+        }
+        assert_eq!(
+            f.value(&d[..12], 6, e),
+            Value::Array(vec![Value::Missing, Value::Missing])
+        );
+        let mut bad = d.clone();
+        bad[15] = 200; // offset past the end
+        assert_eq!(f.read_str(&bad, 7, 0, e), StrValue::Bad);
+    }
+}

@@ -1,0 +1,252 @@
+//! JSON lines and raw output for records.
+//!
+//! JSON: one object per record with typed values: integers as JSON numbers
+//! (signedness from the format file), strings as strings (invalid UTF-8
+//! replaced), a faulted string as `null`, arrays as arrays, `char` fields as
+//! one-character strings, and symbol fields (`%pS` in the print fmt, and a
+//! kprobe's `__probe_ip`/`__probe_func`/`__probe_ret_ip`) as
+//! `{"addr":N,"sym":"name+0xoff/0xsize"}`. Raw: `ts cpu pid system:event
+//! field=value...` with no print-fmt interpretation, for speed. Neither
+//! mirrors a kernel file; the field meanings are those of ktrace-event.
+
+use crate::{Comms, Symbolizer};
+use ktrace_event::printfmt::{Arg, Conv, Op};
+use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue, Value};
+use ktrace_ring::Missed;
+use std::io::Write;
+
+/// Renders records as JSON lines.
+pub struct JsonPrinter<'a> {
+    events: &'a Events,
+    endian: Endian,
+    symbols: &'a dyn Symbolizer,
+    /// Task names for the `comm` member.
+    pub comms: Comms,
+}
+
+fn json_str(out: &mut Vec<u8>, s: &[u8]) {
+    let s = String::from_utf8_lossy(s);
+    let _ = serde_json::to_writer(&mut *out, &*s);
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Hint {
+    Plain,
+    Char,
+    Symbol,
+}
+
+fn hints(ev: &Event) -> Vec<Hint> {
+    let mut h = vec![Hint::Plain; ev.format.fields.len()];
+    if let Some(pf) = &ev.format.print_fmt {
+        for op in &pf.ops {
+            if let Op::Conv {
+                spec,
+                arg: Arg::Field { index, .. },
+            } = op
+            {
+                match &spec.conv {
+                    Conv::Char => h[*index] = Hint::Char,
+                    Conv::Pointer(x) if x.starts_with(['S', 's', 'B', 'F', 'f']) => {
+                        h[*index] = Hint::Symbol
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    if matches!(ev.kind, ProbeKind::Kprobe | ProbeKind::Kretprobe) {
+        for name in ["__probe_ip", "__probe_func", "__probe_ret_ip"] {
+            if let Some(i) = ev.format.field_index(name) {
+                h[i] = Hint::Symbol;
+            }
+        }
+    }
+    h
+}
+
+impl<'a> JsonPrinter<'a> {
+    /// A JSON printer for records of `events`.
+    pub fn new(
+        events: &'a Events,
+        endian: Endian,
+        symbols: &'a dyn Symbolizer,
+        comms: Comms,
+    ) -> Self {
+        JsonPrinter {
+            events,
+            endian,
+            symbols,
+            comms,
+        }
+    }
+
+    /// Appends one JSON object and a newline for a record.
+    pub fn write_record(&mut self, out: &mut Vec<u8>, cpu: usize, ts: u64, data: &[u8]) {
+        let Some(c) = Common::read(data, self.endian) else {
+            let _ = writeln!(
+                out,
+                "{{\"cpu\":{cpu},\"ts\":{ts},\"error\":\"record too short\"}}"
+            );
+            return;
+        };
+        let _ = write!(
+            out,
+            "{{\"ts\":{ts},\"cpu\":{cpu},\"pid\":{},\"comm\":",
+            c.pid
+        );
+        json_str(out, self.comms.get(c.pid).as_bytes());
+        let Some(ev) = self.events.get(c.type_id) else {
+            let _ = writeln!(out, ",\"type\":{},\"error\":\"unknown event\"}}", c.type_id);
+            return;
+        };
+        out.extend_from_slice(b",\"system\":");
+        json_str(out, ev.system.as_bytes());
+        out.extend_from_slice(b",\"event\":");
+        json_str(out, ev.format.name.as_bytes());
+        let _ = write!(
+            out,
+            ",\"flags\":{},\"preempt_count\":{},\"fields\":{{",
+            c.flags, c.preempt_count
+        );
+        let hints = hints(ev);
+        let mut first = true;
+        for (i, f) in ev.format.fields.iter().enumerate() {
+            if f.common {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            json_str(out, f.name.as_bytes());
+            out.push(b':');
+            let v = ev.format.value(data, i, self.endian);
+            self.write_value(out, &v, hints[i]);
+        }
+        out.extend_from_slice(b"}}\n");
+    }
+
+    fn write_value(&self, out: &mut Vec<u8>, v: &Value<'_>, hint: Hint) {
+        match v {
+            Value::Int(i) => match hint {
+                Hint::Char => json_str(out, &[i.bits() as u8]),
+                Hint::Symbol => {
+                    let a = i.bits();
+                    let _ = write!(out, "{{\"addr\":{a},\"sym\":");
+                    match self.symbols.lookup(a) {
+                        Some(s) => {
+                            let t = format!("{}+0x{:x}/0x{:x}", s.name, s.offset, s.size);
+                            json_str(out, t.as_bytes());
+                        }
+                        None => out.extend_from_slice(b"null"),
+                    }
+                    out.push(b'}');
+                }
+                Hint::Plain => match i {
+                    Int::U(u) => {
+                        let _ = write!(out, "{u}");
+                    }
+                    Int::S(s) => {
+                        let _ = write!(out, "{s}");
+                    }
+                },
+            },
+            Value::Str(StrValue::Ok(s)) => json_str(out, s),
+            Value::Str(_) | Value::Missing => out.extend_from_slice(b"null"),
+            Value::Bytes(b) => {
+                out.push(b'[');
+                for (k, x) in b.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    let _ = write!(out, "{x}");
+                }
+                out.push(b']');
+            }
+            Value::Array(items) => {
+                out.push(b'[');
+                for (k, x) in items.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    self.write_value(out, x, hint);
+                }
+                out.push(b']');
+            }
+        }
+    }
+
+    /// Appends a JSON loss report: `{"lost":N,"cpu":K}` (`null` when the
+    /// kernel did not say how many).
+    pub fn write_lost(&self, out: &mut Vec<u8>, cpu: usize, missed: Missed) {
+        match missed {
+            Missed::None => {}
+            Missed::Unknown => {
+                let _ = writeln!(out, "{{\"lost\":null,\"cpu\":{cpu}}}");
+            }
+            Missed::Count(n) => {
+                let _ = writeln!(out, "{{\"lost\":{n},\"cpu\":{cpu}}}");
+            }
+        }
+    }
+}
+
+/// Appends the raw line of a record: `ts cpu pid system:event f=v ...`
+/// (strings in double quotes with `\` escapes, faulted strings as `(fault)`).
+pub fn write_raw(
+    out: &mut Vec<u8>,
+    events: &Events,
+    endian: Endian,
+    cpu: usize,
+    ts: u64,
+    data: &[u8],
+) {
+    let Some(c) = Common::read(data, endian) else {
+        return;
+    };
+    let _ = write!(out, "{ts} {cpu} {}", c.pid);
+    let Some(ev) = events.get(c.type_id) else {
+        let _ = writeln!(out, " type={}", c.type_id);
+        return;
+    };
+    let _ = write!(out, " {}:{}", ev.system, ev.format.name);
+    for (i, f) in ev.format.fields.iter().enumerate() {
+        if f.common {
+            continue;
+        }
+        let _ = write!(out, " {}=", f.name);
+        raw_value(out, &ev.format.value(data, i, endian));
+    }
+    out.push(b'\n');
+}
+
+fn raw_value(out: &mut Vec<u8>, v: &Value<'_>) {
+    match v {
+        Value::Int(Int::U(u)) => {
+            let _ = write!(out, "{u}");
+        }
+        Value::Int(Int::S(s)) => {
+            let _ = write!(out, "{s}");
+        }
+        Value::Str(StrValue::Ok(s)) => {
+            let _ = write!(out, "\"{}\"", s.escape_ascii());
+        }
+        Value::Str(_) | Value::Missing => out.extend_from_slice(b"(fault)"),
+        Value::Bytes(b) => {
+            for x in *b {
+                let _ = write!(out, "{x:02x}");
+            }
+        }
+        Value::Array(items) => {
+            out.push(b'{');
+            for (k, x) in items.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                raw_value(out, x);
+            }
+            out.push(b'}');
+        }
+    }
+}
