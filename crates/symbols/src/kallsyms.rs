@@ -88,11 +88,14 @@ pub struct Kallsyms {
 }
 
 impl Kallsyms {
-    /// Parses the text of /proc/kallsyms.
+    /// Parses the text of /proc/kallsyms (lines starting with `#` are
+    /// skipped as comments).
     pub fn parse(text: &str) -> Result<Self> {
         let mut symbols = Vec::new();
         for (n, line) in text.lines().enumerate() {
-            if line.is_empty() {
+            // '#' lines never occur in the kernel's output; they let fixtures
+            // carry the command that captured them.
+            if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let err = |reason: &str| Error::parse("kallsyms", format!("line {}", n + 1), reason);

@@ -77,6 +77,43 @@ pub fn find(lib: &str, pid: Option<u32>, cache: &Path) -> Result<PathBuf> {
     })
 }
 
+/// A user probe location resolved from `PATH:SYMBOL[+OFF]` or
+/// `LIB:SYMBOL[+OFF]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserProbe {
+    /// The file the uprobe goes on.
+    pub path: PathBuf,
+    /// The symbol and the file offset.
+    pub target: crate::elf::UprobeTarget,
+}
+
+impl UserProbe {
+    /// The kernel's `PATH:0xOFFSET` form.
+    pub fn to_kernel_location(&self) -> String {
+        format!("{}:{:#x}", self.path.display(), self.target.file_offset)
+    }
+}
+
+/// Resolves `FILE:SYMBOL[@VER][+OFF]` where FILE is a path (contains `/`) or
+/// a library name (`libc`, `libc.so.6`, found through the maps of `pid` when
+/// given, else ld.so.cache at `cache`). The split is at the first `:`, as
+/// in the kernel's uprobe syntax.
+pub fn resolve_user_probe(spec: &str, pid: Option<u32>, cache: &Path) -> Result<UserProbe> {
+    let (file, symbol) = spec.split_once(':').ok_or_else(|| Error::BadSpec {
+        spec: spec.to_string(),
+        reason: "expected FILE:SYMBOL".to_string(),
+    })?;
+    if file.is_empty() {
+        return Err(Error::BadSpec {
+            spec: spec.to_string(),
+            reason: "empty file name".to_string(),
+        });
+    }
+    let path = find(file, pid, cache)?;
+    let target = crate::elf::open(&path)?.resolve(symbol)?;
+    Ok(UserProbe { path, target })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +143,14 @@ mod tests {
             "{e}"
         );
         assert!(is_path("./a.out") && !is_path("libc"));
+    }
+
+    #[test]
+    fn user_probe_specs_need_a_file() {
+        let cache = Path::new("/nonexistent/ld.so.cache");
+        for bad in ["getenv", ":getenv"] {
+            let e = resolve_user_probe(bad, None, cache).unwrap_err();
+            assert!(matches!(e, Error::BadSpec { .. }), "{bad}: {e}");
+        }
     }
 }

@@ -355,3 +355,27 @@ fn stripped_binaries_give_clear_errors() {
     assert!(matches!(e, Error::Stripped { .. }), "{e}");
     std::fs::remove_dir_all(bin.parent().unwrap()).ok();
 }
+
+#[test]
+fn lib_colon_symbol_resolves_like_readelf() {
+    if !tool("readelf") {
+        return;
+    }
+    let Some(libc) = ldconfig_path("libc.so.6") else {
+        return eprintln!("SKIP: no libc.so.6 in ldconfig -p");
+    };
+    let (_, offset) = readelf_offset(Path::new(&libc), "getenv@@GLIBC_2.2.5");
+    let cache = Path::new("/etc/ld.so.cache");
+    for spec in ["libc:getenv", "libc.so.6:getenv", &format!("{libc}:getenv")] {
+        let p = library::resolve_user_probe(spec, None, cache).unwrap();
+        assert_eq!(
+            p.to_kernel_location(),
+            format!("{libc}:{offset:#x}"),
+            "{spec}"
+        );
+    }
+    let p =
+        library::resolve_user_probe("libc:getenv+0x8", Some(std::process::id()), cache).unwrap();
+    assert_eq!(p.target.file_offset, offset + 8);
+    eprintln!("libc:getenv+0x8 with pid -> {}", p.to_kernel_location());
+}

@@ -1,0 +1,189 @@
+//! `ktrace syms`: look symbols up the way probes will use them.
+//!
+//! Kernel symbols come from kallsyms (the running kernel's /proc/kallsyms or
+//! `--kallsyms FILE`): names or globs (`vfs_*`, `MOD:glob`) print address,
+//! type, size and module; an address (`0xffff...`) prints the kernel's
+//! `sym+0xoff/0xsize [mod]`. With `--elf PATH|LIB` the symbols of an ELF file
+//! print with their uprobe file offsets, and an exact `SYMBOL[@VER][+OFF]`
+//! prints the `PATH:0xOFFSET` a uprobe definition needs. Read-only.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_symbols::elf::{self, ElfSymbol, SymbolKind, SymbolTable};
+use ktrace_symbols::{glob, kallsyms, library};
+
+/// Arguments of `ktrace syms`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  ktrace syms 'vfs_*'                      kernel functions, sizes, modules
+  ktrace syms 0xffffffff816d5374            address -> vfs_read+0x4/0x3d0
+  ktrace syms getenv --elf libc            uprobe location of libc's getenv
+  ktrace syms 'read*' --elf /bin/bash      all matching symbols with file offsets
+  ktrace syms realpath@GLIBC_2.2.5 --elf libc.so.6")]
+pub struct Args {
+    /// A name, a glob (`vfs_*`), `MOD:glob`, a kernel address (`0x...`), or
+    /// with --elf `SYMBOL[@VERSION][+OFFSET]` or a glob.
+    pub pattern: String,
+    /// Look in this ELF file or library (`libc`, `libc.so.6`) instead of the
+    /// kernel.
+    #[arg(long, value_name = "PATH|LIB")]
+    pub elf: Option<String>,
+    /// With --elf LIB: find the library in this process's maps first.
+    #[arg(long, short = 'p')]
+    pub pid: Option<u32>,
+    /// Read kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+}
+
+/// Runs `ktrace syms`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match &args.elf {
+        Some(file) => run_elf(&args, file),
+        None => run_kernel(&args),
+    }
+}
+
+fn kind_name(s: &ElfSymbol) -> &'static str {
+    match s.kind {
+        SymbolKind::Func => "FUNC",
+        SymbolKind::Ifunc => "IFUNC",
+        SymbolKind::Object => "OBJECT",
+        SymbolKind::NoType => "NOTYPE",
+    }
+}
+
+fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
+    let path = library::find(file, args.pid, Path::new("/etc/ld.so.cache"))?;
+    let img = elf::open(&path)?;
+    let (base, _) = args.pattern.split_once('@').unwrap_or((&args.pattern, ""));
+    if !glob::is_glob(base) {
+        let t = img.resolve(&args.pattern)?;
+        println!(
+            "{}  vaddr {:#x}  size {:#x}  {}{}",
+            t.symbol.display_name(),
+            t.vaddr,
+            t.symbol.size,
+            kind_name(&t.symbol),
+            if t.symbol.local { " LOCAL" } else { "" }
+        );
+        if t.symbol.kind == SymbolKind::Ifunc {
+            eprintln!(
+                "ktrace: note: {} is an IFUNC: this is its resolver, which runs once at load time, not the implementation it picks",
+                t.symbol.name
+            );
+        }
+        println!("{}:{:#x}", path.display(), t.file_offset);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows: Vec<&ElfSymbol> = img
+        .symbols
+        .iter()
+        .filter(|s| glob::glob_match(base, &s.name))
+        .collect();
+    rows.sort_by_key(|s| (s.value, s.name.clone(), s.table));
+    rows.dedup_by(|a, b| a.value == b.value && a.name == b.name && a.version == b.version);
+    if rows.is_empty() {
+        anyhow::bail!(
+            "{}: no symbol matches {:?}{}",
+            path.display(),
+            args.pattern,
+            if img.has_symtab {
+                ""
+            } else {
+                " (no .symtab: stripped, only dynamic symbols searched)"
+            }
+        );
+    }
+    println!(
+        "{:>18} {:>18} {:>8} {:<6} {:<6} NAME",
+        "FILE_OFFSET", "VADDR", "SIZE", "TYPE", "TABLE"
+    );
+    for s in rows {
+        let off = img
+            .vaddr_to_file_offset(s.value)
+            .map_or_else(|| "-".to_string(), |o| format!("{o:#x}"));
+        println!(
+            "{off:>18} {:>18} {:>8} {:<6} {:<6} {}{}",
+            format!("{:#x}", s.value),
+            s.size,
+            kind_name(s),
+            match s.table {
+                SymbolTable::Symtab => "symtab",
+                SymbolTable::Dynsym => "dynsym",
+            },
+            s.display_name(),
+            if s.local { " (local)" } else { "" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
+    let path = args
+        .kallsyms
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
+    let ks = kallsyms::open(&path)
+        .with_context(|| "kernel symbols (use --kallsyms FILE or --elf PATH)")?;
+    if ks.addresses_hidden() {
+        eprintln!(
+            "ktrace: warning: {} shows only zero addresses (kptr_restrict); run as root",
+            path.display()
+        );
+    }
+    if let Some(addr) = args
+        .pattern
+        .strip_prefix("0x")
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+    {
+        let l = ks
+            .lookup(addr)
+            .with_context(|| format!("no kernel symbol contains {addr:#x}"))?;
+        println!("{}", l.to_kernel_string());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (module, pat) = ktrace_symbols::probeable::split_module(&args.pattern);
+    let mut n = 0;
+    for s in ks.symbols() {
+        if module.is_some() && s.module.as_deref() != module {
+            continue;
+        }
+        if !glob::glob_match(pat, &s.name) {
+            continue;
+        }
+        if n == 0 {
+            println!("{:>18} T {:>8} NAME", "ADDRESS", "SIZE");
+        }
+        n += 1;
+        let size = ks
+            .extent(s)
+            .map_or_else(|| "?".to_string(), |z| format!("{z:#x}"));
+        let same = ks.count_same(&s.name, None);
+        println!(
+            "{:>18} {} {size:>8} {}{}{}",
+            format!("{:#x}", s.addr),
+            s.kind,
+            s.name,
+            s.module
+                .as_ref()
+                .map(|m| format!(" [{m}]"))
+                .unwrap_or_default(),
+            if same > 1 {
+                format!("  ({same} symbols share this name)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if n == 0 {
+        anyhow::bail!(
+            "no kernel symbol matches {:?} in {}",
+            args.pattern,
+            path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,173 @@
+//! Host tests of `ktrace syms` and `ktrace list` through the real binary:
+//! uprobe locations compared with offsets computed independently from
+//! `readelf`, kernel lookups on kallsyms excerpts captured on the host, and
+//! `list --probes` seeing a uprobe this test creates in its own group.
+//! Skips say so on stderr.
+
+use std::path::Path;
+use std::process::Command;
+
+fn ktrace(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ktrace"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn readelf_lines(flag: &str, path: &str) -> Option<String> {
+    let out = Command::new("readelf").arg(flag).arg(path).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// File offset of NAME from readelf alone: symbol value, then the LOAD
+/// segment holding it.
+fn readelf_offset(path: &str, name: &str) -> Option<u64> {
+    let syms = readelf_lines("-sW", path)?;
+    let value = syms.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 8 && f[7] == name && f[6] != "UND")
+            .then(|| u64::from_str_radix(f[1], 16).unwrap())
+    })?;
+    let loads = readelf_lines("-lW", path)?;
+    loads
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD"))
+        .find_map(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .take(4)
+                .map(|x| u64::from_str_radix(&x[2..], 16).unwrap())
+                .collect();
+            let (off, vaddr, filesz) = (f[0], f[1], f[3]);
+            (value >= vaddr && value < vaddr + filesz).then(|| value - vaddr + off)
+        })
+}
+
+#[test]
+fn syms_elf_prints_the_readelf_offset() {
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    let cases = [
+        ("/bin/bash", "readline", "readline"),
+        (libc, "getenv", "getenv@@GLIBC_2.2.5"),
+        (libc, "realpath@GLIBC_2.2.5", "realpath@GLIBC_2.2.5"),
+    ];
+    for (file, spec, readelf_name) in cases {
+        if !Path::new(file).exists() {
+            eprintln!("SKIP: no {file}");
+            continue;
+        }
+        let Some(want) = readelf_offset(file, readelf_name) else {
+            eprintln!("SKIP: readelf unavailable or no {readelf_name} in {file}");
+            continue;
+        };
+        let (ok, out, err) = ktrace(&["syms", spec, "--elf", file]);
+        assert!(ok, "{err}");
+        let last = out.lines().last().unwrap();
+        eprintln!("ktrace syms {spec} --elf {file}: {last} (readelf {want:#x})");
+        assert_eq!(last, format!("{file}:{want:#x}"));
+    }
+}
+
+#[test]
+fn syms_elf_library_names_and_errors() {
+    let (ok, out, _) = ktrace(&["syms", "getenv", "--elf", "libc"]);
+    if !ok {
+        return eprintln!("SKIP: libc not in ld.so.cache");
+    }
+    assert!(out.contains("libc.so.6:0x"), "{out}");
+    let (ok, _, err) = ktrace(&["syms", "ktrace_no_such_symbol", "--elf", "libc"]);
+    assert!(!ok && err.contains("not found"), "{err}");
+    let (ok, _, err) = ktrace(&["syms", "getenv", "--elf", "libktrace_no_such_lib"]);
+    assert!(!ok && err.contains("not found in"), "{err}");
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/crates/symbols/tests/fixtures/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn syms_kernel_address_on_captured_kallsyms() {
+    let f = fixture("kallsyms-6.18-x86_64-vfs.txt");
+    let text = std::fs::read_to_string(&f).unwrap();
+    // Independently: vfs_read's line and the next line with a higher address.
+    let rows: Vec<(u64, &str)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            (u64::from_str_radix(v[0], 16).unwrap(), v[2])
+        })
+        .collect();
+    let i = rows.iter().position(|r| r.1 == "vfs_read").unwrap();
+    let (addr, _) = rows[i];
+    let next = rows[i + 1..].iter().find(|r| r.0 > addr).unwrap().0;
+    let (ok, out, err) = ktrace(&["syms", &format!("{:#x}", addr + 4), "--kallsyms", &f]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), format!("vfs_read+0x4/{:#x}", next - addr));
+    let (ok, out, _) = ktrace(&["list", "vfs_*", "--kallsyms", &f]);
+    assert!(ok);
+    let want: Vec<&str> = rows
+        .iter()
+        .map(|r| r.1)
+        .filter(|n| n.starts_with("vfs_"))
+        .collect();
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    // Names occurring at several addresses are refused like the kernel does.
+    let (ok, _, err) = ktrace(&[
+        "list",
+        "PageHuge",
+        "-v",
+        "--kallsyms",
+        &fixture("kallsyms-6.18-x86_64-dups.txt"),
+    ]);
+    assert!(!ok && err.contains("not unique"), "{err}");
+}
+
+#[test]
+fn list_probes_marks_ktrace_groups() {
+    let root = Path::new("/sys/kernel/tracing");
+    if !root.join("uprobe_events").exists()
+        || std::fs::read_to_string(root.join("dynamic_events")).is_err()
+    {
+        return eprintln!("SKIP: needs root and tracefs with uprobe_events");
+    }
+    let group = format!("ktrace_symtest_{}", std::process::id());
+    let (ok, out, _) = ktrace(&["syms", "readline", "--elf", "/bin/bash"]);
+    if !ok {
+        return eprintln!("SKIP: /bin/bash has no readline");
+    }
+    let loc = out.lines().last().unwrap().to_string();
+    let append = |line: String| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("uprobe_events"))
+            .unwrap();
+        f.write_all(line.as_bytes())
+    };
+    append(format!("p:{group}/rl {loc}\n")).unwrap();
+    let (ok, out, err) = ktrace(&["list", "--probes"]);
+    let removed = append(format!("-:{group}/rl\n"));
+    assert!(ok, "{err}");
+    eprintln!("{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains(&group))
+        .expect("our probe listed");
+    assert!(line.starts_with("ktrace p    "), "{line}");
+    assert!(line.contains(&format!("{group}/rl")));
+    removed.unwrap();
+    let left = std::fs::read_to_string(root.join("dynamic_events")).unwrap();
+    assert!(!left.contains(&group));
+}
