@@ -1,15 +1,171 @@
-//! `ktrace check`: read probe definitions and report what the kernel would say.
+//! `ktrace check`: read probe definitions and report what the kernel would say,
+//! without touching the kernel: verdict, the line the kernel would read back, and for
+//! rejections the kernel's `error_log` message with its caret, plus a hint.
+//!
+//! The language lives in `ktrace-probe`; this module only gathers input, loads
+//! `--kallsyms` and prints. A live-kernel mode would implement
+//! `ktrace_probe::Environment` over tracefs and pass it where `Kallsyms` goes here.
 
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_probe::{
+    Arch, Checked, Definition, Environment, Interface, Kallsyms, KernelVersion, Offline, Target,
+    check_line,
+};
 
 /// Arguments of `ktrace check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Target architecture (x86_64, arm64/aarch64, arm, riscv, i386); default: this machine's.
+    #[arg(long)]
+    pub arch: Option<String>,
+    /// Target kernel version (MAJOR.MINOR or `uname -r`), default 6.1.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// A copy of the target's /proc/kallsyms, for symbol checks.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<std::path::PathBuf>,
+    /// The tracefs file the definitions are meant for.
+    #[arg(long, value_enum, default_value = "dynamic_events")]
+    pub file: FileArg,
+    /// One JSON object per definition.
+    #[arg(long)]
+    pub json: bool,
     /// Definitions to check; one per line from standard input when none.
     pub defs: Vec<String>,
 }
 
+/// Which probe file to check against.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum FileArg {
+    /// dynamic_events (all kinds).
+    #[value(name = "dynamic_events")]
+    Dynamic,
+    /// kprobe_events.
+    #[value(name = "kprobe_events")]
+    Kprobe,
+    /// uprobe_events.
+    #[value(name = "uprobe_events")]
+    Uprobe,
+}
+
 /// Runs `ktrace check`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("ktrace check is not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let arch = match &args.arch {
+        Some(a) => a.parse::<Arch>()?,
+        None => Arch::native().context("unknown machine architecture: give --arch")?,
+    };
+    let kernel = match &args.kernel {
+        Some(k) => k.parse::<KernelVersion>()?,
+        None => KernelVersion::DEFAULT,
+    };
+    let interface = match args.file {
+        FileArg::Dynamic => Interface::DynamicEvents,
+        FileArg::Kprobe => Interface::KprobeEvents,
+        FileArg::Uprobe => Interface::UprobeEvents,
+    };
+    let target = Target {
+        arch,
+        kernel,
+        interface,
+    };
+    let kallsyms = match &args.kallsyms {
+        Some(path) => {
+            let bytes =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(Kallsyms::parse(&String::from_utf8_lossy(&bytes)))
+        }
+        None => None,
+    };
+    let env: &dyn Environment = match &kallsyms {
+        Some(k) => k,
+        None => &Offline,
+    };
+
+    let inputs: Vec<String> = if args.defs.is_empty() {
+        let stdin = std::io::stdin();
+        let mut v = Vec::new();
+        for line in stdin.lock().lines() {
+            v.push(line.context("reading standard input")?);
+        }
+        v
+    } else {
+        args.defs.clone()
+    };
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut all_ok = true;
+    for input in &inputs {
+        let checked = check_line(input, target, env);
+        all_ok &= checked.accepted();
+        if args.json {
+            writeln!(out, "{}", json_line(input, &checked, arch))?;
+        } else {
+            human(&mut out, input, &checked, arch)?;
+        }
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn json_line(input: &str, c: &Checked, arch: Arch) -> serde_json::Value {
+    let unchecked: Vec<&str> = c.unchecked.iter().map(|u| u.describe()).collect();
+    let error = match &c.definition {
+        Ok(_) => serde_json::Value::Null,
+        Err(e) => serde_json::json!({
+            "message": e.message,
+            "pos": e.pos,
+            "logged": e.kind.is_logged(),
+            "subsystem": e.subsystem,
+            "command": e.command,
+            "hint": e.hint,
+        }),
+    };
+    let mut v = serde_json::json!({
+        "input": input,
+        "accepted": c.accepted(),
+        "normalized": c.normalized(arch),
+        "error": error,
+        "not_checked": unchecked,
+    });
+    if let Ok(Definition::Probe(p)) = &c.definition {
+        v["group"] = p.group.clone().into();
+        v["event"] = p.event.clone().into();
+        v["boot_param"] = ktrace_probe::render::boot_param(p, arch).into();
+    }
+    v
+}
+
+fn human(out: &mut impl Write, input: &str, c: &Checked, arch: Arch) -> std::io::Result<()> {
+    match &c.definition {
+        Ok(Definition::Empty) => writeln!(out, "ok: (nothing to do) {input}")?,
+        Ok(_) => {
+            writeln!(out, "ok: {}", c.normalized(arch).unwrap_or_default())?;
+        }
+        Err(e) => {
+            writeln!(out, "rejected: {}", e.command)?;
+            if let Some((cmd, caret)) = e.caret_lines() {
+                writeln!(out, "  {cmd}")?;
+                writeln!(out, "  {caret}")?;
+            }
+            match e.subsystem {
+                Some(sub) => writeln!(out, "  {sub}: error: {}", e.message)?,
+                None => writeln!(out, "  error: {} (the kernel logs nothing)", e.message)?,
+            }
+            if let Some(h) = &e.hint {
+                writeln!(out, "  hint: {h}")?;
+            }
+        }
+    }
+    if !c.unchecked.is_empty() {
+        let list: Vec<&str> = c.unchecked.iter().map(|u| u.describe()).collect();
+        writeln!(out, "  not checked offline: {}", list.join("; "))?;
+    }
+    Ok(())
 }

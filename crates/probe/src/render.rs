@@ -225,14 +225,18 @@ pub fn canonical(def: &Definition, arch: Arch) -> String {
     }
 }
 
-/// The `kprobe_event=` boot parameter form (words joined by commas), or `None` when a
-/// word itself holds a comma, which that form cannot carry.
+/// The `kprobe_event=` boot parameter form of a kprobe: its readback line with the
+/// words joined by commas (the kernel turns commas back into spaces). `None` for
+/// other kinds, and when a word itself holds a comma, which that form cannot carry.
 pub fn boot_param(def: &ProbeDef, arch: Arch) -> Option<String> {
-    let line = canonical(&Definition::Probe(def.clone()), arch);
+    if !matches!(def.kind, ProbeKind::Kprobe { .. }) {
+        return None;
+    }
+    let line = readback(def, arch);
     if line.contains(',') {
         return None;
     }
-    Some(line.split(' ').collect::<Vec<_>>().join(","))
+    Some(line.replace(' ', ","))
 }
 
 /// One field of the event record.
