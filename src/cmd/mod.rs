@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod check;
+pub mod clean;
 pub mod list;
+pub mod profile;
 pub mod syms;
+pub mod trace;
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
@@ -18,6 +21,12 @@ pub enum Command {
     Syms(syms::Args),
     /// List probe-able kernel functions, or the dynamic events present.
     List(list::Args),
+    /// Create probes in a private session, stream their events, clean up.
+    Trace(trace::Args),
+    /// Show per-probe hits and misses.
+    Profile(profile::Args),
+    /// Remove what ktrace sessions whose process is gone left behind.
+    Clean(clean::Args),
 }
 
 /// Runs one subcommand.
@@ -26,5 +35,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check::run(args),
         Command::Syms(args) => syms::run(args),
         Command::List(args) => list::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Profile(args) => profile::run(args),
+        Command::Clean(args) => clean::run(args),
     }
 }

@@ -175,6 +175,26 @@ impl Instance {
         self.write(&rel, trigger, "the kernel rejected the trigger")
     }
 
+    /// The kernel's verdict on `filter` for `group/event`, obtained by
+    /// setting it as the event's filter in this instance and restoring the
+    /// previous filter afterwards. The kernel writes no error_log entry for a
+    /// bad `if FILTER` in a trigger, but does for the same text in a filter
+    /// file, so this recovers its message. Only for an instance the caller
+    /// owns and whose event is not enabled yet.
+    pub fn diagnose_filter(&self, group: &str, event: &str, filter: &str) -> Option<Error> {
+        let path = self.event_dir(group, event).join("filter");
+        let previous = fs::read_to_string(&path).ok()?;
+        let err = self.set_filter(group, event, filter).err();
+        let previous = previous.trim();
+        let restore = if previous == "none" || previous.is_empty() {
+            "0"
+        } else {
+            previous
+        };
+        let _ = self.set_filter(group, event, restore);
+        err
+    }
+
     /// Removes a trigger (written with a leading `!`).
     pub fn remove_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
         let rel = Path::new("events").join(group).join(event).join("trigger");

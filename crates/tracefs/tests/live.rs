@@ -39,23 +39,22 @@ impl Drop for Guard {
     }
 }
 
-fn snapshot(root: &Path) -> (String, Vec<String>) {
+fn snapshot(root: &Path, name: &str) -> (String, Vec<String>) {
     let dynev = fs::read_to_string(root.join("dynamic_events")).unwrap();
     let mut inst: Vec<String> = fs::read_dir(root.join("instances"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     inst.sort();
-    // Only our own names: other tests run at the same time.
-    let ours =
-        |s: &str| s.contains("ktrace_p") && s.contains(&format!("_p{}_", std::process::id()));
+    // Only this test's session: other tests run at the same time.
+    let group = format!(":{name}/");
     (
         dynev
             .lines()
-            .filter(|l| ours(l))
+            .filter(|l| l.contains(&group))
             .collect::<Vec<_>>()
             .join("\n"),
-        inst.into_iter().filter(|s| ours(s)).collect(),
+        inst.into_iter().filter(|s| s == name).collect(),
     )
 }
 
@@ -64,7 +63,7 @@ fn rejected_second_definition_leaves_nothing_and_has_caret() {
     let Some(root) = root() else { return };
     let name = SessionName::for_this_process().unwrap().to_string();
     let _guard = Guard(root.clone(), name.clone());
-    let before = snapshot(&root);
+    let before = snapshot(&root, &name);
     let off = true_offset();
     let defs = vec![
         format!("p:{name}/one /bin/true:{off:#x}"),
@@ -78,7 +77,7 @@ fn rejected_second_definition_leaves_nothing_and_has_caret() {
     let caret = entry.caret.expect("caret");
     assert_eq!(&entry.command[caret..], "%nosuchreg");
     assert!(err.to_string().contains("^"), "{err}");
-    assert_eq!(snapshot(&root), before);
+    assert_eq!(snapshot(&root, &name), before, "session {name}");
 }
 
 #[test]

@@ -1,0 +1,246 @@
+//! `ktrace trace`: create probes in a private session, stream their events,
+//! clean up, and print a summary.
+//!
+//! Definitions are the kernel's own (kprobetrace.rst, uprobetracer.rst),
+//! taken verbatim; only the group is replaced by the session's (the event
+//! name is kept, or made up like the kernel's when absent). Events stream
+//! to stdout until the duration, the count, the traced command's exit, or
+//! SIGINT/SIGTERM/SIGHUP; the summary goes to stderr. It is not yet the
+//! symbol-aware front end: `PATH:SYMBOL` and wildcards come with
+//! ktrace-symbols.
+
+use std::io::{self, Write};
+use std::process::{Child, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use crate::session::{self, EventSource, Record, Session, Signals, Tally, TextPipe};
+
+/// Arguments of `ktrace trace`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Probe definitions in the kernel's syntax, e.g. 'p:myev /bin/bash:0x9a4f0 x=%di'.
+    #[arg(required = true)]
+    pub defs: Vec<String>,
+    /// Event filter applied to every probe (the kernel's filter language).
+    #[arg(short = 'f', long)]
+    pub filter: Option<String>,
+    /// Trigger added to every probe (e.g. 'traceoff:1', 'stacktrace').
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// Stop after this many seconds.
+    #[arg(short = 'd', long, value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Stop after this many events.
+    #[arg(short = 'n', long, value_name = "COUNT")]
+    pub count: Option<u64>,
+    /// Only events of this process (its threads and the children it forks).
+    #[arg(short = 'p', long)]
+    pub pid: Option<u32>,
+    /// Per-CPU buffer size of the session's instance, in KiB.
+    #[arg(long, value_name = "KB")]
+    pub buffer_size: Option<u64>,
+    /// Trace clock of the session's instance (see tracefs trace_clock).
+    #[arg(long)]
+    pub clock: Option<String>,
+    /// Command to run and trace (with the processes it forks); tracing
+    /// stops when it exits.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Why the run loop stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Duration,
+    Count,
+    CommandExited,
+    Signal(i32),
+    OutputClosed,
+}
+
+/// Runs `ktrace trace`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Signals are caught before anything is created, so there is no window in
+    // which Ctrl-C kills us with probes installed.
+    let signals = Signals::catch()?;
+    let root = session::open_tracefs()?;
+    let mut sess = Session::new(&root)?;
+    let probes = sess.build(&args.defs)?;
+    sess.create(probes)?;
+    let inst = sess.create_instance()?.clone();
+    if let Some(kb) = args.buffer_size {
+        inst.set_buffer_size_kb(kb)?;
+    }
+    if let Some(clock) = &args.clock {
+        inst.set_trace_clock(clock)?;
+    }
+    if let Some(f) = &args.filter {
+        sess.set_filter(f)?;
+    }
+    if let Some(t) = &args.trigger {
+        sess.add_trigger(t)?;
+    }
+    let own_pid = std::process::id();
+    if let Some(pid) = args.pid {
+        let tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
+        inst.set_option("event-fork", true)?;
+        inst.set_event_pids(&tids)?;
+    } else if !args.command.is_empty() {
+        // Children of listed pids are added as they fork, so the command is
+        // traced from its first instruction; our own records are dropped.
+        inst.set_option("event-fork", true)?;
+        inst.set_event_pids(&[own_pid])?;
+    }
+    let mut source = TextPipe::open(&inst)?;
+    sess.enable()?;
+    eprintln!(
+        "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
+        sess.probes().len(),
+        sess.name()
+    );
+    let mut child = match args.command.split_first() {
+        Some((cmd, rest)) => Some(
+            std::process::Command::new(cmd)
+                .args(rest)
+                .spawn()
+                .with_context(|| format!("cannot run {cmd}"))?,
+        ),
+        None => None,
+    };
+    let skip_pid = child.as_ref().map(|_| own_pid);
+
+    let started = Instant::now();
+    let deadline = args
+        .duration
+        .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut tally = Tally::default();
+    let mut batch: Vec<Record> = Vec::new();
+    let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
+    let stop = loop {
+        if let Some(sig) = signals.caught() {
+            break Stop::Signal(sig);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break Stop::Duration;
+        }
+        if test_panic {
+            // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
+            panic!("KTRACE_TEST_PANIC set: panicking mid-run");
+        }
+        let exited = child_exited(&mut child)?;
+        batch.clear();
+        let wait = deadline.map_or(Duration::from_millis(100), |d| {
+            d.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        });
+        source.poll(if exited { Duration::ZERO } else { wait }, &mut batch)?;
+        if let Some(s) = emit(&mut out, &batch, skip_pid, args.count, &mut tally) {
+            break s;
+        }
+        if exited {
+            break Stop::CommandExited;
+        }
+    };
+    sess.stop();
+    if !matches!(stop, Stop::Count | Stop::OutputClosed) {
+        batch.clear();
+        source.drain(&mut batch)?;
+        let _ = emit(&mut out, &batch, skip_pid, args.count, &mut tally);
+    }
+    let _ = out.flush();
+    drop(out);
+    drop(source);
+    let stats = sess.stats();
+    let profile = sess.profile();
+    let teardown = sess.destroy();
+    if let Some(c) = child.as_mut() {
+        let _ = c.wait();
+    }
+    summary(&tally, stats.ok(), profile.ok(), stop);
+    teardown.context("cleanup failed")?;
+    Ok(match stop {
+        Stop::Signal(sig) if sig != signal_hook::consts::SIGINT => ExitCode::from(128 + sig as u8),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Writes records; returns why to stop, if the count is reached or the
+/// output is gone.
+fn emit(
+    out: &mut impl Write,
+    batch: &[Record],
+    skip_pid: Option<u32>,
+    limit: Option<u64>,
+    tally: &mut Tally,
+) -> Option<Stop> {
+    for r in batch {
+        if skip_pid.is_some() && r.pid == skip_pid {
+            continue;
+        }
+        if limit.is_some_and(|n| tally.events >= n) {
+            return Some(Stop::Count);
+        }
+        if writeln!(out, "{}", r.text).is_err() {
+            return Some(Stop::OutputClosed);
+        }
+        tally.count(r);
+    }
+    if out.flush().is_err() {
+        return Some(Stop::OutputClosed);
+    }
+    if limit.is_some_and(|n| tally.events >= n) {
+        return Some(Stop::Count);
+    }
+    None
+}
+
+fn child_exited(child: &mut Option<Child>) -> anyhow::Result<bool> {
+    match child {
+        Some(c) => Ok(c.try_wait()?.is_some()),
+        None => Ok(false),
+    }
+}
+
+fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
+    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids)
+}
+
+fn summary(
+    tally: &Tally,
+    stats: Option<ktrace_tracefs::CpuStats>,
+    profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
+    stop: Stop,
+) {
+    let why = match stop {
+        Stop::Duration => "duration reached".to_string(),
+        Stop::Count => "count reached".to_string(),
+        Stop::CommandExited => "command exited".to_string(),
+        Stop::Signal(s) => format!("signal {s}"),
+        Stop::OutputClosed => "output closed".to_string(),
+    };
+    let lost = stats.map_or_else(|| "unknown".to_string(), |s| s.lost().to_string());
+    eprintln!("ktrace: {} event(s), {lost} lost ({why})", tally.events);
+    match profile {
+        Some(p) => {
+            for pr in &p {
+                let seen = tally.per_event.get(&pr.event).copied().unwrap_or(0);
+                let misses = pr.misses.map_or_else(|| "-".to_string(), |m| m.to_string());
+                eprintln!(
+                    "  {:<32} hits {:>10}  misses {:>6}  shown {:>10}",
+                    pr.event, pr.hits, misses, seen
+                );
+                if let Some(w) = pr.warning() {
+                    eprintln!("ktrace: warning: {w}");
+                }
+            }
+        }
+        None => eprintln!("ktrace: probe profile unavailable"),
+    }
+}

@@ -1,0 +1,533 @@
+//! The tracing session: one event group and one instance owned by this
+//! process, created, run and always torn down.
+//!
+//! Lifecycle: build (rewrite definitions into the session's group) → create
+//! (write them; a rejected one leaves nothing behind and carries the kernel's
+//! error_log entry) → enable (in the session's own instance only) → run →
+//! stop → destroy (remove the instance, then the whole group at once, see
+//! `ktrace_tracefs::owner`). Teardown runs on every exit path: normal end,
+//! Ctrl-C/SIGTERM/SIGHUP (flags polled by the run loop), a broken output pipe
+//! (the loop sees EPIPE), a panic (a panic hook plus the `Drop` guard).
+//! After SIGKILL, [`open_tracefs`] — used by every subcommand that touches
+//! tracefs — reaps what dead sessions left. This module does not decode
+//! events: the [`EventSource`] seam hands over records, for now from the
+//! instance's text `trace_pipe`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use anyhow::Context;
+use ktrace_tracefs::{
+    CpuStats, DynEvents, Instance, ProbeKind, SessionName, discover, dynevent, owner, profile,
+};
+
+/// Sessions of this process not yet torn down: what the panic hook cleans.
+static LIVE: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+static HOOKS: Once = Once::new();
+
+/// Finds (or mounts) tracefs and reaps what dead ktrace sessions left
+/// behind, reporting each reaped session on stderr.
+pub fn open_tracefs() -> anyhow::Result<PathBuf> {
+    let root = discover::find_or_mount()?;
+    reap_and_report(&root);
+    Ok(root)
+}
+
+/// Reaps sessions of dead owners and says so on stderr; returns how many.
+pub fn reap_and_report(root: &Path) -> usize {
+    match owner::reap(root) {
+        Ok(reaped) => {
+            for r in &reaped {
+                match &r.result {
+                    Ok(t) => eprintln!(
+                        "ktrace: removed leftovers of dead session {} ({} event(s){})",
+                        r.name,
+                        t.events_removed,
+                        if t.instance_removed { ", instance" } else { "" }
+                    ),
+                    Err(e) => eprintln!("ktrace: cannot remove dead session {}: {e}", r.name),
+                }
+            }
+            reaped.len()
+        }
+        Err(e) => {
+            eprintln!("ktrace: cannot look for leftovers of dead sessions: {e}");
+            0
+        }
+    }
+}
+
+/// Installs, once, the panic hook that tears down every live session.
+fn install_panic_hook() {
+    HOOKS.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            teardown_all_live();
+        }));
+    });
+}
+
+fn teardown_all_live() {
+    let live = match LIVE.try_lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        Err(_) => return,
+    };
+    for (root, name) in live {
+        // While unwinding, the event reader may still hold the instance
+        // open (EBUSY); the session's `Drop` then retries once it is closed.
+        if owner::teardown(&root, &name).is_err() {
+            LIVE.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((root, name));
+        }
+    }
+}
+
+fn unregister(name: &str) -> bool {
+    let mut l = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let before = l.len();
+    l.retain(|(_, n)| n != name);
+    l.len() != before
+}
+
+/// Which signals ended the run; set by handlers, polled by the loop.
+#[derive(Debug, Clone)]
+pub struct Signals {
+    flags: Vec<(i32, Arc<AtomicBool>)>,
+}
+
+impl Signals {
+    /// Catches SIGINT, SIGTERM and SIGHUP from now on. SIGPIPE stays ignored
+    /// (Rust's default), so a closed output shows up as EPIPE.
+    pub fn catch() -> anyhow::Result<Self> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let mut flags = Vec::new();
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            let f = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(sig, Arc::clone(&f))
+                .with_context(|| format!("cannot catch signal {sig}"))?;
+            flags.push((sig, f));
+        }
+        Ok(Self { flags })
+    }
+
+    /// The first caught signal, if any.
+    pub fn caught(&self) -> Option<i32> {
+        self.flags
+            .iter()
+            .find(|(_, f)| f.load(Ordering::Relaxed))
+            .map(|(s, _)| *s)
+    }
+}
+
+/// One probe of the session.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// Event name inside the session's group.
+    pub event: String,
+    /// Kernel or user probe.
+    pub kind: ProbeKind,
+    /// The definition as written to the kernel.
+    pub definition: String,
+}
+
+/// A session: its group and instance share the session's name.
+#[derive(Debug)]
+pub struct Session {
+    root: PathBuf,
+    name: String,
+    probes: Vec<Probe>,
+    instance: Option<Instance>,
+    destroyed: bool,
+}
+
+impl Session {
+    /// A new, empty session in the tracefs at `root`. Nothing is written yet.
+    pub fn new(root: &Path) -> anyhow::Result<Self> {
+        install_panic_hook();
+        let name = SessionName::for_this_process()?.to_string();
+        LIVE.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((root.to_path_buf(), name.clone()));
+        Ok(Self {
+            root: root.to_path_buf(),
+            name,
+            probes: Vec::new(),
+            instance: None,
+            destroyed: false,
+        })
+    }
+
+    /// The session's group and instance name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The probes created so far.
+    pub fn probes(&self) -> &[Probe] {
+        &self.probes
+    }
+
+    /// Rewrites user definitions into this session's group (keeping the
+    /// user's event name, or making one like the kernel's when none is
+    /// given) without writing anything.
+    pub fn build(&self, defs: &[String]) -> anyhow::Result<Vec<Probe>> {
+        let mut used: Vec<String> = self.probes.iter().map(|p| p.event.clone()).collect();
+        let mut out = Vec::new();
+        for def in defs {
+            let (head, rest) = dynevent::split_head(def)?;
+            let kind = dynevent::kind_of_place(rest);
+            let base = head
+                .event
+                .clone()
+                .unwrap_or_else(|| auto_name(&head.kind, rest));
+            let mut event = base.clone();
+            let mut n = 2;
+            while used.contains(&event) {
+                event = format!("{base}_{n}");
+                n += 1;
+            }
+            used.push(event.clone());
+            let definition = dynevent::render(&head.kind, &self.name, &event, rest);
+            out.push(Probe {
+                event,
+                kind,
+                definition,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes `probes` to the kernel. If one is rejected, none stays and the
+    /// error carries the kernel's own message and caret.
+    pub fn create(&mut self, probes: Vec<Probe>) -> anyhow::Result<()> {
+        let mut kinds: Vec<ProbeKind> = probes.iter().map(|p| p.kind).collect();
+        kinds.dedup();
+        for k in kinds {
+            discover::require(&self.root, k)?;
+        }
+        let defs: Vec<String> = probes.iter().map(|p| p.definition.clone()).collect();
+        DynEvents::new(&self.root).create(&defs)?;
+        self.probes.extend(probes);
+        Ok(())
+    }
+
+    /// Creates the session's own instance.
+    pub fn create_instance(&mut self) -> anyhow::Result<&Instance> {
+        if self.instance.is_none() {
+            self.instance = Some(Instance::create(&self.root, &self.name)?);
+        }
+        Ok(self.instance.as_ref().expect("just created"))
+    }
+
+    fn inst(&self) -> anyhow::Result<&Instance> {
+        self.instance
+            .as_ref()
+            .context("the session has no instance yet")
+    }
+
+    /// Sets `filter` on every probe, in the session's instance.
+    pub fn set_filter(&self, filter: &str) -> anyhow::Result<()> {
+        let inst = self.inst()?;
+        for p in &self.probes {
+            inst.set_filter(&self.name, &p.event, filter)
+                .with_context(|| format!("filter on {}", p.event))?;
+        }
+        Ok(())
+    }
+
+    /// Adds `trigger` to every probe, in the session's instance.
+    pub fn add_trigger(&self, trigger: &str) -> anyhow::Result<()> {
+        let inst = self.inst()?;
+        for p in &self.probes {
+            let Err(err) = inst.add_trigger(&self.name, &p.event, trigger) else {
+                continue;
+            };
+            // The kernel logs nothing for a bad trigger filter; its filter
+            // file does, so ask it there (own instance, nothing enabled yet).
+            let diagnosis = trigger
+                .split_once(" if ")
+                .and_then(|(_, f)| inst.diagnose_filter(&self.name, &p.event, f.trim()));
+            return Err(match diagnosis {
+                Some(d) => anyhow::Error::new(d).context(format!(
+                    "the kernel rejected the trigger {trigger:?} on {} ({}); its `if` part, \
+                     tried as a filter",
+                    p.event,
+                    err.errno()
+                        .map_or("no errno".into(), |e| format!("errno {e}"))
+                )),
+                None => anyhow::Error::new(err).context(format!("trigger on {}", p.event)),
+            });
+        }
+        Ok(())
+    }
+
+    /// Enables every probe, in the session's instance only (one write for
+    /// the whole group).
+    pub fn enable(&self) -> anyhow::Result<()> {
+        self.inst()?.set_enabled(&self.name, None, true)?;
+        Ok(())
+    }
+
+    /// Stops recording into the instance (cheap; probes stay attached).
+    pub fn stop(&self) {
+        if let Some(i) = &self.instance {
+            let _ = i.set_tracing_on(false);
+        }
+    }
+
+    /// Buffer counters of the instance, summed over CPUs.
+    pub fn stats(&self) -> anyhow::Result<CpuStats> {
+        Ok(self.inst()?.total_stats()?)
+    }
+
+    /// Hits and misses of this session's probes.
+    pub fn profile(&self) -> anyhow::Result<Vec<profile::ProbeProfile>> {
+        Ok(profile::read_group(&self.root, &self.name)?)
+    }
+
+    /// Removes the instance and the group. Safe to call more than once.
+    pub fn destroy(&mut self) -> anyhow::Result<owner::Teardown> {
+        if self.destroyed {
+            return Ok(owner::Teardown::default());
+        }
+        self.destroyed = true;
+        let still_live = unregister(&self.name);
+        if !still_live {
+            // The panic hook got here first.
+            return Ok(owner::Teardown::default());
+        }
+        Ok(owner::teardown(&self.root, &self.name)?)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Err(e) = self.destroy() {
+            eprintln!("ktrace: cleanup of {} failed: {e:#}", self.name);
+        }
+    }
+}
+
+/// A name like the kernel's automatic ones: `p_true_0x1234`, `r_vfs_read_0`.
+fn auto_name(kind: &str, rest: &str) -> String {
+    let place = rest.split_whitespace().next().unwrap_or("probe");
+    let letter = kind.chars().next().unwrap_or('p');
+    let place = match place.rsplit_once(':') {
+        Some((path, off)) if path.contains('/') => {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            format!("{base}_{off}")
+        }
+        _ => place.to_string(),
+    };
+    let mut name: String = format!("{letter}_{place}")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    name.truncate(60);
+    name
+}
+
+/// One event as handed over by an [`EventSource`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// The event name (without group).
+    pub event: String,
+    /// The pid (thread id) that hit the probe, when known.
+    pub pid: Option<u32>,
+    /// The event printed as text.
+    pub text: String,
+}
+
+/// Where events come from. The text `trace_pipe` reader below is the first
+/// implementation; the binary per-CPU page reader slots in here later.
+pub trait EventSource {
+    /// Waits up to `timeout` for events and appends the complete ones.
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<Record>) -> io::Result<()>;
+    /// Takes whatever is left without waiting (after recording stopped).
+    fn drain(&mut self, out: &mut Vec<Record>) -> io::Result<()>;
+}
+
+/// Reads the instance's text `trace_pipe` (consuming, all CPUs merged by
+/// the kernel).
+#[derive(Debug)]
+pub struct TextPipe {
+    file: fs::File,
+    pending: Vec<u8>,
+}
+
+impl TextPipe {
+    /// Opens the `trace_pipe` of `instance`, non-blocking.
+    pub fn open(instance: &Instance) -> anyhow::Result<Self> {
+        let path = instance.trace_pipe();
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(Self {
+            file,
+            pending: Vec::new(),
+        })
+    }
+
+    fn read_available(&mut self, out: &mut Vec<Record>) -> io::Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match self.file.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    self.pending.extend_from_slice(&buf[..n]);
+                    while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = self.pending.drain(..=nl).collect();
+                        let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                        if let Some(r) = parse_text_line(&text) {
+                            out.push(r);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl EventSource for TextPipe {
+    fn poll(&mut self, timeout: Duration, out: &mut Vec<Record>) -> io::Result<()> {
+        use rustix::event::{PollFd, PollFlags, Timespec};
+        let ts = Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&ts)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.read_available(out)
+    }
+
+    fn drain(&mut self, out: &mut Vec<Record>) -> io::Result<()> {
+        self.read_available(out)
+    }
+}
+
+/// Picks the pid and event name out of a default-format trace line:
+/// `COMM-PID [CPU] FLAGS TIMESTAMP: EVENT: ...` (the flags column may be
+/// absent). `None` for lines that are not events (e.g. `CPU:1 [LOST 3 EVENTS]`).
+pub fn parse_text_line(line: &str) -> Option<Record> {
+    let open = line.find(" [")?;
+    let close = open + line[open..].find("] ")?;
+    let pid = line[..open]
+        .trim_end()
+        .rsplit('-')
+        .next()
+        .and_then(|p| p.parse().ok());
+    let mut words = line[close + 2..].split_whitespace();
+    // FLAGS is optional; the timestamp is the first word ending in ':' that
+    // parses as a number.
+    let mut event = None;
+    let mut seen_ts = false;
+    for w in words.by_ref() {
+        if let Some(stem) = w.strip_suffix(':') {
+            if !seen_ts && stem.parse::<f64>().is_ok() {
+                seen_ts = true;
+                continue;
+            }
+            if seen_ts {
+                event = Some(stem.to_string());
+                break;
+            }
+        }
+    }
+    Some(Record {
+        event: event?,
+        pid,
+        text: line.to_string(),
+    })
+}
+
+/// Counts of what a run saw, for the summary.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Events handed to the output.
+    pub events: u64,
+    /// Events per probe.
+    pub per_event: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    /// Counts one record.
+    pub fn count(&mut self, r: &Record) {
+        self.events += 1;
+        *self.per_event.entry(r.event.clone()).or_default() += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_lines_table() {
+        // The first two lines were read from instances/<name>/trace_pipe on
+        // the 6.18 host (`ktrace trace 'p:myev /bin/true:0x23d0'
+        // 'p /bin/true:0x23d0 x=%ax' -d 1.5` while running /bin/true); the
+        // others are shaped after them.
+        let cases = [
+            (
+                "            true-25312   [001] DBZff  1041.753638: p_true_0x23d0: (0x5580e2f863d0) x=0x38",
+                Some(("p_true_0x23d0", Some(25312))),
+            ),
+            (
+                "            true-25312   [001] dL.ff  1041.753678: myev: (0x5580e2f863d0)",
+                Some(("myev", Some(25312))),
+            ),
+            (
+                "  my-prog with-dash-77 [000] d..1.  5.000001: ev: (0x1) x=0x1",
+                Some(("ev", Some(77))),
+            ),
+            (
+                "           <...>-42 [003] 99.5: other: x",
+                Some(("other", Some(42))),
+            ),
+            ("CPU:1 [LOST 3 EVENTS]", None),
+            ("", None),
+            ("garbage [", None),
+        ];
+        for (line, want) in cases {
+            let got = parse_text_line(line);
+            assert_eq!(
+                got.as_ref().map(|r| (r.event.as_str(), r.pid)),
+                want,
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn auto_names_table() {
+        for (kind, rest, want) in [
+            ("p", "/bin/true:0x23d0", "p_true_0x23d0"),
+            (
+                "r",
+                "/usr/lib/libc.so.6:0x1234 $retval",
+                "r_libc_so_6_0x1234",
+            ),
+            ("p", "vfs_read", "p_vfs_read"),
+            ("r16", "do_sys_openat2+0", "r_do_sys_openat2_0"),
+        ] {
+            assert_eq!(auto_name(kind, rest), want);
+        }
+    }
+}
