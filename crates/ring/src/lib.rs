@@ -47,7 +47,7 @@ mod stats;
 pub use merge::{Merged, Merger};
 pub use page::{
     Missed, Page, PageLayout, RB_MISSED_EVENTS, RB_MISSED_STORED, Record, Records, TYPE_DATA_MAX,
-    TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event,
+    TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event, read_whole,
 };
 pub use reader::{CpuReader, Pipeline, PipelineMsg, RawPage, Reader};
 pub use stats::CpuStats;
