@@ -30,6 +30,9 @@ pub struct Args {
     /// The tracefs file the definitions are meant for.
     #[arg(long, value_enum, default_value = "dynamic_events")]
     pub file: FileArg,
+    /// Possible CPUs of the target (for the default maxactive of return probes).
+    #[arg(long)]
+    pub cpus: Option<u32>,
     /// One JSON object per definition.
     #[arg(long)]
     pub json: bool,
@@ -70,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         arch,
         kernel,
         interface,
+        possible_cpus: args.cpus,
     };
     let kallsyms = match &args.kallsyms {
         Some(path) => {

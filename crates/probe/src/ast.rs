@@ -122,6 +122,9 @@ pub enum ProbeKind {
         is_return: bool,
         /// `rN`: maxactive, 0 when not given.
         maxactive: u32,
+        /// The maxactive a return probe reads back with: the written one, or the
+        /// kernel's default `max(10, 2 * possible CPUs)`; `None` when unknown.
+        shown_maxactive: Option<u32>,
     },
     /// `p`/`r` on `PATH:OFFSET`.
     Uprobe {

@@ -210,7 +210,8 @@ fn parse_probe_arg(
         Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs)?),
         Some(b'%') => {
             if ctx.flags.tpoint {
-                return Err(ArgError::Logged(TpErr::BAD_VAR, offs));
+                // The kernel logs BAD_VAR, then BAD_FETCH_ARG (the entry left last).
+                return Err(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs));
             }
             let name = &arg[1..];
             if !ctx.arch.has_register(name) {

@@ -46,6 +46,8 @@ pub struct Target {
     pub kernel: KernelVersion,
     /// File written to.
     pub interface: Interface,
+    /// Possible CPUs of the target (sets the default maxactive of return probes).
+    pub possible_cpus: Option<u32>,
 }
 
 impl Target {
@@ -55,6 +57,7 @@ impl Target {
             arch,
             kernel: KernelVersion::DEFAULT,
             interface: Interface::DynamicEvents,
+            possible_cpus: None,
         }
     }
 }
@@ -84,6 +87,8 @@ pub enum Unchecked {
     RemoveTarget,
     /// The name the kernel generates for an address probe (it hashes the pointer).
     AddressName,
+    /// The default maxactive of a return probe (depends on the number of CPUs).
+    DefaultMaxactive,
 }
 
 impl Unchecked {
@@ -101,6 +106,7 @@ impl Unchecked {
             Unchecked::Filter => "event probe filter syntax",
             Unchecked::RemoveTarget => "whether any event matches the removal",
             Unchecked::AddressName => "the generated event name (the kernel hashes the address)",
+            Unchecked::DefaultMaxactive => "the default maxactive shown on readback (give --cpus)",
         }
     }
 }
@@ -546,6 +552,16 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     }
     check_arg_symbols(ctx, argv, &args)?;
     ctx.note(Unchecked::EventName);
+    // register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()).
+    let shown_maxactive = match (is_return, maxactive, ctx.target.possible_cpus) {
+        (false, _, _) => Some(0),
+        (true, m, _) if m != 0 => Some(m),
+        (true, _, Some(cpus)) => Some(10.max(2 * cpus)),
+        (true, _, None) => {
+            ctx.note(Unchecked::DefaultMaxactive);
+            None
+        }
+    };
     Ok(ProbeDef {
         group,
         event,
@@ -554,6 +570,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             place,
             is_return,
             maxactive,
+            shown_maxactive,
         },
         args,
         ignored_args,

@@ -27,10 +27,12 @@ pub fn readback(def: &ProbeDef, arch: Arch) -> String {
             place,
             is_return,
             maxactive,
+            shown_maxactive,
         } => {
             s.push(if *is_return { 'r' } else { 'p' });
-            if *is_return && *maxactive != 0 {
-                let _ = write!(s, "{maxactive}");
+            let shown = shown_maxactive.unwrap_or(*maxactive);
+            if *is_return && shown != 0 {
+                let _ = write!(s, "{shown}");
             }
             let _ = write!(s, ":{}/{}", def.group, def.event);
             match place {
@@ -159,6 +161,7 @@ pub fn canonical(def: &Definition, arch: Arch) -> String {
                     place,
                     is_return,
                     maxactive,
+                    ..
                 } => {
                     s.push(if *is_return { 'r' } else { 'p' });
                     if *maxactive != 0 {
@@ -408,8 +411,9 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
             s.push('\n');
         }
         let (ty, name) = match f.ty.find('[') {
+            // Probe fields are defined without a length, so f_show() prints `[]`.
             Some(p) if !f.ty.starts_with("__data_loc") => {
-                (f.ty[..p].to_string(), format!("{}{}", f.name, &f.ty[p..]))
+                (f.ty[..p].to_string(), format!("{}[]", f.name))
             }
             _ => (f.ty.clone(), f.name.clone()),
         };
