@@ -1,0 +1,74 @@
+# Guest script for tests/kernel/run: checks `ktrace list` against the real
+# kernel's verdicts, and brings back the tables it used as fixtures.
+#
+#   tests/kernel/run --arch x86_64 --script crates/symbols/tests/guest/50-symbols.sh --out DIR
+#
+# For a sample of the functions `ktrace list` accepts, and of those it
+# excludes for each reason, it writes a kprobe to kprobe_events and records
+# whether the kernel took it. Every probe is deleted right after its try.
+. "$KTEST_LIB"
+
+out=$KTEST_OUT/symbols
+mkdir -p "$out"
+G=ktrace_symcheck
+
+ktest capture_tables
+uname -r > "$out/release"
+gzip -c /proc/kallsyms > "$out/kallsyms.gz"
+cat /proc/modules > "$out/modules"
+cat /sys/kernel/debug/kprobes/blacklist > "$out/blacklist" 2>"$out/blacklist.err"
+gzip -c "$TRACEFS/available_filter_functions" > "$out/available_filter_functions.gz"
+[ -r "$TRACEFS/available_filter_functions_addrs" ] &&
+    gzip -c "$TRACEFS/available_filter_functions_addrs" > "$out/available_filter_functions_addrs.gz"
+expect_gt "kallsyms lines" "$(wc -l < /proc/kallsyms)" 1000 &&
+expect_gt "blacklist lines" "$(wc -l < "$out/blacklist")" 10 && pass
+
+# try SYM: 0 when the kernel accepts a kprobe on SYM (and the probe is gone again)
+n=0
+try() {
+    n=$((n + 1))
+    if echo "p:$G/e$n $1" >> "$TRACEFS/kprobe_events" 2>/dev/null; then
+        echo "-:$G/e$n" >> "$TRACEFS/kprobe_events"
+        return 0
+    fi
+    return 1
+}
+
+ktest list_matches_kernel
+ktrace list -v > "$out/accepted" 2> "$out/list.stderr"
+expect_gt "accepted functions" "$(wc -l < "$out/accepted")" 1000 || exit 0
+# module symbols print as "name [mod]"; the kernel wants "mod:name"
+tosym() { awk '{ if (NF > 1) { m = $2; gsub(/[][]/, "", m); print m ":" $1 } else print $1 }'; }
+: > "$out/verdicts"
+for s in $(awk 'NR % 97 == 1' "$out/accepted" | tosym); do
+    if try "$s"; then echo "accepted ok $s"; else echo "accepted REFUSED $s"; fi >> "$out/verdicts"
+done
+for why in "notrace" "kprobe blacklist" "not unique" "preamble"; do
+    grep "^excluded: .*: .*$why" "$out/list.stderr" | sed 's/^excluded: //; s/: [^:]*$//' |
+        awk 'NR <= 40' | tosym > "$out/sample"
+    for s in $(cat "$out/sample"); do
+        if try "$s"; then echo "excluded($why) TAKEN $s"; else echo "excluded($why) ok $s"; fi >> "$out/verdicts"
+    done
+done
+tail -n 5 "$out/list.stderr"
+grep -c " ok " "$out/verdicts"
+wrong=$(grep -E "REFUSED|TAKEN" "$out/verdicts")
+expect_ge "verdicts" "$(wc -l < "$out/verdicts")" 20 &&
+expect_empty "ktrace list disagrees with the kernel" "$wrong" && pass
+
+# Every text symbol of one contiguous kallsyms window, tried one by one:
+# the kernel's own verdicts, kept as a fixture (tests/fixtures/*-window-*).
+# The window was chosen on a first run's tables to hold blacklisted,
+# notrace, duplicated and ordinary functions.
+ktest window_verdicts
+start=xen_timerop_shutdown
+end=xen_entry_SYSENTER_compat
+awk -v s="$start" -v e="$end" '$3 == s { on = 1 } on { print } on && $3 == e { getline; print; exit }' \
+    /proc/kallsyms > "$out/window-kallsyms"
+: > "$out/window-verdicts"
+for s in $(awk '$2 ~ /^[tTwW]$/ && NF == 3 { print $3 }' "$out/window-kallsyms" | sed '$d'); do
+    if try "$s"; then echo "$s accepted"; else echo "$s refused"; fi >> "$out/window-verdicts"
+done
+expect_ge "window lines" "$(wc -l < "$out/window-kallsyms")" 100 &&
+expect_match "some refused" "$(cat "$out/window-verdicts")" " refused$" &&
+expect_match "some accepted" "$(cat "$out/window-verdicts")" " accepted$" && pass
