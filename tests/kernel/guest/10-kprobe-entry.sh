@@ -11,7 +11,7 @@ event_enable "$inst" ktest/open 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/open
 expect_match "trace has the opened path" "$out" \
-    ' open: \(do_sys_openat2\+0x0/0x[0-9a-f]+\) dfd=-100 path="/ktest/env" comm="cat"$' &&
+    ' open: '"$(at_entry do_sys_openat2)"' dfd=-100 path="/ktest/env" comm="cat"$' &&
     pass
 
 # $comm is the task's comm, the same name ftrace prints in the line prefix
@@ -23,7 +23,7 @@ head -n 1 /ktest/env >/dev/null
 event_enable "$inst" ktest/comm 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/comm
-expect_match "comm of head" "$out" '^ *head-[0-9]+ .* comm: \(do_sys_openat2\+0x0/0x[0-9a-f]+\) comm="head"$' &&
+expect_match "comm of head" "$out" '^ *head-[0-9]+ .* comm: '"$(at_entry do_sys_openat2)"' comm="head"$' &&
     pass
 
 # `string` reads kernel memory: do_filp_open(dfd, struct filename *name, ...)
@@ -41,6 +41,6 @@ else
     teardown "$inst" ktest/filp
     # `ustring` on a kernel address must not produce the string: it faults
     expect_match "kernel string and faulting ustring" "$out" \
-        ' filp: \(do_filp_open\+0x0/0x[0-9a-f]+\) name="/ktest/env" uname=\(fault\)$' &&
+        ' filp: '"$(at_entry do_filp_open)"' name="/ktest/env" uname=\(fault\)$' &&
         pass
 fi

@@ -23,6 +23,6 @@ out=$(trace_lines "$inst")
 teardown "$inst" ktest/wait4 ktest/dowait
 # PIDTYPE_MAX is 4 in 6.1 and 6.12 (enum pid_type: PID, TGID, PGID, SID, MAX
 # in include/linux/pid.h); WEXITED is 0x4 (include/uapi/linux/wait.h)
-expect_match "wait4(-1) seen" "$out" ' wait4: \(kernel_wait4\+0x0/0x[0-9a-f]+\) upid=-1$' &&
-    expect_match "do_wait deref" "$out" ' dowait: \(do_wait\+0x0/0x[0-9a-f]+\) type=4 flags=0x[0-9a-f]*[4567cdef]$' &&
+expect_match "wait4(-1) seen" "$out" ' wait4: '"$(at_entry kernel_wait4)"' upid=-1$' &&
+    expect_match "do_wait deref" "$out" ' dowait: '"$(at_entry do_wait)"' type=4 flags=0x[0-9a-f]*[4567cdef]$' &&
     pass

@@ -204,5 +204,14 @@ argreg() {
         *) set -- "$1" di si dx cx r8 r9; eval "echo %\${$(($1 + 1))}" ;;
     esac
 }
+# at_entry FUNC — ERE for the "(FUNC+0x0/0xSIZE)" a probe on FUNC prints.
+# On x86_64 kernels built with IBT (Debian 6.12) the kernel places a probe on
+# a function symbol after its 4-byte endbr64 and prints +0x4.
+at_entry() {
+    case $KTEST_ARCH in
+        x86_64) echo "\\($1\\+0x[04]/0x[0-9a-f]+\\)" ;;
+        *) echo "\\($1\\+0x0/0x[0-9a-f]+\\)" ;;
+    esac
+}
 # retreg — the return-value register
 retreg() { case $KTEST_ARCH in arm64) echo "%x0" ;; *) echo "%ax" ;; esac; }
