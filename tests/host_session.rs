@@ -379,3 +379,73 @@ fn bad_trigger_leaves_tracefs_as_it_was() {
         &["Field not found"],
     );
 }
+
+#[test]
+fn command_mode_traces_only_the_command_and_its_children() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("cmd");
+    let script = format!("sleep 1; {0}; {0}", t.path.display());
+    let args = vec![
+        t.def("p:ev", ""),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        script,
+    ];
+    let mut run = start_trace(&args, Stdio::piped(), &[]);
+    let pid = run.child.id();
+    let mut stdout = run.child.stdout.take().unwrap();
+    t.hit(3); // not children of the command: must not show
+    let (code, stderr) = run.finish();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("(command exited)"), "{stderr}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" ev: ")).count(),
+        2,
+        "{out}\n{stderr}"
+    );
+    assert_clean(&root, pid, &stderr);
+}
+
+#[test]
+fn pid_mode_traces_only_that_process_tree() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("pid");
+    let script = format!("sleep 1.5; {0}; {0}; {0}", t.path.display());
+    let mut target = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let args = vec![
+        t.def("p:ev", ""),
+        "-p".into(),
+        target.id().to_string(),
+        "-d".into(),
+        "3".into(),
+    ];
+    let mut run = start_trace(&args, Stdio::piped(), &[]);
+    let pid = run.child.id();
+    let mut stdout = run.child.stdout.take().unwrap();
+    t.hit(2); // another process tree: must not show
+    target.wait().unwrap();
+    let (code, stderr) = run.finish();
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" ev: ")).count(),
+        3,
+        "{out}\n{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.trim_start().starts_with("ev") && l.contains("hits          5")),
+        "the profile counts every hit, the pid list only what is recorded: {stderr}"
+    );
+    assert_clean(&root, pid, &stderr);
+}

@@ -169,3 +169,32 @@ fn reap_takes_dead_owners_only() {
         owner::teardown(&root, g).unwrap();
     }
 }
+
+#[test]
+fn teardown_copes_with_our_event_enabled_in_a_foreign_instance() {
+    let Some(root) = root() else { return };
+    let name = SessionName::for_this_process().unwrap().to_string();
+    let _guard = Guard(root.clone(), name.clone());
+    let foreign = format!("ktrace_foreign_busy{}", std::process::id());
+    let off = true_offset();
+    DynEvents::new(&root)
+        .create(&[format!("p:{name}/ev /bin/true:{off:#x}")])
+        .unwrap();
+    Instance::create(&root, &name).unwrap();
+    // Someone else's instance switches our event on (as `echo 1 > events/enable` would).
+    let other = Instance::create(&root, &foreign).unwrap();
+    other.set_enabled(&name, Some("ev"), true).unwrap();
+    let direct = DynEvents::new(&root).destroy_group(&name).unwrap_err();
+    assert_eq!(direct.kind(), ErrorKind::Busy, "{direct}");
+    let t = owner::teardown(&root, &name).unwrap();
+    assert_eq!(
+        t,
+        owner::Teardown {
+            instance_removed: true,
+            events_removed: 1
+        }
+    );
+    assert!(DynEvents::new(&root).list_group(&name).unwrap().is_empty());
+    assert!(other.exists(), "the foreign instance stays");
+    other.remove().unwrap();
+}
