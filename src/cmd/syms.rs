@@ -19,11 +19,13 @@ use ktrace_symbols::{glob, kallsyms, library};
 #[command(after_help = "Examples:
   ktrace syms 'vfs_*'                      kernel functions, sizes, modules
   ktrace syms 0xffffffff816d5374            address -> vfs_read+0x4/0x3d0
+  ktrace syms vfs_read+4                   address of vfs_read+4, as %pS prints it
   ktrace syms getenv --elf libc            uprobe location of libc's getenv
   ktrace syms 'read*' --elf /bin/bash      all matching symbols with file offsets
   ktrace syms realpath@GLIBC_2.2.5 --elf libc.so.6")]
 pub struct Args {
-    /// A name, a glob (`vfs_*`), `MOD:glob`, a kernel address (`0x...`), or
+    /// A name, a glob (`vfs_*`), `MOD:glob`, `[MOD:]SYM+OFF`, a kernel
+    /// address (`0x...`), or
     /// with --elf `SYMBOL[@VERSION][+OFFSET]` or a glob.
     pub pattern: String,
     /// Look in this ELF file or library (`libc`, `libc.so.6`) instead of the
@@ -146,6 +148,37 @@ fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (module, pat) = ktrace_symbols::probeable::split_module(&args.pattern);
+    if let Some((name, off)) = pat.rsplit_once('+') {
+        // SYM+OFF: the address and how the kernel prints it.
+        let off =
+            elf::parse_number(off).with_context(|| format!("bad offset in {:?}", args.pattern))?;
+        let found = ks.by_name(name, module);
+        let sym = match found.as_slice() {
+            [] => anyhow::bail!("no kernel symbol {name:?} in {}", path.display()),
+            [one] => *one,
+            many => anyhow::bail!(
+                "{name:?} names {} symbols ({}); give MOD:{name} or an address",
+                many.len(),
+                many.iter()
+                    .map(|s| format!(
+                        "{:#x}{}",
+                        s.addr,
+                        s.module
+                            .as_ref()
+                            .map(|m| format!(" [{m}]"))
+                            .unwrap_or_default()
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let addr = sym.addr.checked_add(off).context("address overflows")?;
+        let l = ks
+            .lookup(addr)
+            .with_context(|| format!("no kernel symbol contains {addr:#x}"))?;
+        println!("{addr:#x} {}", l.to_kernel_string());
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut n = 0;
     for s in ks.symbols() {
         if module.is_some() && s.module.as_deref() != module {

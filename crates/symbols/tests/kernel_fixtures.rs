@@ -123,3 +123,26 @@ fn real_blacklist_parses_and_covers_its_own_names() {
     assert!(bl.len() > 100);
     assert!(bl.iter().all(|e| e.start != 0 && e.end > e.start));
 }
+
+#[test]
+fn sym_off_size_matches_what_the_6_1_kernel_printed() {
+    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-stack.txt")).unwrap();
+    let trace = fixture("kernel-stack-6.1-x86_64.txt");
+    let mut compared = 0;
+    for word in trace.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
+        // SYM+0xOFF/0xSIZE as the kernel printed it.
+        let Some((sym, rest)) = word.split_once('+') else {
+            continue;
+        };
+        let Some((off, _size)) = rest.split_once('/') else {
+            continue;
+        };
+        let off = u64::from_str_radix(off.trim_start_matches("0x"), 16).unwrap();
+        let s = ks.by_name(sym, None)[0];
+        let ours = ks.lookup(s.addr + off).unwrap().to_kernel_string();
+        assert_eq!(ours, word);
+        compared += 1;
+    }
+    eprintln!("{compared} kernel-printed addresses reproduced");
+    assert!(compared >= 5);
+}
