@@ -147,9 +147,11 @@ impl Instance {
     }
 
     fn write(&self, rel: &Path, data: &str, what: &str) -> Result<()> {
+        // The instance's log is written only for this instance, and the
+        // kernel may decorate the command it logs (hist triggers prefix it),
+        // so any entry made after the mark explains this write.
         let log = self.error_log();
-        let cmd = data.trim_end_matches('\n');
-        io::write(&self.dir.join(rel), data, Some(&log), &[cmd], what)
+        io::write(&self.dir.join(rel), data, Some(&log), &[], what)
     }
 
     /// Enables or disables `group/event` (or the whole group when `event`

@@ -15,7 +15,8 @@ use crate::error_log::ErrorLog;
 
 /// Writes `data` to the tracefs file `path` in one call, without truncating.
 /// When the write fails and `log` is given, the entry the kernel wrote to
-/// that `error_log` for one of `commands` is attached to the error.
+/// that `error_log` for one of `commands` (any new entry when `commands` is
+/// empty) is attached to the error.
 pub fn write(
     path: &Path,
     data: &str,
