@@ -169,6 +169,9 @@ fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgEr
         }
         return Ok((Fetch::Arg(n), Op::Arg));
     }
+    if ctx.kernel.features().nofentry_args_error && !ctx.flags.kernel && var.starts_with("arg") {
+        return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
+    }
     Err(bad_var)
 }
 
@@ -412,6 +415,11 @@ fn parse_body(
         match type_name {
             None => BaseType::default_for(ctx.arch),
             Some(t) => find_fetch_type(t, ctx.arch, ctx.kernel)
+                .filter(|b| {
+                    ctx.flags.kernel
+                        || !ctx.kernel.features().uprobe_rejects_symbol_types
+                        || !matches!(b, BaseType::Symbol | BaseType::SymStr)
+                })
                 .ok_or(ArgError::Logged(TpErr::BAD_TYPE, offset + tpos))?,
         }
     };

@@ -39,6 +39,13 @@ pub struct Features {
     pub char_type: bool,
     /// `%pd`/`%pD` types.
     pub dentry_types: bool,
+    /// `$argN` outside a function entry is refused with "$arg* can be used only on
+    /// function entry or exit" (seen on uprobes of 6.18; 6.1 says "Invalid
+    /// $-variable specified"). Gate at 6.5, when BTF arguments arrived (unverified).
+    pub nofentry_args_error: bool,
+    /// `symbol`/`symstr` are unknown types for uprobes (seen on 6.18; gate at 6.10,
+    /// unverified).
+    pub uprobe_rejects_symbol_types: bool,
 }
 
 impl KernelVersion {
@@ -66,6 +73,8 @@ impl KernelVersion {
             bad_var_spelling_fixed: self.at_least(6, 1),
             char_type: self.at_least(6, 5),
             dentry_types: self.at_least(6, 9),
+            nofentry_args_error: self.at_least(6, 5),
+            uprobe_rejects_symbol_types: self.at_least(6, 10),
         }
     }
 }

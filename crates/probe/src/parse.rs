@@ -85,7 +85,8 @@ pub enum Unchecked {
     Filter,
     /// Whether a removal matches any event.
     RemoveTarget,
-    /// The name the kernel generates for an address probe (it hashes the pointer).
+    /// How an address probe reads back, and the name generated for it: the kernel
+    /// prints the address with `%p`, which it hashes.
     AddressName,
     /// The default maxactive of a return probe (depends on the number of CPUs).
     DefaultMaxactive,
@@ -105,7 +106,9 @@ impl Unchecked {
             Unchecked::AttachedEvent => "existence of the attached event and its fields",
             Unchecked::Filter => "event probe filter syntax",
             Unchecked::RemoveTarget => "whether any event matches the removal",
-            Unchecked::AddressName => "the generated event name (the kernel hashes the address)",
+            Unchecked::AddressName => {
+                "the address as read back and any generated name (the kernel hashes %p)"
+            }
             Unchecked::DefaultMaxactive => "the default maxactive shown on readback (give --cpus)",
         }
     }
@@ -437,7 +440,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let w1 = argv.words[1];
     let mut fentry = false;
     let place = match kstrtoul(w1, 0, bits) {
-        Ok(addr) => KprobePlace::Address(addr),
+        Ok(addr) => {
+            ctx.note(Unchecked::AddressName);
+            KprobePlace::Address(addr)
+        }
         Err(_) => {
             if w1.contains('/') && w1.contains(':') {
                 return Err(Fail::Cancel);
@@ -550,7 +556,17 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             None => ctx.note(Unchecked::SymbolExists),
         }
     }
-    check_arg_symbols(ctx, argv, &args)?;
+    check_arg_symbols(ctx, argv, &args, true)?;
+    // register_kprobe() -> arch_prepare_kprobe(): arm64 instructions are 4-byte
+    // aligned; a misaligned offset into a function fails with -EINVAL. (An address
+    // outside kernel text is not looked at: the kernel defers it as if it were in a
+    // module not loaded yet.)
+    if ctx.target.arch == Arch::Arm64
+        && let KprobePlace::Symbol { offset, .. } = &place
+        && offset % 4 != 0
+    {
+        return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+    }
     ctx.note(Unchecked::EventName);
     // register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()).
     let shown_maxactive = match (is_return, maxactive, ctx.target.possible_cpus) {
@@ -599,11 +615,21 @@ fn entry_offset(ctx: &Ctx, offset: u64) -> Option<bool> {
     }
 }
 
+/// `traceprobe_update_arg()` at registration: `@SYM` must resolve. Kprobes report a
+/// failure against the probe point; event probes return it without a log entry.
 fn check_arg_symbols(
     ctx: &mut Ctx,
     argv: &Argv,
     args: &[crate::ast::ProbeArg],
+    logged: bool,
 ) -> Result<(), Fail> {
+    let fail = |ctx: &Ctx, err: TpErr| {
+        if logged {
+            ctx.logged(argv, err, 1, 0)
+        } else {
+            Fail::Err(silent(Silent::Other, &argv.joined))
+        }
+    };
     fn walk<'a>(f: &'a crate::ast::Fetch, out: &mut Vec<&'a str>) {
         match f {
             crate::ast::Fetch::Symbol(s) => out.push(s),
@@ -619,14 +645,14 @@ fn check_arg_symbols(
         let name = match s.find(['+', '-']) {
             Some(p) => {
                 if kstrtol(&s[p..], 0, ctx.target.arch.bits()).is_err() {
-                    return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+                    return Err(fail(ctx, TpErr::FAIL_REG_PROBE));
                 }
                 &s[..p]
             }
             None => s,
         };
         match ctx.env.symbol_count(name) {
-            Some(0) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(0) => return Err(fail(ctx, TpErr::BAD_PROBE_ADDR)),
             Some(_) => {}
             None => ctx.note(Unchecked::ArgSymbols),
         }
@@ -801,7 +827,7 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             }
         }
     }
-    check_arg_symbols(ctx, argv, &args)?;
+    check_arg_symbols(ctx, argv, &args, false)?;
     ctx.note(Unchecked::EventName);
     Ok(ProbeDef {
         group,

@@ -1,0 +1,272 @@
+//! Conformance: ktrace-probe against the verdicts, readback lines, error_log entries
+//! and format files that real Linux 6.1 kernels produced for every definition of the
+//! corpus (crates/probe/fixtures/corpus/<arch>/, captured by
+//! tests/kernel/guest/corpus/capture.sh; see the README there for the commands).
+//!
+//! Symbols come from the guest's own /proc/kallsyms (the subset the corpus names),
+//! files and the attached event's fields from what the guest holds. Every
+//! disagreement is printed; the test fails on any disagreement the checker claims to
+//! have decided (a definition whose outcome depended on something listed as
+//! "not checked" is counted apart).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use ktrace_probe::{
+    Arch, Definition, Environment, FileKind, Kallsyms, KernelVersion, Target, Unchecked,
+    check_line, render,
+};
+
+struct Record {
+    def: String,
+    rc: i32,
+    readback: Vec<String>,
+    error_log: Vec<String>,
+    format: Option<String>,
+}
+
+fn parse_corpus(text: &str) -> Vec<Record> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l != "=== DEF" {
+            continue;
+        }
+        let def = lines.next().unwrap_or_default().to_string();
+        let rc = lines
+            .next()
+            .and_then(|l| l.strip_prefix("--- RC "))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(-1);
+        let mut section = "";
+        let mut rec = Record {
+            def,
+            rc,
+            readback: vec![],
+            error_log: vec![],
+            format: None,
+        };
+        for l in lines.by_ref() {
+            if l == "=== END" {
+                break;
+            }
+            if l == "--- DYNAMIC_EVENTS" {
+                section = "de";
+            } else if l == "--- ERROR_LOG" {
+                section = "el";
+            } else if l.starts_with("--- FORMAT ") {
+                section = "fmt";
+                rec.format = Some(String::new());
+            } else {
+                match section {
+                    "de" => rec.readback.push(l.to_string()),
+                    "el" if !l.is_empty() => rec.error_log.push(l.to_string()),
+                    "fmt" => {
+                        let f = rec.format.get_or_insert_with(String::new);
+                        f.push_str(l);
+                        f.push('\n');
+                    }
+                    _ => {}
+                }
+            }
+        }
+        out.push(rec);
+    }
+    out
+}
+
+/// The last error_log entry: (message, caret position).
+fn last_error(log: &[String]) -> Option<(String, usize)> {
+    let i = log.iter().rposition(|l| l.contains(": error: "))?;
+    let msg = log[i].split_once(": error: ")?.1.trim_end().to_string();
+    let caret = log.get(i + 2)?;
+    let pos = caret.find('^')?.checked_sub("  Command: ".len())?;
+    Some((msg, pos))
+}
+
+struct Guest {
+    syms: Kallsyms,
+    sched_switch: Vec<String>,
+}
+
+impl Environment for Guest {
+    fn symbol_count(&self, name: &str) -> Option<usize> {
+        self.syms.symbol_count(name)
+    }
+    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.syms.module_symbol(module, name)
+    }
+    fn file_kind(&self, path: &str) -> Option<FileKind> {
+        Some(match path {
+            "/bin/busybox"
+            | "/ktest/env"
+            | "/bin/../bin/busybox"
+            | "/bin/sh"
+            | "/bin/ls"
+            | "/etc/hostname"
+            | "/bin/../bin/ls" => FileKind::Regular,
+            "/sys" | "/bin" => FileKind::Other,
+            _ => FileKind::Missing,
+        })
+    }
+    fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {
+        if self.sched_switch.is_empty() {
+            return None;
+        }
+        Some((system == "sched" && event == "sched_switch").then(|| self.sched_switch.clone()))
+    }
+}
+
+fn format_fields(format: &str) -> Vec<String> {
+    format
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("field:"))
+        .filter_map(|f| f.split(';').next())
+        .filter_map(|f| f.rsplit(' ').next())
+        .map(|n| n.split('[').next().unwrap_or(n).to_string())
+        .collect()
+}
+
+fn strip_id(format: &str) -> String {
+    format
+        .lines()
+        .filter(|l| !l.starts_with("ID: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn run(arch: Arch, dir: &str) {
+    run_with(arch, dir, KernelVersion::DEFAULT, 500)
+}
+
+fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize) {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/corpus")
+        .join(dir);
+    let Ok(text) = std::fs::read_to_string(base.join("corpus.txt")) else {
+        panic!("missing corpus fixture {}", base.display());
+    };
+    let syms =
+        Kallsyms::parse(&std::fs::read_to_string(base.join("kallsyms.txt")).unwrap_or_default());
+    let sched = std::fs::read_to_string(base.join("sched_switch.format")).unwrap_or_default();
+    let env = Guest {
+        syms,
+        sched_switch: format_fields(&sched),
+    };
+    let records = parse_corpus(&text);
+    assert!(records.len() >= min, "{} records", records.len());
+
+    let mut stats: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut undecided = Vec::new();
+    for r in &records {
+        let mut target = Target::new(arch);
+        target.possible_cpus = Some(2); // the rig boots with -smp 2
+        target.kernel = kernel;
+        let c = check_line(&r.def, target, &env);
+        let k_ok = r.rc == 0;
+        let mut problems = Vec::new();
+        if c.accepted() != k_ok {
+            problems.push(format!("verdict: kernel {} ktrace {}", k_ok, c.accepted()));
+        }
+        if k_ok
+            && c.accepted()
+            && let Ok(Definition::Probe(p)) = &c.definition
+        {
+            {
+                let ours = render::readback(p, arch);
+                let addr = c.unchecked.contains(&Unchecked::AddressName);
+                if !addr && r.readback.first() != Some(&ours) {
+                    problems.push(format!(
+                        "readback: kernel {:?} ktrace {ours:?}",
+                        r.readback.first()
+                    ));
+                }
+                if let Some(f) = &r.format
+                    && !addr
+                    && !matches!(p.kind, ktrace_probe::ProbeKind::Eprobe { .. })
+                {
+                    {
+                        let want = strip_id(f);
+                        let got = render::format_file(p, arch);
+                        if want != got {
+                            problems.push(format!("format:\n--kernel--\n{want}--ktrace--\n{got}"));
+                        }
+                    }
+                }
+            }
+        }
+        if !k_ok && !c.accepted() {
+            let e = c.definition.as_ref().unwrap_err();
+            match (last_error(&r.error_log), e.kind.is_logged()) {
+                (Some((msg, pos)), true) => {
+                    if msg != e.message || Some(pos) != e.pos {
+                        problems.push(format!(
+                            "error: kernel {msg:?}@{pos} ktrace {:?}@{:?}",
+                            e.message, e.pos
+                        ));
+                    }
+                }
+                (None, false) => {}
+                (k, _) => problems.push(format!(
+                    "error: kernel {k:?} ktrace {:?}@{:?}",
+                    e.message, e.pos
+                )),
+            }
+        }
+        let relevant = c.unchecked.iter().any(|u| {
+            matches!(
+                u,
+                Unchecked::InsnBoundary
+                    | Unchecked::Probeable
+                    | Unchecked::FunctionEntry
+                    | Unchecked::Filter
+            )
+        });
+        if problems.is_empty() {
+            *stats.entry("agree").or_default() += 1;
+        } else if relevant {
+            *stats
+                .entry("disagree (depends on an unchecked item)")
+                .or_default() += 1;
+            undecided.push(format!(
+                "{:?}: {} [unchecked: {:?}]",
+                r.def,
+                problems.join("; "),
+                c.unchecked
+            ));
+        } else {
+            *stats.entry("disagree").or_default() += 1;
+            failures.push(format!("{:?}: {}", r.def, problems.join("; ")));
+        }
+    }
+    eprintln!("{arch}: {} definitions, {stats:?}", records.len());
+    for u in &undecided {
+        eprintln!("undecided offline: {u}");
+    }
+    for f in &failures {
+        eprintln!("DISAGREE: {f}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{arch}: {} disagreements",
+        failures.len()
+    );
+}
+
+#[test]
+fn corpus_x86_64() {
+    run(Arch::X86_64, "x86_64");
+}
+
+#[test]
+fn corpus_arm64() {
+    run(Arch::Arm64, "arm64");
+}
+
+/// Uprobes on the host kernel (6.18, x86_64), captured with
+/// fixtures/corpus/capture-host-uprobes.sh.
+#[test]
+fn corpus_host_uprobes() {
+    run_with(Arch::X86_64, "host-uprobes", KernelVersion::new(6, 18), 80);
+}
