@@ -214,6 +214,8 @@ impl<'a> TextPrinter<'a> {
     fn write_int(&self, out: &mut Vec<u8>, spec: &Spec, v: Int) {
         let bits = v.bits();
         let width_bits = match spec.length {
+            // pointers are always the kernel's long, whatever the modifier
+            _ if matches!(spec.conv, Conv::Pointer(_)) => 8 * self.long_size as u32,
             Length::Char => 8,
             Length::Short => 16,
             Length::Int => 32,

@@ -44,7 +44,7 @@ mod page;
 mod reader;
 mod stats;
 
-pub use merge::{Merged, Merger};
+pub use merge::{Merged, Merger, merge_streams};
 pub use page::{
     Missed, Page, PageLayout, RB_MISSED_EVENTS, RB_MISSED_STORED, Record, Records, TYPE_DATA_MAX,
     TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event, read_whole,

@@ -67,6 +67,17 @@ impl Merger {
         }
     }
 
+    /// Time stamp of the newest record queued for `cpu`, if any.
+    pub fn newest(&self, cpu: usize) -> Option<u64> {
+        let q = self.queues.get(cpu)?;
+        q.iter().rev().find_map(|d| d.recs.last().map(|r| r.0))
+    }
+
+    /// Pages buffered across all CPUs.
+    pub fn pages(&self) -> usize {
+        self.queues.iter().map(VecDeque::len).sum()
+    }
+
     /// Records handed out so far.
     pub fn records(&self) -> u64 {
         self.records
@@ -113,6 +124,15 @@ impl Merger {
     /// first), with loss reports before the records of the page they
     /// precede and decode errors first.
     pub fn flush(&mut self, out: &mut dyn FnMut(Merged<'_>)) {
+        self.flush_until(u64::MAX, out);
+    }
+
+    /// Like [`Merger::flush`], but stops before the first record later than
+    /// `limit`, keeping it and everything after it buffered. Streaming
+    /// readers pass the smallest "newest time stamp queued" over the CPUs
+    /// still producing, which keeps the output ordered with one page per CPU
+    /// in memory.
+    pub fn flush_until(&mut self, limit: u64, out: &mut dyn FnMut(Merged<'_>)) {
         for (cpu, error) in self.errors.drain(..) {
             out(Merged::Bad { cpu, error });
         }
@@ -122,7 +142,10 @@ impl Merger {
                 heap.push(Reverse((ts, cpu)));
             }
         }
-        while let Some(Reverse((_, cpu))) = heap.pop() {
+        while let Some(Reverse((ts, cpu))) = heap.pop() {
+            if ts > limit {
+                break;
+            }
             let q = &mut self.queues[cpu];
             let Some(d) = q.front_mut() else { continue };
             let (ts, s, e) = d.recs[d.pos];
@@ -159,6 +182,72 @@ fn head(q: &mut VecDeque<Decoded>, cpu: usize, out: &mut dyn FnMut(Merged<'_>)) 
         }
         q.pop_front();
     }
+}
+
+/// Merges per-CPU streams of whole sub-buffers (files of pages as read from
+/// `trace_pipe_raw`) in time order, keeping about one page per CPU in
+/// memory. Returns the number of records emitted.
+pub fn merge_streams(
+    layout: PageLayout,
+    streams: Vec<(usize, Box<dyn std::io::Read>)>,
+    out: &mut dyn FnMut(Merged<'_>),
+) -> Result<u64, Error> {
+    let mut m = Merger::new(layout);
+    let mut live: Vec<(usize, Box<dyn std::io::Read>)> = streams;
+    let size = layout.subbuf_size;
+    loop {
+        // top up: every live CPU gets at least one queued page with records
+        let mut i = 0;
+        while i < live.len() {
+            let cpu = live[i].0;
+            let mut ended = false;
+            while m
+                .queues
+                .get(cpu)
+                .is_none_or(|q| q.iter().all(|d| d.pos >= d.recs.len()))
+            {
+                let mut page = vec![0u8; size];
+                let n = read_full(&mut live[i].1, &mut page).map_err(|source| Error::Io {
+                    path: format!("cpu{cpu} stream").into(),
+                    source,
+                })?;
+                if n == 0 {
+                    ended = true;
+                    break;
+                }
+                page.truncate(n);
+                m.push(cpu, page);
+            }
+            if ended {
+                live.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if live.is_empty() {
+            m.flush(out);
+            return Ok(m.records());
+        }
+        let limit = live
+            .iter()
+            .filter_map(|(cpu, _)| m.newest(*cpu))
+            .min()
+            .unwrap_or(u64::MAX);
+        m.flush_until(limit, out);
+    }
+}
+
+fn read_full(r: &mut dyn std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
 }
 
 #[cfg(test)]
@@ -206,5 +295,51 @@ mod tests {
             ]
         );
         assert_eq!(m.records(), 7);
+        // bounded: only up to a limit
+        m.push(0, page(100, &[0, 10], None)); // 100 110
+        m.push(1, page(105, &[0], None)); // 105
+        assert_eq!(m.newest(0), Some(110));
+        let mut seen = Vec::new();
+        m.flush_until(105, &mut |it| {
+            if let Merged::Record { ts, .. } = it {
+                seen.push(ts)
+            }
+        });
+        assert_eq!(seen, [100, 105]);
+        assert_eq!(m.pages(), 1);
+    }
+
+    #[test]
+    fn streams_merge_with_bounded_memory() {
+        let layout = PageLayout {
+            endian: crate::Endian::Little,
+            ..PageLayout::native(64)
+        };
+        let pad = |mut p: Vec<u8>| {
+            p.resize(64, 0);
+            p
+        };
+        let cpu0 = [pad(page(10, &[0, 10], None)), pad(page(40, &[0], None))].concat();
+        let cpu1 = [pad(page(15, &[0], Some(2))), pad(page(50, &[0, 1], None))].concat();
+        let mut seen = Vec::new();
+        let n = merge_streams(
+            layout,
+            vec![
+                (0, Box::new(std::io::Cursor::new(cpu0))),
+                (1, Box::new(std::io::Cursor::new(cpu1))),
+            ],
+            &mut |it| match it {
+                Merged::Record { cpu, ts, .. } => seen.push(format!("{cpu}@{ts}")),
+                Merged::Lost { cpu, missed } => seen.push(format!("lost{cpu}:{}", missed.count())),
+                Merged::Bad { cpu, error } => panic!("{cpu}: {error}"),
+            },
+        )
+        .unwrap();
+        assert_eq!(n, 6);
+        // a loss is reported as soon as its page reaches the head of its CPU
+        assert_eq!(
+            seen,
+            ["lost1:2", "0@10", "1@15", "0@20", "0@40", "1@50", "1@51"]
+        );
     }
 }
