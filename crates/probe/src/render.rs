@@ -425,6 +425,9 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
             u8::from(f.signed)
         );
     }
+    if fields(def, arch).len() == 4 {
+        s.push('\n');
+    }
     let _ = write!(s, "\nprint fmt: {}\n", print_fmt(def));
     s
 }
@@ -432,4 +435,99 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
 /// The default type of an argument without one, as text (`x64`/`x32`).
 pub fn default_type(arch: Arch) -> String {
     BaseType::default_for(arch).name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Offline, Target, check_line};
+
+    fn probe(def: &str, arch: Arch) -> ProbeDef {
+        let mut t = Target::new(arch);
+        t.possible_cpus = Some(8);
+        match check_line(def, t, &Offline).definition {
+            Ok(Definition::Probe(p)) => p,
+            other => panic!("{def}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn readback_lines() {
+        let a = Arch::X86_64;
+        let cases = [
+            ("p vfs_read", "p:kprobes/p_vfs_read_0 vfs_read"),
+            ("r vfs_read", "r16:kprobes/r_vfs_read_0 vfs_read"),
+            ("r3:g/e vfs_read $retval", "r3:g/e vfs_read arg1=$retval"),
+            ("p vfs_read%return", "r16:kprobes/r_vfs_read_0 vfs_read"),
+            (
+                "p vfs_read+0x10 x=%di:u8",
+                "p:kprobes/p_vfs_read_16 vfs_read+16 x=%di:u8",
+            ),
+            (
+                "p:g. ext4:ext4_sync_fs",
+                "p:g/p_ext4_ext4_sync_fs_0 ext4:ext4_sync_fs",
+            ),
+            ("p foo.isra.0", "p:kprobes/p_foo_isra_0_0 foo.isra.0"),
+            (
+                "p /bin/ls:0x10(0x20)",
+                "p:uprobes/p_ls_0x10 /bin/ls:0x0000000000000010(0x20)",
+            ),
+            (
+                "r /usr/lib/libc.so.6:16",
+                "r:uprobes/p_libc_0x10 /usr/lib/libc.so.6:0x0000000000000010",
+            ),
+            (
+                "e:x sched.sched_switch p=$prev_pid",
+                "e:eprobes/x sched.sched_switch p=$prev_pid",
+            ),
+        ];
+        for (def, want) in cases {
+            assert_eq!(readback(&probe(def, a), a), want, "{def}");
+        }
+        assert_eq!(
+            readback(&probe("p /bin/ls:0x10", Arch::Arm), Arch::Arm),
+            "p:uprobes/p_ls_0x10 /bin/ls:0x00000010"
+        );
+    }
+
+    #[test]
+    fn boot_param_form() {
+        let a = Arch::Arm64;
+        assert_eq!(
+            boot_param(&probe("p:g/e vfs_read x=%x0:u32 +8(%x1)", a), a).as_deref(),
+            Some("p:g/e,vfs_read,x=%x0:u32,arg2=+8(%x1)")
+        );
+        assert_eq!(boot_param(&probe("p /bin/ls:1", a), a), None);
+    }
+
+    #[test]
+    fn format_layout() {
+        let a = Arch::X86_64;
+        let p = probe(
+            "r:g/e vfs_read s=+0(%di):string c=$comm v=+0(%si):u16[3] b=%ax:b3@2/32",
+            a,
+        );
+        let f = fields(&p, a);
+        let got: Vec<(&str, &str, u32, u32, bool)> = f[4..]
+            .iter()
+            .map(|f| (f.ty.as_str(), f.name.as_str(), f.offset, f.size, f.signed))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("unsigned long", "__probe_func", 8, 8, false),
+                ("unsigned long", "__probe_ret_ip", 16, 8, false),
+                ("__data_loc char[]", "s", 24, 4, true),
+                ("__data_loc char[]", "c", 28, 4, true),
+                ("u16[3]", "v", 32, 6, false),
+                ("u32", "b", 38, 4, false),
+            ]
+        );
+        assert_eq!(
+            print_fmt(&p),
+            "\"(%lx <- %lx) s=\\\"%s\\\" c=\\\"%s\\\" v={%u,%u,%u} b=%u\", REC->__probe_func, \
+             REC->__probe_ret_ip, __get_str(s), __get_str(c), REC->v[0], REC->v[1], REC->v[2], REC->b"
+        );
+        assert!(format_file(&p, a).contains("\tfield:u16 v[];\toffset:32;\tsize:6;\tsigned:0;\n"));
+    }
 }

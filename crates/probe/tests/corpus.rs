@@ -184,7 +184,6 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize) {
                 }
                 if let Some(f) = &r.format
                     && !addr
-                    && !matches!(p.kind, ktrace_probe::ProbeKind::Eprobe { .. })
                 {
                     {
                         let want = strip_id(f);
