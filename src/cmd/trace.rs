@@ -155,6 +155,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     drop(source);
     let stats = sess.stats();
     let profile = sess.profile();
+    if let Some(c) = child.as_mut() {
+        // Reap it if it is done; a command still running (we were signalled
+        // alone) is the user's and is left to run.
+        let _ = c.try_wait();
+    }
+    // The summary first: teardown can take a while with many uprobes.
+    summary(&tally, stats.ok(), profile.ok(), stop);
     let uprobes = sess
         .probes()
         .iter()
@@ -169,10 +176,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cleanup_started = Instant::now();
     let teardown = sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
-    if let Some(c) = child.as_mut() {
-        let _ = c.wait();
-    }
-    summary(&tally, stats.ok(), profile.ok(), stop);
     let teardown = teardown.context("cleanup failed")?;
     eprintln!(
         "ktrace: cleanup removed {} probe(s){} in {} ms",
