@@ -221,6 +221,20 @@ impl Kallsyms {
         })
     }
 
+    /// The symbols at the same address as `sym` in its region (itself
+    /// included), in table order.
+    pub fn aliases(&self, sym: &KernelSymbol) -> Vec<&KernelSymbol> {
+        let Some(idx) = self.sorted.get(&sym.module) else {
+            return Vec::new();
+        };
+        let from = idx.partition_point(|&i| self.symbols[i].addr < sym.addr);
+        idx[from..]
+            .iter()
+            .map(|&i| &self.symbols[i])
+            .take_while(|s| s.addr == sym.addr)
+            .collect()
+    }
+
     /// The size of `sym` as the kernel computes it: the distance to the next
     /// higher address in its region; `None` for the last one.
     pub fn extent(&self, sym: &KernelSymbol) -> Option<u64> {

@@ -93,7 +93,14 @@ impl FtraceLocations {
                 let i = v.partition_point(|&a| a < sym.addr);
                 v.get(i).is_some_and(|&a| a < end)
             }
-            FtraceLocations::Names(set) => set.contains(&(sym.name.clone(), sym.module.clone())),
+            // The kernel checks the address range, which aliases share: a
+            // label such as __softirqentry_text_start at a traced function's
+            // address is covered by that function's ftrace location.
+            FtraceLocations::Names(set) => ks
+                .aliases(sym)
+                .iter()
+                .chain(std::iter::once(&sym))
+                .any(|a| set.contains(&(a.name.clone(), a.module.clone()))),
         }
     }
 }
@@ -408,6 +415,28 @@ ffffffffc0001100 t other\t[foo]
                 "foo:vfs_modfn"
             ]
         );
+    }
+
+    #[test]
+    fn alias_label_of_a_traced_function_is_not_notrace() {
+        // arm64 6.1: __softirqentry_text_start sits at __do_softirq's address;
+        // the kernel took a kprobe on it although only __do_softirq is in
+        // available_filter_functions.
+        let ks = Kallsyms::parse(
+            "ffff800008010000 T __softirqentry_text_start\n\
+             ffff800008010000 T __do_softirq\n\
+             ffff800008010400 T __softirqentry_text_end\n",
+        )
+        .unwrap();
+        let ft = FtraceLocations::parse("__do_softirq\n");
+        let rules = Rules {
+            ftrace: Some(&ft),
+            notrace_refused: true,
+            ..Rules::default()
+        };
+        let e = expand(&ks, &rules, "__softirqentry_text_*");
+        assert_eq!(names(&e), ["__softirqentry_text_start"]);
+        assert_eq!(e.excluded[0].1, Exclusion::Notrace);
     }
 
     #[test]

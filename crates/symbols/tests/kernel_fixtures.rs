@@ -72,11 +72,19 @@ fn rules_agree_with_the_6_1_kernel_on_every_window_symbol() {
 
 #[test]
 fn rules_agree_with_the_6_1_kernel_on_a_sample_of_every_reason() {
+    for arch in ["x86_64", "arm64"] {
+        sample_agrees(arch);
+    }
+}
+
+fn sample_agrees(arch: &str) {
     // The same boot's tables, cut down to the sampled names; sizes are not
     // needed (6.1 has no available_filter_functions_addrs: names decide).
-    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-sample.txt")).unwrap();
-    let bl = blacklist::parse(&fixture("kprobes-blacklist-6.1-x86_64.txt")).unwrap();
-    let ft = FtraceLocations::parse(&fixture("available_filter_functions-6.1-x86_64-sample.txt"));
+    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-6.1-{arch}-sample.txt"))).unwrap();
+    let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-6.1-{arch}.txt"))).unwrap();
+    let ft = FtraceLocations::parse(&fixture(&format!(
+        "available_filter_functions-6.1-{arch}-sample.txt"
+    )));
     let rules = Rules {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
@@ -84,7 +92,7 @@ fn rules_agree_with_the_6_1_kernel_on_a_sample_of_every_reason() {
     };
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();
-    for line in fixture("kprobe-verdicts-6.1-x86_64-sample.txt").lines() {
+    for line in fixture(&format!("kprobe-verdicts-6.1-{arch}-sample.txt")).lines() {
         let name = line.rsplit(' ').next().unwrap();
         // "accepted ok f" / "excluded(notrace) ok f": the kernel agreed with
         // what ktrace list said in the guest; REFUSED/TAKEN would be a
@@ -119,15 +127,23 @@ fn rules_agree_with_the_6_1_kernel_on_a_sample_of_every_reason() {
 
 #[test]
 fn real_blacklist_parses_and_covers_its_own_names() {
-    let bl = blacklist::parse(&fixture("kprobes-blacklist-6.1-x86_64.txt")).unwrap();
-    assert!(bl.len() > 100);
-    assert!(bl.iter().all(|e| e.start != 0 && e.end > e.start));
+    for arch in ["x86_64", "arm64"] {
+        let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-6.1-{arch}.txt"))).unwrap();
+        assert!(bl.len() > 100);
+        assert!(bl.iter().all(|e| e.start != 0 && e.end > e.start));
+    }
 }
 
 #[test]
 fn sym_off_size_matches_what_the_6_1_kernel_printed() {
-    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-stack.txt")).unwrap();
-    let trace = fixture("kernel-stack-6.1-x86_64.txt");
+    for arch in ["x86_64", "arm64"] {
+        sym_off_size(arch);
+    }
+}
+
+fn sym_off_size(arch: &str) {
+    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-6.1-{arch}-stack.txt"))).unwrap();
+    let trace = fixture(&format!("kernel-stack-6.1-{arch}.txt"));
     let mut compared = 0;
     for word in trace.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
         // SYM+0xOFF/0xSIZE as the kernel printed it.
@@ -143,6 +159,6 @@ fn sym_off_size_matches_what_the_6_1_kernel_printed() {
         assert_eq!(ours, word);
         compared += 1;
     }
-    eprintln!("{compared} kernel-printed addresses reproduced");
+    eprintln!("{arch}: {compared} kernel-printed addresses reproduced");
     assert!(compared >= 5);
 }
