@@ -10,8 +10,27 @@
 //! from IRQS_NOSUPPORT to NEED_RESCHED_LAZY), so the style is chosen from the
 //! kernel release. It does not format event fields.
 
+use crate::num;
 use std::collections::HashMap;
-use std::io::Write;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A multiplicative hasher for pid keys (SipHash showed up in profiles).
+#[derive(Default)]
+struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_i32(&mut self, v: i32) {
+        self.0 = (v as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
 
 const IRQS_OFF: u8 = 0x01;
 const BIT_02: u8 = 0x02; // IRQS_NOSUPPORT before 6.13, NEED_RESCHED_LAZY after
@@ -101,7 +120,7 @@ impl FlagStyle {
 /// Task names by pid, as the kernel's `saved_cmdlines` has them.
 #[derive(Debug, Clone, Default)]
 pub struct Comms {
-    map: HashMap<i32, String>,
+    map: HashMap<i32, String, BuildHasherDefault<PidHasher>>,
     use_proc: bool,
 }
 
@@ -166,12 +185,32 @@ impl Comms {
 /// microsecond like `ns2usecs()`.
 pub fn write_timestamp(out: &mut Vec<u8>, ts_ns: u64) {
     let us = ts_ns.saturating_add(500) / 1000;
-    let _ = write!(out, " {:>5}.{:06}", us / 1_000_000, us % 1_000_000);
+    let mut b = [0u8; 24];
+    out.push(b' ');
+    num::right(out, num::digits(&mut b, us / 1_000_000, 10, false), 5);
+    out.push(b'.');
+    let frac = num::digits(&mut b, us % 1_000_000, 10, false);
+    out.resize(out.len() + 6 - frac.len(), b'0');
+    out.extend_from_slice(frac);
 }
 
 /// Writes `%16s-%-7d [%03d] ` for a task and CPU.
 pub fn write_task_cpu(out: &mut Vec<u8>, comm: &str, pid: i32, cpu: usize) {
-    let _ = write!(out, "{comm:>16}-{pid:<7} [{cpu:03}] ");
+    num::right(out, comm.as_bytes(), 16);
+    out.push(b'-');
+    let start = out.len();
+    if pid < 0 {
+        out.push(b'-');
+    }
+    num::dec(out, u64::from(pid.unsigned_abs()));
+    let used = out.len() - start;
+    out.resize(out.len() + 7usize.saturating_sub(used), b' ');
+    out.extend_from_slice(b" [");
+    let mut b = [0u8; 24];
+    let d = num::digits(&mut b, cpu as u64, 10, false);
+    out.resize(out.len() + 3usize.saturating_sub(d.len()), b'0');
+    out.extend_from_slice(d);
+    out.extend_from_slice(b"] ");
 }
 
 #[cfg(test)]
@@ -239,6 +278,18 @@ mod tests {
         let mut out = Vec::new();
         write_task_cpu(&mut out, "kfix_target", 12161, 1);
         assert_eq!(out, b"     kfix_target-12161   [001] ");
+        for (comm, pid, cpu) in [
+            ("a", -5, 7),
+            ("a-very-long-name-here", 1234567, 1234),
+            ("", 0, 0),
+        ] {
+            let mut out = Vec::new();
+            write_task_cpu(&mut out, comm, pid, cpu);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{comm:>16}-{pid:<7} [{cpu:03}] ")
+            );
+        }
         let mut c = Comms::from_saved_cmdlines("12161 kfix_target\n12 a b\n");
         assert_eq!(c.get(12161), "kfix_target");
         assert_eq!(c.get(12), "a b");

@@ -23,6 +23,7 @@
 
 mod context;
 mod json;
+mod num;
 mod summary;
 mod text;
 

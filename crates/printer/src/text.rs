@@ -13,6 +13,7 @@
 
 use crate::Symbolizer;
 use crate::context::{Comms, FlagStyle, write_task_cpu, write_timestamp};
+use crate::num;
 use ktrace_event::printfmt::{Arg, Conv, Length, Op, Spec};
 use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue};
 use ktrace_ring::Missed;
@@ -118,15 +119,16 @@ impl<'a> TextPrinter<'a> {
         if probe {
             match ev.kind {
                 ProbeKind::Uprobe => {
-                    let _ = write!(out, "(0x{:x})", u("__probe_ip"));
+                    out.extend_from_slice(b"(0x");
+                    num::hex(out, u("__probe_ip"));
+                    out.push(b')');
                 }
                 ProbeKind::Uretprobe => {
-                    let _ = write!(
-                        out,
-                        "(0x{:x} <- 0x{:x})",
-                        u("__probe_ret_ip"),
-                        u("__probe_func")
-                    );
+                    out.extend_from_slice(b"(0x");
+                    num::hex(out, u("__probe_ret_ip"));
+                    out.extend_from_slice(b" <- 0x");
+                    num::hex(out, u("__probe_func"));
+                    out.push(b')');
                 }
                 ProbeKind::Kprobe => {
                     out.push(b'(');
@@ -234,12 +236,11 @@ impl<'a> TextPrinter<'a> {
             let sh = 64 - width_bits;
             ((ubits << sh) as i64) >> sh
         };
-        let mut tmp = [0u8; 72];
-        let mut w = &mut tmp[..];
-        let prefix: &[u8] = match &spec.conv {
+        let mut tmp = [0u8; 24];
+        let (prefix, digits): (&[u8], &[u8]) = match &spec.conv {
             Conv::Signed => {
-                let _ = write!(w, "{}", sval.unsigned_abs());
-                if sval < 0 {
+                let d = num::digits(&mut tmp, sval.unsigned_abs(), 10, false);
+                let p: &[u8] = if sval < 0 {
                     b"-"
                 } else if spec.plus {
                     b"+"
@@ -247,27 +248,21 @@ impl<'a> TextPrinter<'a> {
                     b" "
                 } else {
                     b""
-                }
+                };
+                (p, d)
             }
-            Conv::Unsigned => {
-                let _ = write!(w, "{ubits}");
-                b""
-            }
+            Conv::Unsigned => (b"", num::digits(&mut tmp, ubits, 10, false)),
             Conv::Hex { upper } => {
-                if *upper {
-                    let _ = write!(w, "{ubits:X}");
-                } else {
-                    let _ = write!(w, "{ubits:x}");
-                }
-                match (spec.alt && ubits != 0, *upper) {
+                let p: &[u8] = match (spec.alt && ubits != 0, *upper) {
                     (true, true) => b"0X",
                     (true, false) => b"0x",
                     _ => b"",
-                }
+                };
+                (p, num::digits(&mut tmp, ubits, 16, *upper))
             }
             Conv::Octal => {
-                let _ = write!(w, "{ubits:o}");
-                if spec.alt { b"0" } else { b"" }
+                let p: &[u8] = if spec.alt { b"0" } else { b"" };
+                (p, num::digits(&mut tmp, ubits, 8, false))
             }
             Conv::Char => {
                 write_padded(out, spec, &[ubits as u8]);
@@ -282,10 +277,16 @@ impl<'a> TextPrinter<'a> {
                 return;
             }
         };
-        let n = 72 - w.len();
-        let mut digits = &tmp[..n];
-        if spec.precision == Some(0) && ubits == 0 && !matches!(spec.conv, Conv::Signed) {
-            digits = b"";
+        let digits: &[u8] =
+            if spec.precision == Some(0) && ubits == 0 && !matches!(spec.conv, Conv::Signed) {
+                b""
+            } else {
+                digits
+            };
+        if spec.width.is_none() && spec.precision.is_none() {
+            out.extend_from_slice(prefix);
+            out.extend_from_slice(digits);
+            return;
         }
         let prec = spec.precision.unwrap_or(0);
         let zeros_prec = prec.saturating_sub(digits.len());
@@ -359,5 +360,60 @@ fn write_padded(out: &mut Vec<u8>, spec: &Spec, s: &[u8]) {
     out.extend_from_slice(s);
     if spec.left {
         out.resize(out.len() + pad, b' ');
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoSymbols;
+
+    /// printf conversions against values as C's printf renders them.
+    #[test]
+    fn int_conversions_follow_c_printf() {
+        let fmt = "name: t\nID: 9\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:s64 v;\toffset:8;\tsize:8;\tsigned:1;\n\n";
+        let cases: &[(&str, i64, &str)] = &[
+            ("%d", -5, "-5"),
+            ("%5d", -5, "   -5"),
+            ("%-5u|", 7, "7    |"),
+            ("%05x", 255, "000ff"),
+            ("%#x", 255, "0xff"),
+            ("%#x", 0, "0"),
+            ("%#o", 8, "010"),
+            ("%X", 48879, "BEEF"),
+            ("%hhd", 255, "-1"),
+            ("%hu", 65537, "1"),
+            ("%.3d", 5, "005"),
+            ("%+d", 5, "+5"),
+            ("%lu", -1, "18446744073709551615"),
+            ("%d", 0xffff_ffff, "-1"),
+            ("%u", -1, "4294967295"),
+            ("%Ld", i64::MIN, "-9223372036854775808"),
+            ("%c", 65, "A"),
+            ("%3c|", 65, "  A|"),
+            ("%pS", 0x1234, "0x1234"),
+        ];
+        for (conv, v, want) in cases {
+            let text = format!("{fmt}print fmt: \"{conv}\", REC->v\n");
+            let mut events = Events::new(8);
+            events.add_with_kind("s", &text, ProbeKind::Other).unwrap();
+            let mut rec = vec![9, 0, 0, 0, 1, 0, 0, 0];
+            rec.extend_from_slice(&v.to_le_bytes());
+            let p = TextPrinter::new(
+                &events,
+                Endian::Little,
+                FlagStyle::Lazy,
+                &NoSymbols,
+                Comms::new(),
+            );
+            let mut out = Vec::new();
+            p.write_event(&mut out, events.get(9).unwrap(), &rec);
+            assert_eq!(String::from_utf8_lossy(&out), format!("t: {want}"), "{conv} {v}");
+        }
     }
 }
