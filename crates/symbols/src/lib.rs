@@ -5,6 +5,7 @@
 //! - [`ldcache`], [`maps`], [`library`]: `LIB:SYMBOL` → library path through
 //!   /etc/ld.so.cache and /proc/PID/maps.
 //! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
+//! - [`btf`]: BTF types: struct member offsets, function parameters.
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
 //!   event can take, and wildcard expansion against them.
 //!
@@ -13,6 +14,7 @@
 //! writes to the kernel (that is ktrace-tracefs).
 
 pub mod blacklist;
+pub mod btf;
 pub mod elf;
 mod error;
 pub mod glob;

@@ -1,0 +1,495 @@
+//! A reader for BTF, the kernel's compact type information
+//! (`/sys/kernel/btf/vmlinux`, `/sys/kernel/btf/<module>`).
+//!
+//! Mirrors the layout in include/uapi/linux/btf.h and
+//! Documentation/bpf/btf.rst: a header (`magic 0xeb9f`, version, flags,
+//! hdr_len, then type and string section offsets/lengths relative to the end
+//! of the header), a string section, and a type section of `struct btf_type`
+//! records (`name_off`, `info` = vlen | kind << 24 | kind_flag << 31,
+//! `size`/`type`) each followed by kind-specific data. Type ids start at 1
+//! (0 is `void`) in section order.
+//!
+//! What it answers: struct/union member offsets (for `+OFF(%reg)` fetch
+//! arguments) and function parameter names and types (for `$argN`-style
+//! conveniences). It does not read split (module) BTF on top of vmlinux,
+//! and does not resolve BTF-ID relocations. Never panics on input: every
+//! read is bounds-checked.
+
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+
+const MAGIC: u16 = 0xeb9f;
+
+/// `BTF_KIND_*`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Kind {
+    Int,
+    Ptr,
+    Array,
+    Struct,
+    Union,
+    Enum,
+    Fwd,
+    Typedef,
+    Volatile,
+    Const,
+    Restrict,
+    Func,
+    FuncProto,
+    Var,
+    Datasec,
+    Float,
+    DeclTag,
+    TypeTag,
+    Enum64,
+}
+
+impl Kind {
+    fn from_raw(k: u32) -> Option<Kind> {
+        use Kind::*;
+        Some(match k {
+            1 => Int,
+            2 => Ptr,
+            3 => Array,
+            4 => Struct,
+            5 => Union,
+            6 => Enum,
+            7 => Fwd,
+            8 => Typedef,
+            9 => Volatile,
+            10 => Const,
+            11 => Restrict,
+            12 => Func,
+            13 => FuncProto,
+            14 => Var,
+            15 => Datasec,
+            16 => Float,
+            17 => DeclTag,
+            18 => TypeTag,
+            19 => Enum64,
+            _ => return None,
+        })
+    }
+}
+
+/// One member of a struct or union, or one parameter of a function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    /// The name (empty for anonymous members).
+    pub name: String,
+    /// The type id.
+    pub type_id: u32,
+    /// Offset in bits from the start of the aggregate (0 for parameters).
+    pub bit_offset: u32,
+    /// Bitfield size in bits, 0 for a normal member.
+    pub bitfield_size: u32,
+}
+
+/// One type record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Type {
+    /// The kind.
+    pub kind: Kind,
+    /// The name ("" for anonymous).
+    pub name: String,
+    /// `size` for sized kinds (int, struct, union, enum, float, datasec).
+    pub size: u32,
+    /// `type` for reference kinds (ptr, typedef, const, func, var, ...),
+    /// the element type for arrays, the return type for func protos.
+    pub ref_id: u32,
+    /// Array element count.
+    pub nelems: u32,
+    /// Members (struct/union) or parameters (func proto).
+    pub members: Vec<Member>,
+    /// For `Func`: the linkage (0 static, 1 global, 2 extern).
+    pub vlen: u16,
+}
+
+/// A parsed BTF blob.
+#[derive(Debug, Clone, Default)]
+pub struct Btf {
+    types: Vec<Type>,
+    by_name: HashMap<String, Vec<u32>>,
+}
+
+fn u32_at(d: &[u8], at: usize, big: bool) -> Option<u32> {
+    let b: [u8; 4] = d.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(if big {
+        u32::from_be_bytes(b)
+    } else {
+        u32::from_le_bytes(b)
+    })
+}
+
+fn cstr(strings: &[u8], off: u32) -> Option<String> {
+    let rest = strings.get(off as usize..)?;
+    let end = rest.iter().position(|&b| b == 0)?;
+    Some(String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+impl Btf {
+    /// Parses a BTF blob (either endianness).
+    pub fn parse(data: &[u8]) -> Result<Btf> {
+        let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
+        let magic_le = data.get(0..2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let big = match magic_le {
+            Some(MAGIC) => false,
+            Some(m) if m.swap_bytes() == MAGIC => true,
+            _ => return Err(err(0, "bad magic (not btf)")),
+        };
+        let hdr_len = u32_at(data, 4, big).ok_or_else(|| err(4, "truncated header"))? as usize;
+        let field = |i: usize| {
+            u32_at(data, 8 + 4 * i, big).ok_or_else(|| err(8 + 4 * i, "truncated header"))
+        };
+        let (type_off, type_len, str_off, str_len) = (field(0)?, field(1)?, field(2)?, field(3)?);
+        let section = |off: u32, len: u32, what: &str| {
+            let start = hdr_len.checked_add(off as usize);
+            let end = start.and_then(|s| s.checked_add(len as usize));
+            match (start, end) {
+                (Some(s), Some(e)) if e <= data.len() => Ok(&data[s..e]),
+                _ => Err(err(hdr_len, &format!("{what} section out of range"))),
+            }
+        };
+        let types_raw = section(type_off, type_len, "type")?;
+        let strings = section(str_off, str_len, "string")?;
+        let name = |off: u32, at: usize| {
+            cstr(strings, off).ok_or_else(|| err(at, "name offset out of range"))
+        };
+        let mut types = vec![Type {
+            kind: Kind::Int,
+            name: "void".to_string(),
+            size: 0,
+            ref_id: 0,
+            nelems: 0,
+            members: Vec::new(),
+            vlen: 0,
+        }];
+        let mut at = 0usize;
+        let rd =
+            |at: usize| u32_at(types_raw, at, big).ok_or_else(|| err(at, "truncated type record"));
+        while at < types_raw.len() {
+            let name_off = rd(at)?;
+            let info = rd(at + 4)?;
+            let size_or_type = rd(at + 8)?;
+            let vlen = (info & 0xffff) as usize;
+            let kind_flag = info >> 31 != 0;
+            let kind =
+                Kind::from_raw((info >> 24) & 0x1f).ok_or_else(|| err(at, "unknown kind"))?;
+            let mut t = Type {
+                kind,
+                name: name(name_off, at)?,
+                size: 0,
+                ref_id: 0,
+                nelems: 0,
+                members: Vec::new(),
+                vlen: vlen as u16,
+            };
+            let body = at + 12;
+            at = body;
+            match kind {
+                Kind::Int => {
+                    t.size = size_or_type;
+                    at += 4;
+                }
+                Kind::Float => t.size = size_or_type,
+                Kind::Ptr
+                | Kind::Fwd
+                | Kind::Typedef
+                | Kind::Volatile
+                | Kind::Const
+                | Kind::Restrict
+                | Kind::Func
+                | Kind::TypeTag => t.ref_id = size_or_type,
+                Kind::Var | Kind::DeclTag => {
+                    t.ref_id = size_or_type;
+                    at += 4;
+                }
+                Kind::Array => {
+                    t.ref_id = rd(body)?;
+                    t.nelems = rd(body + 8)?;
+                    at += 12;
+                }
+                Kind::Struct | Kind::Union => {
+                    t.size = size_or_type;
+                    for i in 0..vlen {
+                        let m = body + i * 12;
+                        let off = rd(m + 8)?;
+                        let (bit_offset, bitfield_size) = if kind_flag {
+                            (off & 0xff_ffff, off >> 24)
+                        } else {
+                            (off, 0)
+                        };
+                        t.members.push(Member {
+                            name: name(rd(m)?, m)?,
+                            type_id: rd(m + 4)?,
+                            bit_offset,
+                            bitfield_size,
+                        });
+                    }
+                    at += vlen * 12;
+                }
+                Kind::Enum => {
+                    t.size = size_or_type;
+                    at += vlen * 8;
+                }
+                Kind::Enum64 => {
+                    t.size = size_or_type;
+                    at += vlen * 12;
+                }
+                Kind::FuncProto => {
+                    t.ref_id = size_or_type;
+                    for i in 0..vlen {
+                        let m = body + i * 8;
+                        t.members.push(Member {
+                            name: name(rd(m)?, m)?,
+                            type_id: rd(m + 4)?,
+                            bit_offset: 0,
+                            bitfield_size: 0,
+                        });
+                    }
+                    at += vlen * 8;
+                }
+                Kind::Datasec => {
+                    t.size = size_or_type;
+                    at += vlen * 12;
+                }
+            }
+            if at > types_raw.len() {
+                return Err(err(body, "type record runs past the type section"));
+            }
+            types.push(t);
+        }
+        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
+        for (id, t) in types.iter().enumerate().skip(1) {
+            if !t.name.is_empty() {
+                by_name.entry(t.name.clone()).or_default().push(id as u32);
+            }
+        }
+        Ok(Btf { types, by_name })
+    }
+
+    /// The number of types, `void` included.
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether only `void` is present.
+    pub fn is_empty(&self) -> bool {
+        self.types.len() <= 1
+    }
+
+    /// The type with this id.
+    pub fn get(&self, id: u32) -> Option<&Type> {
+        self.types.get(id as usize)
+    }
+
+    /// The first type of this kind and name.
+    pub fn find(&self, kind: Kind, name: &str) -> Option<(u32, &Type)> {
+        self.by_name
+            .get(name)?
+            .iter()
+            .map(|&id| (id, &self.types[id as usize]))
+            .find(|(_, t)| t.kind == kind)
+    }
+
+    /// Skips typedefs and qualifiers.
+    pub fn resolve(&self, mut id: u32) -> Option<(u32, &Type)> {
+        for _ in 0..64 {
+            let t = self.get(id)?;
+            match t.kind {
+                Kind::Typedef | Kind::Const | Kind::Volatile | Kind::Restrict | Kind::TypeTag => {
+                    id = t.ref_id
+                }
+                _ => return Some((id, t)),
+            }
+        }
+        None
+    }
+
+    /// The byte offset and type of `path` (`a.b.c`) inside `struct NAME` (or
+    /// union), descending into nested and anonymous members.
+    pub fn member_offset(&self, aggregate: &str, path: &str) -> Option<(u32, Member)> {
+        let (mut id, _) = self
+            .find(Kind::Struct, aggregate)
+            .or_else(|| self.find(Kind::Union, aggregate))?;
+        let mut bits = 0u32;
+        let mut last = None;
+        for part in path.split('.') {
+            let (bit, m) = self.find_member(id, part, 0)?;
+            bits = bits.checked_add(bit)?;
+            id = m.type_id;
+            last = Some(m);
+        }
+        let mut m = last?;
+        m.bit_offset = bits;
+        Some((bits / 8, m))
+    }
+
+    fn find_member(&self, id: u32, name: &str, depth: u32) -> Option<(u32, Member)> {
+        if depth > 16 {
+            return None;
+        }
+        let (_, t) = self.resolve(id)?;
+        if !matches!(t.kind, Kind::Struct | Kind::Union) {
+            return None;
+        }
+        for m in &t.members {
+            if m.name == name {
+                return Some((m.bit_offset, m.clone()));
+            }
+            if m.name.is_empty()
+                && let Some((b, inner)) = self.find_member(m.type_id, name, depth + 1)
+            {
+                return Some((m.bit_offset + b, inner));
+            }
+        }
+        None
+    }
+
+    /// A C-like spelling of a type (`const char *`, `struct file *`,
+    /// `unsigned int[4]`).
+    pub fn type_name(&self, id: u32) -> String {
+        self.type_name_depth(id, 0)
+    }
+
+    fn type_name_depth(&self, id: u32, depth: u32) -> String {
+        if depth > 32 {
+            return "...".to_string();
+        }
+        let Some(t) = self.get(id) else {
+            return format!("<bad type {id}>");
+        };
+        if id == 0 {
+            return "void".to_string();
+        }
+        let inner = |r: u32| self.type_name_depth(r, depth + 1);
+        match t.kind {
+            Kind::Int | Kind::Float | Kind::Typedef => t.name.clone(),
+            Kind::Struct => format!("struct {}", t.name),
+            Kind::Union => format!("union {}", t.name),
+            Kind::Enum | Kind::Enum64 => format!("enum {}", t.name),
+            Kind::Fwd => format!("struct {}", t.name),
+            Kind::Ptr => match self.get(t.ref_id).map(|r| r.kind) {
+                Some(Kind::FuncProto) => "void (*)()".to_string(),
+                _ => format!("{} *", inner(t.ref_id)),
+            },
+            Kind::Const => format!("const {}", inner(t.ref_id)),
+            Kind::Volatile => format!("volatile {}", inner(t.ref_id)),
+            Kind::Restrict => format!("{} restrict", inner(t.ref_id)),
+            Kind::TypeTag => inner(t.ref_id),
+            Kind::Array => format!("{}[{}]", inner(t.ref_id), t.nelems),
+            Kind::FuncProto => "function".to_string(),
+            Kind::Func | Kind::Var | Kind::Datasec | Kind::DeclTag => t.name.clone(),
+        }
+    }
+
+    /// A function's return type and parameters (name, type spelling).
+    pub fn func_params(&self, func: &str) -> Option<(String, Vec<(String, String)>)> {
+        let (_, f) = self.find(Kind::Func, func)?;
+        let proto = self.get(f.ref_id).filter(|p| p.kind == Kind::FuncProto)?;
+        Some((
+            self.type_name(proto.ref_id),
+            proto
+                .members
+                .iter()
+                .map(|m| (m.name.clone(), self.type_name(m.type_id)))
+                .collect(),
+        ))
+    }
+}
+
+/// Reads and parses a BTF file (the only I/O in this module).
+pub fn open(path: &std::path::Path) -> Result<Btf> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Btf::parse(&data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds a little-endian BTF blob from (name, info, size_or_type, extra words).
+    fn blob(strings: &[u8], types: &[(u32, u32, u32, Vec<u32>)]) -> Vec<u8> {
+        let mut t = Vec::new();
+        for (n, info, st, extra) in types {
+            for w in [*n, *info, *st].iter().chain(extra) {
+                t.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC.to_le_bytes());
+        out.extend_from_slice(&[1, 0]);
+        out.extend_from_slice(&24u32.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(t.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+        out.extend(t);
+        out.extend_from_slice(strings);
+        out
+    }
+
+    fn info(kind: u32, vlen: u32, flag: bool) -> u32 {
+        vlen | kind << 24 | (flag as u32) << 31
+    }
+
+    // strings: 0 "", 1 "int", 5 "how", 9 "flags", 15 "mode", 20 "f", 22 "char", 27 "name", 32 "u"
+    const STR: &[u8] = b"\0int\0how\0flags\0mode\0f\0char\0name\0u\0";
+
+    fn sample() -> Vec<u8> {
+        blob(
+            STR,
+            &[
+                (1, info(1, 0, false), 4, vec![32]),       // 1 int
+                (22, info(1, 0, false), 1, vec![8]),       // 2 char
+                (0, info(10, 0, false), 2, vec![]),        // 3 const char
+                (0, info(2, 0, false), 3, vec![]),         // 4 const char *
+                (0, info(4, 1, false), 4, vec![15, 1, 0]), // 5 anon struct { int mode; }
+                (5, info(4, 3, false), 16, vec![9, 1, 0, 0, 5, 32, 27, 4, 64]), // 6 struct how
+                (0, info(2, 0, false), 6, vec![]),         // 7 struct how *
+                (0, info(13, 2, false), 1, vec![27, 4, 5, 7]), // 8 int (const char *name, struct how *how)
+                (20, info(12, 0, false) | 1, 8, vec![]),       // 9 func f
+                (32, info(4, 1, true), 4, vec![9, 1, (3 << 24) | 5]), // 10 struct u { int flags:3 @5 }
+            ],
+        )
+    }
+
+    #[test]
+    fn members_params_and_names() {
+        let btf = Btf::parse(&sample()).unwrap();
+        assert_eq!(btf.len(), 11);
+        let (off, m) = btf.member_offset("how", "flags").unwrap();
+        assert_eq!((off, btf.type_name(m.type_id).as_str()), (0, "int"));
+        // Through the anonymous struct at bit 32.
+        assert_eq!(btf.member_offset("how", "mode").unwrap().0, 4);
+        assert_eq!(btf.member_offset("how", "name").unwrap().0, 8);
+        assert!(btf.member_offset("how", "nosuch").is_none());
+        let (_, m) = btf.member_offset("u", "flags").unwrap();
+        assert_eq!((m.bit_offset, m.bitfield_size), (5, 3));
+        let (ret, params) = btf.func_params("f").unwrap();
+        assert_eq!(ret, "int");
+        assert_eq!(
+            params,
+            vec![
+                ("name".to_string(), "const char *".to_string()),
+                ("how".to_string(), "struct how *".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn damaged_blobs_error() {
+        let good = sample();
+        for cut in [0, 3, 10, 30, good.len() - STR.len() - 3] {
+            assert!(Btf::parse(&good[..cut]).is_err(), "cut {cut}");
+        }
+        let mut bad = good.clone();
+        bad[24 + 4 + 3] = 0x1f; // kind 31 in the first record
+        assert!(Btf::parse(&bad).is_err());
+        let mut bad = good.clone();
+        bad[24..28].copy_from_slice(&0xffffu32.to_le_bytes()); // name offset out of range
+        assert!(Btf::parse(&bad).is_err());
+    }
+}
