@@ -842,3 +842,206 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         ignored_args,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{Kallsyms, Offline};
+
+    fn check(line: &str) -> Checked {
+        check_line(line, Target::new(Arch::X86_64), &Offline)
+    }
+
+    fn err(line: &str, target: Target, env: &dyn Environment) -> (ErrorKind, Option<usize>) {
+        let e = check_line(line, target, env).definition.unwrap_err();
+        (e.kind, e.pos)
+    }
+
+    #[test]
+    fn control_characters_never_pass() {
+        for l in [
+            "p foo\n-:someone_else",
+            "p foo\r",
+            "p vfs_read\0",
+            "p vfs\x1b[0m",
+            "p foo\x7f",
+        ] {
+            let c = check(l);
+            assert_eq!(
+                c.definition.unwrap_err().kind,
+                ErrorKind::Silent(Silent::ControlChar),
+                "{l:?}"
+            );
+        }
+        // A tab separates words like a space (argv_split() uses isspace()).
+        assert!(check("p\tvfs_read").accepted());
+    }
+
+    #[test]
+    fn comments_blank_lines_and_spacing() {
+        assert!(matches!(check("").definition, Ok(Definition::Empty)));
+        assert!(matches!(
+            check("   # only a comment").definition,
+            Ok(Definition::Empty)
+        ));
+        let c = check("  p   vfs_read   %di  # comment");
+        assert_eq!(c.command, "p vfs_read %di");
+        assert_eq!(
+            c.normalized(Arch::X86_64).as_deref(),
+            Some("p:kprobes/p_vfs_read_0 vfs_read arg1=%di")
+        );
+        let long = format!("p vfs_read {}", "x".repeat(MAX_LINE_LEN));
+        assert_eq!(
+            check(&long).definition.unwrap_err().kind,
+            ErrorKind::Silent(Silent::LineTooLong)
+        );
+    }
+
+    #[test]
+    fn removals() {
+        for (l, ok) in [
+            ("-:myev", true),
+            ("-:grp/myev", true),
+            ("-:grp/", true),
+            ("-:", false),
+            ("-myev", false),
+            ("-:grp/ev arg1=%di", true),
+        ] {
+            assert_eq!(check(l).accepted(), ok, "{l}");
+        }
+        match check("-:grp/ev x").definition {
+            Ok(Definition::Remove(r)) => {
+                assert_eq!((r.group.as_deref(), r.event.as_str()), (Some("grp"), "ev"));
+                assert_eq!(r.args, vec!["x"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn dispatch_by_file() {
+        let mut t = Target::new(Arch::X86_64);
+        t.interface = Interface::KprobeEvents;
+        assert_eq!(
+            err("p /bin/ls:0x10", t, &Offline),
+            (ErrorKind::Silent(Silent::WrongFile), None)
+        );
+        assert_eq!(
+            err("e sched.sched_switch", t, &Offline).0,
+            ErrorKind::Silent(Silent::WrongFile)
+        );
+        t.interface = Interface::UprobeEvents;
+        assert_eq!(
+            err("p vfs_read", t, &Offline).0,
+            ErrorKind::Silent(Silent::WrongFile)
+        );
+        // uprobe_events has no maxactive: the digits are ignored with the name.
+        assert!(check_line("r2 /bin/ls:0x10", t, &Offline).accepted());
+        // dynamic_events asks the kprobe parser first, which rejects the digits.
+        t.interface = Interface::DynamicEvents;
+        assert_eq!(
+            err("p2 /bin/ls:0x10", t, &Offline),
+            (ErrorKind::Logged(TpErr::MAXACT_NO_KPROBE), Some(1))
+        );
+        assert_eq!(
+            err("x vfs_read", t, &Offline).0,
+            ErrorKind::Silent(Silent::NotAProbe)
+        );
+        assert_eq!(
+            err("p:only", t, &Offline).0,
+            ErrorKind::Silent(Silent::NotAProbe)
+        );
+        assert_eq!(
+            err("s:syn int x", t, &Offline).0,
+            ErrorKind::Silent(Silent::Synthetic)
+        );
+    }
+
+    #[test]
+    fn kallsyms_decides_symbols() {
+        let k = Kallsyms::parse(
+            "ffffffff81000000 T vfs_read\nffffffff81000100 t name_show\nffffffff81000200 t name_show\n\
+             ffffffff81000300 D jiffies\nffffffffc0000000 t ext4_sync_fs\t[ext4]\n",
+        );
+        let t = Target::new(Arch::X86_64);
+        let ok = |l: &str| check_line(l, t, &k).accepted();
+        assert!(ok("p vfs_read @jiffies"));
+        assert!(ok("p ext4:ext4_sync_fs"));
+        assert!(
+            ok("p xfs:xfs_foo"),
+            "a module that is not loaded defers the probe"
+        );
+        let logged = |e| ErrorKind::Logged(e);
+        assert_eq!(
+            err("p nope", t, &k),
+            (logged(TpErr::BAD_PROBE_ADDR), Some(2))
+        );
+        assert_eq!(
+            err("p name_show", t, &k),
+            (logged(TpErr::NON_UNIQ_SYMBOL), Some(2))
+        );
+        assert_eq!(
+            err("p ext4:nope", t, &k),
+            (logged(TpErr::BAD_PROBE_ADDR), Some(2))
+        );
+        assert_eq!(
+            err("p vfs_read @nope", t, &k),
+            (logged(TpErr::BAD_PROBE_ADDR), Some(2))
+        );
+        assert_eq!(
+            err("p vfs_read @jiffies+x", t, &k),
+            (logged(TpErr::FAIL_REG_PROBE), Some(2))
+        );
+        let c = check_line("p vfs_read", t, &k);
+        assert!(!c.unchecked.contains(&Unchecked::SymbolExists));
+        let c = check_line("p vfs_read", t, &Offline);
+        assert!(c.unchecked.contains(&Unchecked::SymbolExists));
+    }
+
+    #[test]
+    fn argument_limits() {
+        let args: Vec<String> = (0..130).map(|i| format!("a{i}=%di:u8")).collect();
+        let c = check(&format!("p vfs_read {}", args.join(" ")));
+        match c.definition {
+            Ok(Definition::Probe(p)) => assert_eq!((p.args.len(), p.ignored_args), (128, 2)),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            err(
+                "p vfs_read %di arg1=%si",
+                Target::new(Arch::X86_64),
+                &Offline
+            ),
+            (ErrorKind::Logged(TpErr::USED_ARG_NAME), Some(15))
+        );
+    }
+
+    #[test]
+    fn arg_numbers_need_a_function_entry() {
+        let t = Target::new(Arch::Arm64);
+        assert!(check_line("p vfs_read $arg1 $arg8", t, &Offline).accepted());
+        for l in ["r vfs_read $arg1", "p vfs_read+8 $arg1", "p 0x1000 $arg1"] {
+            assert_eq!(
+                err(l, t, &Offline).0,
+                ErrorKind::Logged(TpErr::BAD_VAR),
+                "{l}"
+            );
+        }
+        // 32-bit arm has no $argN at all.
+        let t = Target::new(Arch::Arm);
+        assert_eq!(
+            err("p vfs_read $arg1", t, &Offline).0,
+            ErrorKind::Logged(TpErr::BAD_VAR)
+        );
+    }
+
+    #[test]
+    fn arm64_offsets_are_word_aligned() {
+        let t = Target::new(Arch::Arm64);
+        assert_eq!(
+            err("p vfs_read+2", t, &Offline),
+            (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(2))
+        );
+        assert!(check_line("p vfs_read+8", t, &Offline).accepted());
+    }
+}
