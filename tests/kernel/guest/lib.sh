@@ -196,6 +196,12 @@ ktest_cleanup() {
     return 0
 }
 
+# kconfig CONFIG_NAME — the booted kernel's config value (y, m, a string) or
+# nothing when unset (from the package's /boot/config, copied to /ktest/config)
+kconfig() {
+    sed -n "s/^$1=//p" /ktest/config 2>/dev/null | sed 's/^"//; s/"$//'
+}
+
 # ------------------------------------------------------------ arch
 # argreg N — fetcharg register of the N-th (1-based) function argument
 argreg() {
