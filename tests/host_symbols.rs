@@ -171,3 +171,55 @@ fn list_probes_marks_ktrace_groups() {
     let left = std::fs::read_to_string(root.join("dynamic_events")).unwrap();
     assert!(!left.contains(&group));
 }
+
+#[test]
+fn syms_btf_member_offset_matches_bpftool() {
+    let Ok(out) = Command::new("bpftool")
+        .args([
+            "btf",
+            "dump",
+            "file",
+            "/sys/kernel/btf/vmlinux",
+            "format",
+            "raw",
+        ])
+        .output()
+    else {
+        return eprintln!("SKIP: bpftool not installed");
+    };
+    if !out.status.success() {
+        return eprintln!("SKIP: bpftool cannot read /sys/kernel/btf/vmlinux");
+    }
+    let dump = String::from_utf8_lossy(&out.stdout).into_owned();
+    for (agg, member) in [
+        ("open_how", "mode"),
+        ("file", "f_pos"),
+        ("task_struct", "pid"),
+    ] {
+        // The struct's line, then its member lines (tab-indented).
+        let mut lines = dump
+            .lines()
+            .skip_while(|l| !l.contains(&format!("] STRUCT '{agg}' ")));
+        lines.next().expect("struct in bpftool dump");
+        let bits: u32 = lines
+            .take_while(|l| l.starts_with('\t'))
+            .find(|l| l.starts_with(&format!("\t'{member}' ")))
+            .and_then(|l| l.split("bits_offset=").nth(1))
+            .and_then(|v| v.split_whitespace().next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let (ok, out, err) = ktrace(&["syms", "--btf", &format!("{agg}.{member}")]);
+        assert!(ok, "{err}");
+        eprintln!(
+            "{agg}.{member}: bpftool bits_offset={bits}, ktrace: {}",
+            out.trim()
+        );
+        assert!(out.starts_with(&format!("+{}  ", bits / 8)), "{out}");
+    }
+    let (ok, out, _) = ktrace(&["syms", "--btf", "do_sys_openat2"]);
+    assert!(
+        ok && out.contains("do_sys_openat2(int dfd, const char *filename"),
+        "{out}"
+    );
+}

@@ -20,6 +20,8 @@ use ktrace_symbols::{glob, kallsyms, library};
   ktrace syms 'vfs_*'                      kernel functions, sizes, modules
   ktrace syms 0xffffffff816d5374            address -> vfs_read+0x4/0x3d0
   ktrace syms vfs_read+4                   address of vfs_read+4, as %pS prints it
+  ktrace syms --btf do_sys_openat2         prototype from BTF
+  ktrace syms --btf open_how.mode          member offset for +OFF(%reg) fetchargs
   ktrace syms getenv --elf libc            uprobe location of libc's getenv
   ktrace syms 'read*' --elf /bin/bash      all matching symbols with file offsets
   ktrace syms realpath@GLIBC_2.2.5 --elf libc.so.6")]
@@ -38,14 +40,102 @@ pub struct Args {
     /// Read kernel symbols from this file instead of /proc/kallsyms.
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
+    /// Look PATTERN up in BTF instead: a function's prototype, a struct's
+    /// members with byte offsets, or `STRUCT.member[.member]`'s offset.
+    #[arg(long, conflicts_with = "elf")]
+    pub btf: bool,
+    /// The BTF file for --btf.
+    #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux")]
+    pub btf_file: PathBuf,
 }
 
 /// Runs `ktrace syms`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.btf {
+        return run_btf(&args);
+    }
     match &args.elf {
         Some(file) => run_elf(&args, file),
         None => run_kernel(&args),
     }
+}
+
+/// `const char *name`, `int x`: C spacing for a declaration.
+fn declare(ty: &str, name: &str) -> String {
+    if ty.ends_with('*') {
+        format!("{ty}{name}")
+    } else {
+        format!("{ty} {name}")
+    }
+}
+
+fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
+    use ktrace_symbols::btf::{self, Kind};
+    let b = btf::open(&args.btf_file)?;
+    let name = args
+        .pattern
+        .trim_start_matches("struct ")
+        .trim_start_matches("union ");
+    if let Some((agg, path)) = name.split_once('.') {
+        let (off, m) = b.member_offset(agg, path).with_context(|| {
+            format!(
+                "no member {path:?} in struct/union {agg:?} ({})",
+                args.btf_file.display()
+            )
+        })?;
+        let bits = if m.bitfield_size > 0 {
+            format!(
+                " (bitfield: {} bits at bit {})",
+                m.bitfield_size, m.bit_offset
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "+{off}  {}{bits}",
+            declare(&b.type_name(m.type_id), &m.name)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some((ret, params)) = b.func_params(name) {
+        let params: Vec<String> = params.iter().map(|(n, t)| declare(t, n)).collect();
+        println!("{ret} {name}({})", params.join(", "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (_, t) = b
+        .find(Kind::Struct, name)
+        .or_else(|| b.find(Kind::Union, name))
+        .with_context(|| {
+            format!(
+                "no function, struct or union {name:?} in {}",
+                args.btf_file.display()
+            )
+        })?;
+    println!(
+        "{} {} {{ /* size {} */",
+        if t.kind == Kind::Union {
+            "union"
+        } else {
+            "struct"
+        },
+        t.name,
+        t.size
+    );
+    for m in &t.members {
+        let bits = if m.bitfield_size > 0 {
+            format!(":{}", m.bitfield_size)
+        } else {
+            String::new()
+        };
+        println!(
+            "    /* +{:<5} */ {} {}{bits};",
+            m.bit_offset / 8,
+            b.type_name(m.type_id),
+            m.name
+        );
+    }
+    println!("}};");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn kind_name(s: &ElfSymbol) -> &'static str {
