@@ -467,6 +467,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             if offset < 0 || offset > i64::from(u32::MAX) {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
+            // No symbol has an empty name: the kernel's lookup and count both fail.
+            if sym.is_empty() {
+                return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
+            }
             // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
             // (known symbol, not at its entry) rejects a return probe.
             let exists = symbol_exists(ctx, sym);
@@ -996,6 +1000,19 @@ mod tests {
         assert!(!c.unchecked.contains(&Unchecked::SymbolExists));
         let c = check_line("p vfs_read", t, &Offline);
         assert!(c.unchecked.contains(&Unchecked::SymbolExists));
+    }
+
+    #[test]
+    fn empty_symbol_is_no_symbol() {
+        // Found by fuzzing: "%return" alone left an empty symbol that was accepted.
+        let t = Target::new(Arch::X86_64);
+        for l in ["p %return", "r -0", "p -0%return"] {
+            assert_eq!(
+                err(l, t, &Offline),
+                (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(2)),
+                "{l}"
+            );
+        }
     }
 
     #[test]
