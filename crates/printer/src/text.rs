@@ -413,7 +413,11 @@ mod tests {
             );
             let mut out = Vec::new();
             p.write_event(&mut out, events.get(9).unwrap(), &rec);
-            assert_eq!(String::from_utf8_lossy(&out), format!("t: {want}"), "{conv} {v}");
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                format!("t: {want}"),
+                "{conv} {v}"
+            );
         }
     }
 }
