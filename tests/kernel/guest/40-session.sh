@@ -144,5 +144,38 @@ expect_match "entries" "$(cat /tmp/kt.err)" '^  napin +hits +([7-9]|[1-9][0-9])'
     pass "$(grep -E 'hits|warning' /tmp/kt.err | tr -s ' ' | tr '\n' ';')"
 mkdir -p "$KTEST_OUT" && cp /tmp/kt.err "$KTEST_OUT/session-kretprobe.err"
 
+ktest kprobes_disabled_globally_is_explained
+KP=/sys/kernel/debug/kprobes/enabled
+if [ ! -w $KP ]; then
+    skip "no $KP"
+else
+    echo 0 >$KP
+    out=$(ktrace trace "$OPEN" -d 1 2>&1)
+    code=$?
+    echo 1 >$KP
+    expect_eq "exit status" "$code" 1 &&
+        expect_match "explained" "$out" 'kprobes are disabled globally' &&
+        expect_match "what to do" "$out" "echo 1 > $KP" &&
+        expect_empty "leftovers" "$(state | grep ktrace_p)" && pass
+fi
+
+ktest finds_tracefs_in_debugfs_and_mounts_it_when_absent
+umount /sys/kernel/tracing
+out1=$(ktrace clean --list 2>&1)
+code1=$?
+m1=$(grep ' tracefs ' /proc/mounts | cut -d' ' -f2 | tr '\n' ' ')
+umount /sys/kernel/debug/tracing 2>/dev/null
+umount /sys/kernel/debug
+out2=$(ktrace trace "$OPEN" -d 1 2>&1)
+code2=$?
+m2=$(grep ' tracefs ' /proc/mounts | cut -d' ' -f2 | tr '\n' ' ')
+mount -t debugfs nodev /sys/kernel/debug
+grep -q ' /sys/kernel/tracing tracefs' /proc/mounts || mount -t tracefs nodev /sys/kernel/tracing
+expect_eq "clean without /sys/kernel/tracing" "$code1" 0 &&
+    expect_match "used the debugfs place" "$m1" '/sys/kernel/debug/tracing' &&
+    expect_eq "trace with nothing mounted" "$code2" 0 &&
+    expect_match "mounted tracefs itself" "$m2" '^/sys/kernel/tracing ' &&
+    expect_empty "leftovers" "$(state | grep ktrace_p)" && pass "$m1 / $m2"
+
 ktest features_and_kprobes_switch
 expect_ok "kprobes enabled" grep -q 1 /sys/kernel/debug/kprobes/enabled && pass
