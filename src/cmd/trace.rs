@@ -8,6 +8,10 @@
 //! SIGINT/SIGTERM/SIGHUP; the summary goes to stderr. It is not yet the
 //! symbol-aware front end: `PATH:SYMBOL` and wildcards come with
 //! ktrace-symbols.
+//!
+//! Test-only: when the environment variable `KTRACE_TEST_PANIC` is set, the
+//! run loop panics once the probes are enabled, so tests can prove that a
+//! panic still tears the session down. It has no other use.
 
 use std::io::{self, Write};
 use std::process::{Child, ExitCode};
