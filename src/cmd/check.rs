@@ -173,3 +173,45 @@ fn human(out: &mut impl Write, input: &str, c: &Checked, arch: Arch) -> std::io:
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(line: &str) -> serde_json::Value {
+        let c = check_line(line, Target::new(Arch::X86_64), &Offline);
+        json_line(line, &c, Arch::X86_64)
+    }
+
+    #[test]
+    fn json_lines() {
+        let v = json("p:myev do_sys_openat2+16");
+        assert_eq!(v["accepted"], true);
+        assert_eq!(v["normalized"], "p:kprobes/myev do_sys_openat2+16");
+        assert_eq!(v["error"], serde_json::Value::Null);
+        let v = json("p:myev do_sys_openat2 x=%rdi");
+        assert_eq!(v["accepted"], false);
+        assert_eq!(v["normalized"], serde_json::Value::Null);
+        assert_eq!(v["error"]["message"], "Invalid register name");
+        assert_eq!(v["error"]["pos"], 24);
+        assert_eq!(v["error"]["logged"], true);
+    }
+
+    #[test]
+    fn human_report() {
+        let line = "p vfs_read $retval";
+        let c = check_line(line, Target::new(Arch::X86_64), &Offline);
+        let mut out = Vec::new();
+        human(&mut out, line, &c, Arch::X86_64).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "rejected: p vfs_read $retval");
+        assert_eq!(lines[1], "  p vfs_read $retval");
+        assert_eq!(lines[2], "             ^");
+        assert_eq!(
+            lines[3],
+            "  trace_kprobe: error: $retval is not available on probe"
+        );
+        assert!(lines[4].starts_with("  hint: "));
+    }
+}

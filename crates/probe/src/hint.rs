@@ -69,3 +69,53 @@ pub fn hint_for(err: &ProbeError, words: &[&str], target: Target) -> Option<Stri
     };
     Some(h)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Arch, Offline, Target, check_line};
+
+    fn hint(line: &str, arch: Arch) -> Option<String> {
+        check_line(line, Target::new(arch), &Offline)
+            .definition
+            .unwrap_err()
+            .hint
+    }
+
+    #[test]
+    fn hints() {
+        assert_eq!(
+            hint("p vfs_read %rdi", Arch::X86_64).as_deref(),
+            Some("x86_64 calls this register %di")
+        );
+        assert_eq!(
+            hint("p vfs_read +0(%w1)", Arch::Arm64).as_deref(),
+            Some("arm64 calls this register %x1")
+        );
+        assert!(
+            hint("p vfs_read %zz", Arch::Arm64)
+                .unwrap()
+                .starts_with("registers on arm64: %x0, %x1")
+        );
+        assert!(
+            hint("r vfs_read $arg1", Arch::X86_64)
+                .unwrap()
+                .contains("function entry")
+        );
+        assert!(
+            hint("p vfs_read $arg1", Arch::Arm)
+                .unwrap()
+                .contains("%r0, %r1, %r2, %r3")
+        );
+        assert!(
+            hint("p vfs_read $retval", Arch::X86_64)
+                .unwrap()
+                .contains("%return")
+        );
+        assert!(
+            hint("p vfs_read $comm:u8", Arch::X86_64)
+                .unwrap()
+                .contains("$comm:string")
+        );
+        assert_eq!(hint("p vfs_read &1", Arch::X86_64), None);
+    }
+}

@@ -37,7 +37,7 @@ pub struct Features {
     pub bad_var_spelling_fixed: bool,
     /// `char` type.
     pub char_type: bool,
-    /// `%pd`/`%pD` types.
+    /// `%pd`/`%pD` types (recorded only; this crate does not implement them).
     pub dentry_types: bool,
     /// `$argN` outside a function entry is refused with "$arg* can be used only on
     /// function entry or exit" (seen on uprobes of 6.18; 6.1 says "Invalid

@@ -8,6 +8,29 @@
 //! the target kernel go through an [`Environment`] and are otherwise listed as not
 //! checked.
 //!
+//! # Limits (Linux 6.1, read from Debian's 6.1.192 sources and checked on the rig)
+//!
+//! | limit | value | where |
+//! |---|---|---|
+//! | argument expression (`MAX_ARGSTR_LEN`) | 63 bytes | [`fetch::MAX_ARGSTR_LEN`] |
+//! | argument name (`MAX_ARG_NAME_LEN`) | 32 bytes | [`fetch::MAX_ARG_NAME_LEN`] |
+//! | arguments (`MAX_TRACE_ARGS`) | 128, further words ignored | [`fetch::MAX_TRACE_ARGS`] |
+//! | array length (`MAX_ARRAY_LEN`) | 64 | [`fetch::MAX_ARRAY_LEN`] |
+//! | argument data per event (`MAX_PROBE_EVENT_SIZE`) | 3072 bytes | [`fetch::MAX_PROBE_EVENT_SIZE`] |
+//! | fetch instructions (`FETCH_INSN_MAX`) | 16 (about 12 nested dereferences) | `fetch.rs` |
+//! | event and group names (`MAX_EVENT_NAME_LEN`) | 63 bytes | [`parse::MAX_EVENT_NAME_LEN`] |
+//! | maxactive (`KRETPROBE_MAXACTIVE_MAX`) | 1..=4096; default max(10, 2 × CPUs) | [`parse::KRETPROBE_MAXACTIVE_MAX`] |
+//! | `$stackN`, `$argN` on kprobes | N ≤ THREAD_SIZE / sizeof(long) = 2048 | [`Arch::param_max_stack`] |
+//! | one written line (`WRITE_BUFSIZE` - 2) | 4094 bytes | [`parse::MAX_LINE_LEN`] |
+//!
+//! Version gates ([`kernel::Features`]): `symstr`, the non-unique-symbol check and
+//! the event size limit are present in Debian's 6.1 (backported); "$arg* can be used
+//! only on function entry or exit" and the uprobe rejection of `symbol`/`symstr` were
+//! observed on 6.18 (the version that introduced them is an estimate); `char` is
+//! accepted only with `--kernel` 6.5 or later (an estimate, not verified). Newer
+//! kernels' `%pd`/`%pD` types and BTF argument names are not implemented: they are
+//! rejected as on 6.1.
+//!
 //! ```
 //! use ktrace_probe::{check_line, Arch, Offline, Target};
 //! let c = check_line("p:myev do_sys_openat2 dfd=%di:s32", Target::new(Arch::X86_64), &Offline);
