@@ -167,7 +167,8 @@ pub fn entries_since<'a>(entries: &'a [ErrorLogEntry], mark: &Mark) -> &'a [Erro
     if let Some(i) = entries.iter().rposition(|e| e == last) {
         return &entries[i + 1..];
     }
-    // The marked entry rotated out (the log keeps 16): keep the newer ones.
+    // The marked entry rotated out (the kernel keeps only the last few, 8 on
+    // 6.18, TRACING_LOG_ERRS_MAX): keep the newer ones.
     let first_newer = entries
         .iter()
         .position(|e| (e.secs, e.usecs) > (last.secs, last.usecs))
