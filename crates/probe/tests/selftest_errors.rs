@@ -3,7 +3,10 @@
 //! uprobe_syntax_errors.tc, Linux 6.1), rewritten as a table: each definition carries
 //! a `^` where `error_log` puts its caret, exactly as the selftest writes it. The
 //! environment stands in for the target kernel: `vfs_read` exists once, `/bin/sh` is
-//! a regular file, `/sys` a directory.
+//! a regular file, `/sys` a directory, `syscalls/sys_enter_openat` has the fields
+//! of its 6.1 format file. The event-probe cases come from
+//! test.d/dynevent/eprobes_syntax_errors.tc, which, like the selftest, are checked
+//! by caret position only.
 
 use ktrace_probe::{Arch, Environment, FileKind, Interface, Target, check_line};
 
@@ -18,6 +21,15 @@ impl Environment for SelftestKernel {
     }
     fn module_symbol(&self, _m: &str, _n: &str) -> Option<Option<bool>> {
         Some(None)
+    }
+    fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {
+        let known = system == "syscalls" && event == "sys_enter_openat";
+        Some(known.then(|| {
+            ["__syscall_nr", "dfd", "filename", "flags", "mode"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        }))
     }
     fn file_kind(&self, path: &str) -> Option<FileKind> {
         Some(match path {
@@ -134,6 +146,40 @@ const UPROBE: &[(&str, &str)] = &[
         "Reference counter has wrong suffix",
     ),
 ];
+
+const EPROBE: &[&str] = &[
+    "e ^a.",
+    "e ^.b",
+    "e ^a.b",
+    "e syscalls/sys_enter_openat ^foo",
+    "e:^/bar syscalls/sys_enter_openat",
+    "e:^12345678901234567890123456789012345678901234567890123456789012345/bar syscalls/sys_enter_openat",
+    "e:^foo.1/bar syscalls/sys_enter_openat",
+    "e:^ syscalls/sys_enter_openat",
+    "e:foo/^12345678901234567890123456789012345678901234567890123456789012345 syscalls/sys_enter_openat",
+    "e:foo/^bar.1 syscalls/sys_enter_openat",
+    "e:foo/bar syscalls/sys_enter_openat arg=^dfd",
+    "e:foo/bar syscalls/sys_enter_openat ^arg=$foo",
+    "e:foo/bar syscalls/sys_enter_openat if ^",
+];
+
+#[test]
+fn eprobe_syntax_errors() {
+    for marked in EPROBE {
+        let pos = marked.find('^').unwrap();
+        let def = marked.replacen('^', "", 1);
+        let checked = check_line(&def, Target::new(Arch::X86_64), &SelftestKernel);
+        let err = checked.definition.as_ref().expect_err(&def);
+        assert_eq!(err.subsystem, Some("event_probe"), "{def}");
+        assert_eq!(err.pos, Some(pos), "{def}: caret");
+    }
+    let ok = check_line(
+        "e:foo/bar syscalls/sys_enter_openat d=$dfd f=$filename:ustring",
+        Target::new(Arch::X86_64),
+        &SelftestKernel,
+    );
+    assert!(ok.accepted(), "{:?}", ok.definition);
+}
 
 fn run(cases: &[(&str, &str)], interface: Interface, arch: Arch) {
     let mut target = Target::new(arch);
