@@ -467,8 +467,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             if offset < 0 || offset > i64::from(u32::MAX) {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
-            // No symbol has an empty name: the kernel's lookup and count both fail.
-            if sym.is_empty() {
+            // No symbol has an empty name, nor one starting with a digit (kallsyms
+            // names are C identifiers, perhaps with '.' suffixes): the kernel's
+            // lookup and count both fail.
+            if sym.is_empty() || sym.as_bytes()[0].is_ascii_digit() {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
             // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
@@ -1006,7 +1008,8 @@ mod tests {
     fn empty_symbol_is_no_symbol() {
         // Found by fuzzing: "%return" alone left an empty symbol that was accepted.
         let t = Target::new(Arch::X86_64);
-        for l in ["p %return", "r -0", "p -0%return"] {
+        // Also found by fuzzing: "0+000" is not a number, so it is a symbol "0".
+        for l in ["p %return", "r -0", "p -0%return", "p 0+000", "p 0xzz"] {
             assert_eq!(
                 err(l, t, &Offline),
                 (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(2)),
