@@ -32,11 +32,13 @@ printf '%s\n' "p:$G/hit $BIN:$OFF a=%di s=+0(%si):string" >> $T/uprobe_events
 mkdir "$I"
 echo 100000 > "$I/buffer_size_kb"
 echo 1 > "$I/events/$G/enable"
-"$BIN" "$HITS"
+# wall time of the traced program with the probe on and no reader
+/usr/bin/time -f '%e' -o "$W/wall" "$BIN" "$HITS"
 echo 0 > "$I/events/$G/enable"
 {
 	echo "uname -r: $(uname -r)"
 	echo "hits: $HITS"
+	echo "target wall with probe, no reader: $(cat "$W/wall") s"
 	grep "$G" $T/dynamic_events
 } > "$OUT/info.txt"
 cp $T/events/header_page $T/events/header_event "$OUT/"

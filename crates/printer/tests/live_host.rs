@@ -133,8 +133,10 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     let mut printed_bytes = 0u64;
     let mut last_line = Vec::new();
     let mut stopped = false;
+    let mut child_wall = Duration::ZERO;
     loop {
         if !stopped && child.try_wait().unwrap().is_some() {
+            child_wall = start.elapsed();
             std::fs::write(inst.join(format!("events/{group}/enable")), "0").unwrap();
             pipeline.stop();
             stopped = true;
@@ -176,12 +178,13 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     drop(guard);
     let _ = std::fs::remove_dir_all(&work);
     eprintln!(
-        "live: {hits} hits, {} printed ({} bytes), {}; reader+printer CPU {:.3}s, wall {:.3}s",
+        "live: {hits} hits, {} printed ({} bytes), {}; reader+printer CPU {:.3}s, wall {:.3}s, traced program wall {:.3}s",
         summary.events,
         printed_bytes,
         summary.line(),
         cpu.as_secs_f64(),
-        wall.as_secs_f64()
+        wall.as_secs_f64(),
+        child_wall.as_secs_f64()
     );
     eprintln!(
         "last line: {}",
