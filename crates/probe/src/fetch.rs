@@ -475,7 +475,6 @@ fn parse_body(
         }
         Store::Raw
     };
-    let _ = Store::SymStr;
 
     let mut bitfield = None;
     if let Some(t) = type_name
