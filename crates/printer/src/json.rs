@@ -22,9 +22,19 @@ pub struct JsonPrinter<'a> {
     symbols: &'a dyn Symbolizer,
     /// Task names for the `comm` member.
     pub comms: Comms,
+    hints: Vec<Option<Vec<Hint>>>,
 }
 
 fn json_str(out: &mut Vec<u8>, s: &[u8]) {
+    // fast path: printable ASCII without quotes or backslashes
+    if s.iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push(b'"');
+        out.extend_from_slice(s);
+        out.push(b'"');
+        return;
+    }
     let s = String::from_utf8_lossy(s);
     let _ = serde_json::to_writer(&mut *out, &*s);
 }
@@ -78,6 +88,7 @@ impl<'a> JsonPrinter<'a> {
             endian,
             symbols,
             comms,
+            hints: Vec::new(),
         }
     }
 
@@ -109,7 +120,11 @@ impl<'a> JsonPrinter<'a> {
             ",\"flags\":{},\"preempt_count\":{},\"fields\":{{",
             c.flags, c.preempt_count
         );
-        let hints = hints(ev);
+        let id = usize::from(c.type_id);
+        if self.hints.len() <= id {
+            self.hints.resize(id + 1, None);
+        }
+        let hints = self.hints[id].get_or_insert_with(|| hints(ev)).clone();
         let mut first = true;
         for (i, f) in ev.format.fields.iter().enumerate() {
             if f.common {
@@ -144,11 +159,12 @@ impl<'a> JsonPrinter<'a> {
                     out.push(b'}');
                 }
                 Hint::Plain => match i {
-                    Int::U(u) => {
-                        let _ = write!(out, "{u}");
-                    }
+                    Int::U(u) => crate::num::dec(out, *u),
                     Int::S(s) => {
-                        let _ = write!(out, "{s}");
+                        if *s < 0 {
+                            out.push(b'-');
+                        }
+                        crate::num::dec(out, s.unsigned_abs());
                     }
                 },
             },
@@ -247,6 +263,31 @@ fn raw_value(out: &mut Vec<u8>, v: &Value<'_>) {
                 raw_value(out, x);
             }
             out.push(b'}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_str;
+
+    #[test]
+    fn strings_are_valid_json() {
+        let cases: &[&[u8]] = &[
+            b"plain",
+            b"",
+            b"q\"uote",
+            b"back\\slash",
+            b"tab\tnl\n",
+            b"\xff\xfe",
+            b"\x00",
+            "é".as_bytes(),
+        ];
+        for s in cases {
+            let mut out = Vec::new();
+            json_str(&mut out, s);
+            let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            assert_eq!(v.as_str().unwrap(), String::from_utf8_lossy(s), "{s:?}");
         }
     }
 }
