@@ -162,3 +162,41 @@ fn sym_off_size(arch: &str) {
     eprintln!("{arch}: {compared} kernel-printed addresses reproduced");
     assert!(compared >= 5);
 }
+
+#[test]
+fn module_symbols_print_and_scope_like_the_6_1_kernel() {
+    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-module-dummy.txt")).unwrap();
+    let trace = fixture("kernel-trace-6.1-x86_64-module-dummy.txt");
+    // "(dummy_xmit+0x0/0x70 [dummy])" as the kernel printed the kprobe's ip.
+    let printed = trace
+        .lines()
+        .find_map(|l| {
+            l.split_once("xmit: (")
+                .map(|(_, r)| r.trim_end_matches(')'))
+        })
+        .unwrap();
+    let sym = ks.by_name("dummy_xmit", Some("dummy"))[0];
+    assert_eq!(ks.lookup(sym.addr).unwrap().to_kernel_string(), printed);
+    // Every function the kernel accepted as dummy:NAME is one symbol in
+    // its module (MOD:SYM uniqueness is counted in the module only).
+    let mut accepted = 0;
+    let raw = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/kernel-trace-6.1-x86_64-module-dummy.txt",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    for line in raw.lines() {
+        if let Some(rest) = line.strip_prefix("# verdict: accepted ok dummy:") {
+            assert_eq!(ks.count_same(rest, Some("dummy")), 1, "{rest}");
+            let s = ks.by_name(rest, Some("dummy"))[0];
+            assert!(s.is_text());
+            assert_eq!(
+                probeable::check(&ks, &Rules::default(), s, true),
+                None,
+                "{rest}"
+            );
+            accepted += 1;
+        }
+    }
+    assert!(accepted >= 5);
+}

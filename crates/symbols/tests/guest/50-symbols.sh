@@ -104,3 +104,47 @@ done
 echo "sym+off/size compared: $same equal, $skipped skipped (ambiguous names)"
 expect_ge "compared frames" "$same" 5 &&
 expect_empty "ktrace prints differently" "$diff" && pass
+
+# Module symbols, with dummy.ko from the same kernel package passed by
+#   --file <extracted>/lib/modules/<release>/kernel/drivers/net/dummy.ko
+# MOD:SYM probes, list 'dummy:*' vs the kernel, and the [dummy] printing.
+ktest module_symbols
+if [ ! -f /ktest/bin/dummy.ko ]; then
+    skip "no dummy.ko given with --file"
+elif ! insmod /ktest/bin/dummy.ko 2> "$out/insmod.err"; then
+    fail "insmod dummy.ko: $(cat "$out/insmod.err")"
+else
+    grep '\[dummy\]' /proc/kallsyms > "$out/module-kallsyms"
+    grep '\[dummy\]' "$TRACEFS/available_filter_functions" > "$out/module-available_filter_functions"
+    ktrace syms 'dummy:*' > "$out/module-syms" 2>&1
+    ktrace list 'dummy:*' -v > "$out/module-accepted" 2> "$out/module-list.stderr"
+    : > "$out/module-verdicts"
+    for s in $(awk '{ print "dummy:" $1 }' "$out/module-accepted"); do
+        if try "$s"; then echo "accepted ok $s"; else echo "accepted REFUSED $s"; fi >> "$out/module-verdicts"
+    done
+    for s in $(grep '^excluded: ' "$out/module-list.stderr" | awk '{ print "dummy:" $2 }'); do
+        if try "$s"; then echo "excluded TAKEN $s"; else echo "excluded ok $s"; fi >> "$out/module-verdicts"
+    done
+    # The kernel's own printing of a module address: a kprobe's ip.
+    kprobe_add "p:$G/xmit dummy:dummy_xmit" || exit 0
+    inst=$(instance_new symmod)
+    echo 1 > "$inst/options/sym-offset"
+    event_enable "$inst" $G/xmit
+    ip link set dummy0 up
+    ip addr add 10.99.0.1/24 dev dummy0
+    ping -c 1 -W 1 10.99.0.2 > /dev/null 2>&1
+    event_enable "$inst" $G/xmit 0
+    trace_lines "$inst" > "$out/module-trace"
+    teardown "$inst" $G/xmit
+    ip link set dummy0 down
+    kernel=$(grep -oE 'dummy_xmit[+]0x[0-9a-f]+/0x[0-9a-f]+ \[dummy\]' "$out/module-trace" | head -n 1)
+    ours=$(ktrace syms "dummy:${kernel%%/*}" 2>&1)
+    ours=${ours#* }
+    echo "kernel: $kernel / ktrace: $ours"
+    rmmod dummy
+    wrong=$(grep -E "REFUSED|TAKEN" "$out/module-verdicts")
+    expect_ge "module functions tried" "$(wc -l < "$out/module-verdicts")" 5 &&
+    expect_empty "ktrace list dummy:* disagrees with the kernel" "$wrong" &&
+    expect_ne "kernel printed a module address" "$kernel" "" &&
+    expect_eq "module sym+off/size [mod]" "$ours" "$kernel" && pass
+fi
