@@ -21,8 +21,46 @@
 //! - [`Pipeline`]: a reader thread feeding a bounded channel, so a slow
 //!   consumer makes the kernel overwrite (counted, never hidden) instead of
 //!   ktrace growing without limit.
-//! - [`Merger`]: k-way merge of the per-CPU record streams by time stamp.
+//! - [`Merger`]: k-way merge of the per-CPU record streams by time stamp
+//!   ([`Merger::flush`] everything buffered, [`Merger::flush_until`] a time
+//!   limit), and [`merge_streams`] for files of captured pages (about one
+//!   page per CPU in memory).
 //! - [`CpuStats`]: `per_cpu/cpuN/stats` (overrun, dropped events, ...).
+//! - [`PageLayout::from_tracefs`] and [`read_whole`]: read `header_page` /
+//!   `header_event` / `format` files in one `read()` (6.18 returns only the
+//!   first 32 bytes to a reader that asks for 32 bytes first, as
+//!   `std::fs::read_to_string` does).
+//!
+//! # Live reading (for the `ktrace trace` command)
+//!
+//! ```no_run
+//! use ktrace_ring::{Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
+//! use std::{path::Path, time::Duration};
+//! let inst = Path::new("/sys/kernel/tracing/instances/ktrace_1234");
+//! let layout = PageLayout::from_tracefs(Path::new("/sys/kernel/tracing"))?;
+//! let pipeline = Pipeline::spawn(Reader::open(inst, layout)?, 256, 64, Duration::from_millis(100));
+//! let mut merger = Merger::new(layout);
+//! // ... enable the events; on Ctrl-C / child exit: disable them, then
+//! // pipeline.stop() so the thread drains the partial pages and closes.
+//! while let Ok(msg) = pipeline.rx.recv() {
+//!     match msg {
+//!         PipelineMsg::Page(p) => merger.push(p.cpu, p.bytes),
+//!         PipelineMsg::Round => merger.flush(&mut |m| match m {
+//!             Merged::Record { cpu, ts, data } => { /* print */ }
+//!             Merged::Lost { cpu, missed } => { /* report, count */ }
+//!             Merged::Bad { cpu, error } => { /* report */ }
+//!         }),
+//!         PipelineMsg::Failed(e) => return Err(e),
+//!     }
+//! }
+//! pipeline.join();
+//! # Ok::<(), ktrace_ring::Error>(())
+//! ```
+//!
+//! Ordering: records are merged exactly within one reading round; a CPU
+//! whose page only fills later can deliver records older than ones already
+//! printed from another CPU (as with `trace_pipe`). Set `buffer_percent`
+//! on the instance (e.g. 25–50) so polls wake for batches, not every event.
 //!
 //! # Example: decoding a captured page
 //!
