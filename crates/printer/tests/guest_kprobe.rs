@@ -144,7 +144,7 @@ fn x86_64_kprobe_and_kretprobe_print_like_the_kernel() {
 fn abs_scenarios_really_hold_absolute_time_stamps() {
     // the hist trigger on common_timestamp makes the kernel write type_len
     // 31 records; make sure the fixtures exercise them
-    for a in ["guest-x86_64", "guest-arm64"] {
+    for a in ["guest-x86_64", "guest-arm64", "guest-x86_64-6.12"] {
         let d = fixtures().join(a).join("abs");
         let layout =
             PageLayout::from_header_page(&read(&d, "header_page"), Endian::Little).unwrap();
@@ -177,4 +177,10 @@ fn abs_scenarios_really_hold_absolute_time_stamps() {
         }
         assert!(stamps > 0, "{a}: no absolute time stamp records");
     }
+}
+
+#[test]
+fn x86_64_debian_6_12_prints_like_the_kernel() {
+    // Debian 6.12.117: the last series with the classic flag bits
+    arch("guest-x86_64-6.12");
 }
