@@ -223,3 +223,36 @@ fn syms_btf_member_offset_matches_bpftool() {
         "{out}"
     );
 }
+
+#[test]
+fn syms_user_address_of_another_process() {
+    let libc = "/lib/x86_64-linux-gnu/libc.so.6";
+    let Some(getenv) = readelf_offset(libc, "getenv@@GLIBC_2.2.5") else {
+        return eprintln!("SKIP: readelf or libc unavailable");
+    };
+    let mut child = Command::new("sleep").arg("10").spawn().unwrap();
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    // The executable libc mapping: run-time address = start - offset + file offset.
+    let addr = maps
+        .lines()
+        .find(|l| {
+            l.contains("libc.so.6") && l.split_whitespace().nth(1).is_some_and(|p| p.contains('x'))
+        })
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let start = u64::from_str_radix(f[0].split('-').next().unwrap(), 16).unwrap();
+            let off = u64::from_str_radix(f[2], 16).unwrap();
+            start - off + getenv + 4
+        });
+    let out = addr.map(|a| ktrace(&["syms", &format!("{a:#x}"), "--pid", &pid.to_string()]));
+    child.kill().ok();
+    child.wait().ok();
+    let Some((ok, out, err)) = out else {
+        return eprintln!("SKIP: sleep has no executable libc mapping");
+    };
+    assert!(ok, "{err}");
+    eprintln!("user address -> {}", out.trim());
+    assert!(out.starts_with("getenv+0x4 ("), "{out}");
+}

@@ -20,6 +20,7 @@ use ktrace_symbols::{glob, kallsyms, library};
   ktrace syms 'vfs_*'                      kernel functions, sizes, modules
   ktrace syms 0xffffffff816d5374            address -> vfs_read+0x4/0x3d0
   ktrace syms vfs_read+4                   address of vfs_read+4, as %pS prints it
+  ktrace syms 0x7f3b4c2670b4 --pid 1234    user address -> getenv+0x4 (/usr/lib/.../libc.so.6)
   ktrace syms --btf do_sys_openat2         prototype from BTF
   ktrace syms --btf open_how.mode          member offset for +OFF(%reg) fetchargs
   ktrace syms getenv --elf libc            uprobe location of libc's getenv
@@ -34,7 +35,8 @@ pub struct Args {
     /// kernel.
     #[arg(long, value_name = "PATH|LIB")]
     pub elf: Option<String>,
-    /// With --elf LIB: find the library in this process's maps first.
+    /// With --elf LIB: find the library in this process's maps first;
+    /// with an address and no --elf: symbolize a user address of it.
     #[arg(long, short = 'p')]
     pub pid: Option<u32>,
     /// Read kernel symbols from this file instead of /proc/kallsyms.
@@ -53,6 +55,20 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.btf {
         return run_btf(&args);
+    }
+    if let (Some(pid), None) = (args.pid, &args.elf)
+        && let Some(addr) = args
+            .pattern
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+    {
+        // A user address of process PID.
+        let mut s = ktrace_symbols::usersym::Symbolizer::open(pid)?;
+        let u = s
+            .symbolize(addr)
+            .with_context(|| format!("{addr:#x} is not mapped in process {pid}"))?;
+        println!("{u}");
+        return Ok(ExitCode::SUCCESS);
     }
     match &args.elf {
         Some(file) => run_elf(&args, file),

@@ -4,6 +4,7 @@
 //!   versions, PIE and non-PIE), and user address → symbol.
 //! - [`ldcache`], [`maps`], [`library`]: `LIB:SYMBOL` → library path through
 //!   /etc/ld.so.cache and /proc/PID/maps.
+//! - [`usersym`]: user addresses → `symbol+0xoff (file)` through maps.
 //! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
 //! - [`btf`]: BTF types: struct member offsets, function parameters.
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
@@ -23,5 +24,6 @@ pub mod ldcache;
 pub mod library;
 pub mod maps;
 pub mod probeable;
+pub mod usersym;
 
 pub use error::{Error, Result};

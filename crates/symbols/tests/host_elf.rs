@@ -379,3 +379,20 @@ fn lib_colon_symbol_resolves_like_readelf() {
     assert_eq!(p.target.file_offset, offset + 8);
     eprintln!("libc:getenv+0x8 with pid -> {}", p.to_kernel_location());
 }
+
+#[test]
+fn user_addresses_symbolize_through_maps() {
+    use ktrace_symbols::usersym::Symbolizer;
+    let addr = getenv as *const () as u64;
+    let mut s = Symbolizer::open(std::process::id()).unwrap();
+    let got = s.symbolize(addr + 4).unwrap();
+    eprintln!("{addr:#x}+4 -> {got}");
+    assert_eq!(got.symbol, Some(("getenv".to_string(), 4)));
+    assert!(got.to_string().starts_with("getenv+0x4 ("));
+    // A stack address: mapped, but no file and no symbol.
+    let local = 0u8;
+    let st = s.symbolize(&local as *const u8 as u64).unwrap();
+    assert_eq!(st.symbol, None);
+    assert_eq!(st.file_offset, None);
+    assert!(s.symbolize(8).is_none());
+}
