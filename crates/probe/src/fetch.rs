@@ -408,6 +408,9 @@ fn parse_body(
     let base = if !ctx.flags.tpoint && (arg == "$comm" || arg == "$COMM" || arg.starts_with("\\\""))
     {
         if count.is_some() || type_name.is_some_and(|t| t != "string") {
+            if ctx.kernel.features().newer_messages {
+                return Err(ArgError::Logged(TpErr::COMM_NOT_STRING, offset + tpos));
+            }
             return Err(ArgError::Silent(Silent::CommType));
         }
         BaseType::String

@@ -46,6 +46,11 @@ pub struct Features {
     /// `symbol`/`symstr` are unknown types for uprobes (seen on 6.18; gate at 6.10,
     /// unverified).
     pub uprobe_rejects_symbol_types: bool,
+    /// `$comm`/immediate strings with another type are logged ("$comm and
+    /// immediate-string only accepts string type") and `pN` reads "Maxactive is only
+    /// for function exit" (seen on 6.12; 6.1 rejects the first silently). Gated at
+    /// 6.12, the earliest version where it was observed.
+    pub newer_messages: bool,
 }
 
 impl KernelVersion {
@@ -75,6 +80,7 @@ impl KernelVersion {
             dentry_types: self.at_least(6, 9),
             nofentry_args_error: self.at_least(6, 5),
             uprobe_rejects_symbol_types: self.at_least(6, 10),
+            newer_messages: self.at_least(6, 12),
         }
     }
 }

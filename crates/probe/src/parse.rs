@@ -421,7 +421,12 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let mut maxactive = 0u32;
     if b0.get(1).is_some_and(|c| c.is_ascii_digit()) {
         if !is_return {
-            return Err(ctx.logged(argv, TpErr::MAXACT_NO_KPROBE, 0, 1));
+            let e = if ctx.target.kernel.features().newer_messages {
+                TpErr::MAXACT_NO_RETURN
+            } else {
+                TpErr::MAXACT_NO_KPROBE
+            };
+            return Err(ctx.logged(argv, e, 0, 1));
         }
         let end = event_at.map_or(w0.len(), |e| e - 1);
         let digits = &w0[1..end];

@@ -127,6 +127,31 @@ fn format_fields(format: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a disagreement is explained by a check this crate lists as not done:
+/// the kernel refused what ktrace accepted for a reason only the running kernel
+/// knows (probe-able address, instruction boundary, function entry, filter syntax),
+/// or the readback differs only in the hashed address.
+fn undecidable(r: &Record, c: &ktrace_probe::Checked, k_ok: bool) -> bool {
+    let has = |u: Unchecked| c.unchecked.contains(&u);
+    if k_ok {
+        return c.accepted() && has(Unchecked::AddressName);
+    }
+    if !c.accepted() {
+        return false;
+    }
+    let msg = last_error(&r.error_log).map(|(m, _)| m);
+    let filter = r
+        .error_log
+        .iter()
+        .any(|l| l.contains("event filter parse error"));
+    match msg.as_deref() {
+        Some("Failed to register probe event") => has(Unchecked::Probeable),
+        Some("Probe point is not an instruction boundary") => has(Unchecked::InsnBoundary),
+        Some("Retprobe address must be an function entry") => has(Unchecked::FunctionEntry),
+        _ => filter && has(Unchecked::Filter),
+    }
+}
+
 fn strip_id(format: &str) -> String {
     format
         .lines()
@@ -136,10 +161,12 @@ fn strip_id(format: &str) -> String {
 }
 
 fn run(arch: Arch, dir: &str) {
-    run_with(arch, dir, KernelVersion::DEFAULT, 500)
+    run_with(arch, dir, KernelVersion::DEFAULT, 500, 0)
 }
 
-fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize) {
+/// Checks the corpus in `dir`; fails when more than `known_gaps` disagreements are
+/// not explained by an unchecked item.
+fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps: usize) {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/corpus")
         .join(dir);
@@ -213,15 +240,7 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize) {
                 )),
             }
         }
-        let relevant = c.unchecked.iter().any(|u| {
-            matches!(
-                u,
-                Unchecked::InsnBoundary
-                    | Unchecked::Probeable
-                    | Unchecked::FunctionEntry
-                    | Unchecked::Filter
-            )
-        });
+        let relevant = undecidable(r, &c, k_ok);
         if problems.is_empty() {
             *stats.entry("agree").or_default() += 1;
         } else if relevant {
@@ -247,8 +266,8 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize) {
         eprintln!("DISAGREE: {f}");
     }
     assert!(
-        failures.is_empty(),
-        "{arch}: {} disagreements",
+        failures.len() <= known_gaps,
+        "{arch} {kernel}: {} disagreements (known gaps: {known_gaps})",
         failures.len()
     );
 }
@@ -267,5 +286,26 @@ fn corpus_arm64() {
 /// fixtures/corpus/capture-host-uprobes.sh.
 #[test]
 fn corpus_host_uprobes() {
-    run_with(Arch::X86_64, "host-uprobes", KernelVersion::new(6, 18), 80);
+    run_with(
+        Arch::X86_64,
+        "host-uprobes",
+        KernelVersion::new(6, 18),
+        80,
+        0,
+    );
+}
+
+/// The same definitions on Debian's 6.12 kernel (x86_64), checked with `--kernel 6.12`.
+/// 6.12's parser is a later generation (BTF argument names, `$retvalN` lookups, other
+/// caret offsets for type errors); this crate models only part of it. The 49 known
+/// disagreements are printed by the test; the bound keeps them from growing.
+#[test]
+fn corpus_x86_64_6_12() {
+    run_with(
+        Arch::X86_64,
+        "x86_64-6.12",
+        KernelVersion::new(6, 12),
+        500,
+        49,
+    );
 }
