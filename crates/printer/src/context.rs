@@ -122,6 +122,8 @@ impl FlagStyle {
 pub struct Comms {
     map: HashMap<i32, String, BuildHasherDefault<PidHasher>>,
     use_proc: bool,
+    saved_cmdlines: Option<std::path::PathBuf>,
+    last_reload: Option<std::time::Instant>,
 }
 
 impl Comms {
@@ -154,6 +156,18 @@ impl Comms {
         self
     }
 
+    /// On an unknown pid, re-read the kernel's `saved_cmdlines` at `path`
+    /// (at most every 100 ms) before trying `/proc`: the kernel keeps names
+    /// of processes that already exited, `/proc` does not (live tracing).
+    pub fn with_saved_cmdlines_file(mut self, path: &std::path::Path) -> Comms {
+        if let Ok(t) = std::fs::read_to_string(path) {
+            self.add_saved_cmdlines(&t);
+        }
+        self.saved_cmdlines = Some(path.to_path_buf());
+        self.last_reload = Some(std::time::Instant::now());
+        self
+    }
+
     /// Records `comm` for `pid`.
     pub fn insert(&mut self, pid: i32, comm: &str) {
         self.map.insert(pid, comm.to_string());
@@ -164,6 +178,17 @@ impl Comms {
     pub fn get(&mut self, pid: i32) -> &str {
         if pid == 0 {
             return "<idle>";
+        }
+        if !self.map.contains_key(&pid)
+            && let Some(path) = &self.saved_cmdlines
+            && self
+                .last_reload
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100))
+        {
+            self.last_reload = Some(std::time::Instant::now());
+            if let Ok(t) = std::fs::read_to_string(path) {
+                self.add_saved_cmdlines(&t);
+            }
         }
         if !self.map.contains_key(&pid)
             && self.use_proc
@@ -295,5 +320,16 @@ mod tests {
         assert_eq!(c.get(12), "a b");
         assert_eq!(c.get(0), "<idle>");
         assert_eq!(c.get(5), "<...>");
+        // a saved_cmdlines file is re-read when a pid is missing
+        let dir = std::env::temp_dir().join(format!("ktrace_comms_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("saved_cmdlines");
+        std::fs::write(&f, "7 first\n").unwrap();
+        let mut c = Comms::new().with_saved_cmdlines_file(&f);
+        assert_eq!(c.get(7), "first");
+        std::fs::write(&f, "7 first\n8 later\n").unwrap();
+        c.last_reload = None;
+        assert_eq!(c.get(8), "later");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
