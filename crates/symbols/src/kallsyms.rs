@@ -83,8 +83,9 @@ pub struct Kallsyms {
     /// Per module (None = core): indexes into `symbols` sorted by
     /// (address, table order).
     sorted: HashMap<Option<String>, Vec<usize>>,
-    /// Name → indexes, in table order.
-    by_name: HashMap<String, Vec<usize>>,
+    /// Indexes sorted by (name, table order): one allocation instead of a
+    /// map of names (kallsyms has ~100k lines; small boards matter).
+    by_name: Vec<u32>,
 }
 
 impl Kallsyms {
@@ -134,11 +135,16 @@ impl Kallsyms {
     /// Builds the indexes over symbols given in table order.
     pub fn from_symbols(symbols: Vec<KernelSymbol>) -> Self {
         let mut sorted: HashMap<Option<String>, Vec<usize>> = HashMap::new();
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, s) in symbols.iter().enumerate() {
             sorted.entry(s.module.clone()).or_default().push(i);
-            by_name.entry(s.name.clone()).or_default().push(i);
         }
+        let mut by_name: Vec<u32> = (0..symbols.len() as u32).collect();
+        by_name.sort_by(|&a, &b| {
+            symbols[a as usize]
+                .name
+                .cmp(&symbols[b as usize].name)
+                .then(a.cmp(&b))
+        });
         for v in sorted.values_mut() {
             v.sort_by_key(|&i| (symbols[i].addr, i));
         }
@@ -163,11 +169,13 @@ impl Kallsyms {
     /// Symbols of that name (any type), optionally within one module
     /// (`Some("")` is not a module: use `None` for "anywhere").
     pub fn by_name(&self, name: &str, module: Option<&str>) -> Vec<&KernelSymbol> {
-        self.by_name
-            .get(name)
-            .into_iter()
-            .flatten()
-            .map(|&i| &self.symbols[i])
+        let from = self
+            .by_name
+            .partition_point(|&i| self.symbols[i as usize].name.as_str() < name);
+        self.by_name[from..]
+            .iter()
+            .map(|&i| &self.symbols[i as usize])
+            .take_while(|s| s.name == name)
             .filter(|s| module.is_none() || s.module.as_deref() == module)
             .collect()
     }

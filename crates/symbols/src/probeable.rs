@@ -7,7 +7,9 @@
 //!    refuses addresses outside kernel or module text
 //!    (`check_kprobe_address_safe` → `kernel_text_address`).
 //! 2. No CFI/prefix preambles: `__cfi_*` and `__pfx_*` symbols are refused
-//!    by `within_kprobe_blacklist` (`is_cfi_preamble_symbol`, kernel/kprobes.c).
+//!    by `check_kprobe_address_safe` (`is_cfi_preamble_symbol`,
+//!    kernel/kprobes.c; stable kernels before the 2024 fix of its argument
+//!    order refuse them anyway as notrace, having no ftrace location).
 //! 3. Not blacklisted: the address lies in none of the ranges of
 //!    `/sys/kernel/debug/kprobes/blacklist`. Like `within_kprobe_blacklist`,
 //!    a suffixed symbol (`foo.isra.0`, `foo.cold`) is also refused when its
@@ -30,7 +32,10 @@
 //!    core kernel plus all modules; only that module for `MOD:SYM`) with
 //!    "symbol is not unique" (EADDRNOTAVAIL).
 //!
-//! This module is pure: the tables come from the caller.
+//! Not modelled: `check_kprobe_address_safe` also refuses addresses reserved
+//! by jump labels or static calls and `BUG()` sites; those concern single
+//! instructions, rarely a function's entry. This module is pure: the tables
+//! come from the caller.
 
 use std::collections::HashSet;
 

@@ -72,9 +72,12 @@ awk -v s="$start" -v e="$end" '$3 == s { on = 1 } on { print } on && $3 == e { g
 for s in $(awk '$2 ~ /^[tTwW]$/ && NF == 3 { print $3 }' "$out/window-kallsyms" | sed '$d'); do
     if try "$s"; then echo "$s accepted"; else echo "$s refused"; fi >> "$out/window-verdicts"
 done
-expect_ge "window lines" "$(wc -l < "$out/window-kallsyms")" 100 &&
+if [ "$(wc -l < "$out/window-kallsyms")" -lt 100 ]; then
+    skip "the window's names ($start..$end) are not in this kernel"
+else
 expect_match "some refused" "$(cat "$out/window-verdicts")" " refused$" &&
 expect_match "some accepted" "$(cat "$out/window-verdicts")" " accepted$" && pass
+fi
 fi
 
 # The kernel prints code addresses as SYM+0xOFF/0xSIZE (kprobe event ip and,
