@@ -23,15 +23,26 @@ fn fixture(name: &str) -> String {
 
 #[test]
 fn rules_agree_with_the_6_1_kernel_on_every_window_symbol() {
-    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-window.txt")).unwrap();
-    let bl = blacklist::parse(&fixture("kprobes-blacklist-6.1-x86_64.txt")).unwrap();
-    let ft = FtraceLocations::parse(&fixture("available_filter_functions-6.1-x86_64-window.txt"));
+    // 6.1 has no available_filter_functions_addrs: the by-name rule.
+    window_agrees("6.1", "available_filter_functions");
+}
+
+#[test]
+fn rules_agree_with_the_6_12_kernel_on_every_window_symbol() {
+    // 6.12: ftrace locations by address, __pfx_ preambles, the range rule.
+    window_agrees("6.12", "available_filter_functions_addrs");
+}
+
+fn window_agrees(ver: &str, ftrace_file: &str) {
+    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-x86_64-window.txt"))).unwrap();
+    let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-{ver}-x86_64.txt"))).unwrap();
+    let ft = FtraceLocations::parse(&fixture(&format!("{ftrace_file}-{ver}-x86_64-window.txt")));
     let rules = Rules {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
         notrace_refused: true,
     };
-    let verdicts = fixture("kprobe-verdicts-6.1-x86_64-window.txt");
+    let verdicts = fixture(&format!("kprobe-verdicts-{ver}-x86_64-window.txt"));
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();
     for line in verdicts.lines() {
@@ -52,7 +63,7 @@ fn rules_agree_with_the_6_1_kernel_on_every_window_symbol() {
             wrong.push(format!("{name}: kernel {verdict}, ours {ours:?}"));
         }
     }
-    eprintln!("{tally:#?}");
+    eprintln!("{ver}: {tally:#?}");
     assert!(verdicts.lines().count() >= 200);
     assert!(
         wrong.is_empty(),
@@ -72,19 +83,17 @@ fn rules_agree_with_the_6_1_kernel_on_every_window_symbol() {
 
 #[test]
 fn rules_agree_with_the_6_1_kernel_on_a_sample_of_every_reason() {
-    for arch in ["x86_64", "arm64"] {
-        sample_agrees(arch);
-    }
+    sample_agrees("6.1", "x86_64", "available_filter_functions");
+    sample_agrees("6.1", "arm64", "available_filter_functions");
+    sample_agrees("6.12", "x86_64", "available_filter_functions_addrs");
 }
 
-fn sample_agrees(arch: &str) {
-    // The same boot's tables, cut down to the sampled names; sizes are not
-    // needed (6.1 has no available_filter_functions_addrs: names decide).
-    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-6.1-{arch}-sample.txt"))).unwrap();
-    let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-6.1-{arch}.txt"))).unwrap();
-    let ft = FtraceLocations::parse(&fixture(&format!(
-        "available_filter_functions-6.1-{arch}-sample.txt"
-    )));
+fn sample_agrees(ver: &str, arch: &str, ftrace_file: &str) {
+    // The same boot's tables, cut down to the sampled names (6.1: by name;
+    // 6.12: by address, with each symbol's next line kept for its size).
+    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-{arch}-sample.txt"))).unwrap();
+    let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-{ver}-{arch}.txt"))).unwrap();
+    let ft = FtraceLocations::parse(&fixture(&format!("{ftrace_file}-{ver}-{arch}-sample.txt")));
     let rules = Rules {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
@@ -92,7 +101,7 @@ fn sample_agrees(arch: &str) {
     };
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();
-    for line in fixture(&format!("kprobe-verdicts-6.1-{arch}-sample.txt")).lines() {
+    for line in fixture(&format!("kprobe-verdicts-{ver}-{arch}-sample.txt")).lines() {
         let name = line.rsplit(' ').next().unwrap();
         // "accepted ok f" / "excluded(notrace) ok f": the kernel agreed with
         // what ktrace list said in the guest; REFUSED/TAKEN would be a
@@ -136,14 +145,14 @@ fn real_blacklist_parses_and_covers_its_own_names() {
 
 #[test]
 fn sym_off_size_matches_what_the_6_1_kernel_printed() {
-    for arch in ["x86_64", "arm64"] {
-        sym_off_size(arch);
+    for (ver, arch) in [("6.1", "x86_64"), ("6.1", "arm64"), ("6.12", "x86_64")] {
+        sym_off_size(ver, arch);
     }
 }
 
-fn sym_off_size(arch: &str) {
-    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-6.1-{arch}-stack.txt"))).unwrap();
-    let trace = fixture(&format!("kernel-stack-6.1-{arch}.txt"));
+fn sym_off_size(ver: &str, arch: &str) {
+    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-{arch}-stack.txt"))).unwrap();
+    let trace = fixture(&format!("kernel-stack-{ver}-{arch}.txt"));
     let mut compared = 0;
     for word in trace.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
         // SYM+0xOFF/0xSIZE as the kernel printed it.
@@ -159,7 +168,7 @@ fn sym_off_size(arch: &str) {
         assert_eq!(ours, word);
         compared += 1;
     }
-    eprintln!("{arch}: {compared} kernel-printed addresses reproduced");
+    eprintln!("{ver} {arch}: {compared} kernel-printed addresses reproduced");
     assert!(compared >= 5);
 }
 
