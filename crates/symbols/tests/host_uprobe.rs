@@ -73,6 +73,54 @@ impl Drop for Cleanup {
     }
 }
 
+const C_LIB: &str =
+    "__attribute__((noinline)) int ktrace_lib_target(int x) { return x * 5 + 2; }\n";
+const C_LIB_MAIN: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+int ktrace_lib_target(int x);
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 3, s = 0;
+    for (int i = 0; i < n; i++) s += ktrace_lib_target(i);
+    printf("%d\n", s);
+    return 0;
+}
+"#;
+
+/// A shared object linked at 0x200000 (its text segment's vaddr differs
+/// from its file offset) and a program calling into it.
+fn build_shifted_lib(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    std::fs::write(dir.join("lib.c"), C_LIB).unwrap();
+    std::fs::write(dir.join("main.c"), C_LIB_MAIN).unwrap();
+    let lib = dir.join("libktshift.so");
+    let ok = Command::new("gcc")
+        .args([
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-Wl,-Ttext-segment=0x200000",
+            "-o",
+        ])
+        .arg(&lib)
+        .arg(dir.join("lib.c"))
+        .status()
+        .ok()?
+        .success();
+    let prog = dir.join("libuser");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    let ok = ok
+        && Command::new("gcc")
+            .args(["-O1", "-o"])
+            .arg(&prog)
+            .arg(dir.join("main.c"))
+            .arg(format!("-L{}", dir.display()))
+            .args(["-lktshift", &rpath])
+            .status()
+            .ok()?
+            .success();
+    ok.then_some((lib, prog))
+}
+
 fn build(dir: &Path, tag: &str, flags: &[&str]) -> Option<PathBuf> {
     let src = dir.join("t.c");
     std::fs::write(&src, C_PROGRAM).unwrap();
@@ -110,9 +158,18 @@ fn uprobe_at_our_offset_fires() {
         events: Vec::new(),
         instance: instance.clone(),
     };
+    let (shlib, shlib_user) = build_shifted_lib(&dir).expect("gcc -shared");
     let mut targets = Vec::new();
-    for (ev, bin) in [("nopie", &nopie), ("pie", &pie)] {
-        let t = elf::open(bin).unwrap().resolve("ktrace_target").unwrap();
+    for (ev, bin, sym) in [
+        ("nopie", &nopie, "ktrace_target"),
+        ("pie", &pie, "ktrace_target"),
+        ("shlib", &shlib, "ktrace_lib_target"),
+    ] {
+        let t = elf::open(bin).unwrap().resolve(sym).unwrap();
+        if ev == "shlib" {
+            // The point of this case: vaddr and file offset differ.
+            assert_ne!(t.vaddr, t.file_offset);
+        }
         let def = format!("p:{group}/{ev} {}:{:#x}\n", bin.display(), t.file_offset);
         eprint!("creating: {def}");
         append(&root.join("uprobe_events"), &def).unwrap();
@@ -124,8 +181,9 @@ fn uprobe_at_our_offset_fires() {
         std::fs::write(instance.join(format!("events/{group}/{ev}/enable")), "1").unwrap();
     }
     let calls = 5;
-    for (_, bin, _) in &targets {
-        let out = Command::new(bin).arg(calls.to_string()).output().unwrap();
+    for (ev, bin, _) in &targets {
+        let runs = if *ev == "shlib" { &shlib_user } else { *bin };
+        let out = Command::new(runs).arg(calls.to_string()).output().unwrap();
         assert!(out.status.success());
     }
     let trace = std::fs::read_to_string(instance.join("trace")).unwrap();
@@ -142,7 +200,8 @@ fn uprobe_at_our_offset_fires() {
             let want = format!("({:#x})", t.vaddr);
             assert!(hits.iter().all(|l| l.ends_with(&want)), "expected {want}");
         } else {
-            // A PIE is relocated by whole pages: the page offset survives.
+            // A PIE or shared object is relocated by whole pages: the page
+            // offset survives.
             for l in &hits {
                 let ip = l.rsplit("(0x").next().unwrap().trim_end_matches(')');
                 let ip = u64::from_str_radix(ip, 16).unwrap();
