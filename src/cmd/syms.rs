@@ -165,7 +165,7 @@ fn kind_name(s: &ElfSymbol) -> &'static str {
 
 fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
     let path = library::find(file, args.pid, Path::new("/etc/ld.so.cache"))?;
-    let img = elf::open(&path)?;
+    let img = elf::open_with_debug(&path)?;
     let (base, _) = args.pattern.split_once('@').unwrap_or((&args.pattern, ""));
     if !glob::is_glob(base) {
         let t = img.resolve(&args.pattern)?;

@@ -16,7 +16,7 @@
 //! does not read DWARF.
 
 use object::elf;
-use object::read::elf::{FileHeader, ProgramHeader, Sym};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
 use crate::error::{Error, Result};
 
@@ -118,6 +118,10 @@ pub struct ElfImage {
     pub has_symtab: bool,
     /// Whether a `.dynsym` was present.
     pub has_dynsym: bool,
+    /// The GNU build id (`NT_GNU_BUILD_ID`), in hexadecimal.
+    pub build_id: Option<String>,
+    /// The separate debug file whose `.symtab` was merged in, if any.
+    pub debug_file: Option<String>,
 }
 
 /// A parsed `SYMBOL[@VERSION|@@VERSION][+OFFSET]`.
@@ -249,7 +253,7 @@ impl ElfImage {
                 let hint = if self.has_symtab {
                     String::new()
                 } else {
-                    "; the file has no .symtab (stripped), only its dynamic symbols were searched"
+                    "; the file has no .symtab (stripped) and no debug file under /usr/lib/debug/.build-id, only its dynamic symbols were searched"
                         .to_string()
                 };
                 return Err(Error::NotFound {
@@ -462,6 +466,16 @@ fn parse_generic<Elf: FileHeader<Endian = object::Endianness>>(
             });
         }
     }
+    let mut build_id = None;
+    for section in sections.iter() {
+        if let Ok(Some(mut notes)) = section.notes(endian, data) {
+            while let Ok(Some(note)) = notes.next() {
+                if note.name() == elf::ELF_NOTE_GNU && note.n_type(endian) == elf::NT_GNU_BUILD_ID {
+                    build_id = Some(note.desc().iter().map(|b| format!("{b:02x}")).collect());
+                }
+            }
+        }
+    }
     Ok(ElfImage {
         path: path.to_string(),
         kind,
@@ -470,13 +484,64 @@ fn parse_generic<Elf: FileHeader<Endian = object::Endianness>>(
         symbols,
         has_symtab: has[0],
         has_dynsym: has[1],
+        build_id,
+        debug_file: None,
     })
 }
 
-/// Reads and parses an ELF file (the only I/O in this module).
+/// Where distributions install the separate debug file of a build id
+/// (`/usr/lib/debug/.build-id/ab/cdef....debug`, as gdb and perf look).
+pub fn debug_file_path(build_id: &str) -> Option<std::path::PathBuf> {
+    if build_id.len() < 3 || !build_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(std::path::PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &build_id[..2],
+        &build_id[2..]
+    )))
+}
+
+impl ElfImage {
+    /// Takes the `.symtab` symbols of a separate debug file of this image
+    /// (same build id). Segments stay this file's own: a debug file's
+    /// `PT_LOAD` headers describe no file bytes.
+    pub fn merge_debug(&mut self, debug: &ElfImage) -> bool {
+        if debug.build_id.is_none() || debug.build_id != self.build_id || !debug.has_symtab {
+            return false;
+        }
+        self.symbols.extend(
+            debug
+                .symbols
+                .iter()
+                .filter(|s| s.table == SymbolTable::Symtab)
+                .cloned(),
+        );
+        self.has_symtab = true;
+        self.debug_file = Some(debug.path.clone());
+        true
+    }
+}
+
+/// Reads and parses an ELF file.
 pub fn open(path: &std::path::Path) -> Result<ElfImage> {
     let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     ElfImage::parse(&path.display().to_string(), &data)
+}
+
+/// Like [`open`], and for a file without `.symtab` also reads the symbols of
+/// its separate debug file when one is installed under
+/// /usr/lib/debug/.build-id (e.g. Debian's `-dbg`/`-dbgsym` packages).
+pub fn open_with_debug(path: &std::path::Path) -> Result<ElfImage> {
+    let mut img = open(path)?;
+    if !img.has_symtab
+        && let Some(dbg) = img.build_id.as_deref().and_then(debug_file_path)
+        && dbg.exists()
+        && let Ok(debug) = open(&dbg)
+    {
+        img.merge_debug(&debug);
+    }
+    Ok(img)
 }
 
 #[cfg(test)]
@@ -518,6 +583,8 @@ mod tests {
             symbols,
             has_symtab: false,
             has_dynsym: true,
+            build_id: Some("93ac61ec".to_string()),
+            debug_file: None,
         }
     }
 
@@ -678,6 +745,30 @@ mod tests {
         assert!(img.symbolize(0x3f0b0 + 204).is_none());
         let (s, _) = img.symbolize(0x150070).unwrap();
         assert_eq!(s.display_name(), "realpath@GLIBC_2.2.5");
+    }
+
+    #[test]
+    fn debug_files_merge_only_with_the_same_build_id() {
+        let mut img = libc_like();
+        let mut dbg = image(ElfKind::Dyn, vec![], vec![]);
+        let mut hidden = sym("static_helper", None, true, 0x29200, 0x10);
+        hidden.table = SymbolTable::Symtab;
+        hidden.local = true;
+        dbg.symbols.push(hidden);
+        dbg.has_symtab = true;
+        dbg.path = "x.debug".to_string();
+        dbg.build_id = Some("ffff".to_string());
+        assert!(!img.merge_debug(&dbg));
+        assert!(img.resolve("static_helper").is_err());
+        dbg.build_id = img.build_id.clone();
+        assert!(img.merge_debug(&dbg));
+        assert_eq!(img.resolve("static_helper").unwrap().file_offset, 0x29200);
+        assert_eq!(img.debug_file.as_deref(), Some("x.debug"));
+        assert_eq!(
+            debug_file_path("93ac61ec").unwrap(),
+            std::path::PathBuf::from("/usr/lib/debug/.build-id/93/ac61ec.debug")
+        );
+        assert!(debug_file_path("../etc").is_none());
     }
 
     #[test]

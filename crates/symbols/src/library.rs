@@ -110,7 +110,7 @@ pub fn resolve_user_probe(spec: &str, pid: Option<u32>, cache: &Path) -> Result<
         });
     }
     let path = find(file, pid, cache)?;
-    let target = crate::elf::open(&path)?.resolve(symbol)?;
+    let target = crate::elf::open_with_debug(&path)?.resolve(symbol)?;
     Ok(UserProbe { path, target })
 }
 

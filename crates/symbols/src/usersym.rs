@@ -75,7 +75,7 @@ impl Symbolizer {
         let img = self
             .cache
             .entry(path.clone())
-            .or_insert_with(|| elf::open(std::path::Path::new(&path)).ok());
+            .or_insert_with(|| elf::open_with_debug(std::path::Path::new(&path)).ok());
         if let Some(img) = img
             && let Some(vaddr) = img.file_offset_to_vaddr(file_offset)
             && let Some((s, off)) = img.symbolize(vaddr)

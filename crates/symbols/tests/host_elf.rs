@@ -396,3 +396,68 @@ fn user_addresses_symbolize_through_maps() {
     assert_eq!(st.file_offset, None);
     assert!(s.symbolize(8).is_none());
 }
+
+#[test]
+fn stripped_library_uses_its_installed_debug_file() {
+    if !tool("readelf") {
+        return;
+    }
+    let Some(libc) = ldconfig_path("libc.so.6") else {
+        return eprintln!("SKIP: no libc.so.6");
+    };
+    let plain = elf::open(Path::new(&libc)).unwrap();
+    let Some(dbg) = plain
+        .build_id
+        .as_deref()
+        .and_then(elf::debug_file_path)
+        .filter(|p| p.exists())
+    else {
+        return eprintln!("SKIP: no debug file for {libc} (apt-get install libc6-dbg)");
+    };
+    assert!(!plain.has_symtab);
+    let img = elf::open_with_debug(Path::new(&libc)).unwrap();
+    assert_eq!(img.debug_file.as_deref(), Some(dbg.to_str().unwrap()));
+    // A static (local) function only the debug file names; readelf: its
+    // value from the debug file, the segment from libc itself.
+    let name = "__libc_start_call_main";
+    assert!(plain.resolve(name).is_err());
+    let value = readelf_syms(&dbg)
+        .into_iter()
+        .find(|s| s.name == name)
+        .unwrap()
+        .value;
+    let (off, vaddr, _) = readelf_loads(Path::new(&libc))
+        .into_iter()
+        .find(|(_, v, sz)| value >= *v && value < v + sz)
+        .unwrap();
+    let t = img.resolve(name).unwrap();
+    eprintln!(
+        "{libc}:{name} via {} -> {:#x} (readelf {:#x})",
+        dbg.display(),
+        t.file_offset,
+        value - vaddr + off
+    );
+    assert_eq!(t.file_offset, value - vaddr + off);
+    assert!(t.symbol.local);
+    // The debug file's names must not make exported names ambiguous or move them.
+    let mut same = 0;
+    let mut changed = Vec::new();
+    for s in plain
+        .symbols
+        .iter()
+        .filter(|s| s.kind == elf::SymbolKind::Func)
+    {
+        let spec = s.display_name();
+        let (a, b) = (plain.resolve(&spec), img.resolve(&spec));
+        match (a, b) {
+            (Ok(a), Ok(b)) if a.file_offset == b.file_offset => same += 1,
+            (a, b) => changed.push(format!(
+                "{spec}: {:?} -> {:?}",
+                a.map(|t| t.file_offset),
+                b.map(|t| t.file_offset)
+            )),
+        }
+    }
+    eprintln!("{same} exported functions resolve the same with the debug file");
+    assert!(changed.is_empty(), "{}", changed.join("\n"));
+}
