@@ -342,7 +342,7 @@ impl Btf {
             if m.name.is_empty()
                 && let Some((b, inner)) = self.find_member(m.type_id, name, depth + 1)
             {
-                return Some((m.bit_offset + b, inner));
+                return Some((m.bit_offset.checked_add(b)?, inner));
             }
         }
         None

@@ -320,7 +320,11 @@ impl ElfImage {
             symbol,
             offset: parsed.offset,
             vaddr,
-            file_offset: vaddr - segment.vaddr + segment.offset,
+            file_offset: (vaddr - segment.vaddr)
+                .checked_add(segment.offset)
+                .ok_or_else(|| {
+                    not_probeable(vaddr, "has a file offset that overflows".to_string())
+                })?,
         })
     }
 
@@ -335,7 +339,7 @@ impl ElfImage {
     /// instruction).
     pub fn vaddr_to_file_offset(&self, vaddr: u64) -> Option<u64> {
         self.segment_of_vaddr(vaddr)
-            .map(|s| vaddr - s.vaddr + s.offset)
+            .and_then(|s| (vaddr - s.vaddr).checked_add(s.offset))
     }
 
     /// The virtual address of a file offset, e.g. of `offset` from a
@@ -344,7 +348,7 @@ impl ElfImage {
         self.segments
             .iter()
             .find(|s| offset >= s.offset && offset - s.offset < s.filesz)
-            .map(|s| offset - s.offset + s.vaddr)
+            .and_then(|s| (offset - s.offset).checked_add(s.vaddr))
     }
 
     /// The symbol covering `vaddr` and the distance into it: the symbol with

@@ -34,7 +34,11 @@ impl MapEntry {
 
     /// The file offset of `addr` if this mapping holds it.
     pub fn file_offset(&self, addr: u64) -> Option<u64> {
-        (addr >= self.start && addr < self.end).then(|| addr - self.start + self.offset)
+        if addr >= self.start && addr < self.end {
+            (addr - self.start).checked_add(self.offset)
+        } else {
+            None
+        }
     }
 
     /// Whether the path is a real file (not `[vdso]`, not anonymous).
