@@ -379,12 +379,20 @@ impl TextPipe {
         })
     }
 
-    fn read_available(&mut self, out: &mut Vec<Record>) -> io::Result<()> {
+    /// Reads what is there, at most `budget` bytes, so a stream that never
+    /// runs dry (a probe hit by every read of this very pipe) still returns
+    /// to the caller, which checks deadlines and signals.
+    fn read_available(&mut self, out: &mut Vec<Record>, budget: usize) -> io::Result<()> {
         let mut buf = vec![0u8; 64 * 1024];
+        let mut taken = 0;
         loop {
+            if taken >= budget {
+                return Ok(());
+            }
             match self.file.read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
+                    taken += n;
                     self.pending.extend_from_slice(&buf[..n]);
                     while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
                         let line: Vec<u8> = self.pending.drain(..=nl).collect();
@@ -414,11 +422,13 @@ impl EventSource for TextPipe {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
-        self.read_available(out)
+        self.read_available(out, 1 << 20)
     }
 
     fn drain(&mut self, out: &mut Vec<Record>) -> io::Result<()> {
-        self.read_available(out)
+        // Recording has stopped, so the pipe runs dry; the budget only
+        // guards against a kernel that keeps feeding it.
+        self.read_available(out, 64 << 20)
     }
 }
 

@@ -449,3 +449,57 @@ fn pid_mode_traces_only_that_process_tree() {
     );
     assert_clean(&root, pid, &stderr);
 }
+
+#[test]
+fn own_reads_do_not_feed_back_into_the_session() {
+    // A probe on libc's read() is hit by ktrace's own reads of trace_pipe;
+    // unchecked, every read makes the next event. ktrace must not see itself
+    // and must still stop on time.
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let libc = common::libc();
+    let off = common::symbol_offset(&libc, "read");
+    let def = format!("p:rd {}:{off:#x}", libc.display());
+    let started = std::time::Instant::now();
+    let child = common::ktrace()
+        .args(["trace", &def, "-d", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Watchdog: a feedback loop never ends on its own; kill it after 20 s
+    // (the next ktrace run reaps what it leaves) so the test fails, not hangs.
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done_w = std::sync::Arc::clone(&done);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(20));
+        // Only while it is still ours: after the wait its pid may be reused.
+        if !done_w.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "took {elapsed:?}: {stderr}"
+    );
+    let me = stderr
+        .split("session ktrace_p")
+        .nth(1)
+        .and_then(|s| s.split('_').next())
+        .expect("session name in stderr")
+        .to_string();
+    let own = stdout
+        .lines()
+        .filter(|l| l.contains(&format!("-{me} ")))
+        .count();
+    assert_eq!(own, 0, "ktrace recorded its own reads:\n{stderr}");
+    let pid: u32 = me.parse().unwrap();
+    assert_clean(&root, pid, &stderr);
+}

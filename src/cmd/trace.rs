@@ -96,6 +96,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // traced from its first instruction; our own records are dropped.
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&[own_pid])?;
+    } else {
+        // ktrace's own reads of the pipe would otherwise feed probes on
+        // read/write paths, which feed the pipe again.
+        inst.set_event_notrace_pids(&[own_pid])?;
     }
     let mut source = TextPipe::open(&inst)?;
     sess.enable()?;

@@ -109,6 +109,56 @@ impl Drop for Target {
     }
 }
 
+/// File offset of the dynamic symbol `name` (e.g. `read`) in `lib`,
+/// computed with `readelf` (vaddr mapped through its LOAD segment).
+pub fn symbol_offset(lib: &Path, name: &str) -> u64 {
+    let syms = Command::new("readelf")
+        .arg("-Ws")
+        .arg(lib)
+        .output()
+        .unwrap();
+    let syms = String::from_utf8(syms.stdout).unwrap();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let vaddr = syms
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.len() >= 8 && f[3] == "FUNC" && f[7].split('@').next() == Some(name))
+        .map(|f| hex(f[1]))
+        .expect("symbol");
+    let segs = Command::new("readelf")
+        .arg("-lW")
+        .arg(lib)
+        .output()
+        .unwrap();
+    let segs = String::from_utf8(segs.stdout).unwrap();
+    for l in segs.lines().filter(|l| l.trim_start().starts_with("LOAD")) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (off, va, filesz) = (hex(f[1]), hex(f[2]), hex(f[4]));
+        if (va..va + filesz).contains(&vaddr) {
+            return vaddr - va + off;
+        }
+    }
+    panic!("{name} is in no LOAD segment of {}", lib.display());
+}
+
+/// The C library `/bin/true` is linked with.
+pub fn libc() -> PathBuf {
+    let out = Command::new("ldd").arg("/bin/true").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("libc.so"))
+        .expect("libc in ldd output");
+    PathBuf::from(
+        line.split("=>")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap(),
+    )
+}
+
 /// Everything of tracefs a ktrace session could touch: probe listings,
 /// instances.
 #[derive(Debug, Clone, PartialEq, Eq)]

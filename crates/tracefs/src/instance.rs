@@ -273,6 +273,25 @@ impl Instance {
         )
     }
 
+    /// Never records events of the given pids (`set_event_notrace_pid`,
+    /// 5.8+). Returns `false`, writing nothing, when the kernel lacks it.
+    pub fn set_event_notrace_pids(&self, pids: &[u32]) -> Result<bool> {
+        if !self.dir.join("set_event_notrace_pid").exists() {
+            return Ok(false);
+        }
+        let text = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.write(
+            Path::new("set_event_notrace_pid"),
+            &text,
+            "cannot set set_event_notrace_pid",
+        )?;
+        Ok(true)
+    }
+
     /// Sets an instance option (`options/NAME`).
     pub fn set_option(&self, name: &str, on: bool) -> Result<()> {
         self.write(
