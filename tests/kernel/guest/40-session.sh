@@ -130,6 +130,20 @@ expect_eq "exit status" "$code" 1 &&
     expect_match "kernel message" "$(cat /tmp/kt.err)" 'kernel: Field not found' &&
     expect_eq "tracefs as before" "$(state)" "$before" && pass
 
+ktest rejected_hist_trigger_shows_kernel_message
+if ! grep -q 'hist:keys' "$TRACEFS/README"; then
+    skip "kernel without hist triggers"
+else
+    before=$(state)
+    ktrace trace "$OPEN" --trigger 'hist:keys=nosuchfield' >/tmp/kt.out 2>/tmp/kt.err
+    code=$?
+    expect_eq "exit status" "$code" 1 &&
+        expect_match "kernel message" "$(cat /tmp/kt.err)" '^kernel: .*[Ff]ield' &&
+        expect_match "caret" "$(cat /tmp/kt.err)" '^ +\^$' &&
+        expect_eq "tracefs as before" "$(state)" "$before" &&
+        pass "$(grep -A2 '^kernel:' /tmp/kt.err | tr '\n' '|')"
+fi
+
 ktest kretprobe_profile_misses
 # maxactive 1 on a return probe of a sleeping function: concurrent sleepers
 # find no free return instance, which kprobe_profile counts as misses.
