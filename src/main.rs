@@ -5,6 +5,7 @@
 //! work lives in the `ktrace-*` library crates.
 
 mod cmd;
+mod resolve;
 mod session;
 
 use std::process::ExitCode;

@@ -3,8 +3,11 @@
 //! rejections the kernel's `error_log` message with its caret, plus a hint.
 //!
 //! The language lives in `ktrace-probe`; this module only gathers input, loads
-//! `--kallsyms` and prints. A live-kernel mode would implement
-//! `ktrace_probe::Environment` over tracefs and pass it where `Kallsyms` goes here.
+//! `--kallsyms` and prints. Without `--arch`, `--kallsyms` or `--offline`, and
+//! with tracefs mounted, the running kernel answers the target-dependent
+//! questions (`crate::resolve::LiveEnv`: kallsyms, files, existing events) and
+//! its version and CPU count set the target; it is still only read, never
+//! written.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -36,6 +39,11 @@ pub struct Args {
     /// One JSON object per definition.
     #[arg(long)]
     pub json: bool,
+    /// Check offline even on a live kernel: no kallsyms, files or events of
+    /// this machine are consulted. Without it, and without --arch and
+    /// --kallsyms, the running kernel is asked when tracefs is mounted.
+    #[arg(long)]
+    pub offline: bool,
     /// Definitions to check; one per line from standard input when none.
     pub defs: Vec<String>,
 }
@@ -83,9 +91,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let env: &dyn Environment = match &kallsyms {
-        Some(k) => k,
-        None => &Offline,
+    let mounted = if args.offline || args.arch.is_some() || args.kallsyms.is_some() {
+        None
+    } else {
+        ktrace_tracefs::discover::find_mounted()
+    };
+    let live = mounted.is_some();
+    let live_tables = mounted.map(|root| {
+        let ks = ktrace_symbols::kallsyms::open(std::path::Path::new("/proc/kallsyms")).ok();
+        (root, ks)
+    });
+    let live_env = live_tables
+        .as_ref()
+        .map(|(root, ks)| crate::resolve::LiveEnv {
+            kallsyms: ks.as_ref(),
+            tracefs: root,
+        });
+    let mut target = target;
+    if live {
+        let t = crate::resolve::live_target(arch);
+        if args.kernel.is_none() {
+            target.kernel = t.kernel;
+        }
+        if args.cpus.is_none() {
+            target.possible_cpus = t.possible_cpus;
+        }
+    }
+    let env: &dyn Environment = match (&kallsyms, &live_env) {
+        (Some(k), _) => k,
+        (None, Some(l)) => l,
+        (None, None) => &Offline,
     };
 
     let inputs: Vec<String> = if args.defs.is_empty() {
@@ -169,7 +204,7 @@ fn human(out: &mut impl Write, input: &str, c: &Checked, arch: Arch) -> std::io:
     }
     if !c.unchecked.is_empty() {
         let list: Vec<&str> = c.unchecked.iter().map(|u| u.describe()).collect();
-        writeln!(out, "  not checked offline: {}", list.join("; "))?;
+        writeln!(out, "  not checked: {}", list.join("; "))?;
     }
     Ok(())
 }

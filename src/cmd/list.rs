@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// Whether the running kernel's config says CONFIG_KPROBE_EVENTS_ON_NOTRACE=y
 /// (from /boot/config-RELEASE; false when unknown).
-fn kernel_allows_notrace() -> bool {
+pub(crate) fn kernel_allows_notrace() -> bool {
     let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
         return false;
     };

@@ -71,8 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let signals = Signals::catch()?;
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
-    let probes = sess.build(&args.defs)?;
-    sess.create(probes)?;
+    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
+    crate::resolve::create(&mut sess, probes)?;
     let inst = sess.create_instance()?.clone();
     if let Some(kb) = args.buffer_size {
         inst.set_buffer_size_kb(kb)?;
