@@ -14,10 +14,29 @@ use clap::Parser;
 
 /// kprobe-based event tracing for Linux.
 #[derive(Debug, Parser)]
-#[command(name = "ktrace", version, about, long_about = None)]
+#[command(name = "ktrace", version, about, long_about = None, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: cmd::Command,
+}
+
+/// Exit codes, shown by `ktrace --help` and in the man page.
+const EXIT_CODES: &str = "\
+Examples:
+  ktrace trace do_sys_openat2 dfd=arg1 'filename=+0(arg2):ustring'
+  ktrace trace 'libc:getenv name=+0(arg1):string' -- /usr/bin/env true
+  ktrace check 'p:myev vfs_read+4 count=%dx:u64'
+  ktrace list 'vfs_*'
+
+Exit codes:
+  0      success
+  1      an error, or a definition `ktrace check` rejects, or nothing matched (`ktrace list`)
+  2      a usage error (bad flags or arguments)
+  128+N  `ktrace trace` stopped by signal N other than SIGINT";
+
+/// The CLI definition, for generated completions and man pages.
+pub(crate) fn cli_command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
 }
 
 fn main() -> ExitCode {

@@ -30,6 +30,36 @@ use ktrace_symbols::{blacklist, glob};
 /// Where ld.so.cache lives.
 pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
 
+/// `ktrace trace --help`: the conveniences, examples and exit codes.
+pub const TRACE_HELP: &str = "\
+Definitions (each checked by ktrace's copy of the kernel's parser before anything is written):
+  p:EV SYM[+OFF] ARGS...     any kernel form works verbatim (p, r, rN, PATH:0xOFF, MOD:SYM, e:, f:, t:)
+  SYM ARGS...                a bare symbol is an entry probe: 'do_sys_openat2 dfd=%di'
+  SYM%return / r SYM         a return probe; rN:EV SYM for maxactive N
+  PATH:SYMBOL[+OFF]          a uprobe on an ELF symbol (symtab or dynsym, PIE or not): '/bin/bash:readline'
+  LIB:SYMBOL                 a uprobe in a library found through -p PID's maps or ld.so.cache: 'libc:getenv'
+  GLOB / MOD:GLOB            one kprobe per function a kprobe event can take ('vfs_*'); the kprobe
+                             blacklist, notrace and non-unique functions are left out and counted
+  argN (N from 1)            the N-th integer argument register of this architecture
+                             (x86_64: arg1=%di arg2=%si ...; arm64: arg1=%x0 ...); $argN too on uprobes
+
+Examples:
+  ktrace trace do_sys_openat2 dfd=arg1 'filename=+0(arg2):ustring'
+  ktrace trace 'r16:openret do_sys_openat2%return' 'ret=$retval:s64' -d 5
+  ktrace trace 'p:w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32'   (arm64; %di on x86_64)
+  ktrace trace 'do_sys_openat2 fn=+0(arg2):ustring' -f 'fn == \"/etc/hostname\"'
+  ktrace trace 'vfs_*' -d 2 -n 100
+  ktrace trace do_sys_openat2 --stack -n 5
+  ktrace trace 'libc:getenv name=+0(arg1):string' -- /usr/bin/env true
+  ktrace trace '/bin/bash:readline%return line=+0($retval):string' -p $$
+
+Exit codes:
+  0    done (duration, count, the command's exit, or Ctrl-C)
+  1    an error: a rejected definition (with the kernel's message and a caret), a kernel refusal, I/O
+  2    a usage error (bad flags)
+  128+N  stopped by signal N other than SIGINT (SIGTERM: 143, SIGHUP: 129)
+";
+
 /// One user spec split into its parts (nothing resolved yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spec {
@@ -198,6 +228,33 @@ pub fn map_args(arg: &str, arch: Arch, dollar: bool) -> anyhow::Result<String> {
     })
 }
 
+/// Whether a command-line word is a fetch argument rather than the start of
+/// a definition: `NAME=...`, or `$...`, `%...`, `+...`, `@...` (no probe place
+/// or definition head starts so).
+fn is_arg_word(w: &str) -> bool {
+    let first = w.split_whitespace().next().unwrap_or("");
+    first.contains('=') || first.starts_with(['$', '%', '+', '@'])
+}
+
+/// Joins command-line words into definitions: a word that is a fetch
+/// argument belongs to the definition before it, so
+/// `ktrace trace do_sys_openat2 dfd=arg1` is one probe with one argument.
+pub fn join_words(words: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        if is_arg_word(w) {
+            let Some(last) = out.last_mut() else {
+                bail!("{w:?} looks like a probe argument, but no definition comes before it");
+            };
+            last.push(' ');
+            last.push_str(w.trim());
+        } else {
+            out.push(w.trim().to_string());
+        }
+    }
+    Ok(out)
+}
+
 /// Kernel symbol tables for wildcard expansion and live checks.
 #[derive(Debug)]
 pub struct KernelTables {
@@ -210,7 +267,7 @@ pub struct KernelTables {
 
 impl KernelTables {
     /// Reads the running kernel's tables (kallsyms, kprobe blacklist,
-    /// available_filter_functions[_addrs] under `tracefs`).
+    /// available_filter_functions\[_addrs\] under `tracefs`).
     pub fn load(tracefs: &Path) -> anyhow::Result<Self> {
         let kallsyms = kallsyms::open(Path::new("/proc/kallsyms"))?;
         let blacklist = blacklist::open(Path::new("/sys/kernel/debug/kprobes/blacklist")).ok();
@@ -304,7 +361,7 @@ impl Resolver<'_> {
     /// Resolves every spec; the first failure stops with its reason.
     pub fn resolve(&self, specs: &[String]) -> anyhow::Result<Outcome> {
         let mut out = Outcome::default();
-        for input in specs {
+        for input in &join_words(specs)? {
             self.resolve_one(input, &mut out)?;
         }
         Ok(out)
@@ -600,6 +657,38 @@ pub fn create(
     Ok(())
 }
 
+/// `--stack`: a `stacktrace` trigger on each kernel probe (ftrace then
+/// records a `kernel_stack` event after each hit), and the instance option
+/// `userstacktrace` when there are user probes (a `user_stack` event after
+/// each event of the instance). A kernel without user stack support says
+/// so and tracing goes on without user stacks.
+pub fn enable_stacks(
+    sess: &crate::session::Session,
+    inst: &ktrace_tracefs::Instance,
+) -> anyhow::Result<()> {
+    use ktrace_tracefs::ProbeKind;
+    let mut user = false;
+    for p in sess.probes() {
+        match p.kind {
+            ProbeKind::Kprobe => inst
+                .add_trigger(sess.name(), &p.event, "stacktrace")
+                .with_context(|| format!("stacktrace trigger on {}", p.event))?,
+            ProbeKind::Uprobe => user = true,
+        }
+    }
+    if user {
+        if !inst.dir().join("options/userstacktrace").exists() {
+            eprintln!(
+                "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
+                 built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"
+            );
+        } else if let Err(e) = inst.set_option("userstacktrace", true) {
+            eprintln!("ktrace: note: user stacks unavailable: {e}");
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -641,6 +730,31 @@ mod tests {
         for bad in ["", "p", "p: vfs_read", "%return"] {
             assert!(split(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn words_join_into_definitions() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            join_words(&w(&[
+                "do_sys_openat2",
+                "dfd=arg1",
+                "filename=+0(arg2):ustring",
+                "r vfs_read",
+                "$retval",
+                "p:x 0xffffffff81000000",
+                "%di",
+                "+0(%si):u32",
+                "@jiffies",
+            ]))
+            .unwrap(),
+            [
+                "do_sys_openat2 dfd=arg1 filename=+0(arg2):ustring",
+                "r vfs_read $retval",
+                "p:x 0xffffffff81000000 %di +0(%si):u32 @jiffies",
+            ]
+        );
+        assert!(join_words(&w(&["x=%di", "vfs_read"])).is_err());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub struct Args {
     /// The kprobe blacklist (default /sys/kernel/debug/kprobes/blacklist).
     #[arg(long, value_name = "FILE")]
     pub blacklist: Option<PathBuf>,
-    /// available_filter_functions[_addrs] (default from tracefs).
+    /// available_filter_functions or its _addrs variant (default from tracefs).
     #[arg(long, value_name = "FILE")]
     pub filter_functions: Option<PathBuf>,
     /// The kernel accepts kprobe events on notrace functions

@@ -7,6 +7,7 @@ use clap::Subcommand;
 
 pub mod check;
 pub mod clean;
+pub mod docs;
 pub mod list;
 pub mod profile;
 pub mod syms;
@@ -27,6 +28,10 @@ pub enum Command {
     Profile(profile::Args),
     /// Remove what ktrace sessions whose process is gone left behind.
     Clean(clean::Args),
+    /// Print shell completions generated from the CLI definition.
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (or write one per subcommand with --dir).
+    Man(docs::ManArgs),
 }
 
 /// Runs one subcommand.
@@ -38,5 +43,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => trace::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }

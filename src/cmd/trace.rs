@@ -23,10 +23,19 @@ use crate::session::{self, EventSource, Record, Session, Signals, Tally, TextPip
 
 /// Arguments of `ktrace trace`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = crate::resolve::TRACE_HELP)]
 pub struct Args {
-    /// Probe definitions in the kernel's syntax, e.g. 'p:myev /bin/bash:0x9a4f0 x=%di'.
-    #[arg(required = true)]
+    /// Probe definitions: the kernel's own syntax verbatim ('p:myev
+    /// /bin/bash:0x9a4f0 x=%di'), or the conveniences below: a bare symbol
+    /// (entry probe), SYM%return, PATH:SYMBOL[+OFF], LIB:SYMBOL, kernel
+    /// wildcards, argN. Each is checked before anything is written.
+    #[arg(required = true, value_name = "DEF")]
     pub defs: Vec<String>,
+    /// Record a stack with each hit: kernel stacks for kprobes (the
+    /// `stacktrace` trigger), user stacks for uprobes where the kernel has
+    /// options/userstacktrace.
+    #[arg(long)]
+    pub stack: bool,
     /// Event filter applied to every probe (the kernel's filter language).
     #[arg(short = 'f', long)]
     pub filter: Option<String>,
@@ -85,6 +94,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(t) = &args.trigger {
         sess.add_trigger(t)?;
+    }
+    if args.stack {
+        crate::resolve::enable_stacks(&sess, &inst)?;
     }
     let own_pid = std::process::id();
     if let Some(pid) = args.pid {
