@@ -69,9 +69,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let style = FlagStyle::for_release(&release);
     let mut text = TextPrinter::new(&events, layout.endian, style, &NoSymbols, comms.clone());
     let mut json = JsonPrinter::new(&events, layout.endian, &NoSymbols, comms);
+    // `buf` is the only buffer: it is handed to stdout whole (stdout's
+    // line buffering passes writes that end in a newline straight through)
     let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut buf = Vec::with_capacity(1 << 16);
+    let mut w = stdout.lock();
+    let mut buf = Vec::with_capacity(1 << 17);
     let mut summary = LostSummary::new();
     let mut err = None;
     merge_streams(layout, streams, &mut |m| {
@@ -90,7 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             Merged::Bad { cpu, error } => eprintln!("cpu {cpu}: {error}"),
         }
-        if buf.len() > 60_000 {
+        if buf.len() > 120_000 {
             if let Err(e) = w.write_all(&buf) {
                 err = Some(e);
             }

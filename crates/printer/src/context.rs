@@ -124,7 +124,13 @@ pub struct Comms {
     use_proc: bool,
     saved_cmdlines: Option<std::path::PathBuf>,
     last_reload: Option<std::time::Instant>,
+    /// Changes whenever `map` may have changed, unique across all tables
+    /// (printers cache formatted columns keyed by it).
+    generation: u64,
 }
+
+/// Source of [`Comms::generation`] values.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl Comms {
     /// An empty table.
@@ -141,6 +147,7 @@ impl Comms {
 
     /// Adds (or replaces) entries from `saved_cmdlines` text.
     pub fn add_saved_cmdlines(&mut self, text: &str) {
+        self.touch();
         for line in text.lines() {
             if let Some((pid, comm)) = line.split_once(' ')
                 && let Ok(pid) = pid.trim().parse()
@@ -170,7 +177,25 @@ impl Comms {
 
     /// Records `comm` for `pid`.
     pub fn insert(&mut self, pid: i32, comm: &str) {
+        self.touch();
         self.map.insert(pid, comm.to_string());
+    }
+
+    /// Marks the table changed.
+    fn touch(&mut self) {
+        self.generation = GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A value that changes whenever a name may have changed: the name
+    /// [`Comms::get`] gives for a pid it knows stays the same while this
+    /// does.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// True when `pid` has a name (`<idle>` for 0 counts; `<...>` does not).
+    pub(crate) fn knows(&self, pid: i32) -> bool {
+        pid == 0 || self.map.contains_key(&pid)
     }
 
     /// The name the kernel would print for `pid`: `<idle>` for 0, the saved
@@ -178,6 +203,9 @@ impl Comms {
     pub fn get(&mut self, pid: i32) -> &str {
         if pid == 0 {
             return "<idle>";
+        }
+        if self.map.contains_key(&pid) {
+            return self.map.get(&pid).map_or("<...>", String::as_str);
         }
         if !self.map.contains_key(&pid)
             && let Some(path) = &self.saved_cmdlines
@@ -195,6 +223,7 @@ impl Comms {
             && pid > 0
             && let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/comm"))
         {
+            self.touch();
             self.map.insert(pid, s.trim_end_matches('\n').to_string());
         }
         self.map.get(&pid).map(String::as_str).unwrap_or("<...>")
@@ -214,9 +243,7 @@ pub fn write_timestamp(out: &mut Vec<u8>, ts_ns: u64) {
     out.push(b' ');
     num::right(out, num::digits(&mut b, us / 1_000_000, 10, false), 5);
     out.push(b'.');
-    let frac = num::digits(&mut b, us % 1_000_000, 10, false);
-    out.resize(out.len() + 6 - frac.len(), b'0');
-    out.extend_from_slice(frac);
+    num::dec6(out, (us % 1_000_000) as u32);
 }
 
 /// Writes `%16s-%-7d [%03d] ` for a task and CPU.

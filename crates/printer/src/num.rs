@@ -2,21 +2,62 @@
 //! (`core::fmt` costs about half the text printer's time). Not a general
 //! printf; the callers apply widths and flags.
 
+/// Two-digit decimal pairs `00`..`99`.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// Decimal digits of `v` into the tail of `buf`; returns where they start.
+#[inline]
+fn dec_into(buf: &mut [u8; 24], v: u64) -> usize {
+    let mut i = buf.len();
+    let mut v = v;
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i] = PAIRS[r];
+        buf[i + 1] = PAIRS[r + 1];
+    }
+    if v >= 10 {
+        let r = v as usize * 2;
+        i -= 2;
+        buf[i] = PAIRS[r];
+        buf[i + 1] = PAIRS[r + 1];
+    } else {
+        i -= 1;
+        buf[i] = b'0' + v as u8;
+    }
+    i
+}
+
 /// Appends `v` in decimal.
 #[inline]
 pub fn dec(out: &mut Vec<u8>, v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
+    let mut buf = [0u8; 24];
+    let i = dec_into(&mut buf, v);
     out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends `v` (below 1,000,000) as exactly six decimal digits.
+#[inline]
+pub fn dec6(out: &mut Vec<u8>, v: u32) {
+    let v = v % 1_000_000;
+    let (a, b, c) = (
+        (v / 10_000) as usize,
+        (v / 100 % 100) as usize,
+        (v % 100) as usize,
+    );
+    out.extend_from_slice(&[
+        PAIRS[2 * a],
+        PAIRS[2 * a + 1],
+        PAIRS[2 * b],
+        PAIRS[2 * b + 1],
+        PAIRS[2 * c],
+        PAIRS[2 * c + 1],
+    ]);
 }
 
 /// Digits of `v` in `radix` (8, 10, 16) into `buf`, returning the used tail.
@@ -27,24 +68,76 @@ pub fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> &[u8] {
     } else {
         b"0123456789abcdef"
     };
+    // power-of-two radixes by shifting; 10 (and anything else) by division
+    let shift = match radix {
+        16 => {
+            let i = hex_into(buf, v, upper);
+            return &buf[i..];
+        }
+        8 => 3,
+        10 => {
+            let i = dec_into(buf, v);
+            return &buf[i..];
+        }
+        _ => 0,
+    };
     let mut i = buf.len();
     let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = set[(v % radix) as usize];
-        v /= radix;
-        if v == 0 {
-            break;
+    if shift == 0 {
+        loop {
+            i -= 1;
+            buf[i] = set[(v % radix) as usize];
+            v /= radix;
+            if v == 0 {
+                break;
+            }
+        }
+    } else {
+        let mask = (1u64 << shift) - 1;
+        loop {
+            i -= 1;
+            buf[i] = set[(v & mask) as usize];
+            v >>= shift;
+            if v == 0 {
+                break;
+            }
         }
     }
     &buf[i..]
+}
+
+/// Hex digits of `v` into the tail of `buf`; returns where they start.
+#[inline]
+fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
+    let set: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let n = (67 - (v | 1).leading_zeros() as usize) / 4;
+    let start = buf.len() - n;
+    let mut v = v;
+    for d in buf[start..].iter_mut().rev() {
+        *d = set[(v & 15) as usize];
+        v >>= 4;
+    }
+    start
 }
 
 /// Appends `v` in lowercase hex.
 #[inline]
 pub fn hex(out: &mut Vec<u8>, v: u64) {
     let mut b = [0u8; 24];
-    out.extend_from_slice(digits(&mut b, v, 16, false));
+    let i = hex_into(&mut b, v, false);
+    out.extend_from_slice(&b[i..]);
+}
+
+/// Appends `v` in hex (`upper` for `A-F`).
+#[inline]
+pub fn hex_case(out: &mut Vec<u8>, v: u64, upper: bool) {
+    let mut b = [0u8; 24];
+    let i = hex_into(&mut b, v, upper);
+    out.extend_from_slice(&b[i..]);
 }
 
 /// Appends `s` right-aligned in `width` columns.
@@ -60,16 +153,47 @@ mod tests {
 
     #[test]
     fn matches_core_fmt() {
-        for v in [0u64, 1, 9, 10, 255, 4096, 123456789, u64::MAX] {
+        for v in [
+            0u64,
+            1,
+            9,
+            10,
+            11,
+            15,
+            16,
+            99,
+            100,
+            101,
+            255,
+            256,
+            999,
+            1000,
+            4095,
+            4096,
+            0x7ffd8c9e5e30,
+            1 << 63,
+            10_000_000_000_000_000_000,
+            123456789,
+            u64::MAX,
+        ] {
             let mut o = Vec::new();
             dec(&mut o, v);
             assert_eq!(o, v.to_string().into_bytes());
             let mut o = Vec::new();
             hex(&mut o, v);
             assert_eq!(o, format!("{v:x}").into_bytes());
+            let mut o = Vec::new();
+            hex_case(&mut o, v, true);
+            assert_eq!(o, format!("{v:X}").into_bytes());
             let mut b = [0; 24];
             assert_eq!(digits(&mut b, v, 8, false), format!("{v:o}").as_bytes());
             assert_eq!(digits(&mut b, v, 16, true), format!("{v:X}").as_bytes());
+            assert_eq!(digits(&mut b, v, 10, false), format!("{v}").as_bytes());
+        }
+        for v in [0u32, 5, 42, 999, 1000, 123456, 999_999] {
+            let mut o = Vec::new();
+            dec6(&mut o, v);
+            assert_eq!(o, format!("{v:06}").into_bytes());
         }
         let mut o = Vec::new();
         right(&mut o, b"ab", 5);

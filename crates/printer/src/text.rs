@@ -15,7 +15,9 @@ use crate::Symbolizer;
 use crate::context::{Comms, FlagStyle, write_task_cpu, write_timestamp};
 use crate::num;
 use ktrace_event::printfmt::{Arg, Conv, Length, Op, Spec};
-use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue};
+use ktrace_event::{
+    Common, Endian, Event, EventFormat, Events, FieldKind, Int, ProbeKind, StrValue,
+};
 use ktrace_ring::Missed;
 use std::io::Write;
 
@@ -31,6 +33,206 @@ pub struct TextPrinter<'a> {
     /// Whether to print the irq-info column (the kernel's `irq-info` option,
     /// on by default).
     pub irq_info: bool,
+    /// Per event id: what `write_event` would otherwise work out per record.
+    plans: Vec<Option<Plan<'a>>>,
+    /// The context columns last written, and what they were made from
+    /// (pid, cpu, comms generation, flags, preempt count, irq_info).
+    ctx: Vec<u8>,
+    ctx_key: Option<(i32, usize, u64, u8, u8, bool)>,
+}
+
+/// What [`TextPrinter::write_event`] needs to know about one event before
+/// it sees a record: the probe header's fields and the print fmt body as
+/// steps, worked out once per event rather than per record.
+struct Plan<'a> {
+    event: &'a Event,
+    /// `name: `, followed by `(0x` for user probes whose header is printed.
+    prefix: Vec<u8>,
+    /// Indexes of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
+    ip: Option<usize>,
+    ret_ip: Option<usize>,
+    func: Option<usize>,
+    /// Whether the kernel prints the probe header itself.
+    probe: bool,
+    /// The print fmt from the end of the probe header on (the header's
+    /// closing `)` is the first literal's first byte).
+    steps: Vec<Step<'a>>,
+}
+
+/// One step of a [`Plan`].
+enum Step<'a> {
+    /// Bytes printed as they are.
+    Lit(&'a [u8]),
+    /// A plain integer conversion, precomputed.
+    Int(FastInt),
+    /// Any other conversion, rendered from the print fmt op.
+    Conv(&'a Spec, &'a Arg),
+}
+
+/// A `%d`/`%u`/`%x`/`%#x`/`%X` (any length modifier, no width, precision,
+/// `+` or space) of an in-bounds element of an integer field: the bytes to
+/// read and how, so the record is read without looking the field up.
+#[derive(Clone, Copy)]
+struct FastInt {
+    off: usize,
+    size: usize,
+    signed: bool,
+    /// Bits of the printf length (`%hhd` 8 ... `%lld` 64).
+    width_bits: u32,
+    /// What to print.
+    conv: FastConv,
+}
+
+/// The conversions [`FastInt`] prints.
+#[derive(Clone, Copy)]
+enum FastConv {
+    Signed,
+    Unsigned,
+    Hex { upper: bool, alt: bool },
+}
+
+impl<'a> Plan<'a> {
+    fn new(ev: &'a Event, long_size: usize) -> Plan<'a> {
+        let f = &ev.format;
+        let header_convs = match ev.kind {
+            ProbeKind::Uprobe | ProbeKind::Kprobe => 1,
+            ProbeKind::Uretprobe | ProbeKind::Kretprobe => 2,
+            ProbeKind::Other => 0,
+        };
+        let (start, skip) = match &f.print_fmt {
+            Some(pf) if header_convs > 0 => body_start(&pf.ops, header_convs).unwrap_or_default(),
+            _ => (0, 0),
+        };
+        let probe = header_convs > 0 && (start, skip) != (0, 0);
+        let mut prefix = f.name.as_bytes().to_vec();
+        prefix.extend_from_slice(b": ");
+        if probe && matches!(ev.kind, ProbeKind::Uprobe | ProbeKind::Uretprobe) {
+            prefix.extend_from_slice(b"(0x");
+        }
+        let steps = match &f.print_fmt {
+            Some(pf) => pf
+                .ops
+                .iter()
+                .enumerate()
+                .skip(start)
+                .map(|(i, op)| match op {
+                    // the header's `)` is this literal's, skipped or not
+                    Op::Lit(b) if i == start && !probe => Step::Lit(&b[skip.min(b.len())..]),
+                    Op::Lit(b) => Step::Lit(b),
+                    Op::Conv { spec, arg } => match FastInt::new(f, spec, arg, long_size) {
+                        Some(fi) => Step::Int(fi),
+                        None => Step::Conv(spec, arg),
+                    },
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        Plan {
+            event: ev,
+            prefix,
+            ip: f.field_index("__probe_ip"),
+            ret_ip: f.field_index("__probe_ret_ip"),
+            func: f.field_index("__probe_func"),
+            probe,
+            steps,
+        }
+    }
+}
+
+impl FastInt {
+    /// The fast form of `spec` on `arg`, if it has one.
+    fn new(f: &EventFormat, spec: &Spec, arg: &Arg, long_size: usize) -> Option<FastInt> {
+        let Arg::Field { index, elem } = arg else {
+            return None;
+        };
+        if spec.width.is_some() || spec.precision.is_some() || spec.plus || spec.space {
+            return None;
+        }
+        let conv = match spec.conv {
+            Conv::Signed => FastConv::Signed,
+            Conv::Unsigned => FastConv::Unsigned,
+            Conv::Hex { upper } => FastConv::Hex {
+                upper,
+                alt: spec.alt,
+            },
+            _ => return None,
+        };
+        let fl = f.fields.get(*index)?;
+        let elem = elem.unwrap_or(0);
+        if fl.kind != FieldKind::Int || elem >= fl.count || !matches!(fl.elem_size, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        Some(FastInt {
+            off: fl.offset.checked_add(elem.checked_mul(fl.elem_size)?)?,
+            size: fl.elem_size,
+            signed: fl.signed,
+            width_bits: length_bits(spec, long_size),
+            conv,
+        })
+    }
+
+    /// The value's bits as `read_int` would give them; `None` when the
+    /// record is too short.
+    #[inline]
+    fn read(self, data: &[u8], endian: Endian) -> Option<u64> {
+        let b = data.get(self.off..self.off.checked_add(self.size)?)?;
+        let raw = match self.size {
+            1 => u64::from(b[0]),
+            2 => u64::from(endian.u16(b)),
+            4 => u64::from(endian.u32(b)),
+            _ => endian.u64(b),
+        };
+        Some(if self.signed {
+            let shift = 64 - 8 * self.size as u32;
+            (((raw << shift) as i64) >> shift) as u64
+        } else {
+            raw
+        })
+    }
+
+    /// Prints `bits` as [`TextPrinter::write_int`] does for this spec.
+    #[inline]
+    fn write(self, out: &mut Vec<u8>, bits: u64) {
+        let ubits = if self.width_bits >= 64 {
+            bits
+        } else {
+            bits & ((1u64 << self.width_bits) - 1)
+        };
+        match self.conv {
+            FastConv::Unsigned => num::dec(out, ubits),
+            FastConv::Signed => {
+                let sval = if self.width_bits >= 64 {
+                    ubits as i64
+                } else {
+                    let sh = 64 - self.width_bits;
+                    ((ubits << sh) as i64) >> sh
+                };
+                if sval < 0 {
+                    out.push(b'-');
+                }
+                num::dec(out, sval.unsigned_abs());
+            }
+            FastConv::Hex { upper, alt } => {
+                if alt && ubits != 0 {
+                    out.extend_from_slice(if upper { b"0X" } else { b"0x" });
+                }
+                num::hex_case(out, ubits, upper);
+            }
+        }
+    }
+}
+
+/// Bits of the integer a conversion prints (its length modifier; pointers
+/// are always the kernel's long).
+fn length_bits(spec: &Spec, long_size: usize) -> u32 {
+    match spec.length {
+        _ if matches!(spec.conv, Conv::Pointer(_)) => 8 * long_size as u32,
+        Length::Char => 8,
+        Length::Short => 16,
+        Length::Int => 32,
+        Length::Long | Length::Size => 8 * long_size as u32,
+        Length::LongLong => 64,
+    }
 }
 
 impl<'a> TextPrinter<'a> {
@@ -44,6 +246,14 @@ impl<'a> TextPrinter<'a> {
         symbols: &'a dyn Symbolizer,
         comms: Comms,
     ) -> TextPrinter<'a> {
+        let mut plans: Vec<Option<Plan<'a>>> = Vec::new();
+        for ev in events.iter() {
+            let id = usize::from(ev.format.id);
+            if plans.len() <= id {
+                plans.resize_with(id + 1, || None);
+            }
+            plans[id] = Some(Plan::new(ev, events.long_size()));
+        }
         TextPrinter {
             events,
             endian,
@@ -52,6 +262,9 @@ impl<'a> TextPrinter<'a> {
             symbols,
             comms,
             irq_info: true,
+            plans,
+            ctx: Vec::new(),
+            ctx_key: None,
         }
     }
 
@@ -62,11 +275,34 @@ impl<'a> TextPrinter<'a> {
             let _ = writeln!(out, "CPU:{cpu} [RECORD TOO SHORT: {} BYTES]", data.len());
             return;
         };
-        let comm = self.comms.get(common.pid);
-        write_task_cpu(out, comm, common.pid, cpu);
-        if self.irq_info {
-            self.style.write(out, common.flags, common.preempt_count);
+        // the task, CPU and flag columns repeat from record to record:
+        // format them again only when what they show may have changed
+        let key = (
+            common.pid,
+            cpu,
+            self.comms.generation(),
+            common.flags,
+            common.preempt_count,
+            self.irq_info,
+        );
+        if self.ctx_key != Some(key) {
+            self.ctx.clear();
+            let comm = self.comms.get(common.pid);
+            write_task_cpu(&mut self.ctx, comm, common.pid, cpu);
+            if self.irq_info {
+                self.style
+                    .write(&mut self.ctx, common.flags, common.preempt_count);
+            }
+            self.ctx_key = self.comms.knows(common.pid).then_some((
+                common.pid,
+                cpu,
+                self.comms.generation(),
+                common.flags,
+                common.preempt_count,
+                self.irq_info,
+            ));
         }
+        out.extend_from_slice(&self.ctx);
         write_timestamp(out, ts);
         out.extend_from_slice(b": ");
         match self.events.get(common.type_id) {
@@ -94,66 +330,58 @@ impl<'a> TextPrinter<'a> {
     /// Appends `name: ` and the event's own text (no context, no newline).
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
-        out.extend_from_slice(f.name.as_bytes());
-        out.extend_from_slice(b": ");
-        let Some(pf) = &f.print_fmt else {
-            let _ = write!(out, "[FAILED TO PARSE]");
+        if f.print_fmt.is_none() {
+            out.extend_from_slice(f.name.as_bytes());
+            out.extend_from_slice(b": [FAILED TO PARSE]");
             return;
+        }
+        let tmp;
+        let plan = match self
+            .plans
+            .get(usize::from(f.id))
+            .and_then(Option::as_ref)
+            .filter(|p| std::ptr::eq(p.event, ev))
+        {
+            Some(p) => p,
+            None => {
+                tmp = Plan::new(ev, self.long_size);
+                &tmp
+            }
         };
-        let u = |name: &str| -> u64 {
-            f.field_index(name)
+        out.extend_from_slice(&plan.prefix);
+        let u = |index: Option<usize>| -> u64 {
+            index
                 .and_then(|i| f.read_int(data, i, 0, self.endian))
                 .map_or(0, Int::bits)
         };
-        let header_convs = match ev.kind {
-            ProbeKind::Uprobe | ProbeKind::Kprobe => 1,
-            ProbeKind::Uretprobe | ProbeKind::Kretprobe => 2,
-            ProbeKind::Other => 0,
-        };
-        let (start, skip) = if header_convs > 0 {
-            body_start(&pf.ops, header_convs).unwrap_or_default()
-        } else {
-            (0, 0)
-        };
-        let probe = header_convs > 0 && (start, skip) != (0, 0);
+        let probe = plan.probe;
+        // the header, without its closing `)` (the body's first literal)
         if probe {
             match ev.kind {
-                ProbeKind::Uprobe => {
-                    out.extend_from_slice(b"(0x");
-                    num::hex(out, u("__probe_ip"));
-                    out.push(b')');
-                }
+                ProbeKind::Uprobe => num::hex(out, u(plan.ip)),
                 ProbeKind::Uretprobe => {
-                    out.extend_from_slice(b"(0x");
-                    num::hex(out, u("__probe_ret_ip"));
+                    num::hex(out, u(plan.ret_ip));
                     out.extend_from_slice(b" <- 0x");
-                    num::hex(out, u("__probe_func"));
-                    out.push(b')');
+                    num::hex(out, u(plan.func));
                 }
                 ProbeKind::Kprobe => {
                     out.push(b'(');
-                    self.write_ip_sym(out, u("__probe_ip"), true);
-                    out.push(b')');
+                    self.write_ip_sym(out, u(plan.ip), true);
                 }
                 ProbeKind::Kretprobe => {
                     out.push(b'(');
-                    self.write_ip_sym(out, u("__probe_ret_ip"), true);
+                    self.write_ip_sym(out, u(plan.ret_ip), true);
                     out.extend_from_slice(b" <- ");
-                    self.write_ip_sym(out, u("__probe_func"), false);
-                    out.push(b')');
+                    self.write_ip_sym(out, u(plan.func), false);
                 }
                 ProbeKind::Other => {}
             }
         }
         let mut skip_quote = false;
-        for (i, op) in pf.ops.iter().enumerate().skip(start) {
-            match op {
-                Op::Lit(b) => {
-                    let mut b = if i == start {
-                        &b[skip.min(b.len())..]
-                    } else {
-                        &b[..]
-                    };
+        for step in &plan.steps {
+            match *step {
+                Step::Lit(b) => {
+                    let mut b = b;
                     if skip_quote {
                         skip_quote = false;
                         if let Some(rest) = b.strip_prefix(b"\"") {
@@ -162,7 +390,14 @@ impl<'a> TextPrinter<'a> {
                     }
                     out.extend_from_slice(b);
                 }
-                Op::Conv { spec, arg } => {
+                Step::Int(fi) => {
+                    skip_quote = false;
+                    match fi.read(data, self.endian) {
+                        Some(v) => fi.write(out, v),
+                        None => out.extend_from_slice(b"[FAILED TO PARSE]"),
+                    }
+                }
+                Step::Conv(spec, arg) => {
                     skip_quote = false;
                     match arg {
                         Arg::Field { index, elem } => {
@@ -215,15 +450,7 @@ impl<'a> TextPrinter<'a> {
 
     fn write_int(&self, out: &mut Vec<u8>, spec: &Spec, v: Int) {
         let bits = v.bits();
-        let width_bits = match spec.length {
-            // pointers are always the kernel's long, whatever the modifier
-            _ if matches!(spec.conv, Conv::Pointer(_)) => 8 * self.long_size as u32,
-            Length::Char => 8,
-            Length::Short => 16,
-            Length::Int => 32,
-            Length::Long | Length::Size => 8 * self.long_size as u32,
-            Length::LongLong => 64,
-        };
+        let width_bits = length_bits(spec, self.long_size);
         let mask = if width_bits >= 64 {
             u64::MAX
         } else {
@@ -349,6 +576,10 @@ fn body_start(ops: &[Op], n: usize) -> Option<(usize, usize)> {
 }
 
 fn write_padded(out: &mut Vec<u8>, spec: &Spec, s: &[u8]) {
+    if spec.width.is_none() && spec.precision.is_none() {
+        out.extend_from_slice(s);
+        return;
+    }
     let s = match spec.precision {
         Some(p) if p < s.len() => &s[..p],
         _ => s,
@@ -419,5 +650,60 @@ mod tests {
                 "{conv} {v}"
             );
         }
+    }
+
+    /// The task column is cached per pid: a name learnt or changed between
+    /// records shows on the next line, an unknown pid stays `<...>`, and
+    /// the flags and CPU columns follow every record.
+    #[test]
+    fn context_columns_follow_comms_and_record_changes() {
+        let fmt = "name: t\nID: 9\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:u32 v;\toffset:8;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"v=%u\", REC->v\n";
+        let mut events = Events::new(8);
+        events.add_with_kind("s", fmt, ProbeKind::Other).unwrap();
+        let rec = |flags: u8, pid: i32, v: u32| {
+            let mut r = vec![9, 0, flags, 0];
+            r.extend_from_slice(&pid.to_le_bytes());
+            r.extend_from_slice(&v.to_le_bytes());
+            r
+        };
+        let mut p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &NoSymbols,
+            Comms::from_saved_cmdlines("7 first\n"),
+        );
+        let mut out = Vec::new();
+        p.write_record(&mut out, 0, 1_000, &rec(0, 7, 1));
+        p.write_record(&mut out, 0, 2_000, &rec(1, 7, 2));
+        p.write_record(&mut out, 1, 3_000, &rec(1, 7, 3));
+        p.comms.insert(7, "renamed");
+        p.write_record(&mut out, 1, 4_000, &rec(1, 7, 4));
+        p.write_record(&mut out, 1, 5_000, &rec(1, 8, 5));
+        p.comms.insert(8, "second");
+        p.write_record(&mut out, 1, 6_000, &rec(1, 8, 6));
+        p.comms = Comms::from_saved_cmdlines("8 swapped\n");
+        p.write_record(&mut out, 1, 7_000, &rec(1, 8, 7));
+        p.irq_info = false;
+        p.write_record(&mut out, 1, 8_000, &rec(1, 8, 8));
+        p.write_record(&mut out, 1, 9_000, &rec(1, 8, 9)[..10]);
+        let want = [
+            "           first-7       [000] .....     0.000001: t: v=1",
+            "           first-7       [000] d....     0.000002: t: v=2",
+            "           first-7       [001] d....     0.000003: t: v=3",
+            "         renamed-7       [001] d....     0.000004: t: v=4",
+            "           <...>-8       [001] d....     0.000005: t: v=5",
+            "          second-8       [001] d....     0.000006: t: v=6",
+            "         swapped-8       [001] d....     0.000007: t: v=7",
+            "         swapped-8       [001]      0.000008: t: v=8",
+            "         swapped-8       [001]      0.000009: t: v=[FAILED TO PARSE]",
+        ];
+        assert_eq!(String::from_utf8(out).unwrap(), want.join("\n") + "\n");
     }
 }

@@ -54,6 +54,31 @@ pub struct Merger {
     queues: Vec<VecDeque<Decoded>>,
     errors: Vec<(usize, Error)>,
     records: u64,
+    /// Buffers of finished pages, reused for the next ones.
+    spare: Spare,
+}
+
+/// Page and record-index buffers of finished pages, kept for reuse (a few,
+/// so memory stays bounded).
+#[derive(Default)]
+struct Spare {
+    pages: Vec<Vec<u8>>,
+    recs: Vec<Vec<(u64, u32, u32)>>,
+}
+
+impl Spare {
+    const KEEP: usize = 16;
+
+    fn put(&mut self, d: Decoded) {
+        if self.pages.len() < Spare::KEEP {
+            self.pages.push(d.bytes);
+        }
+        if self.recs.len() < Spare::KEEP {
+            let mut r = d.recs;
+            r.clear();
+            self.recs.push(r);
+        }
+    }
 }
 
 impl Merger {
@@ -64,6 +89,7 @@ impl Merger {
             queues: Vec::new(),
             errors: Vec::new(),
             records: 0,
+            spare: Spare::default(),
         }
     }
 
@@ -91,7 +117,7 @@ impl Merger {
         let (recs, missed) = match Page::parse(self.layout, &bytes) {
             Ok(p) => {
                 let base = bytes.as_ptr() as usize;
-                let mut recs = Vec::new();
+                let mut recs = self.spare.recs.pop().unwrap_or_default();
                 for r in p.records() {
                     match r {
                         Ok(r) => {
@@ -138,7 +164,7 @@ impl Merger {
         }
         let mut heap = BinaryHeap::new();
         for (cpu, q) in self.queues.iter_mut().enumerate() {
-            if let Some(ts) = head(q, cpu, out) {
+            if let Some(ts) = head(q, cpu, out, &mut self.spare) {
                 heap.push(Reverse((ts, cpu)));
             }
         }
@@ -146,18 +172,27 @@ impl Merger {
             if ts > limit {
                 break;
             }
+            // emit from this CPU while it stays ahead of every other
+            // (ties: lower CPU first), without going through the heap
+            let rival = heap.peek().map(|r| r.0);
             let q = &mut self.queues[cpu];
-            let Some(d) = q.front_mut() else { continue };
-            let (ts, s, e) = d.recs[d.pos];
-            d.pos += 1;
-            self.records += 1;
-            out(Merged::Record {
-                cpu,
-                ts,
-                data: &d.bytes[s as usize..e as usize],
-            });
-            if let Some(ts) = head(q, cpu, out) {
-                heap.push(Reverse((ts, cpu)));
+            while let Some(d) = q.front_mut() {
+                let (ts, s, e) = d.recs[d.pos];
+                d.pos += 1;
+                self.records += 1;
+                out(Merged::Record {
+                    cpu,
+                    ts,
+                    data: &d.bytes[s as usize..e as usize],
+                });
+                match head(q, cpu, out, &mut self.spare) {
+                    Some(ts) if ts <= limit && rival.is_none_or(|r| (ts, cpu) < r) => {}
+                    Some(ts) => {
+                        heap.push(Reverse((ts, cpu)));
+                        break;
+                    }
+                    None => break,
+                }
             }
         }
     }
@@ -165,7 +200,12 @@ impl Merger {
 
 /// Time stamp of the next record of a CPU queue, reporting losses and
 /// dropping finished pages on the way.
-fn head(q: &mut VecDeque<Decoded>, cpu: usize, out: &mut dyn FnMut(Merged<'_>)) -> Option<u64> {
+fn head(
+    q: &mut VecDeque<Decoded>,
+    cpu: usize,
+    out: &mut dyn FnMut(Merged<'_>),
+    spare: &mut Spare,
+) -> Option<u64> {
     loop {
         let d = q.front_mut()?;
         if !d.missed_reported {
@@ -180,7 +220,9 @@ fn head(q: &mut VecDeque<Decoded>, cpu: usize, out: &mut dyn FnMut(Merged<'_>)) 
         if d.pos < d.recs.len() {
             return Some(d.recs[d.pos].0);
         }
-        q.pop_front();
+        if let Some(d) = q.pop_front() {
+            spare.put(d);
+        }
     }
 }
 
@@ -206,7 +248,10 @@ pub fn merge_streams(
                 .get(cpu)
                 .is_none_or(|q| q.iter().all(|d| d.pos >= d.recs.len()))
             {
-                let mut page = vec![0u8; size];
+                // a reused buffer keeps its old bytes: only a short one's
+                // tail is zeroed, and the read overwrites what is used
+                let mut page = m.spare.pages.pop().unwrap_or_default();
+                page.resize(size, 0);
                 let n = read_full(&mut live[i].1, &mut page).map_err(|source| Error::Io {
                     path: format!("cpu{cpu} stream").into(),
                     source,
@@ -341,5 +386,57 @@ mod tests {
             seen,
             ["lost1:2", "0@10", "1@15", "0@20", "0@40", "1@50", "1@51"]
         );
+    }
+
+    /// Long runs from one CPU, equal time stamps across CPUs and flush
+    /// limits falling inside runs: the order is always (time stamp, CPU),
+    /// each CPU's records in page order, as a plain sort gives.
+    #[test]
+    fn runs_and_ties_follow_time_then_cpu() {
+        let layout = PageLayout {
+            endian: crate::Endian::Little,
+            ..PageLayout::native(4096)
+        };
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..20 {
+            let mut m = Merger::new(layout);
+            let mut want = Vec::new();
+            let mut ts = [100u64; 3];
+            for _ in 0..6 {
+                let cpu = rnd(3) as usize;
+                // deltas of 0 and 1 make ties; bursts make runs
+                let deltas: Vec<u32> = (0..1 + rnd(12)).map(|_| rnd(3) as u32).collect();
+                let start = ts[cpu] + rnd(4);
+                let mut t = start;
+                for d in &deltas {
+                    t += u64::from(*d);
+                    want.push((t, cpu));
+                }
+                ts[cpu] = t;
+                m.push(cpu, page(start, &deltas, None));
+            }
+            want.sort(); // stable: within (ts, cpu), page order
+            let limit = 100 + rnd(30);
+            let mut seen = Vec::new();
+            m.flush_until(limit, &mut |it| {
+                if let Merged::Record { cpu, ts, .. } = it {
+                    seen.push((ts, cpu));
+                }
+            });
+            let cut = want.iter().take_while(|r| r.0 <= limit).count();
+            assert_eq!(seen, want[..cut], "round {round} limit {limit}");
+            m.flush(&mut |it| {
+                if let Merged::Record { cpu, ts, .. } = it {
+                    seen.push((ts, cpu));
+                }
+            });
+            assert_eq!(seen, want, "round {round}");
+        }
     }
 }
