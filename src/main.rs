@@ -7,6 +7,7 @@
 mod cmd;
 mod resolve;
 mod session;
+mod source;
 
 use std::process::ExitCode;
 

@@ -9,23 +9,18 @@
 //! Ctrl-C/SIGTERM/SIGHUP (flags polled by the run loop), a broken output pipe
 //! (the loop sees EPIPE), a panic (a panic hook plus the `Drop` guard).
 //! After SIGKILL, [`open_tracefs`] — used by every subcommand that touches
-//! tracefs — reaps what dead sessions left. This module does not decode
-//! events: the [`EventSource`] seam hands over records, for now from the
-//! instance's text `trace_pipe`.
+//! tracefs — reaps what dead sessions left. This module does not read or
+//! decode events: that is `source.rs` (the instance's binary ring buffers).
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
-use std::time::Duration;
 
 use anyhow::Context;
 use ktrace_tracefs::{
-    CpuStats, DynEvents, Instance, ProbeKind, SessionName, discover, dynevent, owner, profile,
+    DynEvents, Instance, ProbeKind, SessionName, discover, dynevent, owner, profile,
 };
 
 /// Sessions of this process not yet torn down: what the panic hook cleans.
@@ -284,11 +279,6 @@ impl Session {
         }
     }
 
-    /// Buffer counters of the instance, summed over CPUs.
-    pub fn stats(&self) -> anyhow::Result<CpuStats> {
-        Ok(self.inst()?.total_stats()?)
-    }
-
     /// Hits and misses of this session's probes.
     pub fn profile(&self) -> anyhow::Result<Vec<profile::ProbeProfile>> {
         Ok(profile::read_group(&self.root, &self.name)?)
@@ -336,137 +326,6 @@ fn auto_name(kind: &str, rest: &str) -> String {
     name
 }
 
-/// One event as handed over by an [`EventSource`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// The event name (without group).
-    pub event: String,
-    /// The pid (thread id) that hit the probe, when known.
-    pub pid: Option<u32>,
-    /// The event printed as text.
-    pub text: String,
-}
-
-/// Where events come from. The text `trace_pipe` reader below is the first
-/// implementation; the binary per-CPU page reader slots in here later.
-pub trait EventSource {
-    /// Waits up to `timeout` for events and appends the complete ones.
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<Record>) -> io::Result<()>;
-    /// Takes whatever is left without waiting (after recording stopped).
-    fn drain(&mut self, out: &mut Vec<Record>) -> io::Result<()>;
-}
-
-/// Reads the instance's text `trace_pipe` (consuming, all CPUs merged by
-/// the kernel).
-#[derive(Debug)]
-pub struct TextPipe {
-    file: fs::File,
-    pending: Vec<u8>,
-}
-
-impl TextPipe {
-    /// Opens the `trace_pipe` of `instance`, non-blocking.
-    pub fn open(instance: &Instance) -> anyhow::Result<Self> {
-        let path = instance.trace_pipe();
-        let file = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        Ok(Self {
-            file,
-            pending: Vec::new(),
-        })
-    }
-
-    /// Reads what is there, at most `budget` bytes, so a stream that never
-    /// runs dry (a probe hit by every read of this very pipe) still returns
-    /// to the caller, which checks deadlines and signals.
-    fn read_available(&mut self, out: &mut Vec<Record>, budget: usize) -> io::Result<()> {
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut taken = 0;
-        loop {
-            if taken >= budget {
-                return Ok(());
-            }
-            match self.file.read(&mut buf) {
-                Ok(0) => return Ok(()),
-                Ok(n) => {
-                    taken += n;
-                    self.pending.extend_from_slice(&buf[..n]);
-                    while let Some(nl) = self.pending.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = self.pending.drain(..=nl).collect();
-                        let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
-                        if let Some(r) = parse_text_line(&text) {
-                            out.push(r);
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-impl EventSource for TextPipe {
-    fn poll(&mut self, timeout: Duration, out: &mut Vec<Record>) -> io::Result<()> {
-        use rustix::event::{PollFd, PollFlags, Timespec};
-        let ts = Timespec {
-            tv_sec: timeout.as_secs() as _,
-            tv_nsec: timeout.subsec_nanos() as _,
-        };
-        let mut fds = [PollFd::new(&self.file, PollFlags::IN)];
-        match rustix::event::poll(&mut fds, Some(&ts)) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-        self.read_available(out, 1 << 20)
-    }
-
-    fn drain(&mut self, out: &mut Vec<Record>) -> io::Result<()> {
-        // Recording has stopped, so the pipe runs dry; the budget only
-        // guards against a kernel that keeps feeding it.
-        self.read_available(out, 64 << 20)
-    }
-}
-
-/// Picks the pid and event name out of a default-format trace line:
-/// `COMM-PID [CPU] FLAGS TIMESTAMP: EVENT: ...` (the flags column may be
-/// absent). `None` for lines that are not events (e.g. `CPU:1 [LOST 3 EVENTS]`).
-pub fn parse_text_line(line: &str) -> Option<Record> {
-    let open = line.find(" [")?;
-    let close = open + line[open..].find("] ")?;
-    let pid = line[..open]
-        .trim_end()
-        .rsplit('-')
-        .next()
-        .and_then(|p| p.parse().ok());
-    let mut words = line[close + 2..].split_whitespace();
-    // FLAGS is optional; the timestamp is the first word ending in ':' that
-    // parses as a number.
-    let mut event = None;
-    let mut seen_ts = false;
-    for w in words.by_ref() {
-        if let Some(stem) = w.strip_suffix(':') {
-            if !seen_ts && stem.parse::<f64>().is_ok() {
-                seen_ts = true;
-                continue;
-            }
-            if seen_ts {
-                event = Some(stem.to_string());
-                break;
-            }
-        }
-    }
-    Some(Record {
-        event: event?,
-        pid,
-        text: line.to_string(),
-    })
-}
-
 /// Counts of what a run saw, for the summary.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -477,53 +336,21 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Counts one record.
-    pub fn count(&mut self, r: &Record) {
+    /// Counts one event of probe `event` (allocates only for a new name).
+    pub fn count(&mut self, event: &str) {
         self.events += 1;
-        *self.per_event.entry(r.event.clone()).or_default() += 1;
+        match self.per_event.get_mut(event) {
+            Some(n) => *n += 1,
+            None => {
+                self.per_event.insert(event.to_string(), 1);
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn text_lines_table() {
-        // The first two lines were read from instances/<name>/trace_pipe on
-        // the 6.18 host (`ktrace trace 'p:myev /bin/true:0x23d0'
-        // 'p /bin/true:0x23d0 x=%ax' -d 1.5` while running /bin/true); the
-        // others are shaped after them.
-        let cases = [
-            (
-                "            true-25312   [001] DBZff  1041.753638: p_true_0x23d0: (0x5580e2f863d0) x=0x38",
-                Some(("p_true_0x23d0", Some(25312))),
-            ),
-            (
-                "            true-25312   [001] dL.ff  1041.753678: myev: (0x5580e2f863d0)",
-                Some(("myev", Some(25312))),
-            ),
-            (
-                "  my-prog with-dash-77 [000] d..1.  5.000001: ev: (0x1) x=0x1",
-                Some(("ev", Some(77))),
-            ),
-            (
-                "           <...>-42 [003] 99.5: other: x",
-                Some(("other", Some(42))),
-            ),
-            ("CPU:1 [LOST 3 EVENTS]", None),
-            ("", None),
-            ("garbage [", None),
-        ];
-        for (line, want) in cases {
-            let got = parse_text_line(line);
-            assert_eq!(
-                got.as_ref().map(|r| (r.event.as_str(), r.pid)),
-                want,
-                "{line}"
-            );
-        }
-    }
 
     #[test]
     fn auto_names_table() {

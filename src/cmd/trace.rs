@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::session::{self, EventSource, Record, Session, Signals, Tally, TextPipe};
+use crate::session::{self, Session, Signals, Tally};
+use crate::source::{Batch, Format, Kind, Source};
 
 /// Arguments of `ktrace trace`.
 #[derive(Debug, clap::Args)]
@@ -57,6 +58,17 @@ pub struct Args {
     /// Trace clock of the session's instance (see tracefs trace_clock).
     #[arg(long)]
     pub clock: Option<String>,
+    /// Print events as JSON lines (typed values) instead of the kernel's
+    /// text.
+    #[arg(long, conflicts_with = "raw")]
+    pub json: bool,
+    /// Print events raw (`ts cpu pid system:event field=value...`), the
+    /// fastest output.
+    #[arg(long)]
+    pub raw: bool,
+    /// Write events to FILE instead of stdout (the summary stays on stderr).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
     /// Command to run and trace (with the processes it forks); tracing
     /// stops when it exits.
     #[arg(last = true, value_name = "CMD")]
@@ -98,6 +110,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.stack {
         crate::resolve::enable_stacks(&sess, &inst)?;
     }
+    let format = if args.json {
+        Format::Json
+    } else if args.raw {
+        Format::Raw
+    } else {
+        Format::Text
+    };
+    // The reader thread starts before the pid lists are written, so
+    // `event-fork` does not add it to the traced pids.
+    let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;
     let own_pid = std::process::id();
     if let Some(pid) = args.pid {
         let tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
@@ -109,11 +131,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&[own_pid])?;
     } else {
-        // ktrace's own reads of the pipe would otherwise feed probes on
-        // read/write paths, which feed the pipe again.
-        inst.set_event_notrace_pids(&[own_pid])?;
+        // ktrace's own reads of the ring buffer (main and reader thread)
+        // would otherwise feed probes on read/write paths, which feed the
+        // buffer again.
+        inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
     }
-    let mut source = TextPipe::open(&inst)?;
     sess.enable()?;
     eprintln!(
         "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
@@ -135,9 +157,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let deadline = args
         .duration
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+    };
     let mut tally = Tally::default();
-    let mut batch: Vec<Record> = Vec::new();
+    let mut batch = Batch::default();
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
     let stop = loop {
         if let Some(sig) = signals.caught() {
@@ -156,8 +185,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             d.saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100))
         });
-        source.poll(if exited { Duration::ZERO } else { wait }, &mut batch)?;
-        if let Some(s) = emit(&mut out, &batch, skip_pid, args.count, &mut tally) {
+        if !source.poll(if exited { Duration::ZERO } else { wait }, &mut batch)? {
+            anyhow::bail!("the ring-buffer reader stopped unexpectedly");
+        }
+        if let Some(s) = emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally) {
             break s;
         }
         if exited {
@@ -165,15 +196,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     sess.stop();
-    if !matches!(stop, Stop::Count | Stop::OutputClosed) {
-        batch.clear();
-        source.drain(&mut batch)?;
-        let _ = emit(&mut out, &batch, skip_pid, args.count, &mut tally);
+    if matches!(stop, Stop::Count | Stop::OutputClosed) {
+        source.discard();
+    } else {
+        // Recording has stopped: take the partial pages left.
+        source.stop();
+        loop {
+            batch.clear();
+            let open = source.poll(Duration::from_millis(100), &mut batch)?;
+            if emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally).is_some() {
+                source.discard();
+                break;
+            }
+            if !open {
+                break;
+            }
+        }
     }
     let _ = out.flush();
     drop(out);
+    let lost = source.lost_summary(tally.events).clone();
     drop(source);
-    let stats = sess.stats();
     let profile = sess.profile();
     if let Some(c) = child.as_mut() {
         // Reap it if it is done; a command still running (we were signalled
@@ -181,7 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = c.try_wait();
     }
     // The summary first: teardown can take a while with many uprobes.
-    summary(&tally, stats.ok(), profile.ok(), stop);
+    summary(&tally, &lost, profile.ok(), stop);
     let uprobes = sess
         .probes()
         .iter()
@@ -217,22 +260,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// output is gone.
 fn emit(
     out: &mut impl Write,
-    batch: &[Record],
+    batch: &Batch,
+    source: &Source,
     skip_pid: Option<u32>,
     limit: Option<u64>,
     tally: &mut Tally,
 ) -> Option<Stop> {
-    for r in batch {
-        if skip_pid.is_some() && r.pid == skip_pid {
-            continue;
-        }
-        if limit.is_some_and(|n| tally.events >= n) {
-            return Some(Stop::Count);
-        }
-        if writeln!(out, "{}", r.text).is_err() {
+    for (line, kind) in batch.iter() {
+        let event = match kind {
+            Kind::Event { pid, id } => {
+                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
+                    continue;
+                }
+                if limit.is_some_and(|n| tally.events >= n) {
+                    return Some(Stop::Count);
+                }
+                Some(id)
+            }
+            Kind::Lost => None,
+        };
+        if out.write_all(line).is_err() {
             return Some(Stop::OutputClosed);
         }
-        tally.count(r);
+        if let Some(id) = event {
+            tally.count(source.event_name(id));
+        }
     }
     if out.flush().is_err() {
         return Some(Stop::OutputClosed);
@@ -260,7 +312,7 @@ fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
 
 fn summary(
     tally: &Tally,
-    stats: Option<ktrace_tracefs::CpuStats>,
+    lost: &ktrace_printer::LostSummary,
     profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
     stop: Stop,
 ) {
@@ -271,8 +323,18 @@ fn summary(
         Stop::Signal(s) => format!("signal {s}"),
         Stop::OutputClosed => "output closed".to_string(),
     };
-    let lost = stats.map_or_else(|| "unknown".to_string(), |s| s.lost().to_string());
-    eprintln!("ktrace: {} event(s), {lost} lost ({why})", tally.events);
+    // "N events, M lost on CPU k, ..." from page headers and per-CPU stats.
+    let line = lost.line();
+    let per_cpu = line.split_once(", ").map_or("", |(_, d)| d);
+    if lost.lost() == 0 && per_cpu == "0 lost" {
+        eprintln!("ktrace: {} event(s), 0 lost ({why})", tally.events);
+    } else {
+        eprintln!(
+            "ktrace: {} event(s), {} lost ({why}): {per_cpu}",
+            tally.events,
+            lost.lost()
+        );
+    }
     match profile {
         Some(p) => {
             for pr in &p {

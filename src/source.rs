@@ -1,0 +1,526 @@
+//! The event source of `ktrace trace`: the session instance's binary
+//! per-CPU ring buffers, decoded and printed as they arrive.
+//!
+//! It wires the libraries together: [`Feed`] (a reader thread on every
+//! CPU's `trace_pipe_raw`, bounded channel, like [`ktrace_ring::Pipeline`]
+//! but also taking partial pages when the buffer stays quiet, so a rare
+//! event shows within about 0.1 s instead of waiting for its page to fill) →
+//! [`ktrace_ring::Merger`] (time order within a reading round) →
+//! [`ktrace_printer`] (the kernel's `trace` text, JSON lines or raw lines),
+//! with the events registered from the probes' own `format` files. Each
+//! [`Source::poll`] turns at most one reading round into a [`Batch`] of
+//! printed lines, so memory stays bounded by the pipeline's capacity: a slow
+//! output blocks this thread, then the reader thread, and the kernel
+//! overwrites (counted in page headers and `per_cpu/cpuN/stats`, reported
+//! by [`Source::lost_summary`]) instead of ktrace growing. It is not the
+//! session's lifecycle (that is `session.rs`) and does not decide what to
+//! show (that is the caller's `-n`/pid logic).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::time::Duration;
+
+use anyhow::Context;
+use ktrace_event::{Common, Endian, Events, ProbeKind};
+use ktrace_printer::{
+    Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
+};
+use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, PipelineMsg, RawPage, Reader};
+use ktrace_symbols::kallsyms::Kallsyms;
+
+use crate::session::Probe;
+
+/// Pages the channel between the reader thread and the printer may hold.
+const CHANNEL_PAGES: usize = 256;
+/// Pages taken from one CPU in one reading round.
+const ROUND_PAGES_PER_CPU: usize = 64;
+/// Percent of the ring buffer filled before a poll wakes the reader.
+const BUFFER_PERCENT: u32 = 25;
+/// How long the buffer may stay below `BUFFER_PERCENT` with no full page
+/// before the partial pages are taken (the latency of a rare event).
+const QUIET: Duration = Duration::from_millis(100);
+
+/// The reader thread and its bounded channel.
+///
+/// Memory is bounded by the channel's pages plus one round in the consumer:
+/// when the consumer is slow the thread blocks on the channel and the kernel
+/// overwrites (counted). While recording, full sub-buffers are taken as
+/// they fill; after a quiet `poll` the partial ones too (a few per CPU);
+/// after [`Feed::stop`] everything left, then the channel closes.
+pub struct Feed {
+    rx: Receiver<PipelineMsg>,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Feed {
+    fn spawn(mut reader: Reader) -> Feed {
+        let (tx, rx) = sync_channel(CHANNEL_PAGES);
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || feed(&mut reader, &tx, &stop2));
+        Feed {
+            rx,
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    fn join(mut self) {
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn feed(reader: &mut Reader, tx: &SyncSender<PipelineMsg>, stop: &AtomicBool) {
+    let cpus = reader.cpus().len().max(1);
+    let mut send = |p: RawPage| tx.send(PipelineMsg::Page(p)).is_ok();
+    let mut quiet_polls = 0u32;
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        let res = if stopping {
+            reader.drain(&mut send)
+        } else if quiet_polls > 0 {
+            // A whole poll interval without a full page: take what is
+            // there, a few pages per CPU at most (the rate is low).
+            let mut budget = 4 * cpus;
+            reader.drain(&mut |p| {
+                budget = budget.saturating_sub(1);
+                send(p) && budget > 0
+            })
+        } else {
+            reader.read_full(ROUND_PAGES_PER_CPU, &mut send)
+        };
+        match res {
+            Ok(n) => {
+                if n > 0 && tx.send(PipelineMsg::Round).is_err() {
+                    return;
+                }
+                if stopping {
+                    return;
+                }
+                if n > 0 {
+                    quiet_polls = 0;
+                    continue;
+                }
+                if quiet_polls > 0 {
+                    quiet_polls = 0;
+                }
+                if let Err(e) = reader.poll(QUIET) {
+                    let _ = tx.send(PipelineMsg::Failed(e));
+                    return;
+                }
+                match reader.read_full(ROUND_PAGES_PER_CPU, &mut send) {
+                    Ok(0) => quiet_polls = 1,
+                    Ok(_) => {
+                        if tx.send(PipelineMsg::Round).is_err() {
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(PipelineMsg::Failed(e));
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(PipelineMsg::Failed(e));
+                return;
+            }
+        }
+    }
+}
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The kernel's `trace` lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+    /// `ts cpu pid system:event field=value...`.
+    Raw,
+}
+
+/// What one printed line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An event of task `pid` with `common_type == id`.
+    Event {
+        /// The task (thread id) that hit the probe.
+        pid: i32,
+        /// The event's type id.
+        id: u16,
+    },
+    /// A lost-events notice (always shown, never counted as an event).
+    Lost,
+}
+
+/// Printed lines of one reading round, in one buffer.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// The lines, each ending in a newline.
+    pub bytes: Vec<u8>,
+    /// Where each line ends in `bytes`, and what it is.
+    pub lines: Vec<(usize, Kind)>,
+}
+
+impl Batch {
+    /// Empties the batch, keeping its allocations.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.lines.clear();
+    }
+
+    /// The lines with their kinds.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Kind)> {
+        let mut start = 0;
+        self.lines.iter().map(move |&(end, kind)| {
+            let line = &self.bytes[start..end];
+            start = end;
+            (line, kind)
+        })
+    }
+}
+
+/// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns.
+struct KallsymsSymbols(Kallsyms);
+
+impl Symbolizer for KallsymsSymbols {
+    fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
+        let l = self.0.lookup(addr)?;
+        Some(Symbol {
+            name: &l.symbol.name,
+            offset: l.offset,
+            size: l.size.unwrap_or(0),
+            module: l.symbol.module.as_deref(),
+        })
+    }
+}
+
+enum Printer {
+    Text(TextPrinter<'static>),
+    Json(JsonPrinter<'static>),
+    Raw,
+}
+
+/// The binary ring-buffer reader of one session instance.
+pub struct Source {
+    pipeline: Option<Feed>,
+    merger: Merger,
+    events: &'static Events,
+    endian: Endian,
+    printer: Printer,
+    instance: PathBuf,
+    cpus: Vec<usize>,
+    summary: LostSummary,
+    closed: bool,
+    /// Pids whose name was taken from `/proc` (first sight in this run).
+    seen: std::collections::HashSet<i32>,
+}
+
+impl Source {
+    /// Prepares reading the instance at `instance` (under tracefs `root`)
+    /// for the session's `group` and `probes`, and starts the reader
+    /// thread. Call before enabling the events. The event registry and the
+    /// symbol table live for the rest of the process (one session per
+    /// process), which lets the printers borrow them.
+    pub fn open(
+        root: &Path,
+        instance: &Path,
+        group: &str,
+        probes: &[Probe],
+        format: Format,
+    ) -> anyhow::Result<Source> {
+        let layout = PageLayout::from_tracefs(root)?;
+        let layout = match subbuf_size(instance) {
+            Some(s) if s != layout.subbuf_size => layout.with_subbuf_size(s),
+            _ => layout,
+        };
+        let mut events = Events::new(layout.long_size);
+        let mut kernel_probes = false;
+        for p in probes {
+            let path = root
+                .join("events")
+                .join(group)
+                .join(&p.event)
+                .join("format");
+            let text = ktrace_ring::read_whole(&path)?;
+            let kind = ProbeKind::from_dynamic_event(&p.definition);
+            kernel_probes |= matches!(kind, ProbeKind::Kprobe | ProbeKind::Kretprobe);
+            events
+                .add_with_kind(group, &text, kind)
+                .with_context(|| format!("format of {}", path.display()))?;
+        }
+        // Stack traces from a `stacktrace` trigger arrive as ftrace's own
+        // events; register them when the kernel describes them.
+        for (sys, ev) in [("ftrace", "kernel_stack"), ("ftrace", "user_stack")] {
+            let path = root.join("events").join(sys).join(ev).join("format");
+            if let Ok(text) = ktrace_ring::read_whole(&path) {
+                let _ = events.add_with_kind(sys, &text, ProbeKind::Other);
+            }
+        }
+        let events: &'static Events = Box::leak(Box::new(events));
+        let symbols: &'static dyn Symbolizer = if kernel_probes {
+            match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
+                Ok(k) => Box::leak(Box::new(KallsymsSymbols(k))),
+                Err(e) => {
+                    eprintln!("ktrace: kernel symbols unavailable ({e}); addresses print as hex");
+                    &NoSymbols
+                }
+            }
+        } else {
+            &NoSymbols
+        };
+        let comms = Comms::new()
+            .with_saved_cmdlines_file(&root.join("saved_cmdlines"))
+            .with_proc(true);
+        let endian = layout.endian;
+        let printer = match format {
+            Format::Text => {
+                let release = rustix::system::uname()
+                    .release()
+                    .to_string_lossy()
+                    .into_owned();
+                Printer::Text(TextPrinter::new(
+                    events,
+                    endian,
+                    FlagStyle::for_release(&release),
+                    symbols,
+                    comms,
+                ))
+            }
+            Format::Json => Printer::Json(JsonPrinter::new(events, endian, symbols, comms)),
+            Format::Raw => Printer::Raw,
+        };
+        // Wake the reader for batches of pages, not for every event.
+        let _ = std::fs::write(instance.join("buffer_percent"), BUFFER_PERCENT.to_string());
+        let reader = Reader::open(instance, layout)?;
+        let cpus = reader.cpus();
+        let pipeline = Feed::spawn(reader);
+        Ok(Source {
+            pipeline: Some(pipeline),
+            merger: Merger::new(layout),
+            events,
+            endian,
+            printer,
+            instance: instance.to_path_buf(),
+            cpus,
+            summary: LostSummary::new(),
+            closed: false,
+            seen: std::collections::HashSet::new(),
+        })
+    }
+
+    /// The name of the event with type `id`.
+    pub fn event_name(&self, id: u16) -> &str {
+        self.events.get(id).map_or("?", |e| e.format.name.as_str())
+    }
+
+    /// Waits up to `timeout` for a reading round and prints it into
+    /// `batch`. Returns false once the reader has finished (after
+    /// [`Source::stop`]) and everything was handed over.
+    pub fn poll(&mut self, timeout: Duration, batch: &mut Batch) -> anyhow::Result<bool> {
+        let Some(pipeline) = &self.pipeline else {
+            return Ok(false);
+        };
+        let mut msg = match pipeline.rx.recv_timeout(timeout) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => return Ok(true),
+            Err(RecvTimeoutError::Disconnected) => return Ok(self.finish()),
+        };
+        loop {
+            match msg {
+                PipelineMsg::Page(p) => self.merger.push(p.cpu, p.bytes),
+                PipelineMsg::Round => {
+                    self.flush(batch);
+                    return Ok(true);
+                }
+                PipelineMsg::Failed(e) => {
+                    return Err(anyhow::Error::new(e).context("reading the ring buffer"));
+                }
+            }
+            let Some(pipeline) = &self.pipeline else {
+                return Ok(false);
+            };
+            msg = match pipeline.rx.try_recv() {
+                Ok(m) => m,
+                // The round marker follows its pages; wait for it briefly.
+                Err(TryRecvError::Empty) => match pipeline.rx.recv_timeout(timeout) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => return Ok(true),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.flush(batch);
+                        return Ok(self.finish());
+                    }
+                },
+                Err(TryRecvError::Disconnected) => {
+                    self.flush(batch);
+                    return Ok(self.finish());
+                }
+            };
+        }
+    }
+
+    fn finish(&mut self) -> bool {
+        if let Some(p) = self.pipeline.take() {
+            p.join();
+        }
+        self.closed = true;
+        false
+    }
+
+    /// Asks the reader thread to take the partial pages left and finish
+    /// (call after recording stopped); keep calling [`Source::poll`] until
+    /// it returns false.
+    pub fn stop(&self) {
+        if let Some(p) = &self.pipeline {
+            p.stop();
+        }
+    }
+
+    /// Stops the reader and throws away what it still delivers.
+    pub fn discard(&mut self) {
+        self.stop();
+        if let Some(p) = self.pipeline.take() {
+            while p.rx.recv().is_ok() {}
+            p.join();
+        }
+        self.closed = true;
+    }
+
+    fn flush(&mut self, batch: &mut Batch) {
+        let Source {
+            merger,
+            printer,
+            summary,
+            endian,
+            events,
+            seen,
+            ..
+        } = self;
+        let endian = *endian;
+        merger.flush(&mut |m| match m {
+            Merged::Record { cpu, ts, data } => {
+                let Some(c) = Common::read(data, endian) else {
+                    return;
+                };
+                // Live, the running task's name is the truth: the kernel
+                // updates `saved_cmdlines` only when the task is switched
+                // out, so right after the event it may still hold the name
+                // of an earlier task with the same pid.
+                if c.pid > 0 && seen.insert(c.pid) {
+                    let comms = match printer {
+                        Printer::Text(p) => Some(&mut p.comms),
+                        Printer::Json(p) => Some(&mut p.comms),
+                        Printer::Raw => None,
+                    };
+                    if let Some(comms) = comms
+                        && let Ok(name) = std::fs::read_to_string(format!("/proc/{}/comm", c.pid))
+                    {
+                        comms.insert(c.pid, name.trim_end_matches('\n'));
+                    }
+                }
+                match printer {
+                    Printer::Text(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
+                    Printer::Json(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
+                    Printer::Raw => {
+                        ktrace_printer::write_raw(&mut batch.bytes, events, endian, cpu, ts, data)
+                    }
+                }
+                batch.lines.push((
+                    batch.bytes.len(),
+                    Kind::Event {
+                        pid: c.pid,
+                        id: c.type_id,
+                    },
+                ));
+            }
+            Merged::Lost { cpu, missed } => {
+                summary.add_missed(cpu, missed);
+                match printer {
+                    Printer::Text(p) => p.write_lost(&mut batch.bytes, cpu, missed),
+                    Printer::Json(p) => p.write_lost(&mut batch.bytes, cpu, missed),
+                    Printer::Raw => {
+                        if let Some(n) = match missed {
+                            ktrace_ring::Missed::None => None,
+                            ktrace_ring::Missed::Unknown => Some("?".to_string()),
+                            ktrace_ring::Missed::Count(n) => Some(n.to_string()),
+                        } {
+                            batch
+                                .bytes
+                                .extend_from_slice(format!("lost {cpu} {n}\n").as_bytes());
+                        }
+                    }
+                }
+                if batch.lines.last().map_or(0, |l| l.0) != batch.bytes.len() {
+                    batch.lines.push((batch.bytes.len(), Kind::Lost));
+                }
+            }
+            Merged::Bad { cpu, error } => {
+                eprintln!("ktrace: CPU {cpu}: undecodable sub-buffer: {error}");
+            }
+        });
+    }
+
+    /// The end-of-run account: page-level missed counts seen so far plus
+    /// the instance's `per_cpu/cpuN/stats`; `events` is the number shown.
+    pub fn lost_summary(&mut self, events: u64) -> &LostSummary {
+        for &cpu in &self.cpus {
+            match CpuStats::read(&self.instance, cpu) {
+                Ok(s) => self.summary.add_stats(cpu, &s),
+                Err(e) => eprintln!("ktrace: {e}"),
+            }
+        }
+        self.summary.events = events;
+        &self.summary
+    }
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.discard();
+        }
+    }
+}
+
+/// The instance's sub-buffer size when it can be read
+/// (`buffer_subbuf_size_kb`, 6.8 and later); older kernels use one page.
+fn subbuf_size(instance: &Path) -> Option<usize> {
+    let t = std::fs::read_to_string(instance.join("buffer_subbuf_size_kb")).ok()?;
+    t.trim().parse::<usize>().ok().map(|kb| kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_lines_split_at_their_ends() {
+        let mut b = Batch::default();
+        for (text, kind) in [
+            ("a-1 [000] x\n", Kind::Event { pid: 1, id: 7 }),
+            ("CPU:0 [LOST 3 EVENTS]\n", Kind::Lost),
+            ("b-2 [001] y\n", Kind::Event { pid: 2, id: 8 }),
+        ] {
+            b.bytes.extend_from_slice(text.as_bytes());
+            b.lines.push((b.bytes.len(), kind));
+        }
+        let got: Vec<(String, Kind)> = b
+            .iter()
+            .map(|(l, k)| (String::from_utf8_lossy(l).into_owned(), k))
+            .collect();
+        assert_eq!(got[1], ("CPU:0 [LOST 3 EVENTS]\n".into(), Kind::Lost));
+        assert_eq!(got[2].1, Kind::Event { pid: 2, id: 8 });
+        b.clear();
+        assert_eq!(b.iter().count(), 0);
+    }
+}
