@@ -40,6 +40,25 @@ impl Common {
     }
 }
 
+/// `s` up to (not including) its first NUL, or all of it. Looks at eight
+/// bytes a step (strings are the bulk of probe records).
+fn until_nul(s: &[u8]) -> &[u8] {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        if w.wrapping_sub(ONES) & !w & HIGHS != 0 {
+            break;
+        }
+        i += 8;
+    }
+    match s[i..].iter().position(|&c| c == 0) {
+        Some(p) => &s[..i + p],
+        None => s,
+    }
+}
+
 /// A string field's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StrValue<'a> {
@@ -140,10 +159,7 @@ impl EventFormat {
             return StrValue::Fault;
         }
         match data.get(off..off + len) {
-            Some(s) => {
-                let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
-                StrValue::Ok(&s[..end])
-            }
+            Some(s) => StrValue::Ok(until_nul(s)),
             None => StrValue::Bad,
         }
     }
@@ -201,6 +217,25 @@ print fmt: \"%d\", REC->a\n";
         d.extend_from_slice(&(3u32).to_le_bytes());
         d.extend_from_slice(b"hi\0");
         d
+    }
+
+    #[test]
+    fn strings_end_at_the_first_nul() {
+        for n in 0..40 {
+            let mut s: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            assert_eq!(until_nul(&s), &s[..], "{n} no nul");
+            for at in 0..n {
+                let keep = s[at];
+                s[at] = 0;
+                assert_eq!(until_nul(&s), &s[..at], "{n} nul at {at}");
+                // bytes with the high bit set or 0x01 do not fool it
+                s[at] = 0x80 | keep;
+                assert_eq!(until_nul(&s), &s[..], "{n} high at {at}");
+                s[at] = 1;
+                assert_eq!(until_nul(&s), &s[..], "{n} one at {at}");
+                s[at] = keep;
+            }
+        }
     }
 
     #[test]

@@ -107,20 +107,33 @@ pub fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> &[u8] {
 }
 
 /// Hex digits of `v` into the tail of `buf`; returns where they start.
+/// All sixteen digits are made at once: each nibble is spread into its own
+/// byte of a u128, then turned into ASCII without branches.
 #[inline]
 fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
-    let set: &[u8; 16] = if upper {
-        b"0123456789ABCDEF"
+    const LO32: u128 = 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
+    const LO16: u128 = 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff;
+    const LO8: u128 = 0x00ff_00ff_00ff_00ff_00ff_00ff_00ff_00ff;
+    const LO4: u128 = 0x0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f_0f0f;
+    const SIX: u128 = 0x0606_0606_0606_0606_0606_0606_0606_0606;
+    const ONE: u128 = 0x0101_0101_0101_0101_0101_0101_0101_0101;
+    const ZERO: u128 = 0x3030_3030_3030_3030_3030_3030_3030_3030;
+    let mut x = u128::from(v);
+    x = (x | (x << 32)) & LO32;
+    x = (x | (x << 16)) & LO16;
+    x = (x | (x << 8)) & LO8;
+    x = (x | (x << 4)) & LO4;
+    // byte j now holds nibble j; nibbles 10..15 get bit 4 when 6 is added
+    let letters = ((x + SIX) >> 4) & ONE;
+    let gap = if upper {
+        b'A' - b'9' - 1
     } else {
-        b"0123456789abcdef"
+        b'a' - b'9' - 1
     };
+    x += ZERO + letters * u128::from(gap);
     let n = (67 - (v | 1).leading_zeros() as usize) / 4;
     let start = buf.len() - n;
-    let mut v = v;
-    for d in buf[start..].iter_mut().rev() {
-        *d = set[(v & 15) as usize];
-        v >>= 4;
-    }
+    buf[8..].copy_from_slice(&x.to_be_bytes());
     start
 }
 

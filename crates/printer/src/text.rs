@@ -12,7 +12,7 @@
 //! not read pages or files.
 
 use crate::Symbolizer;
-use crate::context::{Comms, FlagStyle, write_task_cpu, write_timestamp};
+use crate::context::{Comms, FlagStyle, write_task_cpu};
 use crate::num;
 use ktrace_event::printfmt::{Arg, Conv, Length, Op, Spec};
 use ktrace_event::{
@@ -39,6 +39,8 @@ pub struct TextPrinter<'a> {
     /// (pid, cpu, comms generation, flags, preempt count, irq_info).
     ctx: Vec<u8>,
     ctx_key: Option<(i32, usize, u64, u8, u8, bool)>,
+    /// The whole seconds `ctx` ends with (` %5lu.` is appended to it).
+    ctx_secs: u64,
 }
 
 /// What [`TextPrinter::write_event`] needs to know about one event before
@@ -48,10 +50,10 @@ struct Plan<'a> {
     event: &'a Event,
     /// `name: `, followed by `(0x` for user probes whose header is printed.
     prefix: Vec<u8>,
-    /// Indexes of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
-    ip: Option<usize>,
-    ret_ip: Option<usize>,
-    func: Option<usize>,
+    /// Readers of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
+    ip: Option<FastInt>,
+    ret_ip: Option<FastInt>,
+    func: Option<FastInt>,
     /// Whether the kernel prints the probe header itself.
     probe: bool,
     /// The print fmt from the end of the probe header on (the header's
@@ -130,9 +132,9 @@ impl<'a> Plan<'a> {
         Plan {
             event: ev,
             prefix,
-            ip: f.field_index("__probe_ip"),
-            ret_ip: f.field_index("__probe_ret_ip"),
-            func: f.field_index("__probe_func"),
+            ip: FastInt::field(f, "__probe_ip"),
+            ret_ip: FastInt::field(f, "__probe_ret_ip"),
+            func: FastInt::field(f, "__probe_func"),
             probe,
             steps,
         }
@@ -140,6 +142,21 @@ impl<'a> Plan<'a> {
 }
 
 impl FastInt {
+    /// A reader of integer field `name` (element 0), as `read_int` reads it.
+    fn field(f: &EventFormat, name: &str) -> Option<FastInt> {
+        let fl = f.field(name)?;
+        if fl.kind != FieldKind::Int || fl.count == 0 || !matches!(fl.elem_size, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        Some(FastInt {
+            off: fl.offset,
+            size: fl.elem_size,
+            signed: fl.signed,
+            width_bits: 64,
+            conv: FastConv::Unsigned,
+        })
+    }
+
     /// The fast form of `spec` on `arg`, if it has one.
     fn new(f: &EventFormat, spec: &Spec, arg: &Arg, long_size: usize) -> Option<FastInt> {
         let Arg::Field { index, elem } = arg else {
@@ -265,6 +282,7 @@ impl<'a> TextPrinter<'a> {
             plans,
             ctx: Vec::new(),
             ctx_key: None,
+            ctx_secs: 0,
         }
     }
 
@@ -285,7 +303,11 @@ impl<'a> TextPrinter<'a> {
             common.preempt_count,
             self.irq_info,
         );
-        if self.ctx_key != Some(key) {
+        // ... and so do the time stamp's whole seconds (` %5lu.%06lu`,
+        // rounded to the microsecond like ns2usecs())
+        let us = ts.saturating_add(500) / 1000;
+        let secs = us / 1_000_000;
+        if self.ctx_key != Some(key) || self.ctx_secs != secs {
             self.ctx.clear();
             let comm = self.comms.get(common.pid);
             write_task_cpu(&mut self.ctx, comm, common.pid, cpu);
@@ -293,6 +315,11 @@ impl<'a> TextPrinter<'a> {
                 self.style
                     .write(&mut self.ctx, common.flags, common.preempt_count);
             }
+            self.ctx.push(b' ');
+            let mut b = [0u8; 24];
+            num::right(&mut self.ctx, num::digits(&mut b, secs, 10, false), 5);
+            self.ctx.push(b'.');
+            self.ctx_secs = secs;
             self.ctx_key = self.comms.knows(common.pid).then_some((
                 common.pid,
                 cpu,
@@ -303,7 +330,7 @@ impl<'a> TextPrinter<'a> {
             ));
         }
         out.extend_from_slice(&self.ctx);
-        write_timestamp(out, ts);
+        num::dec6(out, (us % 1_000_000) as u32);
         out.extend_from_slice(b": ");
         match self.events.get(common.type_id) {
             Some(ev) => self.write_event(out, ev, data),
@@ -349,11 +376,8 @@ impl<'a> TextPrinter<'a> {
             }
         };
         out.extend_from_slice(&plan.prefix);
-        let u = |index: Option<usize>| -> u64 {
-            index
-                .and_then(|i| f.read_int(data, i, 0, self.endian))
-                .map_or(0, Int::bits)
-        };
+        let u =
+            |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
         let probe = plan.probe;
         // the header, without its closing `)` (the body's first literal)
         if probe {
@@ -705,5 +729,22 @@ print fmt: \"v=%u\", REC->v\n";
             "         swapped-8       [001]      0.000009: t: v=[FAILED TO PARSE]",
         ];
         assert_eq!(String::from_utf8(out).unwrap(), want.join("\n") + "\n");
+        // the cached whole seconds follow the time stamp, rounding included
+        for ts in [
+            1_999_999_499u64,
+            1_999_999_500,
+            2_000_000_000,
+            1_000,
+            99_999_999_999_999,
+            123_456_789_999_999_999,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            p.write_record(&mut out, 1, ts, &rec(1, 8, 1));
+            let mut want = b"         swapped-8       [001] ".to_vec();
+            crate::write_timestamp(&mut want, ts);
+            want.extend_from_slice(b": t: v=1\n");
+            assert_eq!(String::from_utf8(out), String::from_utf8(want), "{ts}");
+        }
     }
 }
