@@ -26,6 +26,7 @@ use anyhow::Context;
 use ktrace_event::{Common, Endian, Events, ProbeKind};
 use ktrace_printer::{
     Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
+    write_task_cpu, write_timestamp,
 };
 use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, PipelineMsg, RawPage, Reader};
 use ktrace_symbols::kallsyms::Kallsyms;
@@ -159,6 +160,12 @@ pub enum Kind {
         /// The event's type id.
         id: u16,
     },
+    /// A stack trace of task `pid` (from `--stack`), shown with the event
+    /// before it, not counted as an event.
+    Stack {
+        /// The task the stack belongs to.
+        pid: i32,
+    },
     /// A lost-events notice (always shown, never counted as an event).
     Lost,
 }
@@ -205,6 +212,95 @@ impl Symbolizer for KallsymsSymbols {
     }
 }
 
+/// Where the `ftrace/kernel_stack` and `ftrace/user_stack` events keep
+/// their addresses: (type id, offset of `caller`, offset of `size`).
+#[derive(Debug, Default, Clone, Copy)]
+struct Stacks {
+    kernel: Option<(u16, usize, Option<usize>)>,
+    user: Option<(u16, usize)>,
+}
+
+/// Writes a stack event's text as `trace_stack_print()` /
+/// `trace_user_stack_print()` in kernel/trace/trace_output.c do with the
+/// default options: `<stack trace>` then ` => %ps` per kernel address (up
+/// to `size` entries or ULONG_MAX), or `<user stack trace>` then
+/// ` =>  <%016lx>` per user address (up to the first 0). Returns false
+/// when `id` is not a stack event.
+#[allow(clippy::too_many_arguments)]
+fn write_stack(
+    out: &mut Vec<u8>,
+    stacks: Stacks,
+    symbols: &dyn Symbolizer,
+    endian: Endian,
+    long_size: usize,
+    id: u16,
+    data: &[u8],
+) -> bool {
+    use std::io::Write;
+    let word = |b: &[u8]| -> u64 {
+        if long_size == 8 {
+            endian.u64(b)
+        } else {
+            u64::from(endian.u32(b))
+        }
+    };
+    let max = if long_size == 8 {
+        u64::MAX
+    } else {
+        u64::from(u32::MAX)
+    };
+    if let Some((kid, caller, size)) = stacks.kernel
+        && kid == id
+    {
+        let avail = data.len().saturating_sub(caller) / long_size;
+        let n = size
+            .and_then(|o| data.get(o..o + 4))
+            .map_or(avail, |b| (endian.u32(b) as usize).min(avail));
+        out.extend_from_slice(b"<stack trace>\n");
+        for i in 0..n {
+            let at = caller + i * long_size;
+            let ip = word(&data[at..at + long_size]);
+            if ip == max {
+                break;
+            }
+            out.extend_from_slice(b" => ");
+            if ip == 0 {
+                out.push(b'0');
+            } else {
+                match symbols.lookup(ip) {
+                    Some(s) => {
+                        out.extend_from_slice(s.name.as_bytes());
+                        if let Some(m) = s.module {
+                            let _ = write!(out, " [{m}]");
+                        }
+                    }
+                    None => {
+                        let _ = write!(out, "0x{ip:x}");
+                    }
+                }
+            }
+            out.push(b'\n');
+        }
+        return true;
+    }
+    if let Some((uid, caller)) = stacks.user
+        && uid == id
+    {
+        out.extend_from_slice(b"<user stack trace>\n");
+        let avail = data.len().saturating_sub(caller) / long_size;
+        for i in 0..avail.min(8) {
+            let at = caller + i * long_size;
+            let ip = word(&data[at..at + long_size]);
+            if ip == 0 {
+                break;
+            }
+            let _ = writeln!(out, " =>  <{ip:016x}>");
+        }
+        return true;
+    }
+    false
+}
+
 enum Printer {
     Text(TextPrinter<'static>),
     Json(JsonPrinter<'static>),
@@ -224,6 +320,9 @@ pub struct Source {
     closed: bool,
     /// Pids whose name was taken from `/proc` (first sight in this run).
     seen: std::collections::HashSet<i32>,
+    stacks: Stacks,
+    style: FlagStyle,
+    symbols: &'static dyn Symbolizer,
 }
 
 impl Source {
@@ -267,6 +366,18 @@ impl Source {
                 let _ = events.add_with_kind(sys, &text, ProbeKind::Other);
             }
         }
+        let mut stacks = Stacks::default();
+        for ev in events.iter().filter(|e| e.system == "ftrace") {
+            let f = &ev.format;
+            let caller = f.field("caller").map(|c| c.offset);
+            match (f.name.as_str(), caller) {
+                ("kernel_stack", Some(c)) => {
+                    stacks.kernel = Some((f.id, c, f.field("size").map(|s| s.offset)));
+                }
+                ("user_stack", Some(c)) => stacks.user = Some((f.id, c)),
+                _ => {}
+            }
+        }
         let events: &'static Events = Box::leak(Box::new(events));
         let symbols: &'static dyn Symbolizer = if kernel_probes {
             match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
@@ -283,20 +394,13 @@ impl Source {
             .with_saved_cmdlines_file(&root.join("saved_cmdlines"))
             .with_proc(true);
         let endian = layout.endian;
+        let release = rustix::system::uname()
+            .release()
+            .to_string_lossy()
+            .into_owned();
+        let style = FlagStyle::for_release(&release);
         let printer = match format {
-            Format::Text => {
-                let release = rustix::system::uname()
-                    .release()
-                    .to_string_lossy()
-                    .into_owned();
-                Printer::Text(TextPrinter::new(
-                    events,
-                    endian,
-                    FlagStyle::for_release(&release),
-                    symbols,
-                    comms,
-                ))
-            }
+            Format::Text => Printer::Text(TextPrinter::new(events, endian, style, symbols, comms)),
             Format::Json => Printer::Json(JsonPrinter::new(events, endian, symbols, comms)),
             Format::Raw => Printer::Raw,
         };
@@ -316,6 +420,9 @@ impl Source {
             summary: LostSummary::new(),
             closed: false,
             seen: std::collections::HashSet::new(),
+            stacks,
+            style,
+            symbols,
         })
     }
 
@@ -404,9 +511,13 @@ impl Source {
             endian,
             events,
             seen,
+            stacks,
+            style,
+            symbols,
             ..
         } = self;
         let endian = *endian;
+        let long_size = events.long_size();
         merger.flush(&mut |m| match m {
             Merged::Record { cpu, ts, data } => {
                 let Some(c) = Common::read(data, endian) else {
@@ -428,20 +539,34 @@ impl Source {
                         comms.insert(c.pid, name.trim_end_matches('\n'));
                     }
                 }
+                let is_stack = stacks.kernel.is_some_and(|k| k.0 == c.type_id)
+                    || stacks.user.is_some_and(|u| u.0 == c.type_id);
                 match printer {
+                    Printer::Text(p) if is_stack => {
+                        let out = &mut batch.bytes;
+                        write_task_cpu(out, p.comms.get(c.pid), c.pid, cpu);
+                        if p.irq_info {
+                            style.write(out, c.flags, c.preempt_count);
+                        }
+                        write_timestamp(out, ts);
+                        out.extend_from_slice(b": ");
+                        write_stack(out, *stacks, *symbols, endian, long_size, c.type_id, data);
+                    }
                     Printer::Text(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
                     Printer::Json(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
                     Printer::Raw => {
                         ktrace_printer::write_raw(&mut batch.bytes, events, endian, cpu, ts, data)
                     }
                 }
-                batch.lines.push((
-                    batch.bytes.len(),
+                let kind = if is_stack {
+                    Kind::Stack { pid: c.pid }
+                } else {
                     Kind::Event {
                         pid: c.pid,
                         id: c.type_id,
-                    },
-                ));
+                    }
+                };
+                batch.lines.push((batch.bytes.len(), kind));
             }
             Merged::Lost { cpu, missed } => {
                 summary.add_missed(cpu, missed);

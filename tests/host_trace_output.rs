@@ -166,6 +166,10 @@ fn with_reference(
     let mut run = start_trace(&args, Stdio::piped(), &[]);
     let group = session_name(&run.early_stderr);
     let reference = Reference::new(root, &group);
+    if extra.contains(&"--stack") {
+        // What --stack asks of ktrace's instance for uprobes.
+        fs::write(reference.dir.join("options/userstacktrace"), "1").unwrap();
+    }
     p.run(hits);
     std::thread::sleep(Duration::from_millis(300));
     let kernel = reference.lines();
@@ -270,6 +274,33 @@ fn output_file_holds_the_same_lines() {
         .map(str::to_string)
         .collect();
     assert_same_lines(&written, &kernel, &stderr);
+}
+
+#[test]
+fn stack_lines_equal_the_kernels() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("stack");
+    let (ours, kernel, stderr) = with_reference(&root, &p, &["--stack"], 2);
+    let stacks = kernel
+        .iter()
+        .filter(|l| l.ends_with(": <user stack trace>"))
+        .count();
+    // One user stack per entry and return hit.
+    assert_eq!(stacks, 6, "{kernel:#?}");
+    assert!(
+        kernel.iter().any(|l| l.starts_with(" =>  <")),
+        "{kernel:#?}"
+    );
+    // Stack lines have no timestamp of their own: compare them whole.
+    let (o_ev, o_st): (Vec<String>, Vec<String>) =
+        ours.iter().cloned().partition(|l| l.contains("] "));
+    let (k_ev, k_st): (Vec<String>, Vec<String>) =
+        kernel.iter().cloned().partition(|l| l.contains("] "));
+    assert_same_lines(&o_ev, &k_ev, &stderr);
+    assert_eq!(o_st, k_st, "{stderr}");
+    // Stacks are shown but not counted as events.
+    assert!(stderr.contains("6 event(s), 0 lost"), "{stderr}");
 }
 
 #[test]

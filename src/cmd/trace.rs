@@ -277,6 +277,12 @@ fn emit(
                 }
                 Some(id)
             }
+            Kind::Stack { pid } => {
+                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
+                    continue;
+                }
+                None
+            }
             Kind::Lost => None,
         };
         if out.write_all(line).is_err() {
