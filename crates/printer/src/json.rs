@@ -9,7 +9,7 @@
 //! field=value...` with no print-fmt interpretation, for speed. Neither
 //! mirrors a kernel file; the field meanings are those of ktrace-event.
 
-use crate::{Comms, Symbolizer};
+use crate::{Comms, Symbolizer, num};
 use ktrace_event::printfmt::{Arg, Conv, Op};
 use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue, Value};
 use ktrace_ring::Missed;
@@ -101,11 +101,13 @@ impl<'a> JsonPrinter<'a> {
             );
             return;
         };
-        let _ = write!(
-            out,
-            "{{\"ts\":{ts},\"cpu\":{cpu},\"pid\":{},\"comm\":",
-            c.pid
-        );
+        out.extend_from_slice(b"{\"ts\":");
+        num::dec(out, ts);
+        out.extend_from_slice(b",\"cpu\":");
+        num::dec(out, cpu as u64);
+        out.extend_from_slice(b",\"pid\":");
+        signed(out, i64::from(c.pid));
+        out.extend_from_slice(b",\"comm\":");
         json_str(out, self.comms.get(c.pid).as_bytes());
         let Some(ev) = self.events.get(c.type_id) else {
             let _ = writeln!(out, ",\"type\":{},\"error\":\"unknown event\"}}", c.type_id);
@@ -115,16 +117,16 @@ impl<'a> JsonPrinter<'a> {
         json_str(out, ev.system.as_bytes());
         out.extend_from_slice(b",\"event\":");
         json_str(out, ev.format.name.as_bytes());
-        let _ = write!(
-            out,
-            ",\"flags\":{},\"preempt_count\":{},\"fields\":{{",
-            c.flags, c.preempt_count
-        );
+        out.extend_from_slice(b",\"flags\":");
+        num::dec(out, u64::from(c.flags));
+        out.extend_from_slice(b",\"preempt_count\":");
+        num::dec(out, u64::from(c.preempt_count));
+        out.extend_from_slice(b",\"fields\":{");
         let id = usize::from(c.type_id);
         if self.hints.len() <= id {
             self.hints.resize(id + 1, None);
         }
-        let hints = self.hints[id].get_or_insert_with(|| hints(ev)).clone();
+        let hints = self.hints[id].get_or_insert_with(|| hints(ev));
         let mut first = true;
         for (i, f) in ev.format.fields.iter().enumerate() {
             if f.common {
@@ -137,60 +139,9 @@ impl<'a> JsonPrinter<'a> {
             json_str(out, f.name.as_bytes());
             out.push(b':');
             let v = ev.format.value(data, i, self.endian);
-            self.write_value(out, &v, hints[i]);
+            write_value(self.symbols, out, &v, hints[i]);
         }
         out.extend_from_slice(b"}}\n");
-    }
-
-    fn write_value(&self, out: &mut Vec<u8>, v: &Value<'_>, hint: Hint) {
-        match v {
-            Value::Int(i) => match hint {
-                Hint::Char => json_str(out, &[i.bits() as u8]),
-                Hint::Symbol => {
-                    let a = i.bits();
-                    let _ = write!(out, "{{\"addr\":{a},\"sym\":");
-                    match self.symbols.lookup(a) {
-                        Some(s) => {
-                            let t = format!("{}+0x{:x}/0x{:x}", s.name, s.offset, s.size);
-                            json_str(out, t.as_bytes());
-                        }
-                        None => out.extend_from_slice(b"null"),
-                    }
-                    out.push(b'}');
-                }
-                Hint::Plain => match i {
-                    Int::U(u) => crate::num::dec(out, *u),
-                    Int::S(s) => {
-                        if *s < 0 {
-                            out.push(b'-');
-                        }
-                        crate::num::dec(out, s.unsigned_abs());
-                    }
-                },
-            },
-            Value::Str(StrValue::Ok(s)) => json_str(out, s),
-            Value::Str(_) | Value::Missing => out.extend_from_slice(b"null"),
-            Value::Bytes(b) => {
-                out.push(b'[');
-                for (k, x) in b.iter().enumerate() {
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    let _ = write!(out, "{x}");
-                }
-                out.push(b']');
-            }
-            Value::Array(items) => {
-                out.push(b'[');
-                for (k, x) in items.iter().enumerate() {
-                    if k > 0 {
-                        out.push(b',');
-                    }
-                    self.write_value(out, x, hint);
-                }
-                out.push(b']');
-            }
-        }
     }
 
     /// Appends a JSON loss report: `{"lost":N,"cpu":K}` (`null` when the
@@ -208,6 +159,65 @@ impl<'a> JsonPrinter<'a> {
     }
 }
 
+fn write_value(symbols: &dyn Symbolizer, out: &mut Vec<u8>, v: &Value<'_>, hint: Hint) {
+    match v {
+        Value::Int(i) => match hint {
+            Hint::Char => json_str(out, &[i.bits() as u8]),
+            Hint::Symbol => {
+                let a = i.bits();
+                let _ = write!(out, "{{\"addr\":{a},\"sym\":");
+                match symbols.lookup(a) {
+                    Some(s) => {
+                        let t = format!("{}+0x{:x}/0x{:x}", s.name, s.offset, s.size);
+                        json_str(out, t.as_bytes());
+                    }
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.push(b'}');
+            }
+            Hint::Plain => match i {
+                Int::U(u) => crate::num::dec(out, *u),
+                Int::S(s) => {
+                    if *s < 0 {
+                        out.push(b'-');
+                    }
+                    crate::num::dec(out, s.unsigned_abs());
+                }
+            },
+        },
+        Value::Str(StrValue::Ok(s)) => json_str(out, s),
+        Value::Str(_) | Value::Missing => out.extend_from_slice(b"null"),
+        Value::Bytes(b) => {
+            out.push(b'[');
+            for (k, x) in b.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                let _ = write!(out, "{x}");
+            }
+            out.push(b']');
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (k, x) in items.iter().enumerate() {
+                if k > 0 {
+                    out.push(b',');
+                }
+                write_value(symbols, out, x, hint);
+            }
+            out.push(b']');
+        }
+    }
+}
+
+/// Appends `v` in decimal with its sign.
+fn signed(out: &mut Vec<u8>, v: i64) {
+    if v < 0 {
+        out.push(b'-');
+    }
+    num::dec(out, v.unsigned_abs());
+}
+
 /// Appends the raw line of a record: `ts cpu pid system:event f=v ...`
 /// (strings in double quotes with `\` escapes, faulted strings as `(fault)`).
 pub fn write_raw(
@@ -221,17 +231,26 @@ pub fn write_raw(
     let Some(c) = Common::read(data, endian) else {
         return;
     };
-    let _ = write!(out, "{ts} {cpu} {}", c.pid);
+    num::dec(out, ts);
+    out.push(b' ');
+    num::dec(out, cpu as u64);
+    out.push(b' ');
+    signed(out, i64::from(c.pid));
     let Some(ev) = events.get(c.type_id) else {
         let _ = writeln!(out, " type={}", c.type_id);
         return;
     };
-    let _ = write!(out, " {}:{}", ev.system, ev.format.name);
+    out.push(b' ');
+    out.extend_from_slice(ev.system.as_bytes());
+    out.push(b':');
+    out.extend_from_slice(ev.format.name.as_bytes());
     for (i, f) in ev.format.fields.iter().enumerate() {
         if f.common {
             continue;
         }
-        let _ = write!(out, " {}=", f.name);
+        out.push(b' ');
+        out.extend_from_slice(f.name.as_bytes());
+        out.push(b'=');
         raw_value(out, &ev.format.value(data, i, endian));
     }
     out.push(b'\n');
@@ -239,14 +258,19 @@ pub fn write_raw(
 
 fn raw_value(out: &mut Vec<u8>, v: &Value<'_>) {
     match v {
-        Value::Int(Int::U(u)) => {
-            let _ = write!(out, "{u}");
-        }
-        Value::Int(Int::S(s)) => {
-            let _ = write!(out, "{s}");
-        }
+        Value::Int(Int::U(u)) => num::dec(out, *u),
+        Value::Int(Int::S(s)) => signed(out, *s),
         Value::Str(StrValue::Ok(s)) => {
-            let _ = write!(out, "\"{}\"", s.escape_ascii());
+            // what escape_ascii() leaves alone is copied as it is
+            if s.iter()
+                .all(|&b| (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\'' | b'\\'))
+            {
+                out.push(b'"');
+                out.extend_from_slice(s);
+                out.push(b'"');
+            } else {
+                let _ = write!(out, "\"{}\"", s.escape_ascii());
+            }
         }
         Value::Str(_) | Value::Missing => out.extend_from_slice(b"(fault)"),
         Value::Bytes(b) => {
@@ -269,7 +293,40 @@ fn raw_value(out: &mut Vec<u8>, v: &Value<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use super::json_str;
+    use super::{json_str, raw_value, signed};
+    use ktrace_event::{Int, StrValue, Value};
+
+    /// The raw mode's fast paths print what `{}` and `escape_ascii()` do.
+    #[test]
+    fn raw_values_match_core_fmt() {
+        for s in [
+            &b"plain text 0123"[..],
+            b"",
+            b"q\"uote",
+            b"it's",
+            b"back\\slash",
+            b"tab\tnl\n",
+            b"\x7f\x1f\xff",
+            "é".as_bytes(),
+        ] {
+            let mut out = Vec::new();
+            raw_value(&mut out, &Value::Str(StrValue::Ok(s)));
+            assert_eq!(
+                out,
+                format!("\"{}\"", s.escape_ascii()).into_bytes(),
+                "{s:?}"
+            );
+        }
+        for v in [0i64, 1, -1, 42, -4096, i64::MIN, i64::MAX] {
+            let mut out = Vec::new();
+            raw_value(&mut out, &Value::Int(Int::S(v)));
+            signed(&mut out, v);
+            assert_eq!(out, format!("{v}{v}").into_bytes());
+        }
+        let mut out = Vec::new();
+        raw_value(&mut out, &Value::Int(Int::U(u64::MAX)));
+        assert_eq!(out, u64::MAX.to_string().into_bytes());
+    }
 
     #[test]
     fn strings_are_valid_json() {
