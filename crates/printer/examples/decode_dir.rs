@@ -19,6 +19,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().ok_or("usage: decode_dir DIR [--json|--raw]")?);
     let mode = args.next().unwrap_or_default();
+    // decided once, not per record
+    let (json_mode, raw_mode) = (mode == "--json", mode == "--raw");
     let info = std::fs::read_to_string(dir.join("info.txt")).unwrap_or_default();
     let release = info
         .lines()
@@ -80,10 +82,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match m {
             Merged::Record { cpu, ts, data } => {
                 summary.events += 1;
-                match mode.as_str() {
-                    "--json" => json.write_record(&mut buf, cpu, ts, data),
-                    "--raw" => write_raw(&mut buf, &events, layout.endian, cpu, ts, data),
-                    _ => text.write_record(&mut buf, cpu, ts, data),
+                if json_mode {
+                    json.write_record(&mut buf, cpu, ts, data);
+                } else if raw_mode {
+                    write_raw(&mut buf, &events, layout.endian, cpu, ts, data);
+                } else {
+                    text.write_record(&mut buf, cpu, ts, data);
                 }
             }
             Merged::Lost { cpu, missed } => {
