@@ -357,6 +357,9 @@ impl<'a> TextPrinter<'a> {
     /// Appends `name: ` and the event's own text (no context, no newline).
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
+        if ev.system == "ftrace" && self.write_stack(out, f, data) {
+            return;
+        }
         if f.print_fmt.is_none() {
             out.extend_from_slice(f.name.as_bytes());
             out.extend_from_slice(b": [FAILED TO PARSE]");
@@ -449,6 +452,55 @@ impl<'a> TextPrinter<'a> {
                 }
             }
         }
+    }
+
+    /// ftrace's own stack records, printed as kernel/trace/trace_output.c
+    /// does (their `print fmt` is not what the kernel prints):
+    /// `kernel_stack` (`trace_stack_print`) as `<stack trace>` and one
+    /// ` => SYM` line per frame up to the record's end or `ULONG_MAX`;
+    /// `user_stack` (`trace_user_stack_print`, without the sym-userobj
+    /// option) as `<user stack trace>` and ` =>  <%016lx>` per frame up to
+    /// the first zero. Returns false for other events (or a record without
+    /// a `caller` field).
+    fn write_stack(&self, out: &mut Vec<u8>, f: &EventFormat, data: &[u8]) -> bool {
+        let user = match f.name.as_str() {
+            "kernel_stack" => false,
+            "user_stack" => true,
+            _ => return false,
+        };
+        let Some(caller) = f.fields.iter().find(|x| x.name == "caller") else {
+            return false;
+        };
+        let ls = self.long_size;
+        let frames = data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls);
+        let frames = frames.take(if user { caller.count } else { usize::MAX });
+        out.extend_from_slice(if user {
+            b"<user stack trace>".as_slice()
+        } else {
+            b"<stack trace>".as_slice()
+        });
+        for b in frames {
+            let addr = if ls == 8 {
+                self.endian.u64(b)
+            } else {
+                u64::from(self.endian.u32(b))
+            };
+            let end = if ls == 8 {
+                u64::MAX
+            } else {
+                u64::from(u32::MAX)
+            };
+            if (user && addr == 0) || (!user && addr == end) {
+                break;
+            }
+            out.extend_from_slice(b"\n => ");
+            if user {
+                let _ = write!(out, " <{addr:0w$x}>", w = ls * 2);
+            } else {
+                self.write_ip_sym(out, addr, false);
+            }
+        }
+        true
     }
 
     /// `seq_print_ip_sym()`: `0` for a null address, `sym+0xoff/0xsize
@@ -674,6 +726,94 @@ mod tests {
                 "{conv} {v}"
             );
         }
+    }
+
+    /// Stack records as the kernel prints them, with the format files of
+    /// ftrace's own events captured on the 6.18 host
+    /// (`cat /sys/kernel/tracing/events/ftrace/{kernel,user}_stack/format`).
+    #[test]
+    fn stack_records_print_like_trace_output_c() {
+        const KERNEL_STACK: &str = "name: kernel_stack\nID: 4\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n\
+print fmt: \"\\t=> %ps\\n\\t=> %ps\\n\", (void *)REC->caller[0], (void *)REC->caller[1]\n";
+        const USER_STACK: &str = "name: user_stack\nID: 13\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned int tgid;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n\
+print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("ftrace", KERNEL_STACK, ProbeKind::Other)
+            .unwrap();
+        events
+            .add_with_kind("ftrace", USER_STACK, ProbeKind::Other)
+            .unwrap();
+        let syms = crate::TableSymbols::new(vec![
+            (0xffff_0000_1000, 0x100, "do_sys_openat2".to_string(), None),
+            (0xffff_0000_2000, 0x80, "__x64_sys_openat".to_string(), None),
+        ]);
+        let p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &syms,
+            Comms::new(),
+        );
+        let rec = |id: u8, words: &[u64]| {
+            let mut r = vec![
+                id,
+                0,
+                0,
+                0,
+                1,
+                0,
+                0,
+                0,
+                words.len() as u8,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ];
+            for w in words {
+                r.extend_from_slice(&w.to_le_bytes());
+            }
+            r
+        };
+        let mut out = Vec::new();
+        // Dynamic size: three frames, the record ends after them; the third
+        // is unknown to the symbol table.
+        let k = rec(4, &[0xffff_0000_1010, 0xffff_0000_2040, 0xdead_beef]);
+        p.write_event(&mut out, events.get(4).unwrap(), &k);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "<stack trace>\n => do_sys_openat2\n => __x64_sys_openat\n => 0xdeadbeef"
+        );
+        out.clear();
+        let k = rec(4, &[0xffff_0000_1010, u64::MAX, 0xffff_0000_2040]);
+        p.write_event(&mut out, events.get(4).unwrap(), &k);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "<stack trace>\n => do_sys_openat2"
+        );
+        out.clear();
+        let u = rec(13, &[0x7f12_3456_789a, 0x5555_5555_1234, 0, 0, 0, 0, 0, 0]);
+        p.write_event(&mut out, events.get(13).unwrap(), &u);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "<user stack trace>\n =>  <00007f123456789a>\n =>  <0000555555551234>"
+        );
     }
 
     /// The task column is cached per pid: a name learnt or changed between
