@@ -243,3 +243,42 @@ fn rejected_definition_shows_caret_and_writes_nothing() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr.contains("arg1..arg6"), "{stderr}");
 }
+
+#[test]
+fn stack_gives_user_stacks_on_uprobes() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    if !root.join("options/userstacktrace").exists() {
+        eprintln!("\n!!!!!! SKIP: this kernel has no options/userstacktrace !!!!!!\n");
+        return;
+    }
+    let Some(prog) = Program::build("stack", true) else {
+        return;
+    };
+    let p = prog.path.display().to_string();
+    let (out, stdout, stderr) = run_trace(&[
+        format!("{p}:ktrace_probe_me"),
+        "--stack".into(),
+        "--".into(),
+        p.clone(),
+    ]);
+    assert!(out.status.success(), "{stderr}");
+    // Each hit is followed by the user stack the kernel recorded; its first
+    // frame is the probed address itself.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let mut stacks = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(rest) = l.split_once(" p_ktrace_probe_me: (0x").map(|(_, r)| r) else {
+            continue;
+        };
+        let addr = u64::from_str_radix(rest.trim_end_matches(')'), 16).unwrap();
+        assert!(
+            lines[i + 1].ends_with(": <user stack trace>"),
+            "{}\n{stdout}",
+            lines[i + 1]
+        );
+        assert_eq!(lines[i + 2], format!(" =>  <{addr:016x}>"), "{stdout}");
+        stacks += 1;
+    }
+    assert_eq!(stacks, 3, "{stdout}");
+}
