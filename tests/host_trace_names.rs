@@ -282,3 +282,17 @@ fn stack_gives_user_stacks_on_uprobes() {
     }
     assert_eq!(stacks, 3, "{stdout}");
 }
+
+#[test]
+fn check_asks_the_live_kernel_unless_offline() {
+    let Some(_root) = tracefs() else { return };
+    let def = "p:ktrace_names_chk /ktrace/no/such/file:0x10";
+    let live = ktrace().args(["check", def]).output().unwrap();
+    let text = String::from_utf8_lossy(&live.stdout);
+    assert_eq!(live.status.code(), Some(1), "{text}");
+    assert!(text.contains("Failed to find the given file"), "{text}");
+    let offline = ktrace().args(["check", "--offline", def]).output().unwrap();
+    let text = String::from_utf8_lossy(&offline.stdout);
+    assert!(offline.status.success(), "{text}");
+    assert!(text.contains("existence of the probed file"), "{text}");
+}
