@@ -1,0 +1,137 @@
+# `ktrace trace` with its conveniences on a kernel with kprobes: the classic
+# kprobetrace.rst examples redone through ktrace (bare symbols, argN, %return
+# with maxactive, do_wait's struct fields, an offset inside a function, a
+# filter on a string, --stack, a wildcard of 50+ functions), and `ktrace
+# check` against the live kernel. Every run must leave nothing behind
+# (`pass` checks dynamic_events and instances).
+. "$KTEST_LIB"
+
+# kt ARGS... — runs `ktrace trace ARGS` in the background until it says it is
+# tracing (or exits); output in /tmp/kt.out, /tmp/kt.err; sets $kpid.
+kt() {
+    rm -f /tmp/kt.out /tmp/kt.err
+    ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    i=0
+    while ! grep -q 'Ctrl-C to stop' /tmp/kt.err 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -gt 300 ] && break
+        kill -0 $kpid 2>/dev/null || break
+        sleep 0.1
+    done
+}
+# ktwait — waits for it; sets $code
+ktwait() { wait $kpid; code=$?; }
+short() { tr -s ' ' <"$1" | tr '\n' ';' | cut -c1-400; }
+
+ktest entry_argn_registers_and_filename
+kt do_sys_openat2 "dfd=$(argreg 1):s32" 'flags=arg3:x64' 'filename=+0(arg2):ustring' -d 3
+cat /ktest/env >/dev/null
+ktwait
+expect_eq "exit status" "$code" 0 &&
+    expect_match "event" "$(cat /tmp/kt.out)" " p_do_sys_openat2: $(at_entry do_sys_openat2) dfd=-100 flags=0x[0-9a-f]+ filename=\"/ktest/env\"" &&
+    pass "$(grep -m1 'filename="/ktest/env"' /tmp/kt.out | tr -s ' ')"
+
+ktest return_value_with_maxactive
+kt 'r16:oret do_sys_openat2%return' 'ret=$retval:s64' -d 3
+during=$(cat "$TRACEFS/dynamic_events")
+cat /ktest/env >/dev/null
+cat /ktest/no-such-file 2>/dev/null
+ktwait
+expect_eq "exit status" "$code" 0 &&
+    expect_match "maxactive kept" "$during" "^r16:ktrace_p${kpid}_[^/]*/oret do_sys_openat2" &&
+    expect_match "ENOENT returned" "$(cat /tmp/kt.out)" ' oret: \(.+ <- do_sys_openat2\) ret=-2$' &&
+    expect_match "a descriptor returned" "$(cat /tmp/kt.out)" ' oret: \(.+ <- do_sys_openat2\) ret=[0-9]+$' &&
+    expect_match "profile" "$(cat /tmp/kt.err)" '^  oret +hits +[1-9][0-9]* +misses +0 ' &&
+    pass "$(grep -m1 'ret=-2' /tmp/kt.out | tr -s ' ')"
+
+ktest do_wait_struct_fields
+if ! grep -q ' do_wait$' /proc/kallsyms; then
+    skip "no do_wait in kallsyms (inlined)"
+else
+    a=$(argreg 1)
+    kt "p:w do_wait wo_type=+0($a):u32 wo_flags=+4($a):u32" -d 3
+    sh -c 'true' &
+    wait $!
+    ktwait
+    expect_eq "exit status" "$code" 0 &&
+        expect_match "do_wait fields" "$(cat /tmp/kt.out)" " w: $(at_entry do_wait) wo_type=[0-9]+ wo_flags=[0-9]+$" &&
+        pass "$(grep -m1 ' w: ' /tmp/kt.out | tr -s ' ')"
+fi
+
+ktest offset_inside_function
+# x86_64 refuses offsets that are not instruction boundaries: ktrace passes
+# the kernel's refusal on, leaving nothing, and the next offset is tried.
+case $KTEST_ARCH in arm64) step=4 ;; *) step=1 ;; esac
+off=$step
+refused=0
+code=1
+while [ "$off" -le 32 ]; do
+    kt "do_sys_openat2+$off" -n 1 -d 3
+    cat /ktest/env >/dev/null
+    ktwait
+    [ "$code" = 0 ] && break
+    refused=$((refused + 1))
+    off=$((off + step))
+done
+hex=$(printf '%x' "$off")
+expect_eq "accepted an offset" "$code" 0 &&
+    expect_match "fires at the offset" "$(cat /tmp/kt.out)" " p_do_sys_openat2_$off: \\(do_sys_openat2\\+0x$hex/0x[0-9a-f]+\\)\$" &&
+    pass "+$off after $refused refused by the kernel"
+
+ktest filter_keeps_one_filename
+kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' -d 3
+cat /proc/version >/dev/null
+cat /ktest/env >/dev/null
+cat /proc/cmdline >/dev/null
+ktwait
+expect_eq "exit status" "$code" 0 &&
+    expect_match "the kept file" "$(cat /tmp/kt.out)" 'fn="/ktest/env"$' &&
+    expect_nomatch "no other file" "$(grep ' p_do_sys_openat2' /tmp/kt.out)" 'fn="/(proc|etc|ktest/[^e])' &&
+    expect_eq "only that file" "$(grep -c ' p_do_sys_openat2' /tmp/kt.out)" "$(grep -c 'fn="/ktest/env"' /tmp/kt.out)" &&
+    pass "$(grep -c ' p_do_sys_openat2' /tmp/kt.out) event(s)"
+
+ktest stack_on_kprobe
+kt do_sys_openat2 --stack -d 3
+cat /ktest/env >/dev/null
+ktwait
+expect_eq "exit status" "$code" 0 &&
+    expect_match "event" "$(cat /tmp/kt.out)" ' p_do_sys_openat2: ' &&
+    expect_match "stack frames" "$(cat /tmp/kt.out)" '=> .*(sys_openat|do_syscall|el0_svc|invoke_syscall)' &&
+    pass "$(grep -c '=> ' /tmp/kt.out) frame line(s)"
+
+ktest wildcard_50_functions
+pat=
+for p in 'vfs_*' 'security_*' 'kmem_cache_*' '*_open'; do
+    n=$(ktrace list "$p" 2>/dev/null | wc -l)
+    if [ "$n" -ge 50 ]; then pat=$p; break; fi
+done
+if [ -z "$pat" ]; then
+    fail "no pattern with 50 probe-able functions"
+else
+    kt "$pat" -d 2
+    cat /ktest/env >/dev/null
+    during=$(grep -c "ktrace_p${kpid}_" "$TRACEFS/dynamic_events")
+    ktwait
+    expect_eq "exit status" "$code" 0 &&
+        expect_ge "probes attached" "$during" 50 &&
+        expect_match "all removed" "$(cat /tmp/kt.err)" "cleanup removed $during probe\\(s\\) and the instance" &&
+        expect_empty "nothing left" "$(grep "ktrace_p${kpid}_" "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances" | grep "ktrace_p${kpid}_")" &&
+        pass "$pat: $during probes; $(grep -E 'functions; left out|event\(s\)|cleanup' /tmp/kt.err | tr '\n' ';')"
+fi
+
+ktest profile_hits_in_summary
+kt 'p:prof do_sys_openat2' -d 3
+for i in 1 2 3 4 5; do cat /ktest/env >/dev/null; done
+ktwait
+hits=$(awk '$1 == "prof" && $2 == "hits" { print $3 }' /tmp/kt.err)
+expect_eq "exit status" "$code" 0 &&
+    expect_ge "hits" "$hits" 5 &&
+    pass "prof hits $hits"
+
+ktest check_live_kernel
+expect_ok "existing symbol" ktrace check 'p do_sys_openat2 dfd=$arg1' &&
+    expect_fail "missing symbol" ktrace check 'p ktrace_no_such_function_x' &&
+    expect_match "live message" "$(ktrace check 'p ktrace_no_such_function_x' 2>&1)" 'rejected|error' &&
+    expect_ok "offline accepts it" ktrace check --offline 'p ktrace_no_such_function_x' &&
+    pass
