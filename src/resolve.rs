@@ -657,6 +657,19 @@ pub fn create(
     Ok(())
 }
 
+/// The trigger text for `--stack`. Always with a condition: the kernel
+/// calls a trigger without one before it applies the pid lists
+/// (set_event_pid, set_event_notrace_pid), so stacks would come from every
+/// task, ktrace's own included; a conditional trigger runs on the committed
+/// record only, after the event, and with the event's own filter it keeps
+/// exactly the stacks of the events shown.
+pub fn stack_trigger(filter: Option<&str>) -> String {
+    match filter.map(str::trim).filter(|f| !f.is_empty()) {
+        Some(f) => format!("stacktrace if {f}"),
+        None => "stacktrace if common_pid >= 0".to_string(),
+    }
+}
+
 /// `--stack`: a `stacktrace` trigger on each kernel probe (ftrace then
 /// records a `kernel_stack` event after each hit), and the instance option
 /// `userstacktrace` when there are user probes (a `user_stack` event after
@@ -665,14 +678,16 @@ pub fn create(
 pub fn enable_stacks(
     sess: &crate::session::Session,
     inst: &ktrace_tracefs::Instance,
+    filter: Option<&str>,
 ) -> anyhow::Result<()> {
     use ktrace_tracefs::ProbeKind;
+    let trigger = stack_trigger(filter);
     let mut user = false;
     for p in sess.probes() {
         match p.kind {
             ProbeKind::Kprobe => inst
-                .add_trigger(sess.name(), &p.event, "stacktrace")
-                .with_context(|| format!("stacktrace trigger on {}", p.event))?,
+                .add_trigger(sess.name(), &p.event, &trigger)
+                .with_context(|| format!("{trigger:?} trigger on {}", p.event))?,
             ProbeKind::Uprobe => user = true,
         }
     }
@@ -904,6 +919,16 @@ mod tests {
             out.notes
         );
         assert!(r.resolve(&["p:x vfs_*".to_string()]).is_err());
+    }
+
+    #[test]
+    fn stack_triggers_are_conditional() {
+        assert_eq!(stack_trigger(None), "stacktrace if common_pid >= 0");
+        assert_eq!(stack_trigger(Some(" ")), "stacktrace if common_pid >= 0");
+        assert_eq!(
+            stack_trigger(Some("fn == \"/etc/hostname\"")),
+            "stacktrace if fn == \"/etc/hostname\""
+        );
     }
 
     #[test]

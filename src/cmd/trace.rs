@@ -108,7 +108,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sess.add_trigger(t)?;
     }
     if args.stack {
-        crate::resolve::enable_stacks(&sess, &inst)?;
+        crate::resolve::enable_stacks(&sess, &inst, args.filter.as_deref())?;
     }
     let format = if args.json {
         Format::Json

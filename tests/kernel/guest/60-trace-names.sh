@@ -92,13 +92,22 @@ expect_eq "exit status" "$code" 0 &&
     pass "$(grep -c ' p_do_sys_openat2' /tmp/kt.out) event(s)"
 
 ktest stack_on_kprobe
-kt do_sys_openat2 --stack -d 3
+# With a filter: only the kept events get a stack, each right after its event.
+kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' --stack -d 3
+cat /proc/version >/dev/null
+cat /ktest/env >/dev/null
 cat /ktest/env >/dev/null
 ktwait
+out=$(cat /tmp/kt.out)
+nev=$(grep -c ' p_do_sys_openat2: ' /tmp/kt.out)
+nst=$(grep -c ': <stack trace>$' /tmp/kt.out)
+after=$(grep -A1 ' p_do_sys_openat2: ' /tmp/kt.out | grep -c '^ *cat-[0-9]* .*: <stack trace>$')
 expect_eq "exit status" "$code" 0 &&
-    expect_match "event" "$(cat /tmp/kt.out)" ' p_do_sys_openat2: ' &&
-    expect_match "stack frames" "$(cat /tmp/kt.out)" '=> .*(sys_openat|do_syscall|el0_svc|invoke_syscall)' &&
-    pass "$(grep -c '=> ' /tmp/kt.out) frame line(s)"
+    expect_ge "events" "$nev" 2 &&
+    expect_eq "one stack per kept event" "$nst" "$nev" &&
+    expect_eq "each stack follows its event, same task" "$after" "$nev" &&
+    expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall)' &&
+    pass "$nev events, $nst stacks, $(grep -c '^ => ' /tmp/kt.out) frames; $(grep -m3 '^ => ' /tmp/kt.out | tr '\n' ' ')"
 
 ktest wildcard_50_functions
 pat=
