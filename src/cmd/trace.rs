@@ -2,12 +2,14 @@
 //! clean up, and print a summary.
 //!
 //! Definitions are the kernel's own (kprobetrace.rst, uprobetracer.rst),
-//! taken verbatim; only the group is replaced by the session's (the event
-//! name is kept, or made up like the kernel's when absent). Events stream
-//! to stdout until the duration, the count, the traced command's exit, or
-//! SIGINT/SIGTERM/SIGHUP; the summary goes to stderr. It is not yet the
-//! symbol-aware front end: `PATH:SYMBOL` and wildcards come with
-//! ktrace-symbols.
+//! taken verbatim, plus the conveniences `crate::resolve` turns into kernel
+//! definitions (bare symbols, `%return`, `PATH:SYMBOL`, `LIB:SYMBOL`,
+//! wildcards, `argN`); every resulting line is checked by ktrace-probe
+//! against the live kernel before anything is written. Only the group is
+//! replaced by the session's (the event name is kept, or made up like the
+//! kernel's when absent). Events stream to stdout until the duration, the
+//! count, the traced command's exit, or SIGINT/SIGTERM/SIGHUP; the summary
+//! goes to stderr.
 //!
 //! Test-only: when the environment variable `KTRACE_TEST_PANIC` is set, the
 //! run loop panics once the probes are enabled, so tests can prove that a
