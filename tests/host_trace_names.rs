@@ -296,3 +296,56 @@ fn check_asks_the_live_kernel_unless_offline() {
     assert!(offline.status.success(), "{text}");
     assert!(text.contains("existence of the probed file"), "{text}");
 }
+
+#[test]
+fn lib_symbol_found_through_the_traced_process_maps() {
+    let Some(_root) = tracefs() else { return };
+    let _s = serial();
+    // A shell that sleeps first, then calls getenv (printenv is a child, so
+    // -p's event-fork follows it).
+    let mut target = Command::new("/bin/sh")
+        .args(["-c", "sleep 1; printenv HOME"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    // The shell maps libc once the dynamic loader has run: wait for it.
+    let mut libc_in_maps = None;
+    for _ in 0..100 {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        libc_in_maps = maps
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.contains("/libc.so"))
+            .map(str::to_string);
+        if libc_in_maps.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let libc_in_maps = libc_in_maps.expect("libc in the shell's maps");
+    let (out, stdout, stderr) = run_trace(&[
+        "libc:getenv".into(),
+        "name=+0(arg1):string".into(),
+        "-p".into(),
+        pid.to_string(),
+        "-d".into(),
+        "3".into(),
+    ]);
+    let _ = target.wait();
+    assert!(out.status.success(), "{stderr}");
+    let want = format!(
+        "ktrace: libc:getenv -> {libc_in_maps}:{:#x} ",
+        symbol_offset(Path::new(&libc_in_maps), "getenv")
+    );
+    assert!(stderr.contains(&want), "want {want:?} in\n{stderr}");
+    // printenv (a child of the traced shell) asks for locale variables.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("printenv-")
+                && l.contains(" p_getenv: (0x")
+                && l.contains(" name=\"LC_ALL\"")),
+        "{stdout}"
+    );
+}
