@@ -197,12 +197,50 @@ impl Batch {
     }
 }
 
-/// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns.
-struct KallsymsSymbols(Kallsyms);
+/// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns,
+/// parsed by a background thread started with the session (parsing takes
+/// seconds on a slow board, which must not delay enabling the probes) and
+/// waited for at the first lookup.
+struct KallsymsSymbols {
+    loading: std::sync::Mutex<Option<std::thread::JoinHandle<Option<Kallsyms>>>>,
+    table: std::sync::OnceLock<Option<Kallsyms>>,
+}
+
+impl KallsymsSymbols {
+    fn start() -> KallsymsSymbols {
+        let handle = std::thread::spawn(|| {
+            match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
+                Ok(k) => Some(k),
+                Err(e) => {
+                    eprintln!("ktrace: kernel symbols unavailable ({e}); addresses print as hex");
+                    None
+                }
+            }
+        });
+        KallsymsSymbols {
+            loading: std::sync::Mutex::new(Some(handle)),
+            table: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn table(&self) -> Option<&Kallsyms> {
+        self.table
+            .get_or_init(|| {
+                let h = self.loading.lock().ok()?.take()?;
+                h.join().ok().flatten()
+            })
+            .as_ref()
+    }
+}
 
 impl Symbolizer for KallsymsSymbols {
     fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
-        let l = self.0.lookup(addr)?;
+        let l = self.table()?.lookup(addr)?;
+        // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
+        // trampoline page) the kernel finds nothing and prints the address.
+        if l.size.is_none() && l.offset > 0 {
+            return None;
+        }
         Some(Symbol {
             name: &l.symbol.name,
             offset: l.offset,
@@ -380,13 +418,7 @@ impl Source {
         }
         let events: &'static Events = Box::leak(Box::new(events));
         let symbols: &'static dyn Symbolizer = if kernel_probes {
-            match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
-                Ok(k) => Box::leak(Box::new(KallsymsSymbols(k))),
-                Err(e) => {
-                    eprintln!("ktrace: kernel symbols unavailable ({e}); addresses print as hex");
-                    &NoSymbols
-                }
-            }
+            Box::leak(Box::new(KallsymsSymbols::start()))
         } else {
             &NoSymbols
         };

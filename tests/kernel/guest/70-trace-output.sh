@@ -1,0 +1,79 @@
+# ktrace's text from the binary ring buffers equals the kernel's own `trace`
+# lines on a kernel with kprobes: the same probes (entry with registers and
+# the filename string, a kretprobe with $retval, --stack) are enabled in a
+# reference instance too, and the lines are compared byte for byte except
+# the timestamp (each instance stamps its own copy). JSON lines carry the
+# probe address as number and symbol.
+. "$KTEST_LIB"
+
+OPEN="p:op do_sys_openat2 dfd=$(argreg 1):s32 path=+0($(argreg 2)):ustring flags=+0($(argreg 3)):x64"
+RET='r:opr do_sys_openat2 ret=$retval:s32'
+
+# kt_ref ARGS... — runs ktrace with ARGS and a reference instance; opens
+# /ktest/env 3 times; leaves /tmp/ours and /tmp/kernel (timestamps masked)
+kt_ref() {
+    rm -f /tmp/kt.out /tmp/kt.err
+    ktrace trace "$@" -d 60 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    i=0
+    while ! grep -q 'Ctrl-C to stop' /tmp/kt.err 2>/dev/null; do
+        i=$((i + 1)); [ $i -gt 100 ] && break
+        kill -0 $kpid 2>/dev/null || break
+        sleep 0.1
+    done
+    sess=$(sed -n 's/.*in session \([^;]*\);.*/\1/p' /tmp/kt.err)
+    ref=$(instance_new ref)
+    # what --stack asks of ktrace's own instance for kprobes
+    case " $* " in *" --stack "*) echo stacktrace >"$ref/events/$sess/op/trigger" ;; esac
+    event_enable "$ref" "$sess"
+    for n in 1 2 3; do cat /ktest/env >/dev/null; done
+    sleep 1
+    # ktrace leaves out its own threads (set_event_notrace_pid); the
+    # reference instance does not
+    trace_lines "$ref" | awk '/^ *ktrace-[0-9]/ { skip = 1; next } /^ => / && skip { next } { skip = 0; print }' >/tmp/kernel.raw
+    echo '!stacktrace' >"$ref/events/$sess/op/trigger" 2>/dev/null
+    event_enable "$ref" "$sess" 0
+    rmdir "$ref"
+    kill -INT $kpid; wait $kpid
+    mask='s/^\(.*\] [^ ]* *\)[0-9]*\.[0-9]\{6\}: /\1TS: /'
+    sed "$mask" /tmp/kernel.raw >/tmp/kernel
+    sed "$mask" /tmp/kt.out >/tmp/ours
+}
+
+# same — the kernel's lines appear in ktrace's output as one contiguous run
+# (ktrace also saw what happened before and after the reference instance)
+same() {
+    awk 'NR == FNR { k[FNR] = $0; n = FNR; next } { o[FNR] = $0; m = FNR }
+        END { for (s = 1; s + n - 1 <= m; s++) { ok = 1
+                  for (i = 1; i <= n; i++) if (o[s + i - 1] != k[i]) { ok = 0; break }
+                  if (ok) { print "same"; exit } }
+              print "differ" }' /tmp/kernel /tmp/ours
+}
+
+ktest text_equals_kernel_trace
+kt_ref "$OPEN" "$RET"
+n=$(grep -c ' op: ' /tmp/kernel)
+expect_ge "kernel lines" "$n" 3 &&
+    expect_match "symbolized entry" "$(cat /tmp/ours)" " op: $(at_entry do_sys_openat2) dfd=-100 path=\"/ktest/env\"" &&
+    expect_match "return arrow" "$(cat /tmp/ours)" ' opr: \([a-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=' &&
+    expect_eq "ktrace == kernel" "$(same)" same &&
+    pass "$n open events, $(wc -l </tmp/ours) lines identical"
+[ "$(same)" = same ] || { echo "--- ours"; head -5 /tmp/ours; echo "--- kernel"; head -5 /tmp/kernel; }
+
+ktest stack_equals_kernel_trace
+kt_ref "$OPEN" --stack
+expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
+    expect_match "stack frame" "$(cat /tmp/ours)" '^ => [a-z_]' &&
+    expect_eq "ktrace == kernel" "$(same)" same &&
+    pass "$(grep -c 'stack trace' /tmp/ours) stacks identical"
+[ "$(same)" = same ] || { echo "--- ours"; head -12 /tmp/ours; echo "--- kernel"; head -12 /tmp/kernel; }
+
+ktest json_symbol_and_numbers
+ktrace trace "$OPEN" --json -n 1 -d 20 >/tmp/kt.json 2>/tmp/kt.err &
+kpid=$!
+sleep 1
+cat /ktest/env >/dev/null
+wait $kpid
+expect_match "typed json" "$(cat /tmp/kt.json)" '"event":"op".*"__probe_ip":\{"addr":[0-9]+,"sym":"do_sys_openat2\+0x[04]/0x[0-9a-f]+"\},"dfd":-?[0-9]+,"path":"[^"]*"' &&
+    expect_eq "exactly one line (-n 1)" "$(wc -l </tmp/kt.json | tr -d ' ')" 1 &&
+    pass "$(head -c 200 /tmp/kt.json)"
