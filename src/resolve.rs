@@ -19,6 +19,7 @@
 //! module writes nothing to the kernel; it reads kallsyms, the kprobe
 //! blacklist, ftrace's filter functions, ld.so.cache and ELF files.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -268,16 +269,24 @@ pub struct KernelTables {
 impl KernelTables {
     /// Reads the running kernel's tables (kallsyms, kprobe blacklist,
     /// available_filter_functions\[_addrs\] under `tracefs`).
-    pub fn load(tracefs: &Path) -> anyhow::Result<Self> {
+    /// The blacklist and ftrace tables are read only `with_rules` (for
+    /// wildcards): they are big, and a slow board pays seconds for them.
+    pub fn load(tracefs: &Path, with_rules: bool) -> anyhow::Result<Self> {
         let kallsyms = kallsyms::open(Path::new("/proc/kallsyms"))?;
-        let blacklist = blacklist::open(Path::new("/sys/kernel/debug/kprobes/blacklist")).ok();
-        let ftrace = [
-            "available_filter_functions_addrs",
-            "available_filter_functions",
-        ]
-        .iter()
-        .find_map(|f| std::fs::read_to_string(tracefs.join(f)).ok())
-        .map(|t| FtraceLocations::parse(&t));
+        let blacklist = with_rules
+            .then(|| blacklist::open(Path::new("/sys/kernel/debug/kprobes/blacklist")).ok())
+            .flatten();
+        let ftrace = with_rules
+            .then(|| {
+                [
+                    "available_filter_functions_addrs",
+                    "available_filter_functions",
+                ]
+                .iter()
+                .find_map(|f| std::fs::read_to_string(tracefs.join(f)).ok())
+            })
+            .flatten()
+            .map(|t| FtraceLocations::parse(&t));
         Ok(Self {
             kallsyms,
             blacklist,
@@ -483,27 +492,104 @@ pub fn needs_kernel(spec: &str) -> bool {
     }
 }
 
-/// `ktrace_probe::Environment` over the running kernel: kallsyms for
+/// How often each of a few kallsyms names occurs (in all, and per module),
+/// and which modules are loaded: what the live check asks, read in one pass
+/// over /proc/kallsyms without building the whole symbol table (which costs
+/// seconds on a slow board). Names not asked for are unknown (`None`).
+#[derive(Debug, Default)]
+pub struct SymbolCounts {
+    counts: HashMap<String, usize>,
+    in_module: HashMap<(String, String), usize>,
+    modules: HashSet<String>,
+}
+
+impl SymbolCounts {
+    /// Counts `wanted` in kallsyms text (`ADDR TYPE NAME [\[MOD\]]` lines).
+    pub fn scan(text: &str, wanted: &HashSet<String>) -> Self {
+        let mut c = SymbolCounts {
+            counts: wanted.iter().map(|w| (w.clone(), 0)).collect(),
+            ..Default::default()
+        };
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(_), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            let module = f
+                .next()
+                .and_then(|m| m.strip_prefix('['))
+                .and_then(|m| m.strip_suffix(']'));
+            if let Some(m) = module
+                && !c.modules.contains(m)
+            {
+                c.modules.insert(m.to_string());
+            }
+            if let Some(n) = c.counts.get_mut(name) {
+                *n += 1;
+                if let Some(m) = module {
+                    *c.in_module
+                        .entry((m.to_string(), name.to_string()))
+                        .or_default() += 1;
+                }
+            }
+        }
+        c
+    }
+
+    /// Reads /proc/kallsyms for `wanted`.
+    pub fn open(wanted: &HashSet<String>) -> anyhow::Result<Self> {
+        let text =
+            std::fs::read_to_string("/proc/kallsyms").context("cannot read /proc/kallsyms")?;
+        Ok(Self::scan(&text, wanted))
+    }
+}
+
+/// The kernel symbol names definitions may make the checker ask about: each
+/// word's leading name (the probed place, `MOD:SYM` split) and every `@SYM`.
+pub fn wanted_symbols<'a>(defs: impl IntoIterator<Item = &'a str>) -> HashSet<String> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    let mut out = HashSet::new();
+    for d in defs {
+        for w in d.split_whitespace() {
+            let place = w.trim_end_matches("%return");
+            let place = place.rsplit_once(':').map_or(place, |(_, s)| s);
+            let name: String = place.chars().take_while(|&c| is_name(c)).collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+            for (i, _) in w.match_indices('@') {
+                let name: String = w[i + 1..].chars().take_while(|&c| is_name(c)).collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `ktrace_probe::Environment` over the running kernel: kallsyms counts for
 /// symbols, the file system for uprobe files, tracefs for events.
 pub struct LiveEnv<'a> {
-    /// Kernel symbols, when loaded (kprobe checks are skipped otherwise).
-    pub kallsyms: Option<&'a Kallsyms>,
+    /// Kernel symbol counts, when read (kprobe checks are skipped otherwise).
+    pub symbols: Option<&'a SymbolCounts>,
     /// The tracefs mount.
     pub tracefs: &'a Path,
 }
 
 impl Environment for LiveEnv<'_> {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.kallsyms.map(|k| k.count_same(name, None))
+        self.symbols?.counts.get(name).copied()
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        let k = self.kallsyms?;
-        let loaded = k
-            .symbols()
-            .iter()
-            .any(|s| s.module.as_deref() == Some(module));
-        Some(loaded.then(|| k.count_same(name, Some(module)) > 0))
+        let s = self.symbols?;
+        s.counts.get(name)?;
+        Some(s.modules.contains(module).then(|| {
+            s.in_module
+                .get(&(module.to_string(), name.to_string()))
+                .is_some_and(|&n| n > 0)
+        }))
     }
 
     fn file_kind(&self, path: &str) -> Option<FileKind> {
@@ -601,8 +687,18 @@ pub fn build(
     tracefs: &Path,
 ) -> anyhow::Result<Vec<crate::session::Probe>> {
     let arch = Arch::native().context("unknown machine architecture")?;
-    let tables = if specs.iter().any(|s| needs_kernel(s)) {
-        Some(KernelTables::load(tracefs)?)
+    // The whole symbol table only for wildcards; the checks need counts of
+    // a few names, read in one cheap pass below.
+    let kprobes = specs.iter().any(|s| needs_kernel(s));
+    let globs = join_words(specs)?.iter().any(|s| {
+        split(s).ok().flatten().is_some_and(|sp| {
+            classify(&sp.place, &|m| {
+                Path::new("/sys/module").join(m).join("sections").exists()
+            }) == Place::KernelGlob
+        })
+    });
+    let tables = if globs {
+        Some(KernelTables::load(tracefs, true)?)
     } else {
         None
     };
@@ -618,8 +714,14 @@ pub fn build(
     }
     let defs: Vec<String> = outcome.defs.iter().map(|d| d.definition.clone()).collect();
     let probes = sess.build(&defs)?;
+    let counts = match kprobes || globs {
+        true => Some(SymbolCounts::open(&wanted_symbols(
+            probes.iter().map(|p| p.definition.as_str()),
+        ))?),
+        false => None,
+    };
     let env = LiveEnv {
-        kallsyms: tables.as_ref().map(|t| &t.kallsyms),
+        symbols: counts.as_ref(),
         tracefs,
     };
     let target = live_target(arch);
@@ -929,6 +1031,50 @@ mod tests {
             stack_trigger(Some("fn == \"/etc/hostname\"")),
             "stacktrace if fn == \"/etc/hostname\""
         );
+    }
+
+    #[test]
+    fn symbol_counts_from_one_kallsyms_pass() {
+        // Lines as /proc/kallsyms prints them (6.1 x86_64 layout, module
+        // symbols tab-separated with [MOD]).
+        let text = "ffffffff81100000 T do_sys_openat2\nffffffff81200000 t dup\n\
+                    ffffffff81200100 t dup\nffffffffc0000000 t ext4_file_open\t[ext4]\n\
+                    ffffffffc0001000 t dup\t[ext4]\nbad line\n";
+        let wanted = wanted_symbols([
+            "p:g/e do_sys_openat2+4 x=@jiffies",
+            "r16 ext4:ext4_file_open%return",
+            "p dup",
+        ]);
+        for w in [
+            "do_sys_openat2",
+            "jiffies",
+            "ext4_file_open",
+            "dup",
+            "g",
+            "r16",
+        ] {
+            assert!(wanted.contains(w), "{w}: {wanted:?}");
+        }
+        let c = SymbolCounts::scan(text, &wanted);
+        let env = LiveEnv {
+            symbols: Some(&c),
+            tracefs: Path::new("/nonexistent"),
+        };
+        assert_eq!(env.symbol_count("do_sys_openat2"), Some(1));
+        assert_eq!(env.symbol_count("dup"), Some(3));
+        assert_eq!(env.symbol_count("jiffies"), Some(0));
+        assert_eq!(env.symbol_count("vfs_read"), None, "not asked for: unknown");
+        assert_eq!(
+            env.module_symbol("ext4", "ext4_file_open"),
+            Some(Some(true))
+        );
+        assert_eq!(env.module_symbol("ext4", "dup"), Some(Some(true)));
+        assert_eq!(env.module_symbol("ext4", "jiffies"), Some(Some(false)));
+        assert_eq!(env.module_symbol("xfs", "dup"), Some(None));
+        // The checker turns a zero count into the kernel's rejection.
+        let t = ktrace_probe::Target::new(Arch::X86_64);
+        assert!(ktrace_probe::check_line("p do_sys_openat2", t, &env).accepted());
+        assert!(!ktrace_probe::check_line("p jiffies", t, &env).accepted());
     }
 
     #[test]

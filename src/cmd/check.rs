@@ -91,20 +91,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
+    let inputs: Vec<String> = if args.defs.is_empty() {
+        let stdin = std::io::stdin();
+        let mut v = Vec::new();
+        for line in stdin.lock().lines() {
+            v.push(line.context("reading standard input")?);
+        }
+        v
+    } else {
+        args.defs.clone()
+    };
+
     let mounted = if args.offline || args.arch.is_some() || args.kallsyms.is_some() {
         None
     } else {
         ktrace_tracefs::discover::find_mounted()
     };
     let live = mounted.is_some();
+    // One pass over kallsyms for just the names the definitions mention.
     let live_tables = mounted.map(|root| {
-        let ks = ktrace_symbols::kallsyms::open(std::path::Path::new("/proc/kallsyms")).ok();
-        (root, ks)
+        let wanted = crate::resolve::wanted_symbols(inputs.iter().map(String::as_str));
+        let counts = crate::resolve::SymbolCounts::open(&wanted).ok();
+        (root, counts)
     });
     let live_env = live_tables
         .as_ref()
-        .map(|(root, ks)| crate::resolve::LiveEnv {
-            kallsyms: ks.as_ref(),
+        .map(|(root, counts)| crate::resolve::LiveEnv {
+            symbols: counts.as_ref(),
             tracefs: root,
         });
     let mut target = target;
@@ -121,17 +134,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Some(k), _) => k,
         (None, Some(l)) => l,
         (None, None) => &Offline,
-    };
-
-    let inputs: Vec<String> = if args.defs.is_empty() {
-        let stdin = std::io::stdin();
-        let mut v = Vec::new();
-        for line in stdin.lock().lines() {
-            v.push(line.context("reading standard input")?);
-        }
-        v
-    } else {
-        args.defs.clone()
     };
 
     let stdout = std::io::stdout();
