@@ -356,8 +356,9 @@ pub struct Source {
     cpus: Vec<usize>,
     summary: LostSummary,
     closed: bool,
-    /// Pids whose name was taken from `/proc` (first sight in this run).
+    /// Pids whose name was looked up (first sight in this run).
     seen: std::collections::HashSet<i32>,
+    saved_cmdlines: PathBuf,
     stacks: Stacks,
     style: FlagStyle,
     symbols: &'static dyn Symbolizer,
@@ -422,9 +423,9 @@ impl Source {
         } else {
             &NoSymbols
         };
-        let comms = Comms::new()
-            .with_saved_cmdlines_file(&root.join("saved_cmdlines"))
-            .with_proc(true);
+        // Names are looked up per pid at first sight (see `flush`), not
+        // from a snapshot taken now: pids get reused.
+        let comms = Comms::new();
         let endian = layout.endian;
         let release = rustix::system::uname()
             .release()
@@ -452,6 +453,7 @@ impl Source {
             summary: LostSummary::new(),
             closed: false,
             seen: std::collections::HashSet::new(),
+            saved_cmdlines: root.join("saved_cmdlines"),
             stacks,
             style,
             symbols,
@@ -546,6 +548,7 @@ impl Source {
             stacks,
             style,
             symbols,
+            saved_cmdlines,
             ..
         } = self;
         let endian = *endian;
@@ -558,17 +561,24 @@ impl Source {
                 // Live, the running task's name is the truth: the kernel
                 // updates `saved_cmdlines` only when the task is switched
                 // out, so right after the event it may still hold the name
-                // of an earlier task with the same pid.
+                // of an earlier task with the same pid. A task already gone
+                // has been switched out: then `saved_cmdlines`, read now,
+                // has its name (or nothing, and `<...>` prints as in the
+                // kernel).
                 if c.pid > 0 && seen.insert(c.pid) {
                     let comms = match printer {
                         Printer::Text(p) => Some(&mut p.comms),
                         Printer::Json(p) => Some(&mut p.comms),
                         Printer::Raw => None,
                     };
-                    if let Some(comms) = comms
-                        && let Ok(name) = std::fs::read_to_string(format!("/proc/{}/comm", c.pid))
-                    {
-                        comms.insert(c.pid, name.trim_end_matches('\n'));
+                    if let Some(comms) = comms {
+                        let name = std::fs::read_to_string(format!("/proc/{}/comm", c.pid))
+                            .ok()
+                            .map(|n| n.trim_end_matches('\n').to_string())
+                            .or_else(|| saved_name(saved_cmdlines, c.pid));
+                        if let Some(name) = name {
+                            comms.insert(c.pid, &name);
+                        }
                     }
                 }
                 let is_stack = stacks.kernel.is_some_and(|k| k.0 == c.type_id)
@@ -647,6 +657,15 @@ impl Drop for Source {
             self.discard();
         }
     }
+}
+
+/// The name `saved_cmdlines` (`<pid> <comm>` lines) holds for `pid` now.
+fn saved_name(path: &Path, pid: i32) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let (p, comm) = l.split_once(' ')?;
+        (p.trim().parse::<i32>().ok()? == pid).then(|| comm.to_string())
+    })
 }
 
 /// The instance's sub-buffer size when it can be read
