@@ -198,37 +198,26 @@ impl Batch {
 }
 
 /// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns,
-/// parsed by a background thread started with the session (parsing takes
-/// seconds on a slow board, which must not delay enabling the probes) and
-/// waited for at the first lookup.
+/// parsed at the first lookup: parsing takes seconds on a slow board and
+/// must not delay enabling the probes (nor compete with it for the CPU).
 struct KallsymsSymbols {
-    loading: std::sync::Mutex<Option<std::thread::JoinHandle<Option<Kallsyms>>>>,
     table: std::sync::OnceLock<Option<Kallsyms>>,
 }
 
 impl KallsymsSymbols {
-    fn start() -> KallsymsSymbols {
-        let handle = std::thread::spawn(|| {
-            match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
-                Ok(k) => Some(k),
-                Err(e) => {
-                    eprintln!("ktrace: kernel symbols unavailable ({e}); addresses print as hex");
-                    None
-                }
-            }
-        });
-        KallsymsSymbols {
-            loading: std::sync::Mutex::new(Some(handle)),
-            table: std::sync::OnceLock::new(),
-        }
-    }
-
     fn table(&self) -> Option<&Kallsyms> {
         self.table
-            .get_or_init(|| {
-                let h = self.loading.lock().ok()?.take()?;
-                h.join().ok().flatten()
-            })
+            .get_or_init(
+                || match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
+                    Ok(k) => Some(k),
+                    Err(e) => {
+                        eprintln!(
+                            "ktrace: kernel symbols unavailable ({e}); addresses print as hex"
+                        );
+                        None
+                    }
+                },
+            )
             .as_ref()
     }
 }
@@ -238,7 +227,9 @@ impl Symbolizer for KallsymsSymbols {
         let l = self.table()?.lookup(addr)?;
         // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
         // trampoline page) the kernel finds nothing and prints the address.
-        if l.size.is_none() && l.offset > 0 {
+        // Only code symbols cover code addresses (a linker-script data
+        // symbol such as __init_scratch_end must not claim them).
+        if (l.size.is_none() && l.offset > 0) || !l.symbol.is_text() {
             return None;
         }
         Some(Symbol {
@@ -419,7 +410,9 @@ impl Source {
         }
         let events: &'static Events = Box::leak(Box::new(events));
         let symbols: &'static dyn Symbolizer = if kernel_probes {
-            Box::leak(Box::new(KallsymsSymbols::start()))
+            Box::leak(Box::new(KallsymsSymbols {
+                table: std::sync::OnceLock::new(),
+            }))
         } else {
             &NoSymbols
         };

@@ -58,7 +58,7 @@ expect_ge "kernel lines" "$n" 3 &&
     expect_match "return arrow" "$(cat /tmp/ours)" ' opr: \([a-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=' &&
     expect_eq "ktrace == kernel" "$(same)" same &&
     pass "$n open events, $(wc -l </tmp/ours) lines identical"
-[ "$(same)" = same ] || { echo "--- ours"; head -5 /tmp/ours; echo "--- kernel"; head -5 /tmp/kernel; }
+[ "$(same)" = same ] || { echo "--- ours"; cat /tmp/ours; echo "--- kernel"; cat /tmp/kernel; }
 
 ktest stack_equals_kernel_trace
 kt_ref "$OPEN" --stack
