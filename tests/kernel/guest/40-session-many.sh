@@ -3,6 +3,19 @@
 # reported (and kept in $KTEST_OUT) for comparison with uprobes on the host.
 . "$KTEST_LIB"
 
+# wait_tracing FILE PID — until ktrace (PID, stderr in FILE) says it is
+# tracing; its startup (reading kallsyms for checks and names) takes over a
+# second on a TCG guest, so a fixed sleep races it.
+wait_tracing() {
+    _w=0
+    while ! grep -q 'Ctrl-C to stop' "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.1
+    done
+}
+
 ktest fifty_kprobes_created_and_removed
 funcs=$(grep -E '^vfs_[a-z_]+$' "$TRACEFS/available_filter_functions" | sort -u | head -n 50)
 n=$(echo "$funcs" | wc -l)
@@ -10,7 +23,7 @@ set --
 for f in $funcs; do set -- "$@" "p:$f $f"; done
 ktrace trace "$@" -d 2 >/tmp/many.out 2>/tmp/many.err &
 kpid=$!
-sleep 1
+wait_tracing /tmp/many.err $kpid
 cat /ktest/env >/dev/null
 ls / >/dev/null
 during=$(grep -c "ktrace_p${kpid}_" "$TRACEFS/dynamic_events")
