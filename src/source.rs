@@ -350,6 +350,10 @@ pub struct Source {
     /// Pids whose name was looked up (first sight in this run).
     seen: std::collections::HashSet<i32>,
     saved_cmdlines: PathBuf,
+    /// ktrace's own threads: the kernel leaves out their events
+    /// (set_event_notrace_pid) but not the stacks a `stacktrace` trigger
+    /// takes for them.
+    own: Vec<i32>,
     stacks: Stacks,
     style: FlagStyle,
     symbols: &'static dyn Symbolizer,
@@ -435,6 +439,12 @@ impl Source {
         let reader = Reader::open(instance, layout)?;
         let cpus = reader.cpus();
         let pipeline = Feed::spawn(reader);
+        let own = std::fs::read_dir("/proc/self/task")
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
         Ok(Source {
             pipeline: Some(pipeline),
             merger: Merger::new(layout),
@@ -447,6 +457,7 @@ impl Source {
             closed: false,
             seen: std::collections::HashSet::new(),
             saved_cmdlines: root.join("saved_cmdlines"),
+            own,
             stacks,
             style,
             symbols,
@@ -542,6 +553,7 @@ impl Source {
             style,
             symbols,
             saved_cmdlines,
+            own,
             ..
         } = self;
         let endian = *endian;
@@ -576,6 +588,9 @@ impl Source {
                 }
                 let is_stack = stacks.kernel.is_some_and(|k| k.0 == c.type_id)
                     || stacks.user.is_some_and(|u| u.0 == c.type_id);
+                if is_stack && own.contains(&c.pid) {
+                    return;
+                }
                 match printer {
                     Printer::Text(p) if is_stack => {
                         let out = &mut batch.bytes;

@@ -30,7 +30,10 @@ kt_ref() {
     sleep 1
     # ktrace leaves out its own threads (set_event_notrace_pid); the
     # reference instance does not
-    trace_lines "$ref" | awk '/^ *ktrace-[0-9]/ { skip = 1; next } /^ => / && skip { next } { skip = 0; print }' >/tmp/kernel.raw
+    # and stop before the reader's own open of `trace`: the kernel has not
+    # saved that task's name yet when it prints it (<...>)
+    trace_lines "$ref" | awk -v t="path=\"$ref/trace\"" 'index($0, t) { exit }
+        /^ *ktrace-[0-9]/ { skip = 1; next } /^ => / && skip { next } { skip = 0; print }' >/tmp/kernel.raw
     echo '!stacktrace' >"$ref/events/$sess/op/trigger" 2>/dev/null
     event_enable "$ref" "$sess" 0
     rmdir "$ref"
