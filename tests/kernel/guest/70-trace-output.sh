@@ -23,8 +23,9 @@ kt_ref() {
     done
     sess=$(sed -n 's/.*in session \([^;]*\);.*/\1/p' /tmp/kt.err)
     ref=$(instance_new ref)
-    # what --stack asks of ktrace's own instance for kprobes
-    case " $* " in *" --stack "*) echo stacktrace >"$ref/events/$sess/op/trigger" ;; esac
+    # what --stack asks of ktrace's own instance for kprobes (a conditional
+    # trigger: it runs on recorded events only, after them)
+    case " $* " in *" --stack "*) echo 'stacktrace if common_pid >= 0' >"$ref/events/$sess/op/trigger" ;; esac
     event_enable "$ref" "$sess"
     for n in 1 2 3; do cat /ktest/env >/dev/null; done
     sleep 1
