@@ -243,6 +243,12 @@ fn is_arg_word(w: &str) -> bool {
 pub fn join_words(words: &[String]) -> anyhow::Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for w in words {
+        if let Some(c) = w.chars().find(|c| c.is_control()) {
+            bail!(
+                "{w:?} contains a newline or another control character ({c:?}); \
+                 each definition must be one line, and nothing was written"
+            );
+        }
         if is_arg_word(w) {
             let Some(last) = out.last_mut() else {
                 bail!("{w:?} looks like a probe argument, but no definition comes before it");

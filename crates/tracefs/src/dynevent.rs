@@ -195,6 +195,7 @@ impl DynEvents {
     pub fn create(&self, defs: &[String]) -> Result<()> {
         let mut targets = Vec::new();
         for d in defs {
+            io::check_one_line(d.trim(), "a probe definition")?;
             let (head, rest) = split_head(d)?;
             let (Some(g), Some(e)) = (head.group, head.event) else {
                 return Err(Error::new(

@@ -150,6 +150,7 @@ impl Instance {
         // The instance's log is written only for this instance, and the
         // kernel may decorate the command it logs (hist triggers prefix it),
         // so any entry made after the mark explains this write.
+        io::check_one_line(data, what)?;
         let log = self.error_log();
         io::write(&self.dir.join(rel), data, Some(&log), &[], what)
     }
