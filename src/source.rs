@@ -26,7 +26,6 @@ use anyhow::Context;
 use ktrace_event::{Common, Endian, Events, ProbeKind};
 use ktrace_printer::{
     Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
-    write_task_cpu, write_timestamp,
 };
 use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, PipelineMsg, RawPage, Reader};
 use ktrace_symbols::kallsyms::Kallsyms;
@@ -241,93 +240,20 @@ impl Symbolizer for KallsymsSymbols {
     }
 }
 
-/// Where the `ftrace/kernel_stack` and `ftrace/user_stack` events keep
-/// their addresses: (type id, offset of `caller`, offset of `size`).
+/// The type ids of the `ftrace/kernel_stack` and `ftrace/user_stack` events
+/// (from a `stacktrace` trigger or `options/userstacktrace`): their records
+/// are shown with the event before them but not counted as events. The
+/// printers format them (as kernel/trace/trace_output.c does).
 #[derive(Debug, Default, Clone, Copy)]
 struct Stacks {
-    kernel: Option<(u16, usize, Option<usize>)>,
-    user: Option<(u16, usize)>,
+    kernel: Option<u16>,
+    user: Option<u16>,
 }
 
-/// Writes a stack event's text as `trace_stack_print()` /
-/// `trace_user_stack_print()` in kernel/trace/trace_output.c do with the
-/// default options: `<stack trace>` then ` => %ps` per kernel address (up
-/// to `size` entries or ULONG_MAX), or `<user stack trace>` then
-/// ` =>  <%016lx>` per user address (up to the first 0). Returns false
-/// when `id` is not a stack event.
-#[allow(clippy::too_many_arguments)]
-fn write_stack(
-    out: &mut Vec<u8>,
-    stacks: Stacks,
-    symbols: &dyn Symbolizer,
-    endian: Endian,
-    long_size: usize,
-    id: u16,
-    data: &[u8],
-) -> bool {
-    use std::io::Write;
-    let word = |b: &[u8]| -> u64 {
-        if long_size == 8 {
-            endian.u64(b)
-        } else {
-            u64::from(endian.u32(b))
-        }
-    };
-    let max = if long_size == 8 {
-        u64::MAX
-    } else {
-        u64::from(u32::MAX)
-    };
-    if let Some((kid, caller, size)) = stacks.kernel
-        && kid == id
-    {
-        let avail = data.len().saturating_sub(caller) / long_size;
-        let n = size
-            .and_then(|o| data.get(o..o + 4))
-            .map_or(avail, |b| (endian.u32(b) as usize).min(avail));
-        out.extend_from_slice(b"<stack trace>\n");
-        for i in 0..n {
-            let at = caller + i * long_size;
-            let ip = word(&data[at..at + long_size]);
-            if ip == max {
-                break;
-            }
-            out.extend_from_slice(b" => ");
-            if ip == 0 {
-                out.push(b'0');
-            } else {
-                match symbols.lookup(ip) {
-                    Some(s) => {
-                        out.extend_from_slice(s.name.as_bytes());
-                        if let Some(m) = s.module {
-                            let _ = write!(out, " [{m}]");
-                        }
-                    }
-                    None => {
-                        let _ = write!(out, "0x{ip:x}");
-                    }
-                }
-            }
-            out.push(b'\n');
-        }
-        return true;
+impl Stacks {
+    fn contains(self, id: u16) -> bool {
+        self.kernel == Some(id) || self.user == Some(id)
     }
-    if let Some((uid, caller)) = stacks.user
-        && uid == id
-    {
-        out.extend_from_slice(b"<user stack trace>\n");
-        let avail = data.len().saturating_sub(caller) / long_size;
-        for i in 0..avail.min(8) {
-            let at = caller + i * long_size;
-            let ip = word(&data[at..at + long_size]);
-            if ip == 0 {
-                break;
-            }
-            let _ = writeln!(out, " =>  <{ip:016x}>");
-        }
-        return true;
-    }
-    false
 }
 
 enum Printer {
@@ -355,8 +281,6 @@ pub struct Source {
     /// takes for them.
     own: Vec<i32>,
     stacks: Stacks,
-    style: FlagStyle,
-    symbols: &'static dyn Symbolizer,
 }
 
 impl Source {
@@ -402,13 +326,9 @@ impl Source {
         }
         let mut stacks = Stacks::default();
         for ev in events.iter().filter(|e| e.system == "ftrace") {
-            let f = &ev.format;
-            let caller = f.field("caller").map(|c| c.offset);
-            match (f.name.as_str(), caller) {
-                ("kernel_stack", Some(c)) => {
-                    stacks.kernel = Some((f.id, c, f.field("size").map(|s| s.offset)));
-                }
-                ("user_stack", Some(c)) => stacks.user = Some((f.id, c)),
+            match ev.format.name.as_str() {
+                "kernel_stack" => stacks.kernel = Some(ev.format.id),
+                "user_stack" => stacks.user = Some(ev.format.id),
                 _ => {}
             }
         }
@@ -459,8 +379,6 @@ impl Source {
             saved_cmdlines: root.join("saved_cmdlines"),
             own,
             stacks,
-            style,
-            symbols,
         })
     }
 
@@ -550,14 +468,11 @@ impl Source {
             events,
             seen,
             stacks,
-            style,
-            symbols,
             saved_cmdlines,
             own,
             ..
         } = self;
         let endian = *endian;
-        let long_size = events.long_size();
         merger.flush(&mut |m| match m {
             Merged::Record { cpu, ts, data } => {
                 let Some(c) = Common::read(data, endian) else {
@@ -586,22 +501,11 @@ impl Source {
                         }
                     }
                 }
-                let is_stack = stacks.kernel.is_some_and(|k| k.0 == c.type_id)
-                    || stacks.user.is_some_and(|u| u.0 == c.type_id);
+                let is_stack = stacks.contains(c.type_id);
                 if is_stack && own.contains(&c.pid) {
                     return;
                 }
                 match printer {
-                    Printer::Text(p) if is_stack => {
-                        let out = &mut batch.bytes;
-                        write_task_cpu(out, p.comms.get(c.pid), c.pid, cpu);
-                        if p.irq_info {
-                            style.write(out, c.flags, c.preempt_count);
-                        }
-                        write_timestamp(out, ts);
-                        out.extend_from_slice(b": ");
-                        write_stack(out, *stacks, *symbols, endian, long_size, c.type_id, data);
-                    }
                     Printer::Text(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
                     Printer::Json(p) => p.write_record(&mut batch.bytes, cpu, ts, data),
                     Printer::Raw => {
