@@ -3,19 +3,6 @@
 # reported (and kept in $KTEST_OUT) for comparison with uprobes on the host.
 . "$KTEST_LIB"
 
-# wait_tracing FILE PID — until ktrace (PID, stderr in FILE) says it is
-# tracing; its startup (reading kallsyms for checks and names) takes over a
-# second on a TCG guest, so a fixed sleep races it.
-wait_tracing() {
-    _w=0
-    while ! grep -q 'Ctrl-C to stop' "$1" 2>/dev/null; do
-        _w=$((_w + 1))
-        [ $_w -gt 300 ] && break
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.1
-    done
-}
-
 ktest fifty_kprobes_created_and_removed
 funcs=$(grep -E '^vfs_[a-z_]+$' "$TRACEFS/available_filter_functions" | sort -u | head -n 50)
 n=$(echo "$funcs" | wc -l)

@@ -5,19 +5,6 @@
 # report hits and kretprobe misses.
 . "$KTEST_LIB"
 
-# wait_tracing FILE PID — until ktrace (PID, stderr in FILE) says it is
-# tracing; its startup (reading kallsyms for checks and names) takes over a
-# second on a TCG guest, so a fixed sleep races it.
-wait_tracing() {
-    _w=0
-    while ! grep -q 'Ctrl-C to stop' "$1" 2>/dev/null; do
-        _w=$((_w + 1))
-        [ $_w -gt 300 ] && break
-        kill -0 "$2" 2>/dev/null || break
-        sleep 0.1
-    done
-}
-
 OPEN="p:open do_sys_openat2 path=+0($(argreg 2)):ustring"
 
 # Runs ktrace in the background until it says it is tracing; sets $kpid.
@@ -26,13 +13,7 @@ kt_start() {
     rm -f /tmp/kt.out /tmp/kt.err
     ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
     kpid=$!
-    i=0
-    while ! grep -q 'Ctrl-C to stop' /tmp/kt.err 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 100 ] && break
-        kill -0 $kpid 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_tracing /tmp/kt.err $kpid 100
 }
 
 state() { cat "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances"; }

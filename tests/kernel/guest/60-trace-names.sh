@@ -12,13 +12,7 @@ kt() {
     rm -f /tmp/kt.out /tmp/kt.err
     ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
     kpid=$!
-    i=0
-    while ! grep -q 'Ctrl-C to stop' /tmp/kt.err 2>/dev/null; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && break
-        kill -0 $kpid 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_tracing /tmp/kt.err $kpid
 }
 # ktwait — waits for it; sets $code
 ktwait() { wait $kpid; code=$?; }

@@ -15,12 +15,7 @@ kt_ref() {
     rm -f /tmp/kt.out /tmp/kt.err
     ktrace trace "$@" -d 60 >/tmp/kt.out 2>/tmp/kt.err &
     kpid=$!
-    i=0
-    while ! grep -q 'Ctrl-C to stop' /tmp/kt.err 2>/dev/null; do
-        i=$((i + 1)); [ $i -gt 100 ] && break
-        kill -0 $kpid 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_tracing /tmp/kt.err $kpid 100
     sess=$(sed -n 's/.*in session \([^;]*\);.*/\1/p' /tmp/kt.err)
     ref=$(instance_new ref)
     # what --stack asks of ktrace's own instance for kprobes (a conditional

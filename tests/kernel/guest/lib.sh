@@ -202,6 +202,20 @@ kconfig() {
     sed -n "s/^$1=//p" /ktest/config 2>/dev/null | sed 's/^"//; s/"$//'
 }
 
+# wait_tracing FILE PID [TENTHS] — waits until ktrace (PID, its stderr in
+# FILE) says it is tracing, it exits, or TENTHS tenths of a second pass
+# (default 300). Its startup (reading kallsyms for checks and names) takes
+# over a second on a TCG guest, so a fixed sleep races it.
+wait_tracing() {
+    _w=0
+    while ! grep -q 'Ctrl-C to stop' "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -gt "${3:-300}" ] && break
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.1
+    done
+}
+
 # ------------------------------------------------------------ arch
 # argreg N — fetcharg register of the N-th (1-based) function argument
 argreg() {
