@@ -24,11 +24,15 @@ kt_ref() {
     event_enable "$ref" "$sess"
     for n in 1 2 3; do cat /ktest/env >/dev/null; done
     sleep 1
+    # an open of a path that does not exist marks the end of the compared
+    # run: what comes after it (the pipeline below opening `trace` and
+    # /tmp/kernel.raw) races with the kernel's saved_cmdlines -- a child
+    # forked as sh that execs awk is `sh` to whoever prints it before the
+    # exec is recorded and `awk` after, for the kernel and ktrace alike
+    cat /ktest/kt-ref-end 2>/dev/null
     # ktrace leaves out its own threads (set_event_notrace_pid); the
     # reference instance does not
-    # and stop before the reader's own open of `trace`: the kernel has not
-    # saved that task's name yet when it prints it (<...>)
-    trace_lines "$ref" | awk -v t="path=\"$ref/trace\"" 'index($0, t) { exit }
+    trace_lines "$ref" | awk -v t='path="/ktest/kt-ref-end"' 'index($0, t) { exit }
         /^ *ktrace-[0-9]/ { skip = 1; next } /^ => / && skip { next } { skip = 0; print }' >/tmp/kernel.raw
     echo '!stacktrace' >"$ref/events/$sess/op/trigger" 2>/dev/null
     event_enable "$ref" "$sess" 0
