@@ -204,3 +204,49 @@ fn json_lines_are_typed() {
     let ret = lines.iter().find(|v| v["event"] == "ret").unwrap();
     assert_eq!(ret["fields"]["rv"], -5999999998i64);
 }
+
+/// Replaces the time stamp of a kernel `trace` line (`<secs>.<usecs>: `
+/// after the flags column) with `TS`.
+fn mask_ts(line: &[u8]) -> Vec<u8> {
+    let s = String::from_utf8_lossy(line);
+    let Some(colon) = s.find(": ") else {
+        return line.to_vec();
+    };
+    let head = &s[..colon];
+    let start = head.rfind(' ').map_or(0, |i| i + 1);
+    format!("{}TS{}", &s[..start], &s[colon..]).into_bytes()
+}
+
+#[test]
+fn partial_reads_with_tail_padding_print_like_the_kernel() {
+    // pages read while the kernel was still writing them, several ending
+    // in (or consisting only of) a padding record with a length
+    let c = load("padding");
+    let mut discarded = 0;
+    let mut records = 0;
+    for (_, p) in &c.pages {
+        let page = ktrace_ring::Page::parse(c.layout, p).unwrap();
+        let mut it = page.records();
+        for r in it.by_ref() {
+            r.unwrap();
+            records += 1;
+        }
+        discarded += it.discarded();
+    }
+    assert!(discarded >= 1, "the capture has real padding records");
+    assert_eq!(records, 200, "100 entry + 100 return hits, each once");
+    let (out, summary) = print_all(&c);
+    assert_eq!(summary.line(), "200 events, 0 lost");
+    // the reference is a second instance: same events, its own stamps
+    let ours: Vec<Vec<u8>> = kernel_lines(&out).into_iter().map(mask_ts).collect();
+    let theirs: Vec<Vec<u8>> = kernel_lines(&c.trace).into_iter().map(mask_ts).collect();
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert!(
+            a == b,
+            "line {i} differs\n ours:   {}\n kernel: {}",
+            a.escape_ascii(),
+            b.escape_ascii()
+        );
+    }
+    assert_eq!(ours.len(), theirs.len(), "line count");
+}

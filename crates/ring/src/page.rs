@@ -279,6 +279,7 @@ impl<'a> Page<'a> {
             page_ts: self.timestamp,
             endian: self.layout.endian,
             done: false,
+            discarded: 0,
         }
     }
 }
@@ -304,9 +305,17 @@ pub struct Records<'a> {
     page_ts: u64,
     endian: Endian,
     done: bool,
+    discarded: u32,
 }
 
 impl<'a> Records<'a> {
+    /// Padding records with a length (the kernel's discarded events and the
+    /// filler it writes at the end of a full page) passed over so far. A
+    /// null padding, which only ends the page, is not counted.
+    pub fn discarded(&self) -> u32 {
+        self.discarded
+    }
+
     fn fail(&mut self, msg: String) -> Option<Result<Record<'a>, Error>> {
         self.done = true;
         Some(Err(Error::Page(format!("offset {}: {msg}", self.pos))))
@@ -344,7 +353,10 @@ impl<'a> Iterator for Records<'a> {
                     };
                     let next = (self.pos + 4).checked_add(len as usize);
                     match next {
-                        Some(n) if n > self.pos && n <= self.data.len() => self.pos = n,
+                        Some(n) if n > self.pos && n <= self.data.len() => {
+                            self.pos = n;
+                            self.discarded += 1;
+                        }
                         _ => return self.fail(format!("padding of {len} bytes runs past commit")),
                     }
                 }
@@ -470,8 +482,10 @@ mod tests {
         let p = page(1000, body.len() as u64, &body);
         let pg = Page::parse(layout(), &p).unwrap();
         assert_eq!(pg.missed, Missed::None);
-        let recs: Vec<_> = pg.records().map(Result::unwrap).collect();
+        let mut it = pg.records();
+        let recs: Vec<_> = it.by_ref().map(Result::unwrap).collect();
         assert_eq!(recs.len(), 3);
+        assert_eq!(it.discarded(), 1);
         assert_eq!((recs[0].ts, recs[0].data.len()), (1005, 8));
         assert_eq!(recs[1].ts, 1005 + (1 << 27) + 3 + 2);
         assert_eq!(recs[1].data, &[9; 120][..]);
