@@ -1,11 +1,12 @@
 //! The event source of `ktrace trace`: the session instance's binary
 //! per-CPU ring buffers, decoded and printed as they arrive.
 //!
-//! It wires the libraries together: [`Feed`] (a reader thread on every
-//! CPU's `trace_pipe_raw`, bounded channel, like [`ktrace_ring::Pipeline`]
-//! but also taking partial pages when the buffer stays quiet, so a rare
-//! event shows within about 0.1 s instead of waiting for its page to fill) →
-//! [`ktrace_ring::Merger`] (time order within a reading round) →
+//! It wires the libraries together: [`ktrace_ring::Pipeline`] (a reader
+//! thread on every CPU's `trace_pipe_raw` with a bounded channel; each round
+//! takes the full pages and what is committed on the page being written, so
+//! a rare event shows within about 0.1 s) → [`ktrace_ring::Merger`] (records
+//! printed in time order up to the point every CPU is known to be complete,
+//! the rest held for the next round) →
 //! [`ktrace_printer`] (the kernel's `trace` text, JSON lines or raw lines),
 //! with the events registered from the probes' own `format` files. Each
 //! [`Source::poll`] turns at most one reading round into a [`Batch`] of
@@ -17,9 +18,7 @@
 //! show (that is the caller's `-n`/pid logic).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -27,7 +26,7 @@ use ktrace_event::{Common, Endian, Events, ProbeKind};
 use ktrace_printer::{
     Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
 };
-use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, PipelineMsg, RawPage, Reader};
+use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
 use ktrace_symbols::kallsyms::Kallsyms;
 
 use crate::session::Probe;
@@ -38,105 +37,9 @@ const CHANNEL_PAGES: usize = 256;
 const ROUND_PAGES_PER_CPU: usize = 64;
 /// Percent of the ring buffer filled before a poll wakes the reader.
 const BUFFER_PERCENT: u32 = 25;
-/// How long the buffer may stay below `BUFFER_PERCENT` with no full page
-/// before the partial pages are taken (the latency of a rare event).
+/// The longest wait between reading rounds when the buffer stays below
+/// `BUFFER_PERCENT` (the latency of a rare event).
 const QUIET: Duration = Duration::from_millis(100);
-
-/// The reader thread and its bounded channel.
-///
-/// Memory is bounded by the channel's pages plus one round in the consumer:
-/// when the consumer is slow the thread blocks on the channel and the kernel
-/// overwrites (counted). While recording, full sub-buffers are taken as
-/// they fill; after a quiet `poll` the partial ones too (a few per CPU);
-/// after [`Feed::stop`] everything left, then the channel closes.
-pub struct Feed {
-    rx: Receiver<PipelineMsg>,
-    stop: Arc<AtomicBool>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Feed {
-    fn spawn(mut reader: Reader) -> Feed {
-        let (tx, rx) = sync_channel(CHANNEL_PAGES);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || feed(&mut reader, &tx, &stop2));
-        Feed {
-            rx,
-            stop,
-            handle: Some(handle),
-        }
-    }
-
-    fn stop(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-
-    fn join(mut self) {
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn feed(reader: &mut Reader, tx: &SyncSender<PipelineMsg>, stop: &AtomicBool) {
-    let cpus = reader.cpus().len().max(1);
-    let mut send = |p: RawPage| tx.send(PipelineMsg::Page(p)).is_ok();
-    let mut quiet_polls = 0u32;
-    loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        let res = if stopping {
-            reader.drain(&mut send)
-        } else if quiet_polls > 0 {
-            // A whole poll interval without a full page: take what is
-            // there, a few pages per CPU at most (the rate is low).
-            let mut budget = 4 * cpus;
-            reader.drain(&mut |p| {
-                budget = budget.saturating_sub(1);
-                send(p) && budget > 0
-            })
-        } else {
-            reader.read_full(ROUND_PAGES_PER_CPU, &mut send)
-        };
-        match res {
-            Ok(n) => {
-                if n > 0 && tx.send(PipelineMsg::Round).is_err() {
-                    return;
-                }
-                if stopping {
-                    return;
-                }
-                if n > 0 {
-                    quiet_polls = 0;
-                    continue;
-                }
-                if quiet_polls > 0 {
-                    quiet_polls = 0;
-                }
-                if let Err(e) = reader.poll(QUIET) {
-                    let _ = tx.send(PipelineMsg::Failed(e));
-                    return;
-                }
-                match reader.read_full(ROUND_PAGES_PER_CPU, &mut send) {
-                    Ok(0) => quiet_polls = 1,
-                    Ok(_) => {
-                        if tx.send(PipelineMsg::Round).is_err() {
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(PipelineMsg::Failed(e));
-                        return;
-                    }
-                }
-            }
-            Err(e) => {
-                let _ = tx.send(PipelineMsg::Failed(e));
-                return;
-            }
-        }
-    }
-}
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -264,7 +167,7 @@ enum Printer {
 
 /// The binary ring-buffer reader of one session instance.
 pub struct Source {
-    pipeline: Option<Feed>,
+    pipeline: Option<Pipeline>,
     merger: Merger,
     events: &'static Events,
     endian: Endian,
@@ -358,7 +261,7 @@ impl Source {
         let _ = std::fs::write(instance.join("buffer_percent"), BUFFER_PERCENT.to_string());
         let reader = Reader::open(instance, layout)?;
         let cpus = reader.cpus();
-        let pipeline = Feed::spawn(reader);
+        let pipeline = Pipeline::spawn(reader, CHANNEL_PAGES, ROUND_PAGES_PER_CPU, QUIET);
         let own = std::fs::read_dir("/proc/self/task")
             .map(|d| {
                 d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -402,8 +305,8 @@ impl Source {
         loop {
             match msg {
                 PipelineMsg::Page(p) => self.merger.push(p.cpu, p.bytes),
-                PipelineMsg::Round => {
-                    self.flush(batch);
+                PipelineMsg::Round { complete_to } => {
+                    self.flush(batch, complete_to.unwrap_or(u64::MAX));
                     return Ok(true);
                 }
                 PipelineMsg::Failed(e) => {
@@ -420,12 +323,12 @@ impl Source {
                     Ok(m) => m,
                     Err(RecvTimeoutError::Timeout) => return Ok(true),
                     Err(RecvTimeoutError::Disconnected) => {
-                        self.flush(batch);
+                        self.flush(batch, u64::MAX);
                         return Ok(self.finish());
                     }
                 },
                 Err(TryRecvError::Disconnected) => {
-                    self.flush(batch);
+                    self.flush(batch, u64::MAX);
                     return Ok(self.finish());
                 }
             };
@@ -459,7 +362,9 @@ impl Source {
         self.closed = true;
     }
 
-    fn flush(&mut self, batch: &mut Batch) {
+    /// Prints the records up to time stamp `limit` in order; later ones
+    /// stay in the merger for the next round.
+    fn flush(&mut self, batch: &mut Batch, limit: u64) {
         let Source {
             merger,
             printer,
@@ -473,7 +378,7 @@ impl Source {
             ..
         } = self;
         let endian = *endian;
-        merger.flush(&mut |m| match m {
+        merger.flush_until(limit, &mut |m| match m {
             Merged::Record { cpu, ts, data } => {
                 let Some(c) = Common::read(data, endian) else {
                     return;

@@ -45,7 +45,8 @@
 //! while let Ok(msg) = pipeline.rx.recv() {
 //!     match msg {
 //!         PipelineMsg::Page(p) => merger.push(p.cpu, p.bytes),
-//!         PipelineMsg::Round => merger.flush(&mut |m| match m {
+//!         // print what every CPU is known to be complete up to
+//!         PipelineMsg::Round { complete_to } => merger.flush_until(complete_to.unwrap_or(u64::MAX), &mut |m| match m {
 //!             Merged::Record { cpu, ts, data } => { /* print */ }
 //!             Merged::Lost { cpu, missed } => { /* report, count */ }
 //!             Merged::Bad { cpu, error } => { /* report */ }
@@ -57,9 +58,13 @@
 //! # Ok::<(), ktrace_ring::Error>(())
 //! ```
 //!
-//! Ordering: records are merged exactly within one reading round; a CPU
-//! whose page only fills later can deliver records older than ones already
-//! printed from another CPU (as with `trace_pipe`). Set `buffer_percent`
+//! Ordering: before each round the reader reads the instance's trace
+//! clock (`now ts` of `per_cpu/cpuN/stats`), then reads every CPU until it
+//! has nothing more or a record stamped at or after that moment, so every
+//! record stamped before it is in hand: `complete_to`. Records up to it are
+//! printed in order; later ones wait in the [`Merger`] for the next round.
+//! The output is then in time order across CPUs, like the kernel's `trace`,
+//! with a rare event shown within one poll interval. Set `buffer_percent`
 //! on the instance (e.g. 25–50) so polls wake for batches, not every event.
 //!
 //! # Example: decoding a captured page

@@ -11,7 +11,7 @@
 //! is up to the instance owner (ktrace-tracefs). This module does not decode
 //! pages ([`crate::Page`]) or order them ([`crate::Merger`]).
 
-use crate::{Error, PageLayout};
+use crate::{CpuStats, Error, Page, PageLayout};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
@@ -203,50 +203,88 @@ impl Reader {
         }
     }
 
-    /// Reads up to `max_per_cpu` full pages from each CPU, passing each to
-    /// `sink`. Returns the number of pages read.
-    pub fn read_full(
-        &mut self,
-        max_per_cpu: usize,
-        sink: &mut dyn FnMut(RawPage) -> bool,
-    ) -> Result<usize, Error> {
-        self.read_with(max_per_cpu, false, sink)
+    /// The instance's trace clock now, from the `now ts:` line of the first
+    /// CPU's `stats` (see [`CpuStats::now_ts`]); `None` when unreadable.
+    pub fn clock_now(&self) -> Option<u64> {
+        let cpu = self.readers.first()?.cpu;
+        let path = self.root.join(format!("per_cpu/cpu{cpu}/stats"));
+        CpuStats::now_ts(&std::fs::read_to_string(path).ok()?)
     }
 
-    /// Reads every page left, partial ones included, passing each to `sink`.
-    pub fn drain(&mut self, sink: &mut dyn FnMut(RawPage) -> bool) -> Result<usize, Error> {
-        self.read_with(usize::MAX, true, sink)
-    }
-
-    fn read_with(
+    /// One reading round after the trace clock read `now`: from each CPU,
+    /// full pages and then what is committed on the page the kernel is
+    /// writing, until the CPU has nothing more, or a record stamped `now`
+    /// or later was read (everything older from that CPU is then in hand),
+    /// or `max_per_cpu` pages were read. Without `now`, one partial read
+    /// ends a CPU's turn. Returns the pages read and, when some CPU's budget
+    /// ran out first, the smallest time stamp of the last record read from
+    /// such a CPU: its unread records are not older than that.
+    pub fn read_round(
         &mut self,
         max_per_cpu: usize,
-        partial: bool,
+        now: Option<u64>,
         sink: &mut dyn FnMut(RawPage) -> bool,
-    ) -> Result<usize, Error> {
+    ) -> Result<(usize, Option<u64>), Error> {
         let mut total = 0;
+        let mut behind: Option<u64> = None;
+        let layout = self.layout;
         for r in &mut self.readers {
             let mut n = 0;
-            while n < max_per_cpu {
-                let mut buf = Vec::with_capacity(self.layout.subbuf_size);
-                let got = if partial {
-                    // full pages first, so a drain does not split them
-                    r.read_full(&mut buf)? || r.read_partial(&mut buf)?
+            loop {
+                let mut buf = Vec::with_capacity(layout.subbuf_size);
+                let partial = if r.read_full(&mut buf)? {
+                    false
+                } else if r.read_partial(&mut buf)? {
+                    true
                 } else {
-                    r.read_full(&mut buf)?
-                };
-                if !got {
                     break;
-                }
+                };
                 n += 1;
+                let last = last_ts(layout, &buf);
                 if !sink(RawPage {
                     cpu: r.cpu,
                     bytes: buf,
                 }) {
-                    return Ok(total + n);
+                    return Ok((total + n, behind));
+                }
+                let done = match (now, last) {
+                    (Some(now), Some(last)) => last >= now,
+                    (None, _) => partial,
+                    (Some(_), None) => false,
+                };
+                if done {
+                    break;
+                }
+                if n >= max_per_cpu {
+                    let last = last.unwrap_or(0);
+                    behind = Some(behind.map_or(last, |b| b.min(last)));
+                    break;
                 }
             }
             total += n;
+        }
+        Ok((total, behind))
+    }
+
+    /// Reads every page left, partial ones included, passing each to `sink`
+    /// (full pages first, so a drain does not split them). Returns the
+    /// number of pages read.
+    pub fn drain(&mut self, sink: &mut dyn FnMut(RawPage) -> bool) -> Result<usize, Error> {
+        let mut total = 0;
+        for r in &mut self.readers {
+            loop {
+                let mut buf = Vec::with_capacity(self.layout.subbuf_size);
+                if !(r.read_full(&mut buf)? || r.read_partial(&mut buf)?) {
+                    break;
+                }
+                total += 1;
+                if !sink(RawPage {
+                    cpu: r.cpu,
+                    bytes: buf,
+                }) {
+                    return Ok(total);
+                }
+            }
         }
         Ok(total)
     }
@@ -257,9 +295,17 @@ impl Reader {
 pub enum PipelineMsg {
     /// A sub-buffer.
     Page(RawPage),
-    /// Every page available at one moment has been sent: records up to here
-    /// can be merged and printed.
-    Round,
+    /// A reading round has been sent. `complete_to: Some(t)`: every record
+    /// with a time stamp up to `t` has now been delivered, from every CPU
+    /// (the trace clock read `t` before the round, and each CPU was read to
+    /// its end), so they can be merged and printed in order; later ones may
+    /// still be joined by older records of another CPU. `None`: no such
+    /// bound is known (the clock could not be read, or this is the final
+    /// drain): print everything delivered.
+    Round {
+        /// Time stamp up to which the delivered records are complete.
+        complete_to: Option<u64>,
+    },
     /// The reader failed; nothing more follows.
     Failed(Error),
 }
@@ -280,9 +326,11 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Starts the reader thread. It polls every `poll_interval` at most,
-    /// reads full pages while running and drains partial pages once
-    /// [`Pipeline::stop`] is called.
+    /// Starts the reader thread. Each round it reads the trace clock, then
+    /// every CPU up to that moment ([`Reader::read_round`], at most
+    /// `max_per_cpu` pages each), and sends [`PipelineMsg::Round`]; when it
+    /// has caught up it polls for `buffer_percent` or `poll_interval`. Once
+    /// [`Pipeline::stop`] is called it drains everything left and closes.
     pub fn spawn(
         mut reader: Reader,
         capacity: usize,
@@ -325,32 +373,42 @@ fn run(
 ) {
     let mut send = |p: RawPage| tx.send(PipelineMsg::Page(p)).is_ok();
     loop {
-        let stopping = stop.load(Ordering::SeqCst);
-        let res = if stopping {
-            reader.drain(&mut send)
-        } else {
-            reader.read_full(max_per_cpu, &mut send)
-        };
-        match res {
-            Ok(n) => {
-                if n > 0 && tx.send(PipelineMsg::Round).is_err() {
-                    return;
-                }
-                if stopping {
-                    let _ = tx.send(PipelineMsg::Round);
-                    return;
-                }
-                if n == 0
-                    && let Err(e) = reader.poll(poll_interval)
-                {
-                    let _ = tx.send(PipelineMsg::Failed(e));
-                    return;
-                }
-            }
+        if stop.load(Ordering::SeqCst) {
+            let msg = match reader.drain(&mut send) {
+                Ok(_) => PipelineMsg::Round { complete_to: None },
+                Err(e) => PipelineMsg::Failed(e),
+            };
+            let _ = tx.send(msg);
+            return;
+        }
+        // the clock first: every record stamped before it is committed by
+        // the time its CPU is read below
+        let now = reader.clock_now();
+        let (complete_to, behind) = match reader.read_round(max_per_cpu, now, &mut send) {
+            Ok((_, behind)) => match (now, behind) {
+                (Some(now), Some(b)) => (Some(now.min(b)), true),
+                (Some(now), None) => (Some(now), false),
+                (None, b) => (None, b.is_some()),
+            },
             Err(e) => {
                 let _ = tx.send(PipelineMsg::Failed(e));
                 return;
             }
+        };
+        if tx.send(PipelineMsg::Round { complete_to }).is_err() {
+            return;
+        }
+        // caught up with every CPU: wait for the buffer to fill
+        // (`buffer_percent`) or `poll_interval`, whichever comes first
+        if !behind && let Err(e) = reader.poll(poll_interval) {
+            let _ = tx.send(PipelineMsg::Failed(e));
+            return;
         }
     }
+}
+
+/// Time stamp of the last record of a page, if it decodes.
+fn last_ts(layout: PageLayout, bytes: &[u8]) -> Option<u64> {
+    let page = Page::parse(layout, bytes).ok()?;
+    page.records().map_while(Result::ok).last().map(|r| r.ts)
 }

@@ -59,6 +59,23 @@ impl CpuStats {
         CpuStats::parse(&text, &path)
     }
 
+    /// The `now ts:` line of a stats file: the instance's trace clock when
+    /// the file was read, in the units of record time stamps (`secs.usecs`
+    /// for nanosecond clocks, truncated to the microsecond; the raw count
+    /// for the others, such as `counter` and `x86-tsc`).
+    pub fn now_ts(text: &str) -> Option<u64> {
+        let v = text.lines().find_map(|l| l.strip_prefix("now ts:"))?.trim();
+        match v.split_once('.') {
+            Some((secs, usecs)) if usecs.len() == 6 => {
+                let secs: u64 = secs.parse().ok()?;
+                let usecs: u64 = usecs.parse().ok()?;
+                secs.checked_mul(1_000_000_000)?.checked_add(usecs * 1000)
+            }
+            Some(_) => None,
+            None => v.parse().ok(),
+        }
+    }
+
     /// Events lost on this CPU by the kernel's own count.
     pub fn lost(&self) -> u64 {
         self.overrun + self.commit_overrun + self.dropped
@@ -68,6 +85,22 @@ impl CpuStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn now_ts_in_both_clock_styles() {
+        let ns = "entries: 0\noldest event ts: 10198.923860\nnow ts: 10199.078825\n";
+        assert_eq!(CpuStats::now_ts(ns), Some(10_199_078_825_000));
+        assert_eq!(
+            CpuStats::now_ts("now ts:     3.000001\n"),
+            Some(3_000_001_000)
+        );
+        assert_eq!(
+            CpuStats::now_ts("now ts: 81234567890\n"),
+            Some(81_234_567_890)
+        );
+        assert_eq!(CpuStats::now_ts("entries: 0\n"), None);
+        assert_eq!(CpuStats::now_ts("now ts: 1.5\n"), None);
+    }
 
     #[test]
     fn parses_kernel_stats() {
