@@ -25,6 +25,7 @@ use anyhow::Context;
 use ktrace_event::{Common, Endian, Events, ProbeKind};
 use ktrace_printer::{
     Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
+    clock_in_ns,
 };
 use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
 use ktrace_symbols::kallsyms::Kallsyms;
@@ -253,7 +254,15 @@ impl Source {
             .into_owned();
         let style = FlagStyle::for_release(&release);
         let printer = match format {
-            Format::Text => Printer::Text(TextPrinter::new(events, endian, style, symbols, comms)),
+            Format::Text => {
+                let mut p = TextPrinter::new(events, endian, style, symbols, comms);
+                // counting clocks print raw, as the kernel's `trace` does
+                p.time_in_ns = std::fs::read_to_string(instance.join("trace_clock"))
+                    .ok()
+                    .and_then(|t| selected_clock(&t).map(clock_in_ns))
+                    .unwrap_or(true);
+                Printer::Text(p)
+            }
             Format::Json => Printer::Json(JsonPrinter::new(events, endian, symbols, comms)),
             Format::Raw => Printer::Raw,
         };
@@ -485,6 +494,12 @@ fn saved_name(path: &Path, pid: i32) -> Option<String> {
     })
 }
 
+/// The selected clock of a `trace_clock` file (`local [counter] …`).
+fn selected_clock(text: &str) -> Option<&str> {
+    text.split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
+}
+
 /// The instance's sub-buffer size when it can be read
 /// (`buffer_subbuf_size_kb`, 6.8 and later); older kernels use one page.
 fn subbuf_size(instance: &Path) -> Option<usize> {
@@ -495,6 +510,16 @@ fn subbuf_size(instance: &Path) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selected_clock_is_the_bracketed_one() {
+        assert_eq!(
+            selected_clock("local global [counter] uptime\n"),
+            Some("counter")
+        );
+        assert_eq!(selected_clock("[local] global\n"), Some("local"));
+        assert_eq!(selected_clock("local global\n"), None);
+    }
 
     #[test]
     fn batch_lines_split_at_their_ends() {

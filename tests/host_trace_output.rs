@@ -118,12 +118,15 @@ struct Reference {
 }
 
 impl Reference {
-    fn new(root: &Path, group: &str) -> Reference {
+    fn new(root: &Path, group: &str, clock: Option<&str>) -> Reference {
         let dir = root
             .join("instances")
             .join(format!("ktrace_ref_{}", std::process::id()));
         fs::create_dir(&dir).unwrap();
         fs::write(dir.join("buffer_size_kb"), "4096").unwrap();
+        if let Some(clock) = clock {
+            fs::write(dir.join("trace_clock"), clock).unwrap();
+        }
         fs::write(dir.join("events").join(group).join("enable"), "1").unwrap();
         Reference {
             dir,
@@ -165,7 +168,12 @@ fn with_reference(
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut run = start_trace(&args, Stdio::piped(), &[]);
     let group = session_name(&run.early_stderr);
-    let reference = Reference::new(root, &group);
+    // the same trace clock as ktrace's instance
+    let clock = extra
+        .iter()
+        .position(|a| *a == "--clock")
+        .map(|i| extra[i + 1]);
+    let reference = Reference::new(root, &group, clock);
     if extra.contains(&"--stack") {
         // What --stack asks of ktrace's instance for uprobes.
         fs::write(reference.dir.join("options/userstacktrace"), "1").unwrap();
@@ -258,6 +266,50 @@ fn text_equals_the_kernels_trace_lines() {
     }
     assert_same_lines(&ours, &kernel, &stderr);
     assert!(stderr.contains("36 event(s), 0 lost"), "{stderr}");
+}
+
+/// A trace line printed with a counting clock (` %12llu`), split at its
+/// stamp: (line with the 12-column stamp blanked, the count).
+fn split_count(line: &str) -> (String, u64) {
+    let close = line.find("] ").expect("a [CPU] column");
+    let colon = close + line[close..].find(": ").expect("a time stamp");
+    let field = &line[colon - 12..colon];
+    let count = field.trim_start();
+    assert!(
+        !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit()),
+        "not a right-aligned count in 12 columns: {line}"
+    );
+    let blank = format!(
+        "{}{}{}",
+        &line[..colon - 12],
+        "#".repeat(12),
+        &line[colon..]
+    );
+    (blank, count.parse().unwrap())
+}
+
+#[test]
+fn counting_clock_stamps_print_raw_like_the_kernels() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("counter");
+    let (ours, kernel, stderr) = with_reference(&root, &p, &["--clock", "counter"], 4);
+    assert_eq!(kernel.len(), 12, "{kernel:#?}");
+    assert_eq!(
+        ours.len(),
+        kernel.len(),
+        "{stderr}
+ours: {ours:#?}"
+    );
+    let mut last = 0;
+    for (o, k) in ours.iter().zip(&kernel) {
+        let (ob, ocount) = split_count(o);
+        let (kb, _) = split_count(k);
+        assert_eq!(ob, kb, "{stderr}");
+        // the counter clock counts reads: one per event, rising
+        assert!(ocount > last, "{o}");
+        last = ocount;
+    }
 }
 
 #[test]

@@ -30,7 +30,7 @@ mod text;
 pub use context::{Comms, FlagStyle, write_task_cpu, write_timestamp};
 pub use json::{JsonPrinter, write_raw};
 pub use summary::LostSummary;
-pub use text::TextPrinter;
+pub use text::{TextPrinter, clock_in_ns};
 
 /// A kernel symbol covering an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,14 @@ use ktrace_event::{
 use ktrace_ring::Missed;
 use std::io::Write;
 
+/// Whether the kernel prints time stamps of trace clock `clock` as
+/// nanoseconds (`secs.usecs`): every clock but the counting ones,
+/// `counter`, `uptime` (jiffies) and `x86-tsc` (`trace_clocks[].in_ns` in
+/// kernel/trace/trace.c).
+pub fn clock_in_ns(clock: &str) -> bool {
+    !matches!(clock, "counter" | "uptime" | "x86-tsc")
+}
+
 /// Renders records as kernel `trace` lines.
 pub struct TextPrinter<'a> {
     events: &'a Events,
@@ -33,6 +41,11 @@ pub struct TextPrinter<'a> {
     /// Whether to print the irq-info column (the kernel's `irq-info` option,
     /// on by default).
     pub irq_info: bool,
+    /// Whether time stamps are nanoseconds, printed ` %5lu.%06lu` (the
+    /// default); false for the kernel's counting clocks (`counter`,
+    /// `uptime`, `x86-tsc`), whose stamps it prints raw as ` %12llu`. See
+    /// [`clock_in_ns`].
+    pub time_in_ns: bool,
     /// Per event id: what `write_event` would otherwise work out per record.
     plans: Vec<Option<Plan<'a>>>,
     /// The context columns last written, and what they were made from
@@ -279,6 +292,7 @@ impl<'a> TextPrinter<'a> {
             symbols,
             comms,
             irq_info: true,
+            time_in_ns: true,
             plans,
             ctx: Vec::new(),
             ctx_key: None,
@@ -306,7 +320,7 @@ impl<'a> TextPrinter<'a> {
         // ... and so do the time stamp's whole seconds (` %5lu.%06lu`,
         // rounded to the microsecond like ns2usecs())
         let us = ts.saturating_add(500) / 1000;
-        let secs = us / 1_000_000;
+        let secs = if self.time_in_ns { us / 1_000_000 } else { 0 };
         if self.ctx_key != Some(key) || self.ctx_secs != secs {
             self.ctx.clear();
             let comm = self.comms.get(common.pid);
@@ -316,9 +330,11 @@ impl<'a> TextPrinter<'a> {
                     .write(&mut self.ctx, common.flags, common.preempt_count);
             }
             self.ctx.push(b' ');
-            let mut b = [0u8; 24];
-            num::right(&mut self.ctx, num::digits(&mut b, secs, 10, false), 5);
-            self.ctx.push(b'.');
+            if self.time_in_ns {
+                let mut b = [0u8; 24];
+                num::right(&mut self.ctx, num::digits(&mut b, secs, 10, false), 5);
+                self.ctx.push(b'.');
+            }
             self.ctx_secs = secs;
             self.ctx_key = self.comms.knows(common.pid).then_some((
                 common.pid,
@@ -330,7 +346,12 @@ impl<'a> TextPrinter<'a> {
             ));
         }
         out.extend_from_slice(&self.ctx);
-        num::dec6(out, (us % 1_000_000) as u32);
+        if self.time_in_ns {
+            num::dec6(out, (us % 1_000_000) as u32);
+        } else {
+            let mut b = [0u8; 24];
+            num::right(out, num::digits(&mut b, ts, 10, false), 12);
+        }
         out.extend_from_slice(b": ");
         match self.events.get(common.type_id) {
             Some(ev) => self.write_event(out, ev, data),
@@ -886,5 +907,23 @@ print fmt: \"v=%u\", REC->v\n";
             want.extend_from_slice(b": t: v=1\n");
             assert_eq!(String::from_utf8(out), String::from_utf8(want), "{ts}");
         }
+        // counting clocks: the raw stamp, ` %12llu`, also after ns ones
+        p.time_in_ns = false;
+        let mut out = Vec::new();
+        for ts in [57, 1_999_999_500, 1_000_000_000_000] {
+            p.write_record(&mut out, 1, ts, &rec(1, 8, 1));
+        }
+        p.time_in_ns = true;
+        p.write_record(&mut out, 1, 1_999_999_500, &rec(1, 8, 1));
+        // (irq-info is off here: `[001] ` and then the time's own space)
+        let want = [
+            "         swapped-8       [001]            57: t: v=1",
+            "         swapped-8       [001]    1999999500: t: v=1",
+            "         swapped-8       [001]  1000000000000: t: v=1",
+            "         swapped-8       [001]      2.000000: t: v=1",
+        ];
+        assert_eq!(String::from_utf8(out).unwrap(), want.join("\n") + "\n");
+        assert!(clock_in_ns("local") && clock_in_ns("mono_raw") && clock_in_ns("boot"));
+        assert!(!clock_in_ns("counter") && !clock_in_ns("uptime") && !clock_in_ns("x86-tsc"));
     }
 }
