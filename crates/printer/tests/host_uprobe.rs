@@ -113,12 +113,10 @@ fn print_all(c: &Capture) -> (Vec<u8>, LostSummary) {
     (out, summary)
 }
 
-fn assert_identical(scenario: &str) -> (usize, LostSummary) {
-    let c = load(scenario);
-    let (out, summary) = print_all(&c);
-    let ours = kernel_lines(&out);
-    let theirs = kernel_lines(&c.trace);
-    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+/// Asserts two sets of lines are equal, naming the first that differs.
+fn assert_lines_equal<T: AsRef<[u8]>>(scenario: &str, ours: &[T], theirs: &[T]) {
+    for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        let (a, b) = (a.as_ref(), b.as_ref());
         assert!(
             a == b,
             "{scenario}: line {i} differs\n ours:   {}\n kernel: {}",
@@ -127,6 +125,13 @@ fn assert_identical(scenario: &str) -> (usize, LostSummary) {
         );
     }
     assert_eq!(ours.len(), theirs.len(), "{scenario}: line count");
+}
+
+fn assert_identical(scenario: &str) -> (usize, LostSummary) {
+    let c = load(scenario);
+    let (out, summary) = print_all(&c);
+    let ours = kernel_lines(&out);
+    assert_lines_equal(scenario, &ours, &kernel_lines(&c.trace));
     (ours.len(), summary)
 }
 
@@ -240,13 +245,5 @@ fn partial_reads_with_tail_padding_print_like_the_kernel() {
     // the reference is a second instance: same events, its own stamps
     let ours: Vec<Vec<u8>> = kernel_lines(&out).into_iter().map(mask_ts).collect();
     let theirs: Vec<Vec<u8>> = kernel_lines(&c.trace).into_iter().map(mask_ts).collect();
-    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-        assert!(
-            a == b,
-            "line {i} differs\n ours:   {}\n kernel: {}",
-            a.escape_ascii(),
-            b.escape_ascii()
-        );
-    }
-    assert_eq!(ours.len(), theirs.len(), "line count");
+    assert_lines_equal("padding", &ours, &theirs);
 }
