@@ -36,8 +36,10 @@ use crate::session::Probe;
 const CHANNEL_PAGES: usize = 256;
 /// Pages taken from one CPU in one reading round.
 const ROUND_PAGES_PER_CPU: usize = 64;
-/// Percent of the ring buffer filled before a poll wakes the reader.
-const BUFFER_PERCENT: u32 = 25;
+/// Percent of the ring buffer filled before a poll wakes the reader (the
+/// caller sets the instance's `buffer_percent` to it before
+/// [`Source::open`], so polls wake for batches of pages, not every event).
+pub const BUFFER_PERCENT: u32 = 25;
 /// The longest wait between reading rounds when the buffer stays below
 /// `BUFFER_PERCENT` (the latency of a rare event).
 const QUIET: Duration = Duration::from_millis(100);
@@ -266,8 +268,6 @@ impl Source {
             Format::Json => Printer::Json(JsonPrinter::new(events, endian, symbols, comms)),
             Format::Raw => Printer::Raw,
         };
-        // Wake the reader for batches of pages, not for every event.
-        let _ = std::fs::write(instance.join("buffer_percent"), BUFFER_PERCENT.to_string());
         let reader = Reader::open(instance, layout)?;
         let cpus = reader.cpus();
         let pipeline = Pipeline::spawn(reader, CHANNEL_PAGES, ROUND_PAGES_PER_CPU, QUIET);

@@ -119,6 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Format::Text
     };
+    inst.set_buffer_percent(crate::source::BUFFER_PERCENT)?;
     // The reader thread starts before the pid lists are written, so
     // `event-fork` does not add it to the traced pids.
     let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;

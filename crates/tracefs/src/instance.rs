@@ -213,6 +213,21 @@ impl Instance {
         )
     }
 
+    /// How full (percent) a CPU's buffer must be before a poll on its
+    /// `trace_pipe_raw` wakes (`buffer_percent`, 5.1+). Returns `false`,
+    /// writing nothing, when the kernel lacks it.
+    pub fn set_buffer_percent(&self, percent: u32) -> Result<bool> {
+        if !self.dir.join("buffer_percent").exists() {
+            return Ok(false);
+        }
+        self.write(
+            Path::new("buffer_percent"),
+            &percent.to_string(),
+            "cannot set buffer_percent",
+        )?;
+        Ok(true)
+    }
+
     /// The per-CPU buffer size in KiB.
     pub fn buffer_size_kb(&self) -> Result<u64> {
         let t = io::read(&self.dir.join("buffer_size_kb"), "cannot read buffer size")?;
