@@ -15,6 +15,16 @@ use crate::ast::{
 };
 use crate::types::BaseType;
 
+/// Appends ` SYMBOL`, ` SYMBOL+OFFSET` or ` 0xADDR` (hex zero-padded to
+/// `addr_width` digits; 0 for none).
+fn push_place(s: &mut String, place: &KprobePlace, addr_width: usize) {
+    let _ = match place {
+        KprobePlace::Symbol { symbol, offset: 0 } => write!(s, " {symbol}"),
+        KprobePlace::Symbol { symbol, offset } => write!(s, " {symbol}+{offset}"),
+        KprobePlace::Address(a) => write!(s, " 0x{a:0addr_width$x}"),
+    };
+}
+
 /// The line the kernel prints when the probe files are read back.
 ///
 /// Arguments appear as `NAME=TEXT` with TEXT exactly as written (the kernel keeps it
@@ -35,17 +45,8 @@ pub fn readback(def: &ProbeDef, arch: Arch) -> String {
                 let _ = write!(s, "{shown}");
             }
             let _ = write!(s, ":{}/{}", def.group, def.event);
-            match place {
-                KprobePlace::Symbol { symbol, offset: 0 } => {
-                    let _ = write!(s, " {symbol}");
-                }
-                KprobePlace::Symbol { symbol, offset } => {
-                    let _ = write!(s, " {symbol}+{offset}");
-                }
-                KprobePlace::Address(a) => {
-                    let _ = write!(s, " 0x{:0w$x}", a, w = (arch.bits() / 4) as usize);
-                }
-            }
+            // the kernel shows an address as a full-width pointer (%p-like)
+            push_place(&mut s, place, (arch.bits() / 4) as usize);
         }
         ProbeKind::Uprobe {
             path,
@@ -171,17 +172,7 @@ pub fn canonical(def: &Definition, arch: Arch) -> String {
                         let _ = write!(s, ":{}/", p.group);
                     }
                     s.push_str(&name);
-                    match place {
-                        KprobePlace::Symbol { symbol, offset: 0 } => {
-                            let _ = write!(s, " {symbol}");
-                        }
-                        KprobePlace::Symbol { symbol, offset } => {
-                            let _ = write!(s, " {symbol}+{offset}");
-                        }
-                        KprobePlace::Address(a) => {
-                            let _ = write!(s, " 0x{a:x}");
-                        }
-                    }
+                    push_place(&mut s, place, 0);
                 }
                 ProbeKind::Uprobe {
                     path,
