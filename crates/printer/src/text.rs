@@ -696,15 +696,24 @@ mod tests {
     use super::*;
     use crate::NoSymbols;
 
+    /// The common fields of every event's `format` file.
+    macro_rules! common_fields {
+        () => {
+            "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+             \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+        };
+    }
+
     /// printf conversions against values as C's printf renders them.
     #[test]
     fn int_conversions_follow_c_printf() {
-        let fmt = "name: t\nID: 9\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
-\tfield:s64 v;\toffset:8;\tsize:8;\tsigned:1;\n\n";
+        let fmt = concat!(
+            "name: t\nID: 9\nformat:\n",
+            common_fields!(),
+            "\tfield:s64 v;\toffset:8;\tsize:8;\tsigned:1;\n\n"
+        );
         let cases: &[(&str, i64, &str)] = &[
             ("%d", -5, "-5"),
             ("%5d", -5, "   -5"),
@@ -842,13 +851,12 @@ print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
     /// the flags and CPU columns follow every record.
     #[test]
     fn context_columns_follow_comms_and_record_changes() {
-        let fmt = "name: t\nID: 9\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
-\tfield:u32 v;\toffset:8;\tsize:4;\tsigned:0;\n\n\
-print fmt: \"v=%u\", REC->v\n";
+        let fmt = concat!(
+            "name: t\nID: 9\nformat:\n",
+            common_fields!(),
+            "\tfield:u32 v;\toffset:8;\tsize:4;\tsigned:0;\n\n",
+            "print fmt: \"v=%u\", REC->v\n"
+        );
         let mut events = Events::new(8);
         events.add_with_kind("s", fmt, ProbeKind::Other).unwrap();
         let rec = |flags: u8, pid: i32, v: u32| {
