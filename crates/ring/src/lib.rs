@@ -60,7 +60,7 @@
 //!
 //! Ordering: before each round the reader reads the instance's trace
 //! clock (`now ts` of `per_cpu/cpuN/stats`), then reads every CPU until it
-//! has nothing more or a record stamped at or after that moment, so every
+//! has nothing more or a page based at or after that moment, so every
 //! record stamped before it is in hand: `complete_to`. Records up to it are
 //! printed in order; later ones wait in the [`Merger`] for the next round.
 //! The output is then in time order across CPUs, like the kernel's `trace`,

@@ -213,12 +213,12 @@ impl Reader {
 
     /// One reading round after the trace clock read `now`: from each CPU,
     /// full pages and then what is committed on the page the kernel is
-    /// writing, until the CPU has nothing more, or a record stamped `now`
-    /// or later was read (everything older from that CPU is then in hand),
-    /// or `max_per_cpu` pages were read. Without `now`, one partial read
-    /// ends a CPU's turn. Returns the pages read and, when some CPU's budget
-    /// ran out first, the smallest time stamp of the last record read from
-    /// such a CPU: its unread records are not older than that.
+    /// writing, until the CPU has nothing more, or a page based at `now` or
+    /// later was read (everything older from that CPU is then in hand), or
+    /// `max_per_cpu` pages were read. Without `now`, one partial read ends a
+    /// CPU's turn. Returns the pages read and, when some CPU's budget ran
+    /// out first, the smallest base stamp of the last page read from such a
+    /// CPU: its unread records are not older than that.
     pub fn read_round(
         &mut self,
         max_per_cpu: usize,
@@ -240,15 +240,18 @@ impl Reader {
                     break;
                 };
                 n += 1;
-                let last = last_ts(layout, &buf);
+                // the page's base stamp: no record on it is older, and
+                // reading it costs nothing (the records are walked once,
+                // by the consumer)
+                let first = Page::parse(layout, &buf).ok().map(|p| p.timestamp);
                 if !sink(RawPage {
                     cpu: r.cpu,
                     bytes: buf,
                 }) {
                     return Ok((total + n, behind));
                 }
-                let done = match (now, last) {
-                    (Some(now), Some(last)) => last >= now,
+                let done = match (now, first) {
+                    (Some(now), Some(first)) => first >= now,
                     (None, _) => partial,
                     (Some(_), None) => false,
                 };
@@ -256,8 +259,8 @@ impl Reader {
                     break;
                 }
                 if n >= max_per_cpu {
-                    let last = last.unwrap_or(0);
-                    behind = Some(behind.map_or(last, |b| b.min(last)));
+                    let first = first.unwrap_or(0);
+                    behind = Some(behind.map_or(first, |b| b.min(first)));
                     break;
                 }
             }
@@ -405,10 +408,4 @@ fn run(
             return;
         }
     }
-}
-
-/// Time stamp of the last record of a page, if it decodes.
-fn last_ts(layout: PageLayout, bytes: &[u8]) -> Option<u64> {
-    let page = Page::parse(layout, bytes).ok()?;
-    page.records().map_while(Result::ok).last().map(|r| r.ts)
 }
