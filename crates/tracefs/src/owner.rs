@@ -82,19 +82,94 @@ impl SessionName {
     }
 
     /// Whether the owner is alive: `Some(true)` alive, `Some(false)` gone
-    /// (no such pid, or the pid now belongs to a process started at another
-    /// time), `None` when this process cannot tell (another pid namespace,
-    /// no /proc) — and then nothing may be reaped.
+    /// (no such pid, a zombie or a dead task not yet waited for, or the pid
+    /// now belongs to a process started at another time), `None` when this
+    /// process cannot tell (no /proc, or another pid namespace that this
+    /// process cannot see whole) — and then nothing may be reaped.
+    ///
+    /// A session of another pid namespace (a ktrace run in a container) is
+    /// judged only from the initial pid namespace, which sees every task:
+    /// the owner lives if some task is in a namespace with that inode, has
+    /// that pid there (the last `NSpid` of its status) and that start time.
+    /// Namespace inodes are reused, so the inode alone never decides.
     pub fn owner_alive(&self) -> Option<bool> {
-        if self.pidns != own_pidns() || !Path::new("/proc/self/stat").exists() {
+        if !Path::new("/proc/self/stat").exists() {
             return None;
         }
-        match fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
-            Err(_) => None,
-            Ok(text) => Some(parse_start_time(&text) == Some(self.start)),
+        let own = own_pidns();
+        if self.pidns == own {
+            return match fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+                Err(_) => None,
+                Ok(text) => {
+                    Some(stat_is_live(&text) && parse_start_time(&text) == Some(self.start))
+                }
+            };
+        }
+        if own != INITIAL_PIDNS || self.pidns == 0 {
+            return None;
+        }
+        Some(foreign_owner_alive(self.pidns, self.pid, self.start))
+    }
+}
+
+/// The inode of the initial pid namespace (`PROC_PID_INIT_INO`), the one
+/// that sees every task.
+pub const INITIAL_PIDNS: u64 = 0xEFFF_FFFC;
+
+/// Whether any task of the system is the owner `pid` (as its own namespace
+/// `pidns` numbers it) started at `start`: a walk over /proc, from the
+/// initial pid namespace.
+fn foreign_owner_alive(pidns: u64, pid: u32, start: u64) -> bool {
+    let Ok(rd) = fs::read_dir("/proc") else {
+        // Cannot look: treat as alive, so nothing is reaped.
+        return true;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(host_pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        if ns_inode(&format!("/proc/{host_pid}/ns/pid")) != Some(pidns) {
+            continue;
+        }
+        let Ok(status) = fs::read_to_string(format!("/proc/{host_pid}/status")) else {
+            continue;
+        };
+        if innermost_nspid(&status) != Some(pid) {
+            continue;
+        }
+        match fs::read_to_string(format!("/proc/{host_pid}/stat")) {
+            Ok(stat) if stat_is_live(&stat) && parse_start_time(&stat) == Some(start) => {
+                return true;
+            }
+            _ => {}
         }
     }
+    false
+}
+
+/// The pid a task has in its own (innermost) pid namespace: the last number
+/// of the `NSpid:` line of `/proc/PID/status`.
+pub fn innermost_nspid(status: &str) -> Option<u32> {
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// Whether a `/proc/PID/stat` text describes a task that still runs: a
+/// zombie (`Z`, killed but not yet waited for by its parent) or a dead task
+/// (`X`) owns nothing any more.
+pub fn stat_is_live(stat: &str) -> bool {
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    !matches!(
+        stat[close + 1..].split_whitespace().next(),
+        Some("Z" | "X" | "x")
+    )
 }
 
 impl fmt::Display for SessionName {
@@ -129,13 +204,14 @@ pub fn parse_start_time(stat: &str) -> Option<u64> {
 }
 
 fn own_pidns() -> u64 {
-    fs::read_link("/proc/self/ns/pid")
-        .ok()
-        .and_then(|p| {
-            let s = p.to_string_lossy().into_owned();
-            s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
-        })
-        .unwrap_or(0)
+    ns_inode("/proc/self/ns/pid").unwrap_or(0)
+}
+
+/// The inode of a `pid:[INODE]` namespace link.
+fn ns_inode(link: &str) -> Option<u64> {
+    let p = fs::read_link(link).ok()?;
+    let s = p.to_string_lossy();
+    s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// What a teardown removed.
@@ -215,6 +291,30 @@ pub fn present_sessions(root: &Path) -> Result<BTreeSet<String>> {
     Ok(names)
 }
 
+/// An exclusive `flock` on tracefs's `instances` directory, held while
+/// reaping; released when dropped (or when the process dies). Nothing is
+/// created for it. Without the directory (no instances support) there is
+/// no lock and reaping proceeds alone.
+struct ReapLock(Option<fs::File>);
+
+impl ReapLock {
+    fn take(root: &Path) -> ReapLock {
+        let dir = fs::File::open(root.join("instances")).ok();
+        if let Some(d) = &dir {
+            let _ = rustix::fs::flock(d, rustix::fs::FlockOperation::LockExclusive);
+        }
+        ReapLock(dir)
+    }
+}
+
+impl Drop for ReapLock {
+    fn drop(&mut self) {
+        if let Some(d) = &self.0 {
+            let _ = rustix::fs::flock(d, rustix::fs::FlockOperation::Unlock);
+        }
+    }
+}
+
 /// One session left behind and what happened to it.
 #[derive(Debug)]
 pub struct Reaped {
@@ -227,7 +327,12 @@ pub struct Reaped {
 /// Removes the groups and instances of sessions whose owner is gone.
 /// Sessions whose owner is alive, or cannot be judged, are left alone, and so
 /// is everything not named by ktrace.
+///
+/// Concurrent reapers (two `ktrace clean`s, or two sessions starting at
+/// once) take turns on an advisory lock of the `instances` directory, so a
+/// session is reaped and reported by one of them only.
 pub fn reap(root: &Path) -> Result<Vec<Reaped>> {
+    let _lock = ReapLock::take(root);
     let mut out = Vec::new();
     for name in present_sessions(root)? {
         let Some(s) = SessionName::parse(&name) else {
@@ -302,6 +407,25 @@ mod tests {
     }
 
     #[test]
+    fn zombie_owner_is_dead() {
+        let run = "77 (ktrace) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5000 1000 10";
+        let zombie = "77 (ktrace) Z 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5000 1000 10";
+        let odd = "77 (a) Z (b) R 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5000 1000 10";
+        assert!(stat_is_live(run));
+        assert!(!stat_is_live(zombie));
+        assert!(stat_is_live(odd), "the state follows the last ')'");
+        assert!(!stat_is_live("garbage"));
+    }
+
+    #[test]
+    fn nspid_is_the_innermost() {
+        let status = "Name:\tktrace\nTgid:\t4242\nNSpid:\t4242\t7\nNSsid:\t1\n";
+        assert_eq!(innermost_nspid(status), Some(7));
+        assert_eq!(innermost_nspid("NSpid:\t99\n"), Some(99));
+        assert_eq!(innermost_nspid("Name:\tx\n"), None);
+    }
+
+    #[test]
     fn this_process_is_alive_and_others_are_judged() {
         let me = SessionName::for_this_process().unwrap();
         assert_eq!(me.owner_alive(), Some(true));
@@ -319,7 +443,13 @@ mod tests {
             pidns: me.pidns + 1,
             ..me
         };
-        assert_eq!(foreign_ns.owner_alive(), None);
+        if me.pidns == INITIAL_PIDNS {
+            // The initial namespace sees every task: no task lives in a
+            // namespace with that inode and this pid and start time.
+            assert_eq!(foreign_ns.owner_alive(), Some(false));
+        } else {
+            assert_eq!(foreign_ns.owner_alive(), None);
+        }
         let next = SessionName::for_this_process().unwrap();
         assert_ne!(next.to_string(), me.to_string());
     }
