@@ -45,17 +45,18 @@ pub struct Args {
     /// Trigger added to every probe (e.g. 'traceoff:1', 'stacktrace').
     #[arg(long)]
     pub trigger: Option<String>,
-    /// Stop after this many seconds.
-    #[arg(short = 'd', long, value_name = "SECONDS")]
+    /// Stop after this many seconds (a finite number above zero).
+    #[arg(short = 'd', long, value_name = "SECONDS", value_parser = crate::cli::seconds)]
     pub duration: Option<f64>,
-    /// Stop after this many events.
-    #[arg(short = 'n', long, value_name = "COUNT")]
+    /// Stop after this many events (at least 1).
+    #[arg(short = 'n', long, value_name = "COUNT", value_parser = crate::cli::count)]
     pub count: Option<u64>,
     /// Only events of this process (its threads and the children it forks).
     #[arg(short = 'p', long)]
     pub pid: Option<u32>,
-    /// Per-CPU buffer size of the session's instance, in KiB.
-    #[arg(long, value_name = "KB")]
+    /// Per-CPU buffer size of the session's instance, in KiB (at most the
+    /// machine's memory).
+    #[arg(long, value_name = "KB", value_parser = crate::cli::buffer_kb)]
     pub buffer_size: Option<u64>,
     /// Trace clock of the session's instance (see tracefs trace_clock).
     #[arg(long)]

@@ -529,8 +529,39 @@ impl ElfImage {
 
 /// Reads and parses an ELF file.
 pub fn open(path: &std::path::Path) -> Result<ElfImage> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let data = read_elf_bytes(path)?;
     ElfImage::parse(&path.display().to_string(), &data)
+}
+
+/// The bytes of the ELF file at `path`, read only when it is a regular file
+/// that starts with the ELF magic, and never more than its size: a device
+/// such as /dev/zero would otherwise be read without end.
+fn read_elf_bytes(path: &std::path::Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let bad = |reason: &str| Error::BadElf {
+        path: path.display().to_string(),
+        reason: reason.to_string(),
+    };
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = f.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(bad(if meta.is_dir() {
+            "a directory, not an elf file"
+        } else {
+            "not a regular file"
+        }));
+    }
+    let mut magic = [0u8; 4];
+    if f.read_exact(&mut magic).is_err() || &magic != b"\x7fELF" {
+        return Err(bad("not an elf file (no \\x7fELF magic)"));
+    }
+    let len = usize::try_from(meta.len()).map_err(|_| bad("file too large"))?;
+    let mut data = Vec::with_capacity(len);
+    data.extend_from_slice(&magic);
+    f.take(meta.len().saturating_sub(4))
+        .read_to_end(&mut data)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(data)
 }
 
 /// Like [`open`], and for a file without `.symtab` also reads the symbols of
@@ -551,6 +582,18 @@ pub fn open_with_debug(path: &std::path::Path) -> Result<ElfImage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dev_zero_is_refused_without_reading_it() {
+        // Regression: `ktrace syms x --elf /dev/zero` read until the OOM killer.
+        let e = open(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let e = open(std::path::Path::new("/etc")).unwrap_err();
+        assert!(e.to_string().contains("directory"), "{e}");
+        let e = open(std::path::Path::new("/etc/hostname")).unwrap_err();
+        assert!(e.to_string().contains("not an elf file"), "{e}");
+        assert!(open(std::path::Path::new("/bin/true")).is_ok());
+    }
 
     fn sym(name: &str, version: Option<&str>, default: bool, value: u64, size: u64) -> ElfSymbol {
         ElfSymbol {
