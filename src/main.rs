@@ -4,8 +4,20 @@
 //! subcommand under `cmd/`, and turns the result into an exit code. All real
 //! work lives in the `ktrace-*` library crates.
 
+/// Prints one line to stderr, prefixed `ktrace: `, ignoring write errors:
+/// a closed or full stderr (`2>/dev/full`, `2>&1 | head -1`) must never
+/// turn a message into a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "ktrace: {}", format_args!($($arg)*));
+    }};
+}
+pub(crate) use say;
+
 mod cli;
 mod cmd;
+mod output;
 mod resolve;
 mod session;
 mod source;
@@ -46,7 +58,7 @@ fn main() -> ExitCode {
     match cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("ktrace: {err:#}");
+            say!("{err:#}");
             ExitCode::from(1)
         }
     }

@@ -10,76 +10,11 @@ mod common;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{serial, start_trace, state, tracefs};
+use common::{Prog, serial, start_trace, state, tracefs};
 use rustix::process::Signal;
-
-/// The fixture program, built with gcc, and the file offset of `probe_me`.
-struct Prog {
-    dir: PathBuf,
-    bin: PathBuf,
-    off: u64,
-}
-
-impl Prog {
-    fn build(tag: &str) -> Prog {
-        let dir = std::env::temp_dir().join(format!("ktrace_out_{}_{tag}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let bin = dir.join("target");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ring/fixtures/target.c");
-        let st = Command::new("gcc")
-            .args(["-O1", "-fno-inline", "-no-pie", "-o"])
-            .arg(&bin)
-            .arg(&src)
-            .status()
-            .expect("gcc");
-        assert!(st.success());
-        // Independent offset: nm's address minus the non-PIE base, mapped
-        // through the LOAD segment (readelf) holding it.
-        let nm = Command::new("nm").arg(&bin).output().unwrap();
-        let nm = String::from_utf8(nm.stdout).unwrap();
-        let vaddr = nm
-            .lines()
-            .find(|l| l.ends_with(" probe_me"))
-            .map(|l| u64::from_str_radix(l.split_whitespace().next().unwrap(), 16).unwrap())
-            .expect("probe_me in nm");
-        let segs = Command::new("readelf")
-            .arg("-lW")
-            .arg(&bin)
-            .output()
-            .unwrap();
-        let segs = String::from_utf8(segs.stdout).unwrap();
-        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-        let off = segs
-            .lines()
-            .filter(|l| l.trim_start().starts_with("LOAD"))
-            .map(|l| l.split_whitespace().collect::<Vec<_>>())
-            .find(|f| (hex(f[2])..hex(f[2]) + hex(f[4])).contains(&vaddr))
-            .map(|f| vaddr - hex(f[2]) + hex(f[1]))
-            .expect("probe_me in a LOAD segment");
-        Prog { dir, bin, off }
-    }
-
-    fn place(&self) -> String {
-        format!("{}:{:#x}", self.bin.display(), self.off)
-    }
-
-    fn run(&self, hits: u64) {
-        let st = Command::new(&self.bin)
-            .arg(hits.to_string())
-            .status()
-            .unwrap();
-        assert!(st.code().is_some());
-    }
-}
-
-impl Drop for Prog {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// Every field type a uprobe can carry, on `probe_me(struct sample *p,
 /// const char *s, const char **strs, long n)` (x86_64 registers).

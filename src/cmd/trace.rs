@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
+use crate::output::{self, Output, Target};
 use crate::session::{self, Session, Signals, Tally};
 use crate::source::{Batch, Format, Kind, Source};
 
@@ -79,13 +80,19 @@ pub struct Args {
 }
 
 /// Why the run loop stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Stop {
     Duration,
     Count,
     CommandExited,
     Signal(i32),
+    /// The reader of the output went away (EPIPE): a quiet end.
     OutputClosed,
+    /// A write was given up because a stop was asked for (a signal, the
+    /// deadline) while the output was not being read.
+    Stopped,
+    /// Writing failed (a full disk, an I/O error): an error exit.
+    OutputFailed(String),
 }
 
 /// Runs `ktrace trace`.
@@ -93,6 +100,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Signals are caught before anything is created, so there is no window in
     // which Ctrl-C kills us with probes installed.
     let signals = Signals::catch()?;
+    // The destination is opened (and refused) before anything is created:
+    // a directory, a missing directory or a FIFO nobody reads must not
+    // leave the traced command running untraced.
+    let target = match &args.output {
+        Some(p) => Target::File(p.clone()),
+        None => Target::Stdout,
+    };
+    let out_file = match output::open_target(&target, &|| signals.caught().is_some()) {
+        Ok(f) => f,
+        Err(e) => match signals.caught() {
+            Some(sig) => {
+                crate::say!("{e:#}");
+                return Ok(signal_exit(sig));
+            }
+            None => return Err(e),
+        },
+    };
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
     let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
@@ -161,14 +185,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let deadline = args
         .duration
         .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::with_capacity(
-            1 << 16,
-            std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+    let stop_check = {
+        let signals = signals.clone();
+        Box::new(move || {
+            signals.caught().is_some() || deadline.is_some_and(|d| Instant::now() >= d)
+        })
     };
+    let out_name = target.describe();
+    let mut out = Output::new(out_file, stop_check);
     let mut tally = Tally::default();
     let mut batch = Batch::default();
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
@@ -193,14 +217,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("the ring-buffer reader stopped unexpectedly");
         }
         if let Some(s) = emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally) {
-            break s;
+            // A write given up because the output was not read ends the run
+            // for the reason that asked for the stop.
+            break match (s, signals.caught()) {
+                (Stop::Stopped, Some(sig)) => Stop::Signal(sig),
+                (Stop::Stopped, None) => Stop::Duration,
+                (s, _) => s,
+            };
         }
         if exited {
             break Stop::CommandExited;
         }
     };
     sess.stop();
-    if matches!(stop, Stop::Count | Stop::OutputClosed) {
+    if matches!(
+        stop,
+        Stop::Count | Stop::OutputClosed | Stop::OutputFailed(_)
+    ) {
         source.discard();
     } else {
         // Recording has stopped: take the partial pages left.
@@ -217,8 +250,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let _ = out.flush();
-    drop(out);
+    // Wait for the output to take what is left, but not past a signal, nor
+    // long past the end of `-d` when nobody reads it.
+    let give_up = deadline.map(|d| d.max(Instant::now()) + Duration::from_secs(2));
+    let written =
+        out.finish(&|| signals.caught().is_some() || give_up.is_some_and(|g| Instant::now() >= g));
+    let output_error = match (&stop, written) {
+        (Stop::OutputFailed(e), _) => Some(e.clone()),
+        (_, Err(e)) if output::is_stopped(&e) => {
+            crate::say!("the output was not read to the end; events still in flight were dropped");
+            None
+        }
+        (_, Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => None,
+        (_, Err(e)) => Some(output::describe(&e)),
+        (_, Ok(())) => None,
+    };
     let lost = source.lost_summary(tally.events).clone();
     drop(source);
     let profile = sess.profile();
@@ -228,7 +274,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = c.try_wait();
     }
     // The summary first: teardown can take a while with many uprobes.
-    summary(&tally, &lost, profile.ok(), stop);
+    summary(&tally, &lost, profile.ok(), &stop);
     let uprobes = sess
         .probes()
         .iter()
@@ -254,10 +300,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         cleanup_time.as_millis()
     );
+    if let Some(e) = output_error {
+        anyhow::bail!(
+            "cannot write events to {out_name}: {e}; events after the failure were not written"
+        );
+    }
     Ok(match stop {
-        Stop::Signal(sig) if sig != signal_hook::consts::SIGINT => ExitCode::from(128 + sig as u8),
+        Stop::Signal(sig) => signal_exit(sig),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// The exit code after signal `sig`: 0 for SIGINT (Ctrl-C is the normal
+/// way to stop), 128 + N otherwise.
+fn signal_exit(sig: i32) -> ExitCode {
+    if sig == signal_hook::consts::SIGINT {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(128u8.saturating_add(sig as u8))
+    }
 }
 
 /// Writes records; returns why to stop, if the count is reached or the
@@ -289,20 +350,33 @@ fn emit(
             }
             Kind::Lost => None,
         };
-        if out.write_all(line).is_err() {
-            return Some(Stop::OutputClosed);
+        if let Err(e) = out.write_all(line) {
+            return Some(write_failure(&e));
         }
         if let Some(id) = event {
             tally.count(source.event_name(id));
         }
     }
-    if out.flush().is_err() {
-        return Some(Stop::OutputClosed);
+    if let Err(e) = out.flush() {
+        return Some(write_failure(&e));
     }
     if limit.is_some_and(|n| tally.events >= n) {
         return Some(Stop::Count);
     }
     None
+}
+
+/// Why a write failed, as a reason to stop: the reader went away, the run
+/// is stopping anyway (a signal or the deadline while the output was not
+/// read), or a real failure.
+fn write_failure(e: &io::Error) -> Stop {
+    if output::is_stopped(e) {
+        Stop::Stopped
+    } else if e.kind() == io::ErrorKind::BrokenPipe {
+        Stop::OutputClosed
+    } else {
+        Stop::OutputFailed(output::describe(e))
+    }
 }
 
 fn child_exited(child: &mut Option<Child>) -> anyhow::Result<bool> {
@@ -324,7 +398,7 @@ fn summary(
     tally: &Tally,
     lost: &ktrace_printer::LostSummary,
     profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
-    stop: Stop,
+    stop: &Stop,
 ) {
     let why = match stop {
         Stop::Duration => "duration reached".to_string(),
@@ -332,6 +406,8 @@ fn summary(
         Stop::CommandExited => "command exited".to_string(),
         Stop::Signal(s) => format!("signal {s}"),
         Stop::OutputClosed => "output closed".to_string(),
+        Stop::OutputFailed(e) => format!("output failed: {e}"),
+        Stop::Stopped => "stopped".to_string(),
     };
     // "N events, M lost on CPU k, ..." from page headers and per-CPU stats.
     let line = lost.line();

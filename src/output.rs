@@ -1,0 +1,422 @@
+//! Where `ktrace trace` writes its events: stdout or `-o FILE`, opened and
+//! checked before anything is created in tracefs, and written by a thread of
+//! its own so that a reader that stops reading (a full pipe, a FIFO nobody
+//! opened, a slow terminal) never keeps ktrace from seeing Ctrl-C, SIGTERM
+//! or the end of `-d`.
+//!
+//! The run loop writes into an [`Output`] like into any `Write`; full
+//! buffers go to the writer thread through a bounded channel. When the
+//! channel is full, the writer waits, asking its stop check every few
+//! milliseconds; once the check says stop, writes fail with [`Stopped`]
+//! and the run ends. The first error of the
+//! writer thread (a full disk, a closed pipe) is kept and returned by every
+//! later write and by [`Output::finish`]. It is not the formatting of events
+//! (that is the sinks) and does not decide when to stop (that is the caller,
+//! through the stop check).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Bytes gathered before a buffer is handed to the writer thread.
+const BUFFER: usize = 1 << 16;
+/// Buffers the channel to the writer thread holds.
+const IN_FLIGHT: usize = 16;
+/// How often a blocked writer asks its stop check.
+const TICK: Duration = Duration::from_millis(10);
+
+/// A stop check: true once the run must end (a signal, the deadline).
+pub type StopCheck = Box<dyn Fn() -> bool + Send>;
+
+/// Where events go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Standard output.
+    Stdout,
+    /// A file, created or truncated (a FIFO is opened for writing).
+    File(PathBuf),
+}
+
+impl Target {
+    /// What to call it in messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Stdout => "standard output".to_string(),
+            Target::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Opens `target` for writing, before the session creates anything: a
+/// directory, a missing directory, a read-only file system or a FIFO
+/// without a reader (waited for while `stop` says go on) are refused here.
+pub fn open_target(target: &Target, stop: &dyn Fn() -> bool) -> anyhow::Result<File> {
+    let path = match target {
+        Target::Stdout => {
+            let fd = rustix::io::dup(std::io::stdout())?;
+            return Ok(File::from(fd));
+        }
+        Target::File(p) => p,
+    };
+    let shown = path.display();
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => anyhow::bail!("cannot write events to {shown}: it is a directory"),
+        Ok(m) if m.file_type().is_fifo() => return open_fifo(path, stop),
+        _ => {}
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.is_dir()
+    {
+        anyhow::bail!(
+            "cannot write events to {shown}: the directory {} does not exist",
+            parent.display()
+        );
+    }
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("cannot write events to {shown}: {}", describe(&e)))
+}
+
+/// Opens a FIFO for writing without blocking in `open`: while nobody has it
+/// open for reading, waits and asks `stop`.
+fn open_fifo(path: &Path, stop: &dyn Fn() -> bool) -> anyhow::Result<File> {
+    let mut said = false;
+    loop {
+        match OpenOptions::new()
+            .write(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)
+        {
+            Ok(f) => {
+                // Blocking writes from here on (the writer thread owns them).
+                rustix::fs::fcntl_setfl(&f, rustix::fs::OFlags::empty())?;
+                return Ok(f);
+            }
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error()) => {
+                if !said {
+                    crate::say!(
+                        "waiting for a reader of the FIFO {} (Ctrl-C to give up)",
+                        path.display()
+                    );
+                    said = true;
+                }
+                if stop() {
+                    anyhow::bail!("no reader opened the FIFO {}", path.display());
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => anyhow::bail!(
+                "cannot write events to {}: {}",
+                path.display(),
+                describe(&e)
+            ),
+        }
+    }
+}
+
+/// The error of a write given up because the run is stopping while the
+/// output is not being read (not an I/O failure of the destination).
+#[derive(Debug)]
+pub struct Stopped;
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped while the output was not being read")
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+/// Whether `e` is [`Stopped`].
+pub fn is_stopped(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<Stopped>())
+}
+
+/// An I/O error in words, without Rust's "(os error N)" suffix.
+pub fn describe(e: &io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// The events' destination: a buffer in front of a writer thread.
+pub struct Output {
+    buf: Vec<u8>,
+    tx: Option<SyncSender<Vec<u8>>>,
+    recycle: Receiver<Vec<u8>>,
+    failed: Arc<Mutex<Option<io::Error>>>,
+    done: Receiver<()>,
+    thread: Option<JoinHandle<()>>,
+    stop: StopCheck,
+}
+
+impl Output {
+    /// Starts the writer thread on `file`.
+    pub fn new(file: File, stop: StopCheck) -> Output {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
+        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT + 1);
+        let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let failed = Arc::new(Mutex::new(None));
+        let thread = {
+            let failed = Arc::clone(&failed);
+            std::thread::Builder::new()
+                .name("ktrace-output".into())
+                .spawn(move || {
+                    let mut file = file;
+                    for mut chunk in rx {
+                        let ok = failed.lock().map(|f| f.is_none()).unwrap_or(false);
+                        if ok {
+                            match file.write_all(&chunk) {
+                                Ok(()) => {}
+                                Err(e) => {
+                                    if let Ok(mut f) = failed.lock() {
+                                        *f = Some(e);
+                                    }
+                                }
+                            }
+                        }
+                        chunk.clear();
+                        let _ = back_tx.try_send(chunk);
+                    }
+                    // Regular files: make sure the data reached the file
+                    // system (a full disk can show only here on NFS etc.).
+                    if let Err(e) = file.sync_data()
+                        && e.raw_os_error() != Some(rustix::io::Errno::INVAL.raw_os_error())
+                        && e.raw_os_error() != Some(rustix::io::Errno::ROFS.raw_os_error())
+                        && let Ok(mut f) = failed.lock()
+                        && f.is_none()
+                    {
+                        *f = Some(e);
+                    }
+                    let _ = done_tx.send(());
+                })
+                .expect("spawn the output thread")
+        };
+        Output {
+            buf: Vec::with_capacity(BUFFER),
+            tx: Some(tx),
+            recycle: back_rx,
+            failed,
+            done: done_rx,
+            thread: Some(thread),
+            stop,
+        }
+    }
+
+    /// The first error the writer thread met, if any (as a new error with
+    /// the same kind and message).
+    pub fn error(&self) -> Option<io::Error> {
+        let f = self.failed.lock().ok()?;
+        f.as_ref().map(|e| io::Error::new(e.kind(), describe(e)))
+    }
+
+    fn hand_over(&mut self) -> io::Result<()> {
+        if let Some(e) = self.error() {
+            return Err(e);
+        }
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let fresh = self
+            .recycle
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BUFFER));
+        let mut chunk = std::mem::replace(&mut self.buf, fresh);
+        let Some(tx) = &self.tx else {
+            return Err(io::Error::other("output already closed"));
+        };
+        loop {
+            match tx.try_send(chunk) {
+                Ok(()) => return Ok(()),
+                Err(TrySendError::Full(c)) => {
+                    chunk = c;
+                    if let Some(e) = self.error() {
+                        return Err(e);
+                    }
+                    if (self.stop)() {
+                        // Keep the bytes: `finish` may still get them out.
+                        self.buf = chunk;
+                        return Err(io::Error::other(Stopped));
+                    }
+                    std::thread::sleep(TICK);
+                }
+                Err(TrySendError::Disconnected(_)) => {
+                    return Err(self
+                        .error()
+                        .unwrap_or_else(|| io::Error::other("the output thread ended")));
+                }
+            }
+        }
+    }
+
+    /// Hands over what is buffered and waits until the writer thread has
+    /// written everything, or `stop` says to give up (then what is still
+    /// in flight is dropped with the process). Returns the first write
+    /// error.
+    pub fn finish(mut self, stop: &dyn Fn() -> bool) -> io::Result<()> {
+        let handed = self.hand_over();
+        drop(self.tx.take());
+        loop {
+            match self.done.recv_timeout(Duration::from_millis(50)) {
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(t) = self.thread.take() {
+                        let _ = t.join();
+                    }
+                    break;
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if stop() {
+                        return Err(io::Error::other(Stopped));
+                    }
+                }
+            }
+        }
+        match self.error() {
+            Some(e) => Err(e),
+            None => handed,
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + data.len() > BUFFER && !self.buf.is_empty() {
+            self.hand_over()?;
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.hand_over()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        // Not finished: let the thread end on its own; never block here.
+        drop(self.tx.take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never() -> StopCheck {
+        Box::new(|| false)
+    }
+
+    #[test]
+    fn everything_written_arrives_in_order() {
+        let dir = std::env::temp_dir().join(format!("ktrace-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("out");
+        let t = Target::File(path.clone());
+        let f = open_target(&t, &|| false).unwrap();
+        let mut o = Output::new(f, never());
+        let mut want = Vec::new();
+        for i in 0..100_000u32 {
+            let line = format!("line {i}\n");
+            o.write_all(line.as_bytes()).unwrap();
+            want.extend_from_slice(line.as_bytes());
+        }
+        o.finish(&|| false).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn dev_full_is_an_error_not_a_quiet_end() {
+        // Regression: `-o /dev/full` ended with exit 0 and "0 lost".
+        let t = Target::File("/dev/full".into());
+        let f = open_target(&t, &|| false).unwrap();
+        let mut o = Output::new(f, never());
+        let mut failed = false;
+        for _ in 0..1000 {
+            if o.write_all(&[b'x'; 4096]).and_then(|_| o.flush()).is_err() {
+                failed = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let end = o.finish(&|| false);
+        assert!(failed || end.is_err());
+        let e = end.unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            None,
+            "described without the os error suffix"
+        );
+        assert!(e.to_string().contains("No space left"), "{e}");
+    }
+
+    #[test]
+    fn bad_destinations_are_refused_before_starting() {
+        // Regression: `-o /tmp` ran the command untraced, then failed.
+        let e = open_target(&Target::File("/tmp".into()), &|| false).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let e = open_target(&Target::File("/nonexistent-dir/x".into()), &|| false).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let e = open_target(&Target::File("/proc/self/no-such".into()), &|| false).unwrap_err();
+        assert!(!e.to_string().contains("os error"), "{e}");
+    }
+
+    #[test]
+    fn a_fifo_without_reader_gives_up_when_told() {
+        // Regression: `-o FIFO` with no reader blocked in open, deaf to
+        // SIGTERM.
+        let dir = std::env::temp_dir().join(format!("ktrace-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("f");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let e = open_target(&Target::File(fifo.clone()), &|| {
+            started.elapsed() > Duration::from_millis(200)
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("no reader"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_pipe_nobody_reads_does_not_block_the_stop() {
+        // Regression: `| sleep 20` kept ktrace blocked in write, deaf to
+        // SIGTERM and -d.
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let stop_at = std::time::Instant::now() + Duration::from_millis(300);
+        let mut o = Output::new(
+            File::from(w),
+            Box::new(move || std::time::Instant::now() > stop_at),
+        );
+        let mut err = None;
+        for _ in 0..10_000 {
+            if let Err(e) = o.write_all(&[b'x'; 4096]) {
+                err = Some(e);
+                break;
+            }
+        }
+        let e = err.expect("writes stop once the stop check says so");
+        assert!(is_stopped(&e), "{e}");
+        let end = o.finish(&|| true);
+        assert!(end.is_err());
+        drop(r);
+    }
+}
