@@ -138,6 +138,9 @@ pub struct Probe {
 #[derive(Debug)]
 pub struct Session {
     root: PathBuf,
+    /// tracefs held open: teardown reaches it even if the path stops
+    /// leading there (a lazy unmount while tracing).
+    pinned: ktrace_tracefs::pin::Pinned,
     name: String,
     probes: Vec<Probe>,
     instance: Option<Instance>,
@@ -152,8 +155,10 @@ impl Session {
         LIVE.lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((root.to_path_buf(), name.clone()));
+        let pinned = ktrace_tracefs::pin::Pinned::new(root)?;
         Ok(Self {
             root: root.to_path_buf(),
+            pinned,
             name,
             probes: Vec::new(),
             instance: None,
@@ -295,7 +300,23 @@ impl Session {
             // The panic hook got here first.
             return Ok(owner::Teardown::default());
         }
-        Ok(owner::teardown(&self.root, &self.name)?)
+        match self.pinned.reach() {
+            ktrace_tracefs::pin::Reach::Path(p) => Ok(owner::teardown(&p, &self.name)?),
+            ktrace_tracefs::pin::Reach::Moved { was, now } => {
+                let t = owner::teardown(&now, &self.name)?;
+                anyhow::bail!(
+                    "tracefs at {} was unmounted or replaced while tracing; the session was \
+                     removed through the mount ktrace held open ({} probe(s){})",
+                    was.display(),
+                    t.events_removed,
+                    if t.instance_removed {
+                        " and the instance"
+                    } else {
+                        ""
+                    }
+                )
+            }
+        }
     }
 }
 

@@ -15,6 +15,7 @@ pub mod features;
 pub mod instance;
 pub mod io;
 pub mod owner;
+pub mod pin;
 pub mod profile;
 
 pub use discover::ProbeKind;

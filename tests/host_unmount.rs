@@ -1,0 +1,53 @@
+//! Host test: tracefs lazily unmounted (`umount -l`) while ktrace traces,
+//! in a private mount namespace. ktrace must end with an error (not exit 0
+//! and "cleanup removed 0 probe(s)") and still remove its probe and its
+//! instance, which the real tracefs keeps.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Target, serial, state, tracefs};
+
+#[test]
+fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("umount");
+    let ktrace = env!("CARGO_BIN_EXE_ktrace");
+    // In a private mount namespace: start ktrace, wait until it traces,
+    // unmount tracefs lazily, then Ctrl-C it; print its exit status.
+    let script = format!(
+        "set -u
+        {ktrace} trace '{def}' -d 60 2>err &
+        k=$!
+        i=0
+        while ! grep -q 'Ctrl-C to stop' err; do i=$((i+1)); [ $i -gt 400 ] && exit 90; sleep 0.05; done
+        umount -l /sys/kernel/tracing || exit 91
+        kill -INT $k
+        wait $k
+        echo \"exit=$?\"
+        cat err",
+        def = t.def("p:ev", ""),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .current_dir(&t.dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("exit=1"), "an error, not exit 0: {text}");
+    assert!(text.contains("was unmounted or replaced"), "{text}");
+    let pid: u32 = text
+        .split("ktrace_p")
+        .nth(1)
+        .and_then(|r| r.split('_').next())
+        .and_then(|n| n.parse().ok())
+        .expect("session name");
+    assert!(
+        state(&root).of_pid(pid).is_empty(),
+        "left behind: {:?}\n{text}",
+        state(&root).of_pid(pid)
+    );
+}
