@@ -85,6 +85,8 @@ enum Stop {
     Duration,
     Count,
     CommandExited,
+    /// The process of `-p PID` is gone.
+    ProcessExited,
     Signal(i32),
     /// The reader of the output went away (EPIPE): a quiet end.
     OutputClosed,
@@ -150,7 +152,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;
     let own_pid = std::process::id();
     if let Some(pid) = args.pid {
-        let tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
+        let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
+        if !args.command.is_empty() {
+            // `-p PID -- CMD`: both, the command through ktrace's own pid
+            // (its children are added as they fork; ktrace's own records
+            // are dropped below).
+            tids.push(own_pid);
+        }
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&tids)?;
     } else if !args.command.is_empty() {
@@ -196,6 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut tally = Tally::default();
     let mut batch = Batch::default();
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
+    let mut command_status = None;
     let stop = loop {
         if let Some(sig) = signals.caught() {
             break Stop::Signal(sig);
@@ -207,7 +216,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
             panic!("KTRACE_TEST_PANIC set: panicking mid-run");
         }
-        let exited = child_exited(&mut child)?;
+        let exited = child_exited(&mut child, &mut command_status)?;
+        if args.pid.is_some_and(|p| !process_exists(p)) && child.is_none() {
+            // `-p PID` ends when the process does; take what is left.
+            break Stop::ProcessExited;
+        }
         batch.clear();
         let wait = deadline.map_or(Duration::from_millis(100), |d| {
             d.saturating_duration_since(Instant::now())
@@ -268,10 +281,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lost = source.lost_summary(tally.events).clone();
     drop(source);
     let profile = sess.profile();
-    if let Some(c) = child.as_mut() {
+    if let Some(c) = child.as_mut()
+        && command_status.is_none()
+    {
         // Reap it if it is done; a command still running (we were signalled
-        // alone) is the user's and is left to run.
-        let _ = c.try_wait();
+        // alone, or -d ended first) is the user's and is left to run.
+        command_status = c.try_wait().ok().flatten();
     }
     // The summary first: teardown can take a while with many uprobes.
     summary(&tally, &lost, profile.ok(), &stop);
@@ -305,8 +320,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "cannot write events to {out_name}: {e}; events after the failure were not written"
         );
     }
-    Ok(match stop {
-        Stop::Signal(sig) => signal_exit(sig),
+    let fate = command_status.and_then(|st| command_fate(st, uprobes > 0));
+    if let Some((line, _)) = &fate {
+        crate::say!("{line}");
+    }
+    Ok(match (stop, fate) {
+        (Stop::Signal(sig), _) => signal_exit(sig),
+        (_, Some((_, code))) => ExitCode::from(code),
         _ => ExitCode::SUCCESS,
     })
 }
@@ -379,10 +399,67 @@ fn write_failure(e: &io::Error) -> Stop {
     }
 }
 
-fn child_exited(child: &mut Option<Child>) -> anyhow::Result<bool> {
+fn child_exited(
+    child: &mut Option<Child>,
+    status: &mut Option<std::process::ExitStatus>,
+) -> anyhow::Result<bool> {
     match child {
-        Some(c) => Ok(c.try_wait()?.is_some()),
+        Some(c) => {
+            if status.is_none() {
+                *status = c.try_wait()?;
+            }
+            Ok(status.is_some())
+        }
         None => Ok(false),
+    }
+}
+
+/// Whether a process `pid` exists (and is not a zombie).
+fn process_exists(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| ktrace_tracefs::owner::stat_is_live(&s))
+}
+
+/// What became of the traced command, when it did not simply succeed: a
+/// line for the user and the exit code ktrace passes on (the command's own
+/// status, or 128 + N for a signal, as a shell does).
+fn command_fate(status: std::process::ExitStatus, uprobes: bool) -> Option<(String, u8)> {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return (code != 0).then(|| {
+            (
+                format!("the command exited with status {code}"),
+                u8::try_from(code).unwrap_or(1),
+            )
+        });
+    }
+    let sig = status.signal()?;
+    let name = signal_name(sig);
+    let mut line = format!("the command was killed by signal {sig} ({name})");
+    if uprobes && matches!(sig, 4 | 5 | 7 | 11) {
+        line.push_str(
+            "; a uprobe placed inside an instruction (not on an instruction boundary) \
+             corrupts the probed code: check the offsets against the disassembly",
+        );
+    }
+    Some((line, 128u8.saturating_add(sig as u8)))
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => "signal",
     }
 }
 
@@ -404,6 +481,7 @@ fn summary(
         Stop::Duration => "duration reached".to_string(),
         Stop::Count => "count reached".to_string(),
         Stop::CommandExited => "command exited".to_string(),
+        Stop::ProcessExited => "process exited".to_string(),
         Stop::Signal(s) => format!("signal {s}"),
         Stop::OutputClosed => "output closed".to_string(),
         Stop::OutputFailed(e) => format!("output failed: {e}"),

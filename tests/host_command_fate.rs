@@ -1,0 +1,100 @@
+//! Host tests of what ktrace says about the processes it traces, with real
+//! uprobes: the traced command's exit status is passed on and a command
+//! killed by a signal is reported (it used to end with exit 0 and not a
+//! word); `-p PID` ends when the process does (it used to run forever);
+//! `-p PID -- CMD` traces both (the command's events used to be dropped).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Target, serial, state, tracefs};
+
+fn trace(args: &[String]) -> (Option<i32>, String, String) {
+    let out = common::ktrace().arg("trace").args(args).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_commands_exit_status_is_passed_on() {
+    let Some(_root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("fate");
+    let (code, _, err) = trace(&[
+        t.def("p:ev", ""),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        "exit 7".into(),
+    ]);
+    assert_eq!(code, Some(7), "{err}");
+    assert!(err.contains("the command exited with status 7"), "{err}");
+    let (code, _, err) = trace(&[
+        t.def("p:ev", ""),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        "kill -SEGV $$".into(),
+    ]);
+    assert_eq!(code, Some(128 + 11), "{err}");
+    assert!(
+        err.contains("killed by signal 11 (SIGSEGV)") && err.contains("instruction boundary"),
+        "{err}"
+    );
+    let (code, _, err) = trace(&[t.def("p:ev", ""), "--".into(), "true".into()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("the command"), "{err}");
+}
+
+#[test]
+fn pid_mode_ends_when_the_process_does() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("pidend");
+    let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
+    let t0 = Instant::now();
+    let (code, _, err) = trace(&[t.def("p:ev", ""), "-p".into(), sleeper.id().to_string()]);
+    let _ = sleeper.wait();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("process exited"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    let pid: u32 = err
+        .split("ktrace_p")
+        .nth(1)
+        .and_then(|r| r.split('_').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(state(&root).of_pid(pid).is_empty());
+}
+
+#[test]
+fn pid_and_command_are_both_traced() {
+    let Some(_root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("pidcmd");
+    // The -p process runs the probed copy once, a little later.
+    let mut other = Command::new("sh")
+        .arg("-c")
+        .arg(format!("sleep 1; {}", t.path.display()))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, out, err) = trace(&[
+        t.def("p:ev", ""),
+        "-p".into(),
+        other.id().to_string(),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!("{}; sleep 2", t.path.display()),
+    ]);
+    let _ = other.wait();
+    assert_eq!(code, Some(0), "{err}");
+    let events = out.lines().filter(|l| l.contains(" ev: ")).count();
+    assert_eq!(events, 2, "one hit from each:\n{out}\n{err}");
+}
