@@ -98,3 +98,36 @@ fn pid_and_command_are_both_traced() {
     let events = out.lines().filter(|l| l.contains(" ev: ")).count();
     assert_eq!(events, 2, "one hit from each:\n{out}\n{err}");
 }
+
+#[test]
+fn an_unconditional_trigger_does_not_fire_on_ktraces_own_reads() {
+    // Regression: `--trigger traceoff` fired on ktrace's own reads of
+    // tracefs (its events were dropped, its triggers were not), so the
+    // session recorded nothing of the traced command.
+    let Some(_root) = tracefs() else { return };
+    let _s = serial();
+    let libc = common::libc();
+    let off = common::symbol_offset(&libc, "read");
+    let file = std::env::temp_dir().join(format!("ktrace_trigger_{}", std::process::id()));
+    std::fs::write(&file, "hello\n").unwrap();
+    // Give ktrace time to read tracefs a few times before the command reads.
+    let (code, out, err) = trace(&[
+        format!("p:rd {}:{off:#x}", libc.display()),
+        "--trigger".into(),
+        "traceoff".into(),
+        "--".into(),
+        "sh".into(),
+        "-c".into(),
+        format!(
+            "sleep 0.5; dd if={} of=/dev/null bs=1 count=1 2>/dev/null",
+            file.display()
+        ),
+    ]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains(" rd: ") && l.trim_start().starts_with("dd-")),
+        "the command's read is recorded:\n{out}\n{err}"
+    );
+}

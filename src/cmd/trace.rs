@@ -17,6 +17,7 @@
 
 use std::io::{self, Write};
 use std::process::{Child, ExitCode};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -119,6 +120,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => return Err(e),
         },
     };
+    // The writer thread starts now, so it is among ktrace's own threads
+    // that the kernel is told to leave out below.
+    let deadline_cell: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
+    let stop_check = {
+        let signals = signals.clone();
+        let cell = Arc::clone(&deadline_cell);
+        Box::new(move || {
+            signals.caught().is_some() || cell.get().is_some_and(|d| Instant::now() >= *d)
+        })
+    };
+    let out_name = target.describe();
+    let mut out = Output::new(out_file, stop_check);
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
     let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
@@ -129,15 +142,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(clock) = &args.clock {
         inst.set_trace_clock(clock)?;
-    }
-    if let Some(f) = &args.filter {
-        sess.set_filter(f)?;
-    }
-    if let Some(t) = &args.trigger {
-        sess.add_trigger(t)?;
-    }
-    if args.stack {
-        crate::resolve::enable_stacks(&sess, &inst, args.filter.as_deref())?;
     }
     let format = if args.json {
         Format::Json
@@ -151,6 +155,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // `event-fork` does not add it to the traced pids.
     let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;
     let own_pid = std::process::id();
+    // ktrace's own threads (main, reader, output) are kept out in the
+    // kernel: by the event filter, and by a condition on every trigger.
+    // An unconditional trigger runs before the kernel's pid lists are
+    // applied, so without one it would fire on ktrace's own reads of
+    // tracefs (a `traceoff` stopped the session at its first stats read).
+    let own = own_exclusion(&threads_of(own_pid)?);
+    let filter = match &args.filter {
+        Some(f) => {
+            // The user's text first, so a rejection shows the kernel's
+            // message for what the user wrote.
+            sess.set_filter(f)?;
+            format!("({f}) && {own}")
+        }
+        None => own.clone(),
+    };
+    sess.set_filter(&filter)?;
+    if let Some(t) = &args.trigger {
+        if let Some((_, cond)) = t.split_once(" if ") {
+            for p in sess.probes() {
+                if let Some(e) = inst.diagnose_filter(sess.name(), &p.event, cond.trim()) {
+                    return Err(anyhow::Error::new(e).context(format!(
+                        "the kernel rejected the condition of the trigger {t:?} on {}",
+                        p.event
+                    )));
+                }
+            }
+        }
+        sess.add_trigger(&trigger_without_own(t, &own))?;
+    }
+    if args.stack {
+        crate::resolve::enable_stacks(&sess, &inst, Some(&filter))?;
+    }
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         if !args.command.is_empty() {
@@ -190,17 +226,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let skip_pid = child.as_ref().map(|_| own_pid);
 
     let started = Instant::now();
-    let deadline = args
-        .duration
-        .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
-    let stop_check = {
-        let signals = signals.clone();
-        Box::new(move || {
-            signals.caught().is_some() || deadline.is_some_and(|d| Instant::now() >= d)
-        })
-    };
-    let out_name = target.describe();
-    let mut out = Output::new(out_file, stop_check);
+    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
+    if let Some(d) = deadline {
+        let _ = deadline_cell.set(d);
+    }
     let mut tally = Tally::default();
     let mut batch = Batch::default();
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
@@ -384,6 +413,22 @@ fn emit(
         return Some(Stop::Count);
     }
     None
+}
+
+/// A filter that is false for ktrace's own threads.
+fn own_exclusion(tids: &[u32]) -> String {
+    let parts: Vec<String> = tids.iter().map(|t| format!("common_pid != {t}")).collect();
+    parts.join(" && ")
+}
+
+/// The user's trigger with a condition that leaves ktrace's own threads
+/// out: `T` becomes `T if OWN`, `T if C` becomes `T if (C) && OWN`. A
+/// conditional trigger runs only on a recorded event, after the pid lists.
+fn trigger_without_own(trigger: &str, own: &str) -> String {
+    match trigger.split_once(" if ") {
+        Some((head, cond)) => format!("{} if ({}) && {own}", head.trim_end(), cond.trim()),
+        None => format!("{} if {own}", trigger.trim_end()),
+    }
 }
 
 /// Why a write failed, as a reason to stop: the reader went away, the run
