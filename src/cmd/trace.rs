@@ -75,7 +75,9 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
     /// Command to run and trace (with the processes it forks); tracing
-    /// stops when it exits.
+    /// stops when it exits, and ktrace exits with its status (128+N when a
+    /// signal N killed it). When -d, -n or a signal ends tracing first, the
+    /// command is left running, not killed.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
 }
@@ -546,6 +548,12 @@ fn summary(
     }
     match profile {
         Some(p) => {
+            if !p.is_empty() {
+                eprintln!(
+                    "  (hits: every hit of the probe by any task, ktrace's own included, \
+                     before filters and pid lists; shown: events printed)"
+                );
+            }
             for pr in &p {
                 let seen = tally.per_event.get(&pr.event).copied().unwrap_or(0);
                 let misses = pr.misses.map_or_else(|| "-".to_string(), |m| m.to_string());
