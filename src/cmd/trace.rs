@@ -184,7 +184,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        sess.add_trigger(&trigger_without_own(t, &own))?;
+        let written = trigger_without_own(t, &own);
+        if let Err(e) = sess.add_trigger(&written) {
+            // Show the kernel's verdict on what the user wrote: the added
+            // condition comes after it, so carets into it stay right.
+            let text = format!("{e:#}")
+                .replace(&format!("{written:?}"), &format!("{t:?}"))
+                .replace(&written, t);
+            anyhow::bail!("{text}");
+        }
     }
     if args.stack {
         crate::resolve::enable_stacks(&sess, &inst, Some(&filter))?;

@@ -135,6 +135,7 @@ else
     expect_eq "exit status" "$code" 1 &&
         expect_match "kernel message" "$(cat /tmp/kt.err)" '^kernel: .*[Ff]ield' &&
         expect_match "caret" "$(cat /tmp/kt.err)" '^ +\^$' &&
+        expect_nomatch "the user's trigger shown, not ktrace's condition" "$(cat /tmp/kt.err)" 'common_pid !=' &&
         expect_eq "tracefs as before" "$(state)" "$before" &&
         pass "$(grep -A2 '^kernel:' /tmp/kt.err | tr '\n' '|')"
 fi
