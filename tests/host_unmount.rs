@@ -51,3 +51,28 @@ fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
         state(&root).of_pid(pid)
     );
 }
+
+#[test]
+fn a_user_without_privileges_is_told_why_and_nothing_changes() {
+    // Regression: as `nobody`, ktrace said "tracefs is not mounted" (it is,
+    // mode 0700).
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("nobody");
+    let before = state(&root);
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_ktrace"))
+        .arg("trace")
+        .arg(t.def("p:ev", ""))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tracefs is mounted at") && err.contains("run ktrace as root"),
+        "{err}"
+    );
+    assert!(!err.contains("not mounted"), "{err}");
+    assert_eq!(state(&root), before);
+}

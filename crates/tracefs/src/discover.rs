@@ -30,6 +30,24 @@ pub fn find_or_mount() -> Result<PathBuf> {
     if let Some(found) = find_mounted() {
         return Ok(found);
     }
+    if !rustix::process::geteuid().is_root() {
+        // Mounted, but this user cannot see into it (tracefs is 0700):
+        // say that, rather than "not mounted".
+        let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        if let Some(dir) = mount_points(&mounts, "tracefs").into_iter().next() {
+            return Err(Error::new(
+                ErrorKind::Permission,
+                format!(
+                    "tracefs is mounted at {dir} but this user (uid {}) may not use it",
+                    rustix::process::geteuid().as_raw()
+                ),
+            )
+            .with_hint(
+                "run ktrace as root: creating probes and reading the ring buffers needs \
+                 CAP_SYS_ADMIN (tracefs is readable by root only)",
+            ));
+        }
+    }
     let target = Path::new(TRACEFS);
     let mounted = rustix::mount::mount(
         "nodev",
