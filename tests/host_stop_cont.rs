@@ -73,3 +73,41 @@ fn stopped_longer_than_the_buffer_lasts_loses_events_and_counts_every_one() {
     assert_eq!(printed + lost, hits, "{err}");
     assert!(state(&root).of_pid(child.id()).is_empty(), "{err}");
 }
+
+#[test]
+fn the_traced_binary_deleted_while_it_runs_keeps_its_events() {
+    // The uprobe sits on the file's inode: a running program whose file is
+    // deleted keeps hitting it, and ktrace keeps every event and cleans up.
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("deleted");
+    let child = common::ktrace()
+        .arg("trace")
+        .arg(format!("p:hot {} a=%di", p.place()))
+        .arg("--")
+        .arg(&p.bin)
+        .args(["20", "100000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    std::fs::remove_file(&p.bin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" hot: ")).count(),
+        20,
+        "{err}"
+    );
+    assert!(err.contains("20 event(s), 0 lost"), "{err}");
+    let pid: u32 = err
+        .split("ktrace_p")
+        .nth(1)
+        .and_then(|r| r.split('_').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(state(&root).of_pid(pid).is_empty(), "{err}");
+}
