@@ -63,12 +63,7 @@ fn pid_mode_ends_when_the_process_does() {
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("process exited"), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
-    let pid: u32 = err
-        .split("ktrace_p")
-        .nth(1)
-        .and_then(|r| r.split('_').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+    let pid = common::session_pid(&err);
     assert!(state(&root).of_pid(pid).is_empty());
 }
 

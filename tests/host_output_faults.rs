@@ -30,12 +30,7 @@ fn output_to_a_full_device_is_an_error() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
     assert!(!stderr.contains("os error"), "{stderr}");
-    let pid = stderr
-        .split("ktrace_p")
-        .nth(1)
-        .and_then(|r| r.split('_').next())
-        .and_then(|n| n.parse::<u32>().ok())
-        .expect("session name in stderr");
+    let pid = common::session_pid(&stderr);
     assert!(state(&root).of_pid(pid).is_empty(), "{stderr}");
 }
 

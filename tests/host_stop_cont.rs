@@ -103,11 +103,6 @@ fn the_traced_binary_deleted_while_it_runs_keeps_its_events() {
         "{err}"
     );
     assert!(err.contains("20 event(s), 0 lost"), "{err}");
-    let pid: u32 = err
-        .split("ktrace_p")
-        .nth(1)
-        .and_then(|r| r.split('_').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+    let pid = common::session_pid(&err);
     assert!(state(&root).of_pid(pid).is_empty(), "{err}");
 }

@@ -39,12 +39,7 @@ fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
     assert!(out.status.success(), "{text}");
     assert!(text.contains("exit=1"), "an error, not exit 0: {text}");
     assert!(text.contains("was unmounted or replaced"), "{text}");
-    let pid: u32 = text
-        .split("ktrace_p")
-        .nth(1)
-        .and_then(|r| r.split('_').next())
-        .and_then(|n| n.parse().ok())
-        .expect("session name");
+    let pid = common::session_pid(&text);
     assert!(
         state(&root).of_pid(pid).is_empty(),
         "left behind: {:?}\n{text}",

@@ -341,3 +341,13 @@ impl Drop for Prog {
         let _ = fs::remove_dir_all(&self.dir);
     }
 }
+
+/// The pid in the session name `ktrace_p<PID>_…` that ktrace printed.
+pub fn session_pid(stderr: &str) -> u32 {
+    stderr
+        .split("ktrace_p")
+        .nth(1)
+        .and_then(|r| r.split('_').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no session name in: {stderr}"))
+}

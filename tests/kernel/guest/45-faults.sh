@@ -4,13 +4,6 @@
 # kept, ktrace ends normally (exit 0) and leaves nothing behind.
 . "$KTEST_LIB"
 
-# kt ARGS... — ktrace trace in the background until it traces; sets $kpid
-kt() {
-    rm -f /tmp/kt.out /tmp/kt.err
-    ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
-    kpid=$!
-    wait_tracing /tmp/kt.err $kpid
-}
 opens() { # CPU N — N opens of /ktest/env pinned to CPU
     i=0
     while [ $i -lt "$2" ]; do taskset -c "$1" cat /ktest/env >/dev/null; i=$((i + 1)); done
@@ -29,8 +22,7 @@ else
     opens 1 3
     sleep 0.5
     kill -INT $kpid
-    wait $kpid
-    code=$?
+    ktwait
     on1=$(grep -c ' \[001\] .* op: ' /tmp/kt.out)
     on0=$(grep -c ' \[000\] .* op: ' /tmp/kt.out)
     expect_eq "exit status" "$code" 0 &&
@@ -50,8 +42,7 @@ rm_probe=$?
 cat /ktest/env >/dev/null
 sleep 0.5
 kill -INT $kpid
-wait $kpid
-code=$?
+ktwait
 n=$(grep -c ' op: ' /tmp/kt.out)
 expect_ne "instance removal refused while ktrace reads it" "$rm_inst" 0 &&
     expect_ne "probe removal refused while enabled" "$rm_probe" 0 &&

@@ -6,16 +6,6 @@
 # (`pass` checks dynamic_events and instances).
 . "$KTEST_LIB"
 
-# kt ARGS... — runs `ktrace trace ARGS` in the background until it says it is
-# tracing (or exits); output in /tmp/kt.out, /tmp/kt.err; sets $kpid.
-kt() {
-    rm -f /tmp/kt.out /tmp/kt.err
-    ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
-    kpid=$!
-    wait_tracing /tmp/kt.err $kpid
-}
-# ktwait — waits for it; sets $code
-ktwait() { wait $kpid; code=$?; }
 short() { tr -s ' ' <"$1" | tr '\n' ';' | cut -c1-400; }
 
 ktest entry_argn_registers_and_filename

@@ -216,6 +216,17 @@ wait_tracing() {
     done
 }
 
+# kt ARGS... — runs `ktrace trace ARGS` in the background until it says it is
+# tracing (or exits); output in /tmp/kt.out, /tmp/kt.err; sets $kpid.
+kt() {
+    rm -f /tmp/kt.out /tmp/kt.err
+    ktrace trace "$@" >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+}
+# ktwait — waits for it; sets $code
+ktwait() { wait $kpid; code=$?; }
+
 # ------------------------------------------------------------ arch
 # argreg N — fetcharg register of the N-th (1-based) function argument
 argreg() {
