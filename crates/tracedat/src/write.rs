@@ -1,0 +1,510 @@
+//! The trace.dat writer: version 6 (trace-cmd.dat.v6(5)), the version every
+//! trace-cmd and KernelShark reads, written while recording. It writes what
+//! it is given (formats, kallsyms, pages as the kernel wrote them) and reads
+//! nothing from tracefs; it does not compress.
+//!
+//! # Layout while recording (why a SIGKILL leaves a readable file)
+//!
+//! ```text
+//! 0                      header: magic .. options .. "flyrecord\0" + table
+//! align(header + slack)  cpu 0 region: pages appended in arrival order
+//! + stride               cpu 1 region
+//! + 2 * stride           ...
+//! ```
+//!
+//! Version 6 wants each CPU's data contiguous, with its offset and size in
+//! the flyrecord table written before the data. So every CPU gets its own
+//! region, `stride` bytes apart (1 TiB, or 8 TiB / CPUs when smaller, by
+//! default): the regions are holes of a sparse file until pages land in
+//! them, so they cost no disk. The table's offsets are fixed at
+//! [`Writer::create`]; [`Writer::append_pages`] writes the pages and then
+//! patches that CPU's size (8 bytes), so at every moment the table
+//! describes only pages that were completely written. A recorder killed by
+//! SIGKILL (whose written data stays in the page cache) therefore leaves a
+//! file that trace-cmd and this crate's reader read up to the last page
+//! appended — with the saved cmdlines of the start and no CPU stats.
+//!
+//! [`Writer::finish`] then writes the final metadata (saved cmdlines taken at
+//! the end, one CPUSTAT option per CPU with its lost/overrun counts), moves
+//! the CPU data together (memmove order, so no CPU's data is overwritten
+//! before it has been moved) and cuts the file to its length. The finish is
+//! not atomic: a kill during it can leave the moved CPUs' table entries
+//! stale. Filesystems without sparse files or with a small maximum file size
+//! (vfat, ext4 with 1 KiB blocks) need a smaller [`WriterOptions::stride`];
+//! a region that fills is an error, not an overwrite.
+
+use crate::read::{Meta, System, TraceOption};
+use crate::{Endian, Error, MAGIC, option};
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+
+/// A file the writer can cut to length (the final file is shorter than the
+/// recording layout).
+pub trait Storage: Read + Write + Seek {
+    /// Sets the file's length.
+    fn set_len(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl Storage for std::fs::File {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        std::fs::File::set_len(self, len)
+    }
+}
+
+impl Storage for Cursor<Vec<u8>> {
+    fn set_len(&mut self, len: u64) -> std::io::Result<()> {
+        let len = usize::try_from(len).map_err(std::io::Error::other)?;
+        self.get_mut().resize(len, 0);
+        Ok(())
+    }
+}
+
+/// The metadata of a file to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// Byte order of the traced kernel (the pages are written as they are).
+    pub endian: Endian,
+    /// Size of a user-space `long` on the traced machine (4 or 8).
+    pub long_size: u8,
+    /// Size of every page appended: the instance's sub-buffer size (v6 has
+    /// one page size for the file; trace-cmd reads pages of this size).
+    pub page_size: u32,
+    /// `events/header_page` text.
+    pub header_page: Vec<u8>,
+    /// `events/header_event` text.
+    pub header_event: Vec<u8>,
+    /// `events/ftrace/<event>/format` texts (e.g. kernel_stack, user_stack
+    /// when stacks are recorded).
+    pub ftrace_formats: Vec<Vec<u8>>,
+    /// The formats of the recorded events, by system.
+    pub systems: Vec<System>,
+    /// `/proc/kallsyms` text (may be empty).
+    pub kallsyms: Vec<u8>,
+    /// `printk_formats` text (may be empty).
+    pub printk_formats: Vec<u8>,
+    /// `saved_cmdlines` at the start (replaced by [`Writer::finish`]'s).
+    pub cmdlines: Vec<u8>,
+    /// The trace clock name, written as a TRACECLOCK option `[name]`
+    /// (empty: no option, readers assume `local`).
+    pub clock: String,
+    /// Other options, written in order (e.g. [`TraceOption::text`] of
+    /// [`option::UNAME`], [`option::VERSION`]); CPUSTAT options come from
+    /// [`Writer::finish`].
+    pub options: Vec<TraceOption>,
+}
+
+impl Default for Header {
+    fn default() -> Header {
+        Header {
+            endian: Endian::native(),
+            long_size: std::mem::size_of::<usize>() as u8,
+            page_size: 4096,
+            header_page: Vec::new(),
+            header_event: Vec::new(),
+            ftrace_formats: Vec::new(),
+            systems: Vec::new(),
+            kallsyms: Vec::new(),
+            printk_formats: Vec::new(),
+            cmdlines: Vec::new(),
+            clock: String::new(),
+            options: Vec::new(),
+        }
+    }
+}
+
+impl TraceOption {
+    /// A text option (NUL-terminated, as trace-cmd writes them).
+    pub fn text(id: u16, text: &str) -> TraceOption {
+        let mut data = text.as_bytes().to_vec();
+        data.push(0);
+        TraceOption { id, data }
+    }
+}
+
+impl Header {
+    /// The header of an existing file, to write it again as version 6: the
+    /// options that mean something in version 6 are kept (version 7's
+    /// section offsets, BUFFER and CPUCOUNT are not, CPUSTAT goes to
+    /// [`Writer::finish`]); the page size is the top buffer's.
+    pub fn from_meta(m: &Meta) -> Header {
+        let page_size = m.buffers.first().map_or(m.page_size, |b| b.page_size);
+        let clock = m.clock().unwrap_or("").to_string();
+        let options = m
+            .options
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.id,
+                    option::DATE
+                        | option::UNAME
+                        | option::HOOK
+                        | option::OFFSET
+                        | option::VERSION
+                        | option::PROCMAPS
+                        | option::TRACEID
+                        | option::TIME_SHIFT
+                        | option::GUEST
+                        | option::TSC2NSEC
+                )
+            })
+            .cloned()
+            .collect();
+        Header {
+            endian: m.endian,
+            long_size: m.long_size,
+            page_size,
+            header_page: m.header_page.clone(),
+            header_event: m.header_event.clone(),
+            ftrace_formats: m.ftrace_formats.clone(),
+            systems: m.systems.clone(),
+            kallsyms: m.kallsyms.clone(),
+            printk_formats: m.printk_formats.clone(),
+            cmdlines: m.cmdlines.clone(),
+            clock,
+            options,
+        }
+    }
+}
+
+/// Where the writer puts things.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// Distance between two CPUs' regions (0: 1 TiB, or 8 TiB / CPUs when
+    /// smaller); rounded down to the page size. One CPU may record at most
+    /// this much.
+    pub stride: u64,
+    /// Room left after the first header for the final one to grow into
+    /// (more saved cmdlines, the CPU stats) without moving CPU 0 up.
+    pub slack: u64,
+}
+
+impl Default for WriterOptions {
+    fn default() -> WriterOptions {
+        WriterOptions {
+            stride: 0,
+            slack: 1 << 20,
+        }
+    }
+}
+
+/// A version 6 trace.dat file being recorded (see the module notes for the
+/// layout).
+pub struct Writer<F> {
+    f: F,
+    header: Header,
+    table_offset: u64,
+    data_start: u64,
+    stride: u64,
+    sizes: Vec<u64>,
+}
+
+impl<F> std::fmt::Debug for Writer<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("data_start", &self.data_start)
+            .field("stride", &self.stride)
+            .field("sizes", &self.sizes)
+            .finish()
+    }
+}
+
+struct Out {
+    b: Vec<u8>,
+    e: Endian,
+}
+
+impl Out {
+    fn u16(&mut self, v: u16) {
+        self.b.extend_from_slice(&match self.e {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        });
+    }
+    fn u32(&mut self, v: u32) {
+        self.b.extend_from_slice(&match self.e {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        });
+    }
+    fn u64(&mut self, v: u64) {
+        self.b.extend_from_slice(&self.u64_bytes(v));
+    }
+    fn u64_bytes(&self, v: u64) -> [u8; 8] {
+        match self.e {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+    fn blob64(&mut self, d: &[u8]) {
+        self.u64(d.len() as u64);
+        self.b.extend_from_slice(d);
+    }
+    fn blob32(&mut self, d: &[u8]) -> Result<(), Error> {
+        let n = u32::try_from(d.len())
+            .map_err(|_| Error::Usage(format!("{} bytes do not fit a 32-bit size", d.len())))?;
+        self.u32(n);
+        self.b.extend_from_slice(d);
+        Ok(())
+    }
+}
+
+fn count32(n: usize, what: &str) -> Result<u32, Error> {
+    u32::try_from(n).map_err(|_| Error::Usage(format!("{n} {what} do not fit a 32-bit count")))
+}
+
+/// The version 6 header with `table` as the flyrecord table; returns the
+/// bytes and the offset of the table in them.
+fn encode_v6(
+    h: &Header,
+    cmdlines: &[u8],
+    stats: &[String],
+    table: &[(u64, u64)],
+) -> Result<(Vec<u8>, u64), Error> {
+    let mut o = Out {
+        b: Vec::with_capacity(h.kallsyms.len() + cmdlines.len() + 65536),
+        e: h.endian,
+    };
+    o.b.extend_from_slice(MAGIC);
+    o.b.extend_from_slice(b"6\0");
+    o.b.push(match h.endian {
+        Endian::Little => 0,
+        Endian::Big => 1,
+    });
+    o.b.push(h.long_size);
+    o.u32(h.page_size);
+    o.b.extend_from_slice(b"header_page\0");
+    o.blob64(&h.header_page);
+    o.b.extend_from_slice(b"header_event\0");
+    o.blob64(&h.header_event);
+    o.u32(count32(h.ftrace_formats.len(), "ftrace formats")?);
+    for f in &h.ftrace_formats {
+        o.blob64(f);
+    }
+    o.u32(count32(h.systems.len(), "systems")?);
+    for s in &h.systems {
+        if s.name.as_bytes().contains(&0) {
+            return Err(Error::Usage(format!(
+                "system name {:?} holds a NUL",
+                s.name
+            )));
+        }
+        o.b.extend_from_slice(s.name.as_bytes());
+        o.b.push(0);
+        o.u32(count32(s.formats.len(), "formats")?);
+        for f in &s.formats {
+            o.blob64(f);
+        }
+    }
+    o.blob32(&h.kallsyms)?;
+    o.blob32(&h.printk_formats)?;
+    o.blob64(cmdlines);
+    o.u32(count32(table.len(), "cpus")?);
+    o.b.extend_from_slice(b"options  \0");
+    let mut opts: Vec<TraceOption> = Vec::new();
+    if !h.clock.is_empty() {
+        opts.push(TraceOption::text(
+            option::TRACECLOCK,
+            &format!("[{}]", h.clock),
+        ));
+    }
+    opts.extend(h.options.iter().cloned());
+    opts.extend(stats.iter().map(|s| TraceOption::text(option::CPUSTAT, s)));
+    for op in &opts {
+        if op.id == option::DONE {
+            return Err(Error::Usage("option id 0 is the end marker".into()));
+        }
+        o.u16(op.id);
+        o.blob32(&op.data)?;
+    }
+    o.u16(option::DONE);
+    o.b.extend_from_slice(b"flyrecord\0");
+    let table_offset = o.b.len() as u64;
+    for &(off, size) in table {
+        o.u64(off);
+        o.u64(size);
+    }
+    Ok((o.b, table_offset))
+}
+
+fn align_up(v: u64, a: u64) -> Option<u64> {
+    v.checked_add(a - 1).map(|x| x / a * a)
+}
+
+impl<F: Storage> Writer<F> {
+    /// Writes the header for `cpus` CPUs (every CPU empty) into `f`, which
+    /// should be empty. The file is a valid trace.dat from here on.
+    pub fn create(
+        f: F,
+        header: &Header,
+        cpus: usize,
+        opts: WriterOptions,
+    ) -> Result<Writer<F>, Error> {
+        let ps = header.page_size as u64;
+        if !(64..=(1 << 24)).contains(&ps) {
+            return Err(Error::Usage(format!("page size {ps} is implausible")));
+        }
+        if header.long_size != 4 && header.long_size != 8 {
+            return Err(Error::Usage(format!(
+                "long size {} is neither 4 nor 8",
+                header.long_size
+            )));
+        }
+        if cpus == 0 || cpus > 65536 {
+            return Err(Error::Usage(format!("{cpus} cpus")));
+        }
+        let stride = if opts.stride == 0 {
+            (1u64 << 40).min((8u64 << 40) / cpus as u64)
+        } else {
+            opts.stride
+        } / ps
+            * ps;
+        if stride == 0 {
+            return Err(Error::Usage(format!(
+                "stride {} is below the page size",
+                opts.stride
+            )));
+        }
+        let empty = vec![(0u64, 0u64); cpus];
+        let (first, _) = encode_v6(header, &header.cmdlines, &[], &empty)?;
+        let data_start = align_up(first.len() as u64 + opts.slack, ps)
+            .ok_or_else(|| Error::Usage("slack too large".into()))?;
+        let last = (cpus as u64 - 1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(data_start))
+            .and_then(|x| x.checked_add(stride))
+            .ok_or_else(|| Error::Usage("cpus x stride overflows".into()))?;
+        let _ = last;
+        let table: Vec<(u64, u64)> = (0..cpus as u64)
+            .map(|c| (data_start + c * stride, 0))
+            .collect();
+        let (bytes, table_offset) = encode_v6(header, &header.cmdlines, &[], &table)?;
+        let mut w = Writer {
+            f,
+            header: header.clone(),
+            table_offset,
+            data_start,
+            stride,
+            sizes: vec![0; cpus],
+        };
+        w.write_at(0, &bytes, "write the header")?;
+        Ok(w)
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8], what: &str) -> Result<(), Error> {
+        self.f
+            .seek(SeekFrom::Start(offset))
+            .map_err(Error::io(what))?;
+        self.f.write_all(data).map_err(Error::io(what))
+    }
+
+    /// Appends whole pages (a multiple of the page size, as the kernel
+    /// wrote them) to `cpu`'s data, then records the new size in the table.
+    pub fn append_pages(&mut self, cpu: usize, pages: &[u8]) -> Result<(), Error> {
+        let ps = self.header.page_size as u64;
+        let Some(&size) = self.sizes.get(cpu) else {
+            return Err(Error::Usage(format!(
+                "cpu {cpu} is not among the file's {} cpus",
+                self.sizes.len()
+            )));
+        };
+        if pages.len() as u64 % ps != 0 {
+            return Err(Error::Usage(format!(
+                "{} bytes are not whole {ps}-byte pages",
+                pages.len()
+            )));
+        }
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let new = size + pages.len() as u64;
+        if new > self.stride {
+            return Err(Error::Usage(format!(
+                "cpu {cpu}: region full ({} bytes per cpu)",
+                self.stride
+            )));
+        }
+        let at = self.data_start + cpu as u64 * self.stride + size;
+        self.write_at(at, pages, &format!("write cpu {cpu} pages"))?;
+        let e = Out {
+            b: Vec::new(),
+            e: self.header.endian,
+        };
+        let entry = self.table_offset + cpu as u64 * 16 + 8;
+        self.write_at(entry, &e.u64_bytes(new), "patch the flyrecord table")?;
+        self.sizes[cpu] = new;
+        Ok(())
+    }
+
+    /// Bytes appended to each CPU so far.
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes
+    }
+
+    /// Finishes the file: final saved cmdlines (None keeps the start's),
+    /// one CPUSTAT option per entry of `cpu_stats` (the text of
+    /// `per_cpu/cpuN/stats`), CPU data moved together and the file cut to
+    /// length. Returns the storage (flushed).
+    pub fn finish(mut self, cmdlines: Option<&[u8]>, cpu_stats: &[String]) -> Result<F, Error> {
+        let ps = self.header.page_size as u64;
+        let cmdlines = cmdlines.map_or_else(|| self.header.cmdlines.clone(), <[u8]>::to_vec);
+        let cpus = self.sizes.len();
+        let dummy = vec![(0u64, 0u64); cpus];
+        let (probe, _) = encode_v6(&self.header, &cmdlines, cpu_stats, &dummy)?;
+        let start = align_up(probe.len() as u64, ps)
+            .ok_or_else(|| Error::Usage("header too large".into()))?;
+        let mut table = Vec::with_capacity(cpus);
+        let mut at = start;
+        for &s in &self.sizes {
+            table.push((at, s));
+            at += s;
+        }
+        let end = at;
+        let (data_start, stride) = (self.data_start, self.stride);
+        let old = |c: usize| data_start + c as u64 * stride;
+        // memmove order: CPUs moving down in ascending order, then CPUs
+        // moving up in descending order
+        let mut buf = vec![0u8; 1 << 20];
+        for c in 0..cpus {
+            if table[c].0 <= old(c) {
+                self.move_data(old(c), table[c].0, self.sizes[c], &mut buf)?;
+            }
+        }
+        for c in (0..cpus).rev() {
+            if table[c].0 > old(c) {
+                self.move_data(old(c), table[c].0, self.sizes[c], &mut buf)?;
+            }
+        }
+        let (bytes, _) = encode_v6(&self.header, &cmdlines, cpu_stats, &table)?;
+        self.write_at(0, &bytes, "write the final header")?;
+        // zero the gap between the header and the data (old header bytes
+        // or old data may lie there)
+        let gap = vec![0u8; (start - bytes.len() as u64) as usize];
+        self.write_at(bytes.len() as u64, &gap, "write the header padding")?;
+        self.f
+            .set_len(end.max(start))
+            .map_err(Error::io("cut the file to length"))?;
+        self.f.flush().map_err(Error::io("flush"))?;
+        Ok(self.f)
+    }
+
+    fn move_data(&mut self, from: u64, to: u64, len: u64, buf: &mut [u8]) -> Result<(), Error> {
+        if from == to || len == 0 {
+            return Ok(());
+        }
+        let n = buf.len() as u64;
+        let mut done = 0u64;
+        while done < len {
+            let k = n.min(len - done);
+            // forward when moving down, backward when moving up
+            let off = if to < from { done } else { len - done - k };
+            self.f
+                .seek(SeekFrom::Start(from + off))
+                .map_err(Error::io("seek cpu data"))?;
+            self.f
+                .read_exact(&mut buf[..k as usize])
+                .map_err(Error::io("read cpu data back"))?;
+            self.write_at(to + off, &buf[..k as usize], "move cpu data")?;
+            done += k;
+        }
+        Ok(())
+    }
+}

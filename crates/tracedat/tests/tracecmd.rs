@@ -1,0 +1,169 @@
+//! trace.dat files written by the host's trace-cmd 3.1 (fixtures/, see
+//! fixtures/capture.sh) read by this crate, written again by this crate's
+//! version 6 writer, and printed by `trace-cmd report`: the output must be
+//! byte-identical to trace-cmd's report of its own file (captured in
+//! fixtures/*.report.txt at capture time). Without trace-cmd on the host
+//! the tests that run it say so loudly and return.
+
+use ktrace_tracedat::{Header, TraceDat, Writer, WriterOptions};
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const FIXTURES: [&str; 4] = ["tc-v6", "tc-v7", "tc-v7-none", "tc-v7-zstd"];
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+fn have_trace_cmd() -> bool {
+    let ok = Command::new("trace-cmd").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: trace-cmd is not installed (apt-get install trace-cmd)");
+    }
+    ok
+}
+
+/// `trace-cmd report -i FILE` stdout.
+fn report(file: &Path) -> String {
+    let out = Command::new("trace-cmd")
+        .args(["report", "-i"])
+        .arg(file)
+        .output()
+        .expect("run trace-cmd report");
+    assert!(
+        out.status.success(),
+        "trace-cmd report {file:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 report")
+}
+
+/// Reads `name` with [`TraceDat`] and writes it again with [`Writer`].
+fn rewrite(name: &str) -> (TraceDat<Cursor<Vec<u8>>>, Vec<u8>) {
+    let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+    let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+    let header = Header::from_meta(&dat.meta);
+    let ncpu = dat.meta.buffers[0].cpus.len();
+    let opts = WriterOptions {
+        stride: 1 << 20,
+        slack: 4096,
+    };
+    let mut w = Writer::create(Cursor::new(Vec::new()), &header, ncpu, opts).unwrap();
+    for i in 0..ncpu {
+        let cpu = dat.meta.buffers[0].cpus[i].cpu as usize;
+        for page in dat.pages(0, i).unwrap() {
+            w.append_pages(cpu, &page.unwrap()).unwrap();
+        }
+    }
+    let stats: Vec<String> = dat.meta.cpu_stats().iter().map(|s| s.to_string()).collect();
+    let cmdlines = dat.meta.cmdlines.clone();
+    let out = w.finish(Some(&cmdlines), &stats).unwrap().into_inner();
+    (dat, out)
+}
+
+#[test]
+fn reads_every_trace_cmd_fixture() {
+    for name in FIXTURES {
+        let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+        let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+        let m = &dat.meta;
+        assert_eq!(m.version, if name == "tc-v6" { 6 } else { 7 }, "{name}");
+        assert!(
+            String::from_utf8_lossy(&m.header_page).contains("field: u64 timestamp;"),
+            "{name}"
+        );
+        assert!(
+            String::from_utf8_lossy(&m.header_event).contains("type_len"),
+            "{name}"
+        );
+        assert_eq!(m.ftrace_formats.len(), 18, "{name}: ftrace formats");
+        assert_eq!(m.systems.len(), 1, "{name}");
+        assert!(m.systems[0].name.starts_with("ktdat_"), "{name}");
+        assert_eq!(m.systems[0].formats.len(), 2, "{name}: ent and ret");
+        assert_eq!(
+            m.kallsyms
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count(),
+            200,
+            "{name}"
+        );
+        assert!(
+            String::from_utf8_lossy(&m.cmdlines).contains("kfix_target"),
+            "{name}"
+        );
+        assert_eq!(m.clock(), Some("local"), "{name}");
+        assert!(m.uname().unwrap().contains("x86_64"), "{name}");
+        assert_eq!(m.cpu_stats().len(), 2, "{name}");
+        assert_eq!(m.buffers.len(), 1, "{name}");
+        assert_eq!(m.buffers[0].cpus.len(), 2, "{name}");
+        assert_eq!(
+            m.compression.as_ref().map(|c| c.0.name()),
+            match name {
+                "tc-v7" | "tc-v7-zstd" => Some("zstd"),
+                _ => None,
+            }
+        );
+        let mut pages = 0;
+        for i in 0..2 {
+            for p in dat.pages(0, i).unwrap() {
+                assert_eq!(p.unwrap().len(), 4096);
+                pages += 1;
+            }
+        }
+        assert!(pages >= 2, "{name}: {pages} pages");
+    }
+}
+
+#[test]
+fn trace_cmd_reports_rewritten_files_identically() {
+    if !have_trace_cmd() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ktrace-tracedat-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in FIXTURES {
+        let (_, out) = rewrite(name);
+        let path = dir.join(format!("{name}.ktrace.dat"));
+        std::fs::write(&path, &out).unwrap();
+        let ours = report(&path);
+        let theirs = report(&fixture(&format!("{name}.dat")));
+        let captured = std::fs::read_to_string(fixture(&format!("{name}.report.txt"))).unwrap();
+        assert_eq!(
+            theirs, captured,
+            "{name}: trace-cmd's own report changed since capture"
+        );
+        assert_eq!(ours, theirs, "{name}: report of the rewritten file differs");
+        assert!(
+            ours.lines().filter(|l| l.contains(" ent: ")).count() == 40,
+            "{name}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn rewritten_file_reads_back_the_same() {
+    for name in FIXTURES {
+        let (mut dat, out) = rewrite(name);
+        let mut again = TraceDat::open(Cursor::new(out)).unwrap();
+        assert_eq!(again.meta.version, 6);
+        assert_eq!(again.meta.header_page, dat.meta.header_page);
+        assert_eq!(again.meta.systems, dat.meta.systems);
+        assert_eq!(again.meta.ftrace_formats, dat.meta.ftrace_formats);
+        assert_eq!(again.meta.kallsyms, dat.meta.kallsyms);
+        assert_eq!(again.meta.printk_formats, dat.meta.printk_formats);
+        assert_eq!(again.meta.cmdlines, dat.meta.cmdlines);
+        assert_eq!(again.meta.cpu_stats(), dat.meta.cpu_stats());
+        assert_eq!(again.meta.clock(), dat.meta.clock());
+        assert_eq!(again.meta.uname(), dat.meta.uname());
+        for i in 0..2 {
+            let a: Vec<_> = dat.pages(0, i).unwrap().map(Result::unwrap).collect();
+            let b: Vec<_> = again.pages(0, i).unwrap().map(Result::unwrap).collect();
+            assert_eq!(a, b, "{name}: cpu index {i}");
+        }
+    }
+}
