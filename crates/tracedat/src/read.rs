@@ -886,3 +886,131 @@ impl<R: Read + Seek> Iterator for Pages<'_, R> {
         r
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta_with(options: Vec<TraceOption>, buffer_clock: Option<&str>) -> Meta {
+        Meta {
+            version: 6,
+            endian: Endian::Little,
+            long_size: 8,
+            page_size: 4096,
+            compression: None,
+            header_page: vec![],
+            header_event: vec![],
+            ftrace_formats: vec![],
+            systems: vec![],
+            kallsyms: vec![],
+            printk_formats: vec![],
+            cmdlines: vec![],
+            cpus: 1,
+            options,
+            buffers: vec![Buffer {
+                name: String::new(),
+                clock: buffer_clock.map(str::to_string),
+                page_size: 4096,
+                cpus: vec![],
+            }],
+            latency: false,
+        }
+    }
+
+    #[test]
+    fn clock_table() {
+        let clock = |t: &str| TraceOption::text(option::TRACECLOCK, t);
+        let cases: [(Vec<TraceOption>, Option<&str>, Option<&str>); 5] = [
+            (vec![clock("[local] global counter\n")], None, Some("local")),
+            (
+                vec![clock("local global [x86-tsc]\n")],
+                None,
+                Some("x86-tsc"),
+            ),
+            (vec![clock("mono")], None, Some("mono")),
+            (vec![], Some("boot"), Some("boot")),
+            (vec![], None, None),
+        ];
+        for (opts, buf, want) in cases {
+            assert_eq!(meta_with(opts, buf).clock(), want);
+        }
+    }
+
+    /// A minimal version 6 file with `patch` applied at `at`.
+    fn v6(at: usize, patch: &[u8]) -> Vec<u8> {
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&4096u32.to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes()); // ftrace formats
+        b.extend_from_slice(&0u32.to_le_bytes()); // systems
+        b.extend_from_slice(&0u32.to_le_bytes()); // kallsyms
+        b.extend_from_slice(&0u32.to_le_bytes()); // printk
+        b.extend_from_slice(&0u64.to_le_bytes()); // cmdlines
+        b.extend_from_slice(&1u32.to_le_bytes()); // cpus
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend_from_slice(&4096u64.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b[at..at + patch.len()].copy_from_slice(patch);
+        b
+    }
+
+    #[test]
+    fn v6_header_errors() {
+        assert!(TraceDat::open(std::io::Cursor::new(v6(0, b""))).is_ok());
+        let cases: [(usize, &[u8], &str); 6] = [
+            (
+                0,
+                b"\x18",
+                "not a trace.dat file (no 0x17 0x08 0x44 \"tracing\" magic)",
+            ),
+            (
+                10,
+                b"5",
+                "trace.dat version \"5\" is not supported (versions 6 and 7 are)",
+            ),
+            (
+                12,
+                b"\x02",
+                "bad trace.dat: endian flag 2 is neither 0 nor 1",
+            ),
+            (13, b"\x05", "bad trace.dat: long size 5 is neither 4 nor 8"),
+            (14, b"\0\0\0\0", "bad trace.dat: page size 0 is implausible"),
+            (
+                18,
+                b"header_pagX",
+                "bad trace.dat: expected \"header_page\\0\" at header_page tag, found \"header_pagX\\0\"",
+            ),
+        ];
+        for (at, patch, msg) in cases {
+            let e = TraceDat::open(std::io::Cursor::new(v6(at, patch))).unwrap_err();
+            assert_eq!(e.to_string(), msg);
+        }
+        // a count that cannot fit in the rest of the file
+        let e = TraceDat::open(std::io::Cursor::new(v6(
+            18 + 12 + 8 + 13 + 8,
+            &u32::MAX.to_le_bytes(),
+        )))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("ftrace format count 4294967295 does not fit"),
+            "{e}"
+        );
+        // the data of cpu 0 lies beyond the end: one error, then nothing
+        let mut d = TraceDat::open(std::io::Cursor::new(v6(0, b""))).unwrap();
+        d.meta.buffers[0].cpus[0].size = 8192;
+        let got: Vec<_> = d.pages(0, 0).unwrap().collect();
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0]
+                .as_ref()
+                .unwrap_err()
+                .to_string()
+                .starts_with("cpu 0: data truncated")
+        );
+    }
+}

@@ -406,7 +406,7 @@ impl<F: Storage> Writer<F> {
                 self.sizes.len()
             )));
         };
-        if pages.len() as u64 % ps != 0 {
+        if !(pages.len() as u64).is_multiple_of(ps) {
             return Err(Error::Usage(format!(
                 "{} bytes are not whole {ps}-byte pages",
                 pages.len()
@@ -463,14 +463,14 @@ impl<F: Storage> Writer<F> {
         // memmove order: CPUs moving down in ascending order, then CPUs
         // moving up in descending order
         let mut buf = vec![0u8; 1 << 20];
-        for c in 0..cpus {
-            if table[c].0 <= old(c) {
-                self.move_data(old(c), table[c].0, self.sizes[c], &mut buf)?;
+        for (c, &(new, size)) in table.iter().enumerate() {
+            if new <= old(c) {
+                self.move_data(old(c), new, size, &mut buf)?;
             }
         }
-        for c in (0..cpus).rev() {
-            if table[c].0 > old(c) {
-                self.move_data(old(c), table[c].0, self.sizes[c], &mut buf)?;
+        for (c, &(new, size)) in table.iter().enumerate().rev() {
+            if new > old(c) {
+                self.move_data(old(c), new, size, &mut buf)?;
             }
         }
         let (bytes, _) = encode_v6(&self.header, &cmdlines, cpu_stats, &table)?;
@@ -506,5 +506,209 @@ impl<F: Storage> Writer<F> {
             done += k;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TraceDat;
+
+    fn header(endian: Endian) -> Header {
+        Header {
+            endian,
+            long_size: 8,
+            page_size: 256,
+            header_page: b"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n".to_vec(),
+            header_event: b"# compressed entry header\n".to_vec(),
+            ftrace_formats: vec![b"name: kernel_stack\nID: 4\n".to_vec()],
+            systems: vec![System {
+                name: "ktrace_1".into(),
+                formats: vec![
+                    b"name: ent\nID: 1500\n".to_vec(),
+                    b"name: ret\nID: 1501\n".to_vec(),
+                ],
+            }],
+            kallsyms: b"ffffffff81000000 T _stext\n".to_vec(),
+            printk_formats: Vec::new(),
+            cmdlines: b"1 init\n".to_vec(),
+            clock: "mono".into(),
+            options: vec![
+                TraceOption::text(option::UNAME, "Linux box 6.1.0-28-cloud-arm64 aarch64"),
+                TraceOption::text(option::VERSION, "ktrace 0.1.0"),
+            ],
+        }
+    }
+
+    fn page(tag: u8) -> Vec<u8> {
+        vec![tag; 256]
+    }
+
+    fn write(
+        h: &Header,
+        cpus: usize,
+        pages: &[(usize, u8)],
+        opts: WriterOptions,
+        cmd: Option<&[u8]>,
+    ) -> Vec<u8> {
+        let mut w = Writer::create(Cursor::new(Vec::new()), h, cpus, opts).unwrap();
+        for &(cpu, tag) in pages {
+            w.append_pages(cpu, &page(tag)).unwrap();
+        }
+        let stats: Vec<String> = (0..cpus)
+            .map(|c| format!("CPU: {c}\noverrun: {c}\n"))
+            .collect();
+        w.finish(cmd, &stats).unwrap().into_inner()
+    }
+
+    fn read_back(bytes: Vec<u8>) -> (crate::Meta, Vec<Vec<Vec<u8>>>) {
+        let mut d = TraceDat::open(Cursor::new(bytes)).unwrap();
+        let n = d.meta.buffers[0].cpus.len();
+        let pages = (0..n)
+            .map(|i| d.pages(0, i).unwrap().map(Result::unwrap).collect())
+            .collect();
+        (d.meta, pages)
+    }
+
+    #[test]
+    fn round_trip_both_byte_orders() {
+        for e in [Endian::Little, Endian::Big] {
+            let h = header(e);
+            let opts = WriterOptions {
+                stride: 4096,
+                slack: 512,
+            };
+            let bytes = write(&h, 3, &[(0, 1), (2, 2), (0, 3)], opts, None);
+            let (m, pages) = read_back(bytes);
+            assert_eq!(m.version, 6);
+            assert_eq!(m.endian, e);
+            assert_eq!(m.page_size, 256);
+            assert_eq!(
+                (m.header_page.clone(), m.header_event.clone()),
+                (h.header_page.clone(), h.header_event.clone())
+            );
+            assert_eq!(m.ftrace_formats, h.ftrace_formats);
+            assert_eq!(m.systems, h.systems);
+            assert_eq!(m.kallsyms, h.kallsyms);
+            assert_eq!(m.cmdlines, h.cmdlines);
+            assert_eq!(m.clock(), Some("mono"));
+            assert_eq!(m.kernel_release(), Some("6.1.0-28-cloud-arm64"));
+            assert_eq!(m.writer_version(), Some("ktrace 0.1.0"));
+            assert_eq!(
+                m.cpu_stats(),
+                vec![
+                    "CPU: 0\noverrun: 0\n",
+                    "CPU: 1\noverrun: 1\n",
+                    "CPU: 2\noverrun: 2\n"
+                ]
+            );
+            assert_eq!(pages, vec![vec![page(1), page(3)], vec![], vec![page(2)]]);
+            // compact: header, padding to a page, then 3 pages
+            let first = m.buffers[0].cpus[0].offset;
+            assert_eq!(first % 256, 0);
+            assert_eq!(m.buffers[0].cpus[2].offset, first + 512);
+        }
+    }
+
+    #[test]
+    fn header_growing_past_the_slack_moves_data_up_intact() {
+        let h = header(Endian::Little);
+        let opts = WriterOptions {
+            stride: 1024,
+            slack: 0,
+        };
+        let big = "4242 kfix_target\n".repeat(200);
+        let pages = [
+            (0, 1),
+            (0, 2),
+            (0, 3),
+            (0, 4),
+            (1, 5),
+            (1, 6),
+            (1, 7),
+            (1, 8),
+            (2, 9),
+        ];
+        let bytes = write(&h, 3, &pages, opts, Some(big.as_bytes()));
+        let (m, got) = read_back(bytes);
+        assert_eq!(m.cmdlines, big.as_bytes());
+        assert_eq!(got[0], vec![page(1), page(2), page(3), page(4)]);
+        assert_eq!(got[1], vec![page(5), page(6), page(7), page(8)]);
+        assert_eq!(got[2], vec![page(9)]);
+    }
+
+    #[test]
+    fn the_file_reads_before_finish() {
+        let h = header(Endian::Little);
+        let mut w = Writer::create(
+            Cursor::new(Vec::new()),
+            &h,
+            2,
+            WriterOptions {
+                stride: 2048,
+                slack: 0,
+            },
+        )
+        .unwrap();
+        w.append_pages(1, &[page(7), page(8)].concat()).unwrap();
+        assert_eq!(w.sizes(), &[0, 512]);
+        let snapshot = w.f.get_ref().clone();
+        let (m, pages) = read_back(snapshot);
+        assert!(m.cpu_stats().is_empty());
+        assert_eq!(pages, vec![vec![], vec![page(7), page(8)]]);
+    }
+
+    #[test]
+    fn misuse_is_an_error() {
+        let h = header(Endian::Little);
+        let mut w = Writer::create(
+            Cursor::new(Vec::new()),
+            &h,
+            2,
+            WriterOptions {
+                stride: 512,
+                slack: 0,
+            },
+        )
+        .unwrap();
+        let cases: [(usize, Vec<u8>, &str); 3] = [
+            (2, page(1), "writer: cpu 2 is not among the file's 2 cpus"),
+            (
+                0,
+                vec![0; 100],
+                "writer: 100 bytes are not whole 256-byte pages",
+            ),
+            (
+                0,
+                vec![0; 768],
+                "writer: cpu 0: region full (512 bytes per cpu)",
+            ),
+        ];
+        for (cpu, data, msg) in cases {
+            assert_eq!(w.append_pages(cpu, &data).unwrap_err().to_string(), msg);
+        }
+        let mut bad = h.clone();
+        bad.page_size = 3;
+        assert!(
+            Writer::create(Cursor::new(Vec::new()), &bad, 1, WriterOptions::default()).is_err()
+        );
+        bad = h.clone();
+        bad.options.push(TraceOption {
+            id: option::DONE,
+            data: vec![],
+        });
+        assert!(
+            Writer::create(
+                Cursor::new(Vec::new()),
+                &bad,
+                1,
+                WriterOptions {
+                    stride: 512,
+                    slack: 0
+                }
+            )
+            .is_err()
+        );
+        assert!(Writer::create(Cursor::new(Vec::new()), &h, 0, WriterOptions::default()).is_err());
     }
 }
