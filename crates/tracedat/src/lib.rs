@@ -108,6 +108,11 @@ pub mod option {
     pub const CMDLINES: u16 = 21;
     /// A latency (text) buffer (v7).
     pub const BUFFER_TEXT: u16 = 22;
+    /// ktrace's own option (not trace-cmd's; "KT"): the `dynamic_events`
+    /// lines of the recorded probes, text, so a reader knows a kprobe from
+    /// a uprobe and the definitions behind the formats. trace-cmd 3.1.6
+    /// skips option ids it does not know without a word (tested).
+    pub const KTRACE_DYNAMIC_EVENTS: u16 = 0x4b54;
 }
 
 /// Errors from reading and writing trace.dat files.

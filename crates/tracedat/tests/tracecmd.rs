@@ -167,3 +167,61 @@ fn rewritten_file_reads_back_the_same() {
         }
     }
 }
+
+#[test]
+fn trace_cmd_skips_ktrace_option_silently() {
+    if !have_trace_cmd() {
+        return;
+    }
+    let bytes = std::fs::read(fixture("tc-v6.dat")).unwrap();
+    let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+    let mut header = Header::from_meta(&dat.meta);
+    let defs = "p:ktrace_1/ent /bin/x:0x1136 a=%di\nr:ktrace_1/ret /bin/x:0x1136 rv=$retval\n";
+    header.options.push(ktrace_tracedat::TraceOption::text(
+        ktrace_tracedat::option::KTRACE_DYNAMIC_EVENTS,
+        defs,
+    ));
+    let mut w = Writer::create(
+        Cursor::new(Vec::new()),
+        &header,
+        2,
+        WriterOptions {
+            stride: 1 << 20,
+            slack: 0,
+        },
+    )
+    .unwrap();
+    for i in 0..2 {
+        let pages: Vec<_> = dat.pages(0, i).unwrap().map(Result::unwrap).collect();
+        for p in pages {
+            w.append_pages(i, &p).unwrap();
+        }
+    }
+    let out = w.finish(None, &[]).unwrap().into_inner();
+    let back = TraceDat::open(Cursor::new(out.clone())).unwrap();
+    let opt = back
+        .meta
+        .options
+        .iter()
+        .find(|o| o.id == ktrace_tracedat::option::KTRACE_DYNAMIC_EVENTS)
+        .unwrap();
+    assert_eq!(opt.data, [defs.as_bytes(), b"\0"].concat());
+    let path = std::env::temp_dir().join(format!("ktrace-tracedat-opt-{}.dat", std::process::id()));
+    std::fs::write(&path, &out).unwrap();
+    let r = Command::new("trace-cmd")
+        .args(["report", "-i"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(r.status.success());
+    assert!(
+        r.stderr.is_empty(),
+        "trace-cmd warned: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(r.stdout).unwrap(),
+        report(&fixture("tc-v6.dat"))
+    );
+}
