@@ -52,10 +52,12 @@
 mod compress;
 mod read;
 mod write;
+mod write7;
 
 pub use ktrace_ring::Endian;
 pub use read::{Buffer, Compression, CpuData, Meta, Pages, System, TraceDat, TraceOption};
-pub use write::{Header, Writer, WriterOptions};
+pub use write::{Header, Storage, Writer, WriterOptions};
+pub use write7::{Compress7, write_v7};
 
 /// The 10 bytes every trace.dat file starts with: 0x17 0x08 0x44 "tracing".
 pub const MAGIC: &[u8; 10] = b"\x17\x08Dtracing";

@@ -271,32 +271,18 @@ fn encode_v6(
     });
     o.b.push(h.long_size);
     o.u32(h.page_size);
-    o.b.extend_from_slice(b"header_page\0");
-    o.blob64(&h.header_page);
-    o.b.extend_from_slice(b"header_event\0");
-    o.blob64(&h.header_event);
-    o.u32(count32(h.ftrace_formats.len(), "ftrace formats")?);
-    for f in &h.ftrace_formats {
-        o.blob64(f);
+    // the same pieces as version 7's sections, in version 6's order
+    let m = encode_metadata_v7(h, cmdlines)?;
+    for piece in [
+        &m.header_info,
+        &m.ftrace,
+        &m.events,
+        &m.kallsyms,
+        &m.printk,
+        &m.cmdlines,
+    ] {
+        o.b.extend_from_slice(piece);
     }
-    o.u32(count32(h.systems.len(), "systems")?);
-    for s in &h.systems {
-        if s.name.as_bytes().contains(&0) {
-            return Err(Error::Usage(format!(
-                "system name {:?} holds a NUL",
-                s.name
-            )));
-        }
-        o.b.extend_from_slice(s.name.as_bytes());
-        o.b.push(0);
-        o.u32(count32(s.formats.len(), "formats")?);
-        for f in &s.formats {
-            o.blob64(f);
-        }
-    }
-    o.blob32(&h.kallsyms)?;
-    o.blob32(&h.printk_formats)?;
-    o.blob64(cmdlines);
     o.u32(count32(table.len(), "cpus")?);
     o.b.extend_from_slice(b"options  \0");
     let mut opts: Vec<TraceOption> = Vec::new();
@@ -323,6 +309,64 @@ fn encode_v6(
         o.u64(size);
     }
     Ok((o.b, table_offset))
+}
+
+/// The bodies of the version 7 metadata sections (same content as the
+/// version 6 header's pieces).
+pub(crate) struct Metadata7 {
+    pub(crate) header_info: Vec<u8>,
+    pub(crate) ftrace: Vec<u8>,
+    pub(crate) events: Vec<u8>,
+    pub(crate) kallsyms: Vec<u8>,
+    pub(crate) printk: Vec<u8>,
+    pub(crate) cmdlines: Vec<u8>,
+}
+
+pub(crate) fn encode_metadata_v7(h: &Header, cmdlines: &[u8]) -> Result<Metadata7, Error> {
+    let out = || Out {
+        b: Vec::new(),
+        e: h.endian,
+    };
+    let mut hi = out();
+    hi.b.extend_from_slice(b"header_page\0");
+    hi.blob64(&h.header_page);
+    hi.b.extend_from_slice(b"header_event\0");
+    hi.blob64(&h.header_event);
+    let mut ft = out();
+    ft.u32(count32(h.ftrace_formats.len(), "ftrace formats")?);
+    for f in &h.ftrace_formats {
+        ft.blob64(f);
+    }
+    let mut ev = out();
+    ev.u32(count32(h.systems.len(), "systems")?);
+    for s in &h.systems {
+        if s.name.as_bytes().contains(&0) {
+            return Err(Error::Usage(format!(
+                "system name {:?} holds a NUL",
+                s.name
+            )));
+        }
+        ev.b.extend_from_slice(s.name.as_bytes());
+        ev.b.push(0);
+        ev.u32(count32(s.formats.len(), "formats")?);
+        for f in &s.formats {
+            ev.blob64(f);
+        }
+    }
+    let mut ks = out();
+    ks.blob32(&h.kallsyms)?;
+    let mut pk = out();
+    pk.blob32(&h.printk_formats)?;
+    let mut cl = out();
+    cl.blob64(cmdlines);
+    Ok(Metadata7 {
+        header_info: hi.b,
+        ftrace: ft.b,
+        events: ev.b,
+        kallsyms: ks.b,
+        printk: pk.b,
+        cmdlines: cl.b,
+    })
 }
 
 fn align_up(v: u64, a: u64) -> Option<u64> {

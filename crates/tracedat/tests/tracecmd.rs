@@ -5,7 +5,7 @@
 //! fixtures/*.report.txt at capture time). Without trace-cmd on the host
 //! the tests that run it say so loudly and return.
 
-use ktrace_tracedat::{Header, TraceDat, Writer, WriterOptions};
+use ktrace_tracedat::{Compress7, Header, TraceDat, Writer, WriterOptions, write_v7};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -224,4 +224,76 @@ fn trace_cmd_skips_ktrace_option_silently() {
         String::from_utf8(r.stdout).unwrap(),
         report(&fixture("tc-v6.dat"))
     );
+}
+
+#[test]
+fn version_7_written_here_reports_identically() {
+    let dir = std::env::temp_dir().join(format!("ktrace-tracedat-v7-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tc = have_trace_cmd();
+    for name in FIXTURES {
+        let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+        let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+        let header = Header::from_meta(&dat.meta);
+        let mut cpus = Vec::new();
+        for i in 0..dat.meta.buffers[0].cpus.len() {
+            let b: Vec<u8> = dat.pages(0, i).unwrap().flat_map(Result::unwrap).collect();
+            cpus.push((dat.meta.buffers[0].cpus[i].cpu, b));
+        }
+        let stats: Vec<String> = dat.meta.cpu_stats().iter().map(|s| s.to_string()).collect();
+        let refs: Vec<(u32, &[u8])> = cpus.iter().map(|(c, b)| (*c, &b[..])).collect();
+        for (tag, comp) in [
+            ("none", Compress7::None),
+            ("zstd", Compress7::Zstd("1.5.4")),
+        ] {
+            let out = write_v7(
+                Cursor::new(Vec::new()),
+                &header,
+                &dat.meta.cmdlines,
+                &stats,
+                &refs,
+                comp,
+            )
+            .unwrap()
+            .into_inner();
+            // our reader
+            let mut back = TraceDat::open(Cursor::new(out.clone())).unwrap();
+            assert_eq!(back.meta.version, 7);
+            assert_eq!(back.meta.compression.is_some(), tag == "zstd");
+            assert_eq!(back.meta.systems, dat.meta.systems);
+            assert_eq!(back.meta.kallsyms, dat.meta.kallsyms);
+            assert_eq!(back.meta.cmdlines, dat.meta.cmdlines);
+            assert_eq!(back.meta.cpu_stats(), dat.meta.cpu_stats());
+            assert_eq!(back.meta.clock(), Some("local"));
+            for (i, (_, b)) in cpus.iter().enumerate() {
+                let got: Vec<u8> = back.pages(0, i).unwrap().flat_map(Result::unwrap).collect();
+                assert_eq!(&got, b, "{name} {tag} cpu index {i}");
+            }
+            if tc {
+                let path = dir.join(format!("{name}-{tag}.dat"));
+                std::fs::write(&path, &out).unwrap();
+                let r = Command::new("trace-cmd")
+                    .args(["report", "-i"])
+                    .arg(&path)
+                    .output()
+                    .unwrap();
+                assert!(
+                    r.status.success(),
+                    "{name} {tag}: {}",
+                    String::from_utf8_lossy(&r.stderr)
+                );
+                assert!(
+                    r.stderr.is_empty(),
+                    "{name} {tag}: {}",
+                    String::from_utf8_lossy(&r.stderr)
+                );
+                assert_eq!(
+                    String::from_utf8(r.stdout).unwrap(),
+                    report(&fixture(&format!("{name}.dat"))),
+                    "{name} {tag}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
