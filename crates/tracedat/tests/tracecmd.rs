@@ -297,3 +297,49 @@ fn version_7_written_here_reports_identically() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn larger_sub_buffers_report_identically() {
+    // instances with buffer_subbuf_size_kb above the page size (6.8+) hand
+    // out larger pages; the file's page size is then the sub-buffer size.
+    // Real 4 KB pages padded to 8 KB stand for them (commit stays as the
+    // kernel wrote it).
+    if !have_trace_cmd() {
+        return;
+    }
+    let bytes = std::fs::read(fixture("tc-v6.dat")).unwrap();
+    let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+    let mut header = Header::from_meta(&dat.meta);
+    header.page_size = 8192;
+    let mut w = Writer::create(
+        Cursor::new(Vec::new()),
+        &header,
+        2,
+        WriterOptions {
+            stride: 1 << 20,
+            slack: 0,
+        },
+    )
+    .unwrap();
+    for i in 0..2 {
+        let pages: Vec<_> = dat.pages(0, i).unwrap().map(Result::unwrap).collect();
+        for mut p in pages {
+            p.resize(8192, 0);
+            w.append_pages(i, &p).unwrap();
+        }
+    }
+    let out = w.finish(None, &[]).unwrap().into_inner();
+    let path = std::env::temp_dir().join(format!("ktrace-tracedat-8k-{}.dat", std::process::id()));
+    std::fs::write(&path, &out).unwrap();
+    let r = Command::new("trace-cmd")
+        .args(["report", "-i"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert_eq!(
+        String::from_utf8(r.stdout).unwrap(),
+        report(&fixture("tc-v6.dat"))
+    );
+}
