@@ -19,12 +19,32 @@
 //!   and [`TraceDat`] read up to the last page appended. [`Writer::finish`]
 //!   rewrites the metadata (final saved cmdlines, CPU stats with lost and
 //!   overrun counts), moves the CPU data together and cuts the file to size.
+//! - [`write_v7`]: a whole version 7 file from finished data (sections in
+//!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd); recording
+//!   goes through the version 6 [`Writer`], whose layout survives a kill.
+//!   trace-cmd 3.1.6 does not check the zstd version string.
 //! - [`TraceDat`]: reads versions 6 and 7 (sections, the zlib and zstd
 //!   compression trace-cmd writes by default, several options sections,
 //!   instance buffers) into [`Meta`] and hands out each CPU's pages through
 //!   [`Pages`]. Truncated, corrupted or foreign files give an [`Error`] and
 //!   never a panic; a CPU whose data runs past the end of the file yields the
 //!   whole pages that are there, then [`Error::Truncated`].
+//!
+//! # Wiring (for `ktrace record` / `ktrace report`)
+//!
+//! Record: fill a [`Header`] from tracefs (header_page, header_event, the
+//! formats of the recorded events under their group, ftrace's
+//! kernel_stack/user_stack formats when stacks are taken, kallsyms,
+//! printk_formats, saved_cmdlines, the instance's clock, a UNAME and VERSION
+//! option, the probe definitions as [`option::KTRACE_DYNAMIC_EVENTS`]) with
+//! `page_size` = the instance's sub-buffer size; [`Writer::create`] on a
+//! new file opened read+write; [`Writer::append_pages`] for every page the
+//! splice reader hands over (several at once is fine); at the end
+//! [`Writer::finish`] with the final saved_cmdlines and each CPU's stats.
+//! Report: [`TraceDat::open`], `PageLayout::from_header_page` of
+//! `meta.header_page` with `meta.endian` and the buffer's page size,
+//! `Events` from `meta.systems`, [`TraceDat::pages`] per CPU into the
+//! merge (examples/report.rs).
 //!
 //! # Example
 //!
