@@ -107,7 +107,7 @@ fn bit_flipped_files_never_panic() {
     let mut rng = Rng(0x2545f4914f6cdd1d);
     let mut opened = 0;
     for (_, b) in inputs() {
-        for _ in 0..600 {
+        for _ in 0..400 {
             let mut m = b.clone();
             for _ in 0..1 + rng.below(8) {
                 let i = rng.below(m.len());
@@ -116,7 +116,7 @@ fn bit_flipped_files_never_panic() {
             opened += exercise(m) as usize;
         }
         // whole bytes replaced in the first 4 KB (lengths, counts, offsets)
-        for _ in 0..600 {
+        for _ in 0..400 {
             let mut m = b.clone();
             let i = rng.below(4096.min(m.len()));
             m[i] = rng.next() as u8;
