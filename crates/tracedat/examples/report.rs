@@ -1,5 +1,5 @@
 //! Prints a trace.dat file (trace-cmd's or ktrace's) as the kernel's `trace`
-//! text, through ktrace's own decoding: pages from [`ktrace_tracedat`], page
+//! text, through ktrace's own decoding, streaming: pages from [`ktrace_tracedat`], page
 //! layout from the file's header_page (ktrace-ring), formats from the file
 //! (ktrace-event), lines from ktrace-printer's TextPrinter, CPUs merged by
 //! time stamp. A wiring sketch for `ktrace report`, not the command itself.
@@ -14,7 +14,7 @@ use std::io::Write;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: report FILE")?;
-    let mut dat = TraceDat::open(std::io::BufReader::new(std::fs::File::open(&path)?))?;
+    let dat = TraceDat::open(std::io::BufReader::new(std::fs::File::open(&path)?))?;
     let meta = dat.meta.clone();
     let buffer = meta
         .buffers
@@ -37,27 +37,38 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let style = FlagStyle::for_release(meta.kernel_release().unwrap_or(""));
     let mut text = TextPrinter::new(&events, layout.endian, style, &NoSymbols, comms);
     text.time_in_ns = ktrace_printer::clock_in_ns(meta.clock().unwrap_or("local"));
-    // one stream per CPU (the whole CPU's pages in memory: fine for an example)
+    // one stream per CPU, each its own handle on the file, read lazily
+    // (about one page per CPU in memory)
     let mut streams: Vec<(usize, Box<dyn std::io::Read>)> = Vec::new();
     for (i, c) in buffer.cpus.iter().enumerate() {
-        let mut bytes = Vec::new();
-        for page in dat.pages(0, i)? {
-            match page {
-                Ok(p) => bytes.extend_from_slice(&p),
-                Err(e) => {
-                    eprintln!("report: {e}");
-                    break;
-                }
-            }
-        }
-        streams.push((c.cpu as usize, Box::new(std::io::Cursor::new(bytes))));
+        let f = TraceDat::open(std::io::BufReader::with_capacity(
+            1 << 16,
+            std::fs::File::open(&path)?,
+        ))?;
+        streams.push((c.cpu as usize, Box::new(f.into_pages(0, i)?)));
     }
-    let mut out = Vec::new();
-    merge_streams(layout, streams, &mut |m| match m {
-        Merged::Record { cpu, ts, data } => text.write_record(&mut out, cpu, ts, data),
-        Merged::Lost { cpu, missed } => text.write_lost(&mut out, cpu, missed),
-        Merged::Bad { cpu, error } => eprintln!("cpu {cpu}: {error}"),
+    drop(dat);
+    let stdout = std::io::stdout();
+    let mut w = stdout.lock();
+    let mut out = Vec::with_capacity(1 << 17);
+    let mut err = None;
+    merge_streams(layout, streams, &mut |m| {
+        match m {
+            Merged::Record { cpu, ts, data } => text.write_record(&mut out, cpu, ts, data),
+            Merged::Lost { cpu, missed } => text.write_lost(&mut out, cpu, missed),
+            Merged::Bad { cpu, error } => eprintln!("cpu {cpu}: {error}"),
+        }
+        if out.len() > 120_000 {
+            if let Err(e) = w.write_all(&out) {
+                err = Some(e);
+            }
+            out.clear();
+        }
     })?;
-    std::io::stdout().lock().write_all(&out)?;
+    w.write_all(&out)?;
+    w.flush()?;
+    if let Some(e) = err {
+        return Err(e.into());
+    }
     Ok(())
 }

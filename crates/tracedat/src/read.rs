@@ -445,8 +445,26 @@ impl<R: Read + Seek> TraceDat<R> {
     }
 
     /// The pages of `meta.buffers[buffer].cpus[index]`, each `page_size`
-    /// bytes, in file order.
+    /// bytes, in file order (also a `Read` of their bytes).
     pub fn pages(&mut self, buffer: usize, index: usize) -> Result<Pages<'_, R>, Error> {
+        let (data, page_size) = self.cpu_data(buffer, index)?;
+        Ok(Pages::new(
+            SrcRef::Borrowed(&mut self.src),
+            &self.meta,
+            data,
+            page_size,
+        ))
+    }
+
+    /// Like [`TraceDat::pages`], owning the file: one `TraceDat` opened per
+    /// CPU gives independent streams to merge.
+    pub fn into_pages(self, buffer: usize, index: usize) -> Result<Pages<'static, R>, Error> {
+        let (data, page_size) = self.cpu_data(buffer, index)?;
+        let meta = self.meta;
+        Ok(Pages::new(SrcRef::Owned(self.src), &meta, data, page_size))
+    }
+
+    fn cpu_data(&self, buffer: usize, index: usize) -> Result<(CpuData, u64), Error> {
         let b = self
             .meta
             .buffers
@@ -456,34 +474,7 @@ impl<R: Read + Seek> TraceDat<R> {
             .cpus
             .get(index)
             .ok_or_else(|| Error::Usage(format!("buffer {buffer} has no cpu index {index}")))?;
-        let page_size = b.page_size as u64;
-        let compression = self.meta.compression.as_ref().map(|c| c.0);
-        let mut p = Pages {
-            src: &mut self.src,
-            data,
-            page_size,
-            compression,
-            endian: self.meta.endian,
-            pos: data.offset,
-            end: data.offset.saturating_add(data.size),
-            chunks_left: 0,
-            chunk: Vec::new(),
-            chunk_pos: 0,
-            done: data.size == 0,
-            pending: None,
-        };
-        if compression.is_some() && data.size > 0 {
-            match p.src.read_at(p.pos, 4, "chunk count") {
-                Ok(b) => {
-                    p.chunks_left = p.endian.u32(&b);
-                    p.pos += 4;
-                    // trace-cmd's size counts the chunks, not their count
-                    p.end = p.end.saturating_add(4);
-                }
-                Err(e) => p.pending = Some(p.trunc(e)),
-            }
-        }
-        Ok(p)
+        Ok((data, b.page_size as u64))
     }
 }
 
@@ -759,7 +750,9 @@ fn slice(b: &[u8], endian: Endian, base: u64) -> SliceIn<'_> {
 /// The pages of one CPU, read one at a time (uncompressed) or one chunk at a
 /// time (compressed). After an error it yields nothing more.
 pub struct Pages<'a, R> {
-    src: &'a mut Src<R>,
+    src: SrcRef<'a, R>,
+    rbuf: Vec<u8>,
+    rpos: usize,
     data: CpuData,
     page_size: u64,
     compression: Option<Compression>,
@@ -773,18 +766,50 @@ pub struct Pages<'a, R> {
     pending: Option<Error>,
 }
 
-impl<R: Read + Seek> Pages<'_, R> {
+impl<'a, R: Read + Seek> Pages<'a, R> {
+    fn new(src: SrcRef<'a, R>, meta: &Meta, data: CpuData, page_size: u64) -> Pages<'a, R> {
+        let compression = meta.compression.as_ref().map(|c| c.0);
+        let mut p = Pages {
+            src,
+            rbuf: Vec::new(),
+            rpos: 0,
+            data,
+            page_size,
+            compression,
+            endian: meta.endian,
+            pos: data.offset,
+            end: data.offset.saturating_add(data.size),
+            chunks_left: 0,
+            chunk: Vec::new(),
+            chunk_pos: 0,
+            done: data.size == 0,
+            pending: None,
+        };
+        if compression.is_some() && data.size > 0 {
+            match p.src.get().read_at(p.pos, 4, "chunk count") {
+                Ok(b) => {
+                    p.chunks_left = p.endian.u32(&b);
+                    p.pos += 4;
+                    // trace-cmd's size counts the chunks, not their count
+                    p.end = p.end.saturating_add(4);
+                }
+                Err(e) => p.pending = Some(p.trunc(e)),
+            }
+        }
+        p
+    }
+
     fn next_plain(&mut self) -> Option<Result<Vec<u8>, Error>> {
         if self.pos >= self.end {
             return None;
         }
         let left = self.end - self.pos;
-        if self.pos.saturating_add(self.page_size.min(left)) > self.src.len {
+        if self.pos.saturating_add(self.page_size.min(left)) > self.src.len() {
             return Some(Err(Error::Truncated {
                 cpu: self.data.cpu,
                 offset: self.data.offset,
                 size: self.data.size,
-                len: self.src.len,
+                len: self.src.len(),
             }));
         }
         if left < self.page_size {
@@ -793,7 +818,7 @@ impl<R: Read + Seek> Pages<'_, R> {
                 self.data.cpu, self.data.size, self.page_size
             ))));
         }
-        let r = self.src.read_at(self.pos, self.page_size, "page");
+        let r = self.src.get().read_at(self.pos, self.page_size, "page");
         self.pos += self.page_size;
         Some(r)
     }
@@ -819,6 +844,7 @@ impl<R: Read + Seek> Pages<'_, R> {
         let r = (|| {
             let h = self
                 .src
+                .get()
                 .read_at(self.pos, 8, "chunk header")
                 .map_err(|e| self.trunc(e))?;
             let (csize, usize_) = (self.endian.u32(&h), self.endian.u32(&h[4..]));
@@ -837,6 +863,7 @@ impl<R: Read + Seek> Pages<'_, R> {
             }
             let data = self
                 .src
+                .get()
                 .read_at(at, csize as u64, "chunk")
                 .map_err(|e| self.trunc(e))?;
             self.pos = at + csize as u64;
@@ -858,7 +885,7 @@ impl<R: Read + Seek> Pages<'_, R> {
                 cpu: self.data.cpu,
                 offset: self.data.offset,
                 size: self.data.size,
-                len: self.src.len,
+                len: self.src.len(),
             },
             e => e,
         }
@@ -884,6 +911,48 @@ impl<R: Read + Seek> Iterator for Pages<'_, R> {
             self.done = true;
         }
         r
+    }
+}
+
+impl<R: Read + Seek> Read for Pages<'_, R> {
+    /// The pages as one byte stream (for ktrace-ring's `merge_streams`); a
+    /// bad or truncated page is an `io::Error` carrying the [`Error`].
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.rpos == self.rbuf.len() {
+            match self.next() {
+                Some(Ok(p)) => {
+                    self.rbuf = p;
+                    self.rpos = 0;
+                }
+                Some(Err(e)) => return Err(std::io::Error::other(e)),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.rbuf.len() - self.rpos);
+        buf[..n].copy_from_slice(&self.rbuf[self.rpos..self.rpos + n]);
+        self.rpos += n;
+        Ok(n)
+    }
+}
+
+/// The file, borrowed from a [`TraceDat`] or owned by the [`Pages`].
+enum SrcRef<'a, R> {
+    Borrowed(&'a mut Src<R>),
+    Owned(Src<R>),
+}
+
+impl<R> SrcRef<'_, R> {
+    fn get(&mut self) -> &mut Src<R> {
+        match self {
+            SrcRef::Borrowed(s) => s,
+            SrcRef::Owned(s) => s,
+        }
+    }
+    fn len(&self) -> u64 {
+        match self {
+            SrcRef::Borrowed(s) => s.len,
+            SrcRef::Owned(s) => s.len,
+        }
     }
 }
 

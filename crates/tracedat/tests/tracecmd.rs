@@ -115,6 +115,18 @@ fn reads_every_trace_cmd_fixture() {
             }
         }
         assert!(pages >= 2, "{name}: {pages} pages");
+        // the owned stream of a CPU reads the same bytes as its pages
+        for i in 0..2 {
+            let joined: Vec<u8> = dat.pages(0, i).unwrap().flat_map(Result::unwrap).collect();
+            let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+            let mut r = TraceDat::open(Cursor::new(bytes))
+                .unwrap()
+                .into_pages(0, i)
+                .unwrap();
+            let mut streamed = Vec::new();
+            std::io::Read::read_to_end(&mut r, &mut streamed).unwrap();
+            assert_eq!(streamed, joined, "{name} cpu index {i}");
+        }
     }
 }
 
