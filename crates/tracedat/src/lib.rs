@@ -18,7 +18,8 @@
 //!   append. A recorder killed at any moment thus leaves a file that trace-cmd
 //!   and [`TraceDat`] read up to the last page appended. [`Writer::finish`]
 //!   rewrites the metadata (final saved cmdlines, CPU stats with lost and
-//!   overrun counts), moves the CPU data together and cuts the file to size.
+//!   overrun counts), moves the CPU data together and cuts the file to size;
+//!   [`Writer::recover`] reopens a killed recording to finish it.
 //! - [`write_v7`]: a whole version 7 file from finished data (sections in
 //!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd); recording
 //!   goes through the version 6 [`Writer`], whose layout survives a kill.

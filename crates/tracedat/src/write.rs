@@ -29,7 +29,9 @@
 //! the CPU data together (memmove order, so no CPU's data is overwritten
 //! before it has been moved) and cuts the file to its length. The finish is
 //! not atomic: a kill during it can leave the moved CPUs' table entries
-//! stale. Filesystems without sparse files or with a small maximum file size
+//! stale. A recording left unfinished (the recorder was killed) reads as
+//! it is, sparse; [`Writer::recover`] reopens it so that `finish` makes it
+//! compact. Filesystems without sparse files or with a small maximum file size
 //! (vfat, ext4 with 1 KiB blocks) need a smaller [`WriterOptions::stride`];
 //! a region that fills is an error, not an overwrite.
 
@@ -121,29 +123,35 @@ impl TraceOption {
 }
 
 impl Header {
-    /// The header of an existing file, to write it again as version 6: the
-    /// options that mean something in version 6 are kept (version 7's
-    /// section offsets, BUFFER and CPUCOUNT are not, CPUSTAT goes to
-    /// [`Writer::finish`]); the page size is the top buffer's.
+    /// The header of an existing file, to write it again: its options are
+    /// kept except the ones the writers generate (TRACECLOCK from the clock,
+    /// CPUSTAT from [`Writer::finish`]) and version 7's own (section
+    /// offsets, BUFFER, CPUCOUNT, STRINGS); the page size is the top
+    /// buffer's.
     pub fn from_meta(m: &Meta) -> Header {
         let page_size = m.buffers.first().map_or(m.page_size, |b| b.page_size);
         let clock = m.clock().unwrap_or("").to_string();
+        // everything but what the writers generate themselves and version
+        // 7's own options (unknown ids, e.g. ktrace's, are kept)
         let options = m
             .options
             .iter()
             .filter(|o| {
-                matches!(
+                !matches!(
                     o.id,
-                    option::DATE
-                        | option::UNAME
-                        | option::HOOK
-                        | option::OFFSET
-                        | option::VERSION
-                        | option::PROCMAPS
-                        | option::TRACEID
-                        | option::TIME_SHIFT
-                        | option::GUEST
-                        | option::TSC2NSEC
+                    option::DONE
+                        | option::CPUSTAT
+                        | option::BUFFER
+                        | option::TRACECLOCK
+                        | option::CPUCOUNT
+                        | option::STRINGS
+                        | option::HEADER_INFO
+                        | option::FTRACE_EVENTS
+                        | option::EVENT_FORMATS
+                        | option::KALLSYMS
+                        | option::PRINTK
+                        | option::CMDLINES
+                        | option::BUFFER_TEXT
                 )
             })
             .cloned()
@@ -431,6 +439,64 @@ impl<F: Storage> Writer<F> {
         };
         w.write_at(0, &bytes, "write the header")?;
         Ok(w)
+    }
+
+    /// Reopens a recording this writer left unfinished (its recorder was
+    /// killed): the header must be exactly what [`Writer::create`] wrote,
+    /// each CPU's size a whole number of pages within its region. Then
+    /// [`Writer::append_pages`] and [`Writer::finish`] work as before, e.g.
+    /// `Writer::recover(f)?.finish(None, &[])` makes the file compact
+    /// (the saved cmdlines of the start, no CPU stats).
+    pub fn recover(mut f: F) -> Result<Writer<F>, Error> {
+        let meta = crate::TraceDat::open(&mut f)?.meta;
+        let not_ours =
+            |why: &str| Error::Format(format!("not an unfinished ktrace recording: {why}"));
+        if meta.version != 6 || meta.buffers.len() != 1 || !meta.cpu_stats().is_empty() {
+            return Err(not_ours("finished, or not version 6 with one buffer"));
+        }
+        let cpus = &meta.buffers[0].cpus;
+        let header = Header::from_meta(&meta);
+        let ps = header.page_size as u64;
+        let data_start = cpus.first().map_or(0, |c| c.offset);
+        let stride = match cpus.get(1) {
+            Some(c) => c
+                .offset
+                .checked_sub(data_start)
+                .ok_or_else(|| not_ours("regions out of order"))?,
+            None => u64::MAX / 2 / ps * ps,
+        };
+        for (i, c) in cpus.iter().enumerate() {
+            if c.cpu as usize != i
+                || Some(c.offset)
+                    != (i as u64)
+                        .checked_mul(stride)
+                        .and_then(|x| x.checked_add(data_start))
+                || c.size > stride
+                || !c.size.is_multiple_of(ps)
+            {
+                return Err(not_ours(&format!(
+                    "cpu {i}: region {} + {}",
+                    c.offset, c.size
+                )));
+            }
+        }
+        let table: Vec<(u64, u64)> = cpus.iter().map(|c| (c.offset, c.size)).collect();
+        let (bytes, table_offset) = encode_v6(&header, &header.cmdlines, &[], &table)?;
+        let mut on_disk = vec![0u8; bytes.len()];
+        f.seek(SeekFrom::Start(0)).map_err(Error::io("seek"))?;
+        f.read_exact(&mut on_disk)
+            .map_err(Error::io("read the header back"))?;
+        if on_disk != bytes || data_start < bytes.len() as u64 || stride == 0 {
+            return Err(not_ours("the header is not this writer's"));
+        }
+        Ok(Writer {
+            f,
+            header,
+            table_offset,
+            data_start,
+            stride,
+            sizes: table.iter().map(|t| t.1).collect(),
+        })
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8], what: &str) -> Result<(), Error> {

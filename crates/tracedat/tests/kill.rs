@@ -138,6 +138,60 @@ fn sigkill_leaves_a_readable_file() {
     } else {
         eprintln!("SKIPPED trace-cmd part: trace-cmd is not installed");
     }
+    // the killed recording finished afterwards: compact, same records
+    let report = |p: &Path| {
+        Command::new("trace-cmd")
+            .args(["report", "-i"])
+            .arg(p)
+            .output()
+            .map(|o| o.stdout)
+            .ok()
+    };
+    let before = report(&path);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    Writer::recover(f).unwrap().finish(None, &[]).unwrap();
+    let len2 = std::fs::metadata(&path).unwrap().len();
+    assert!(
+        len2 < (pages + 64) * 4096,
+        "compact after recovery: {len2} bytes for {pages} pages"
+    );
+    let mut again = TraceDat::open(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut pages2 = 0;
+    for i in 0..again.meta.buffers[0].cpus.len() {
+        pages2 += again.pages(0, i).unwrap().map(Result::unwrap).count() as u64;
+    }
+    assert_eq!(pages2, pages);
+    assert_eq!(
+        report(&path),
+        before,
+        "trace-cmd reports the recovered file as the killed one"
+    );
+    // finishing again is harmless (same bytes); once it has CPU stats, a
+    // file is finished and refused
+    let open = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap()
+    };
+    let done = std::fs::read(&path).unwrap();
+    Writer::recover(open()).unwrap().finish(None, &[]).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), done);
+    let stats = ["CPU: 0\n".to_string(), "CPU: 1\n".to_string()];
+    Writer::recover(open())
+        .unwrap()
+        .finish(None, &stats)
+        .unwrap();
+    let e = Writer::recover(open()).unwrap_err().to_string();
+    assert!(
+        e.starts_with("bad trace.dat: not an unfinished ktrace recording"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
