@@ -4,7 +4,8 @@
 //! flyrecord section with each CPU's pages page-aligned, a second options
 //! section with the BUFFER option, and the strings section, in the order
 //! trace-cmd 3.1 writes them. Uncompressed, or zstd (metadata sections
-//! compressed whole, CPU data in chunks) through ruzstd. Recording goes
+//! compressed whole, CPU data in chunks) through ruzstd, or zlib through
+//! miniz_oxide. Recording goes
 //! through the version 6 [`crate::Writer`] (its layout survives a kill); this
 //! converts to version 7 for readers that want it.
 
@@ -21,8 +22,23 @@ pub enum Compress7 {
     /// "none".
     None,
     /// "zstd", with the version string written in the file (trace-cmd
-    /// writes its libzstd's, e.g. "1.5.4").
+    /// writes its libzstd's, e.g. "1.5.4"; 3.1.6 does not check it).
     Zstd(&'static str),
+    /// "zlib" (RFC 1950 streams through miniz_oxide), with its version
+    /// string; Debian's trace-cmd 3.1.6 is built without zlib.
+    Zlib(&'static str),
+}
+
+impl Compress7 {
+    fn compress(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            Compress7::None => data.to_vec(),
+            Compress7::Zstd(_) => {
+                ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+            }
+            Compress7::Zlib(_) => miniz_oxide::deflate::compress_to_vec_zlib(data, 6),
+        }
+    }
 }
 
 struct Out<W> {
@@ -82,7 +98,8 @@ impl<W: Write + Seek> Out<W> {
         Ok(())
     }
     /// A section; returns its offset.
-    fn section(&mut self, id: u16, desc: &str, body: &[u8], zstd: bool) -> Result<u64, Error> {
+    fn section(&mut self, id: u16, desc: &str, body: &[u8], comp: Compress7) -> Result<u64, Error> {
+        let zstd = comp != Compress7::None;
         let at = self.pos;
         let sid = self.string_id(desc);
         let mut h = Vec::with_capacity(16);
@@ -90,10 +107,7 @@ impl<W: Write + Seek> Out<W> {
         h.extend_from_slice(&self.n16(u16::from(zstd)));
         h.extend_from_slice(&self.n32(sid));
         if zstd {
-            let c = ruzstd::encoding::compress_to_vec(
-                body,
-                ruzstd::encoding::CompressionLevel::Fastest,
-            );
+            let c = comp.compress(body);
             h.extend_from_slice(&self.n64(8 + c.len() as u64));
             self.raw(&h)?;
             let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(body.len())?));
@@ -107,6 +121,10 @@ impl<W: Write + Seek> Out<W> {
         }
         Ok(at)
     }
+}
+
+fn zstd_name(c: Compress7) -> bool {
+    matches!(c, Compress7::Zstd(_))
 }
 
 fn len32(n: usize) -> Result<u32, Error> {
@@ -140,7 +158,7 @@ pub fn write_v7<W: Write + Seek>(
     if !(64..=(1 << 24)).contains(&ps) {
         return Err(Error::Usage(format!("page size {ps} is implausible")));
     }
-    let zstd = matches!(compress, Compress7::Zstd(_));
+    let zstd = compress != Compress7::None;
     let mut o = Out {
         w,
         e,
@@ -154,8 +172,12 @@ pub fn write_v7<W: Write + Seek>(
     b.extend_from_slice(&o.n32(header.page_size));
     match compress {
         Compress7::None => b.extend_from_slice(b"none\0\0"),
-        Compress7::Zstd(v) => {
-            b.extend_from_slice(b"zstd\0");
+        Compress7::Zstd(v) | Compress7::Zlib(v) => {
+            b.extend_from_slice(if zstd_name(compress) {
+                b"zstd\0"
+            } else {
+                b"zlib\0"
+            });
             b.extend_from_slice(v.as_bytes());
             b.push(0);
         }
@@ -173,7 +195,7 @@ pub fn write_v7<W: Write + Seek>(
         (option::PRINTK, "printk", &m.printk),
         (option::CMDLINES, "command lines", &m.cmdlines),
     ] {
-        offsets.push((id, o.section(id, desc, body, zstd)?));
+        offsets.push((id, o.section(id, desc, body, compress)?));
     }
     // first options section: where the metadata is, clock, uname, stats
     let mut opts = Vec::new();
@@ -202,7 +224,7 @@ pub fn write_v7<W: Write + Seek>(
     opt(&mut opts, e, option::CPUCOUNT, &o.n32(len32(cpus.len())?))?;
     let done_at_in_opts = opts.len() + 6;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts1 = o.section(option::DONE, "options", &opts, false)?;
+    let opts1 = o.section(option::DONE, "options", &opts, Compress7::None)?;
     o.patch_u64(first_opt_at, opts1)?;
     let done1 = opts1 + 16 + done_at_in_opts as u64;
     // the buffer flyrecord section: header, padding, each CPU page-aligned
@@ -230,10 +252,7 @@ pub fn write_v7<W: Write + Seek>(
             let n = o.n32(len32(chunks.len())?);
             o.raw(&n)?;
             for c in chunks {
-                let z = ruzstd::encoding::compress_to_vec(
-                    c,
-                    ruzstd::encoding::CompressionLevel::Fastest,
-                );
+                let z = compress.compress(c);
                 let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(c.len())?));
                 o.raw(&cl)?;
                 o.raw(&ul)?;
@@ -269,7 +288,7 @@ pub fn write_v7<W: Write + Seek>(
     let mut opts = Vec::new();
     opt(&mut opts, e, option::BUFFER, &bo)?;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts2 = o.section(option::DONE, "options", &opts, false)?;
+    let opts2 = o.section(option::DONE, "options", &opts, Compress7::None)?;
     o.patch_u64(done1, opts2)?;
     let sid = o.string_id("strings");
     let strings = std::mem::take(&mut o.strings);

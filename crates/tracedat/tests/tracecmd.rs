@@ -257,6 +257,7 @@ fn version_7_written_here_reports_identically() {
         for (tag, comp) in [
             ("none", Compress7::None),
             ("zstd", Compress7::Zstd("1.5.4")),
+            ("zlib", Compress7::Zlib("1.2.13")),
         ] {
             let out = write_v7(
                 Cursor::new(Vec::new()),
@@ -271,7 +272,13 @@ fn version_7_written_here_reports_identically() {
             // our reader
             let mut back = TraceDat::open(Cursor::new(out.clone())).unwrap();
             assert_eq!(back.meta.version, 7);
-            assert_eq!(back.meta.compression.is_some(), tag == "zstd");
+            assert_eq!(
+                back.meta
+                    .compression
+                    .as_ref()
+                    .map_or("none", |c| c.0.name()),
+                tag
+            );
             assert_eq!(back.meta.systems, dat.meta.systems);
             assert_eq!(back.meta.kallsyms, dat.meta.kallsyms);
             assert_eq!(back.meta.cmdlines, dat.meta.cmdlines);
@@ -281,7 +288,8 @@ fn version_7_written_here_reports_identically() {
                 let got: Vec<u8> = back.pages(0, i).unwrap().flat_map(Result::unwrap).collect();
                 assert_eq!(&got, b, "{name} {tag} cpu index {i}");
             }
-            if tc {
+            // Debian's trace-cmd 3.1.6 has no zlib: our reader is the check
+            if tc && tag != "zlib" {
                 let path = dir.join(format!("{name}-{tag}.dat"));
                 std::fs::write(&path, &out).unwrap();
                 let r = Command::new("trace-cmd")
