@@ -5,6 +5,7 @@
 //! work lives in the `ktrace-*` library crates.
 
 mod cmd;
+mod kview;
 mod resolve;
 mod session;
 mod source;

@@ -94,7 +94,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let signals = Signals::catch()?;
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
-    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
+    let view = ktrace_symbols::KernelView::running(Some(&root));
+    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &view)?;
     crate::resolve::create(&mut sess, probes)?;
     let inst = sess.create_instance()?.clone();
     if let Some(kb) = args.buffer_size {
@@ -231,7 +232,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let uprobes = sess
         .probes()
         .iter()
-        .filter(|p| p.kind == ktrace_tracefs::ProbeKind::Uprobe)
+        .filter(|p| p.kind().is_uprobe())
         .count();
     if uprobes >= 20 {
         // Measured on 6.18: each enabled uprobe costs ~40-50 ms to switch off

@@ -1,0 +1,718 @@
+//! The convenience syntax of `ktrace trace`: user specs → definitions in the
+//! kernel's own language, ready to be checked once by ktrace-probe.
+//!
+//! Every definition the kernel accepts (kprobetrace.rst, uprobetracer.rst)
+//! passes through unchanged. On top of that, ktrace accepts:
+//!
+//! - a bare place: `do_sys_openat2 dfd=%di` means `p do_sys_openat2 dfd=%di`;
+//! - `SYM%return` (or `r SYM`): a return probe;
+//! - `PATH:SYMBOL[+OFF]` and `LIB:SYMBOL[+OFF]` (`libc:getenv`): a uprobe,
+//!   the symbol turned into the kernel's file offset by
+//!   `ktrace_symbols::library` (ld.so.cache, or the maps of `-p PID`);
+//! - kernel wildcards (`vfs_*`, `MOD:glob`): one probe per function that
+//!   `ktrace_symbols::probeable` finds a kprobe event can take;
+//! - `argN` (1-based) in arguments: the architecture's N-th integer argument
+//!   register (`arg2` → `%si` on x86_64, `%x1` on arm64); `$argN` on uprobes,
+//!   which the kernel lacks, likewise.
+//!
+//! A spec is split into its words here (the one reading of the user's text);
+//! what comes out is kernel syntax for ktrace-probe's parser, plus the
+//! kernel symbol names the check will ask about. It writes nothing and does
+//! not check the kernel's language; it reads ld.so.cache, ELF files and the
+//! kernel view (for wildcards and module names).
+
+use anyhow::{Context, bail};
+use ktrace_probe::Arch;
+use ktrace_symbols::KernelView;
+use ktrace_symbols::glob;
+use ktrace_symbols::probeable::{self, Exclusion};
+use std::path::PathBuf;
+
+/// Where ld.so.cache lives.
+pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+
+/// `ktrace trace --help`: the conveniences, examples and exit codes.
+pub const TRACE_HELP: &str = "\
+Definitions (each checked by ktrace's copy of the kernel's parser before anything is written):
+  p:EV SYM[+OFF] ARGS...     any kernel form works verbatim (p, r, rN, PATH:0xOFF, MOD:SYM, e:, f:, t:)
+  SYM ARGS...                a bare symbol is an entry probe: 'do_sys_openat2 dfd=%di'
+  SYM%return / r SYM         a return probe; rN:EV SYM for maxactive N
+  PATH:SYMBOL[+OFF]          a uprobe on an ELF symbol (symtab or dynsym, PIE or not): '/bin/bash:readline'
+  LIB:SYMBOL                 a uprobe in a library found through -p PID's maps or ld.so.cache: 'libc:getenv'
+  GLOB / MOD:GLOB            one kprobe per function a kprobe event can take ('vfs_*'); the kprobe
+                             blacklist, notrace and non-unique functions are left out and counted
+  argN (N from 1)            the N-th integer argument register of this architecture
+                             (x86_64: arg1=%di arg2=%si ...; arm64: arg1=%x0 ...); $argN too on uprobes
+
+Examples:
+  ktrace trace do_sys_openat2 dfd=arg1 'filename=+0(arg2):ustring'
+  ktrace trace 'r16:openret do_sys_openat2%return' 'ret=$retval:s64' -d 5
+  ktrace trace 'p:w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32'   (arm64; %di on x86_64)
+  ktrace trace 'do_sys_openat2 fn=+0(arg2):ustring' -f 'fn == \"/etc/hostname\"'
+  ktrace trace 'vfs_*' -d 2 -n 100
+  ktrace trace do_sys_openat2 --stack -n 5
+  ktrace trace 'libc:getenv name=+0(arg1):string' -- /usr/bin/env true
+  ktrace trace '/bin/bash:readline%return line=+0($retval):string' -p $$
+
+Exit codes:
+  0    done (duration, count, the command's exit, or Ctrl-C)
+  1    an error: a rejected definition (with the kernel's message and a caret), a kernel refusal, I/O
+  2    a usage error (bad flags)
+  128+N  stopped by signal N other than SIGINT (SIGTERM: 143, SIGHUP: 129)
+";
+
+/// One user spec split into its parts (nothing resolved yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    /// `p`, `r` or `rN`.
+    pub kind: String,
+    /// `EVENT` or `GROUP/EVENT`, when written.
+    pub name: Option<String>,
+    /// The probed place, `%return` removed.
+    pub place: String,
+    /// The fetch arguments, verbatim.
+    pub args: Vec<String>,
+}
+
+impl Spec {
+    /// The kernel symbol names a check of this spec asks about: the probed
+    /// symbol (without `MOD:` and `+OFF`) and every `@SYM` of the arguments.
+    pub fn kernel_symbols(&self) -> Vec<String> {
+        let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+        let take = |s: &str| -> String { s.chars().take_while(|&c| is_name(c)).collect() };
+        let mut out = Vec::new();
+        let place = self
+            .place
+            .rsplit_once(':')
+            .map_or(self.place.as_str(), |(_, s)| s);
+        let name = take(place);
+        if !name.is_empty() {
+            out.push(name);
+        }
+        for a in &self.args {
+            for (i, _) in a.match_indices('@') {
+                let name = take(&a[i + 1..]);
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What kind of place a spec names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// A kernel place the kernel reads itself: `SYM[+OFF]`, `MOD:SYM`, `0xADDR`.
+    Kernel,
+    /// A kernel wildcard to expand.
+    KernelGlob,
+    /// A uprobe already in the kernel's `PATH:OFFSET` form.
+    UserOffset,
+    /// `PATH:SYMBOL` or `LIB:SYMBOL` to resolve.
+    UserSymbol,
+}
+
+fn is_kind_token(k: &str) -> bool {
+    k == "p" || (k.starts_with('r') && k[1..].chars().all(|c| c.is_ascii_digit()))
+}
+
+/// Splits one spec. `None` for definitions passed through untouched
+/// (event probes `e:`, fprobes `f:`, tracepoint probes `t:`, removals `-:`).
+pub fn split(spec: &str) -> anyhow::Result<Option<Spec>> {
+    let mut words = spec.split_whitespace();
+    let Some(first) = words.next() else {
+        bail!("empty probe definition");
+    };
+    let (head, name) = match first.split_once(':') {
+        Some((k, n)) if is_kind_token(k) => (Some(k), Some(n)),
+        Some(("e" | "f" | "t" | "-", _)) => return Ok(None),
+        _ if is_kind_token(first) => (Some(first), None),
+        _ if matches!(first, "e" | "f" | "t") => return Ok(None),
+        _ => (None, None),
+    };
+    let place = match head {
+        Some(_) => words
+            .next()
+            .with_context(|| format!("{spec:?}: no probe place after {first:?}"))?,
+        None => first,
+    };
+    let mut kind = head.unwrap_or("p").to_string();
+    let place = match place.strip_suffix("%return") {
+        Some(p) => {
+            if kind == "p" {
+                kind = "r".to_string();
+            }
+            p
+        }
+        None => place,
+    };
+    if place.is_empty() {
+        bail!("{spec:?}: empty probe place");
+    }
+    if let Some(n) = name
+        && n.is_empty()
+    {
+        bail!("{spec:?}: empty event name after ':'");
+    }
+    Ok(Some(Spec {
+        kind,
+        name: name.map(str::to_string),
+        place: place.to_string(),
+        args: words.map(str::to_string).collect(),
+    }))
+}
+
+/// Classifies a place. `is_module` says whether a name is a loaded kernel
+/// module (for `MOD:SYM` against `LIB:SYM`).
+pub fn classify(place: &str, is_module: &dyn Fn(&str) -> bool) -> Place {
+    // The kernel splits `PATH:OFFSET` at the last ':' (a path may hold ':').
+    if let Some((_, off)) = place.rsplit_once(':')
+        && off.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Place::UserOffset;
+    }
+    match place.split_once(':') {
+        Some((file, rest)) => {
+            if !file.contains('/') && is_module(file) {
+                if glob::is_glob(rest) {
+                    Place::KernelGlob
+                } else {
+                    Place::Kernel
+                }
+            } else {
+                Place::UserSymbol
+            }
+        }
+        None if glob::is_glob(place) => Place::KernelGlob,
+        None => Place::Kernel,
+    }
+}
+
+/// Replaces `argN` (1-based, not part of a longer name) with the N-th
+/// argument register of `arch`; with `dollar` also `$argN`. The kernel's
+/// auto name for an unnamed bare `argN` is kept by naming it `argN=`.
+pub fn map_args(arg: &str, arch: Arch, dollar: bool) -> anyhow::Result<String> {
+    let regs = arch.arg_registers();
+    let (name, value) = match arg.split_once('=') {
+        Some((n, v)) => (Some(n), v),
+        None => (None, arg),
+    };
+    let bytes = value.as_bytes();
+    let mut out = String::with_capacity(value.len());
+    let mut i = 0;
+    let mut changed = false;
+    while i < value.len() {
+        let rest = &value[i..];
+        let prev = if i == 0 { None } else { Some(bytes[i - 1]) };
+        let (skip, is_dollar) = if dollar && rest.starts_with("$arg") {
+            (4, true)
+        } else if rest.starts_with("arg") {
+            (3, false)
+        } else {
+            (0, false)
+        };
+        let boundary = !prev.is_some_and(|p| p.is_ascii_alphanumeric() || p == b'_' || p == b'$')
+            || is_dollar && prev != Some(b'$');
+        if skip > 0 && boundary {
+            let digits: String = rest[skip..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit())
+                .collect();
+            let after = rest[skip + digits.len()..].chars().next();
+            let ends = !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !digits.is_empty() && ends {
+                let n: usize = digits.parse().unwrap_or(0);
+                let reg = n
+                    .checked_sub(1)
+                    .and_then(|k| regs.get(k))
+                    .with_context(|| {
+                        format!(
+                            "{arg:?}: arg{digits} is not one of the {} argument registers of {arch} (arg1..arg{})",
+                            regs.len(),
+                            regs.len()
+                        )
+                    })?;
+                out.push('%');
+                out.push_str(reg);
+                i += skip + digits.len();
+                changed = true;
+                continue;
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    Ok(match name {
+        Some(n) => format!("{n}={out}"),
+        None if changed && (value.starts_with("arg") || value.starts_with("$arg")) => {
+            let auto = value.trim_start_matches('$');
+            let auto: String = auto.split(':').next().unwrap_or(auto).to_string();
+            if auto.chars().skip(3).all(|c| c.is_ascii_digit()) {
+                format!("{auto}={out}")
+            } else {
+                out
+            }
+        }
+        None => out,
+    })
+}
+
+/// Whether a command-line word is a fetch argument rather than the start of
+/// a definition: `NAME=...`, or `$...`, `%...`, `+...`, `@...` (no probe place
+/// or definition head starts so).
+fn is_arg_word(w: &str) -> bool {
+    let first = w.split_whitespace().next().unwrap_or("");
+    first.contains('=') || first.starts_with(['$', '%', '+', '@'])
+}
+
+/// Joins command-line words into definitions: a word that is a fetch
+/// argument belongs to the definition before it, so
+/// `ktrace trace do_sys_openat2 dfd=arg1` is one probe with one argument.
+pub fn join_words(words: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for w in words {
+        if let Some(c) = w.chars().find(|c| c.is_control()) {
+            bail!(
+                "{w:?} contains a newline or another control character ({c:?}); \
+                 each definition must be one line, and nothing was written"
+            );
+        }
+        if is_arg_word(w) {
+            let Some(last) = out.last_mut() else {
+                bail!("{w:?} looks like a probe argument, but no definition comes before it");
+            };
+            last.push(' ');
+            last.push_str(w.trim());
+        } else {
+            out.push(w.trim().to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// A spec turned into kernel syntax, not yet checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The user's spec it came from.
+    pub input: String,
+    /// The definition in the kernel's language (any group is replaced later).
+    pub line: String,
+    /// The event name to use when the line names none (a convenience's
+    /// choice, e.g. `p_getenv` for `libc:getenv`); ktrace's kernel-like
+    /// name otherwise.
+    pub auto_name: Option<String>,
+    /// Kernel symbol names the check asks about.
+    pub symbols: Vec<String>,
+}
+
+/// What a resolution found besides the definitions.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// The definitions, in order.
+    pub defs: Vec<Resolved>,
+    /// Notes for the user (skipped rules, excluded functions, resolutions).
+    pub notes: Vec<String>,
+}
+
+/// Resolves user specs.
+pub struct Resolver<'k> {
+    /// Architecture of the running kernel.
+    pub arch: Arch,
+    /// `-p PID`: its maps find libraries first.
+    pub pid: Option<u32>,
+    /// ld.so.cache.
+    pub ldcache: PathBuf,
+    /// The kernel view (module names, wildcard expansion).
+    pub kernel: &'k KernelView,
+    /// The session's group: every definition is put there (a group the user
+    /// wrote is replaced; the event name is kept).
+    pub group: String,
+}
+
+/// The event of a written `EVENT` or `GROUP/EVENT` name.
+fn event_part(name: &str) -> &str {
+    name.rsplit_once('/').map_or(name, |(_, e)| e)
+}
+
+impl Resolver<'_> {
+    /// An event probe (`e[:[GROUP/]EVENT] ...`), passed through otherwise
+    /// verbatim, is put into the session's group; other pass-through lines
+    /// stay as they are (the check refuses what ktrace cannot create).
+    fn regroup_passthrough(&self, line: &str) -> String {
+        let (head, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let name = match head.strip_prefix("e:") {
+            Some(n) => n,
+            None if head == "e" => "",
+            None => return line.to_string(),
+        };
+        format!(
+            "e:{}/{} {}",
+            self.group,
+            event_part(name),
+            rest.trim_start()
+        )
+    }
+
+    /// Resolves every spec; the first failure stops with its reason.
+    pub fn resolve(&self, specs: &[String]) -> anyhow::Result<Outcome> {
+        let mut out = Outcome::default();
+        for input in &join_words(specs)? {
+            self.resolve_one(input, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn resolve_one(&self, input: &str, out: &mut Outcome) -> anyhow::Result<()> {
+        let Some(spec) = split(input)? else {
+            out.defs.push(Resolved {
+                input: input.to_string(),
+                line: self.regroup_passthrough(input.trim()),
+                auto_name: None,
+                symbols: Vec::new(),
+            });
+            return Ok(());
+        };
+        let place = classify(&spec.place, &|m| self.kernel.is_module(m));
+        let user = matches!(place, Place::UserOffset | Place::UserSymbol);
+        let args = spec
+            .args
+            .iter()
+            .map(|a| map_args(a, self.arch, user || !self.arch.has_arg_access()))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let line = |place: &str| {
+            let mut s = format!(
+                "{}:{}/{} {place}",
+                spec.kind,
+                self.group,
+                spec.name.as_deref().map_or("", event_part)
+            );
+            for a in &args {
+                s.push(' ');
+                s.push_str(a);
+            }
+            s
+        };
+        let symbols = if user {
+            Vec::new()
+        } else {
+            spec.kernel_symbols()
+        };
+        match place {
+            Place::Kernel | Place::UserOffset => out.defs.push(Resolved {
+                input: input.to_string(),
+                line: line(&spec.place),
+                auto_name: None,
+                symbols,
+            }),
+            Place::UserSymbol => {
+                let up = ktrace_symbols::library::resolve_user_probe(
+                    &spec.place,
+                    self.pid,
+                    &self.ldcache,
+                )
+                .with_context(|| format!("cannot resolve {:?}", spec.place))?;
+                let location = up.to_kernel_location();
+                out.notes.push(format!(
+                    "{} -> {location} ({} at {:#x})",
+                    spec.place, up.target.symbol.name, up.target.vaddr
+                ));
+                let symbol = spec.place.rsplit_once(':').map_or("", |(_, s)| s);
+                out.defs.push(Resolved {
+                    input: input.to_string(),
+                    line: line(&location),
+                    auto_name: Some(ktrace_probe::naming::sanitize(&format!(
+                        "{}_{symbol}",
+                        &spec.kind[..1]
+                    ))),
+                    symbols,
+                });
+            }
+            Place::KernelGlob => {
+                if spec.name.is_some() {
+                    bail!(
+                        "{input:?}: a wildcard makes one event per function; leave out the event name"
+                    );
+                }
+                let ks = self.kernel.kallsyms().map_err(|e| {
+                    anyhow::anyhow!("kernel symbols are needed to expand a wildcard: {e}")
+                })?;
+                let rules = self.kernel.rules();
+                let exp = probeable::expand(ks, &rules, &spec.place);
+                for r in &exp.skipped_rules {
+                    out.notes.push(format!("rule not checked: {r}"));
+                }
+                let count =
+                    |f: fn(&Exclusion) -> bool| exp.excluded.iter().filter(|(_, w)| f(w)).count();
+                out.notes.push(format!(
+                    "{:?}: {} functions; left out {} blacklisted, {} notrace, {} not unique, {} preambles",
+                    spec.place,
+                    exp.accepted.len(),
+                    count(|w| matches!(w, Exclusion::Blacklisted(_))),
+                    count(|w| matches!(w, Exclusion::Notrace)),
+                    count(|w| matches!(w, Exclusion::NotUnique(_))),
+                    count(|w| matches!(w, Exclusion::Preamble)),
+                ));
+                if exp.accepted.is_empty() {
+                    bail!(
+                        "{:?} matches no function a kprobe can take (see `ktrace list {:?} --verbose`)",
+                        spec.place,
+                        spec.place
+                    );
+                }
+                for sym in exp.accepted {
+                    let place = match &sym.module {
+                        Some(m) => format!("{m}:{}", sym.name),
+                        None => sym.name.clone(),
+                    };
+                    let mut symbols = symbols.clone();
+                    symbols.push(sym.name.clone());
+                    out.defs.push(Resolved {
+                        input: input.to_string(),
+                        line: line(&place),
+                        auto_name: None,
+                        symbols,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_table() {
+        for (spec, want) in [
+            ("do_sys_openat2", Some(("p", None, "do_sys_openat2", 0))),
+            (
+                "do_sys_openat2%return $retval",
+                Some(("r", None, "do_sys_openat2", 1)),
+            ),
+            (
+                "r16:ev do_sys_openat2%return",
+                Some(("r16", Some("ev"), "do_sys_openat2", 0)),
+            ),
+            (
+                "p:g/ev vfs_read+4 a=%di b=%si",
+                Some(("p", Some("g/ev"), "vfs_read+4", 2)),
+            ),
+            ("r vfs_read", Some(("r", None, "vfs_read", 0))),
+            ("libc:getenv%return", Some(("r", None, "libc:getenv", 0))),
+            ("/bin/bash:0x4a20", Some(("p", None, "/bin/bash:0x4a20", 0))),
+            ("e:ev sched/sched_switch", None),
+            ("-:ev", None),
+            ("t sched_switch", None),
+        ] {
+            let got = split(spec).unwrap();
+            let got = got.as_ref().map(|s| {
+                (
+                    s.kind.as_str(),
+                    s.name.as_deref(),
+                    s.place.as_str(),
+                    s.args.len(),
+                )
+            });
+            assert_eq!(got, want, "{spec}");
+        }
+        for bad in ["", "p", "p: vfs_read", "%return"] {
+            assert!(split(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn words_join_into_definitions() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            join_words(&w(&[
+                "do_sys_openat2",
+                "dfd=arg1",
+                "filename=+0(arg2):ustring",
+                "r vfs_read",
+                "$retval",
+                "p:x 0xffffffff81000000",
+                "%di",
+                "+0(%si):u32",
+                "@jiffies",
+            ]))
+            .unwrap(),
+            [
+                "do_sys_openat2 dfd=arg1 filename=+0(arg2):ustring",
+                "r vfs_read $retval",
+                "p:x 0xffffffff81000000 %di +0(%si):u32 @jiffies",
+            ]
+        );
+        assert!(join_words(&w(&["x=%di", "vfs_read"])).is_err());
+    }
+
+    #[test]
+    fn classify_table() {
+        let module = |m: &str| m == "ext4";
+        for (place, want) in [
+            ("vfs_read", Place::Kernel),
+            ("vfs_read+0x10", Place::Kernel),
+            ("0xffffffff81000000", Place::Kernel),
+            ("vfs_*", Place::KernelGlob),
+            ("ext4:ext4_file_open", Place::Kernel),
+            ("ext4:ext4_*", Place::KernelGlob),
+            ("/bin/bash:0x9a4f0", Place::UserOffset),
+            ("/tmp/adv/a:b/hot:0x1250", Place::UserOffset),
+            ("/tmp/adv/a:b/hot:main", Place::UserSymbol),
+            ("/bin/bash:123(0x10)", Place::UserOffset),
+            ("/bin/bash:readline", Place::UserSymbol),
+            ("libc:getenv", Place::UserSymbol),
+            ("./a.out:main+4", Place::UserSymbol),
+        ] {
+            assert_eq!(classify(place, &module), want, "{place}");
+        }
+    }
+
+    #[test]
+    fn map_args_table() {
+        for (arch, arg, dollar, want) in [
+            (Arch::X86_64, "dfd=arg1", false, "dfd=%di"),
+            (
+                Arch::X86_64,
+                "filename=+0(arg2):ustring",
+                false,
+                "filename=+0(%si):ustring",
+            ),
+            (
+                Arch::Arm64,
+                "filename=+0(arg2):ustring",
+                false,
+                "filename=+0(%x1):ustring",
+            ),
+            (
+                Arch::Arm64,
+                "wo_type=+0(arg1):u32",
+                false,
+                "wo_type=+0(%x0):u32",
+            ),
+            (Arch::X86_64, "arg3", false, "arg3=%dx"),
+            (Arch::X86_64, "arg3:x32", false, "arg3=%dx:x32"),
+            (Arch::X86_64, "x=$arg1", false, "x=$arg1"),
+            (Arch::X86_64, "x=$arg1", true, "x=%di"),
+            (Arch::X86_64, "$arg2", true, "arg2=%si"),
+            (Arch::X86_64, "argv=%di", false, "argv=%di"),
+            (Arch::X86_64, "x=@myarg1", false, "x=@myarg1"),
+            (Arch::X86_64, "x=+8(%sp):u64", false, "x=+8(%sp):u64"),
+            (Arch::X86_64, "x=+0(arg1):string", true, "x=+0(%di):string"),
+            (Arch::X86_64, "x=arg10a", false, "x=arg10a"),
+            (Arch::I386, "x=arg3", false, "x=%cx"),
+        ] {
+            assert_eq!(map_args(arg, arch, dollar).unwrap(), want, "{arch} {arg}");
+        }
+        let e = map_args("x=arg7", Arch::X86_64, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("arg1..arg6"), "{e}");
+        assert!(map_args("x=arg0", Arch::X86_64, false).is_err());
+    }
+
+    #[test]
+    fn resolver_passes_kernel_forms_and_maps_args() {
+        let dir = std::env::temp_dir().join(format!("ktrace_spec_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let view = KernelView::running(None).with_kallsyms_file(&dir.join("none"));
+        let r = Resolver {
+            arch: Arch::Arm64,
+            pid: None,
+            ldcache: PathBuf::from(LD_SO_CACHE),
+            kernel: &view,
+            group: "ktrace_g".to_string(),
+        };
+        let out = r
+            .resolve(&[
+                "p:myev do_sys_openat2 dfd=%x0".to_string(),
+                "do_sys_openat2 dfd=arg1 filename=+0(arg2):ustring".to_string(),
+                "do_sys_openat2%return $retval".to_string(),
+                "p:w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32".to_string(),
+                "r8 do_sys_openat2".to_string(),
+                "e:ev sched/sched_switch".to_string(),
+            ])
+            .unwrap();
+        let defs: Vec<&str> = out.defs.iter().map(|d| d.line.as_str()).collect();
+        assert_eq!(
+            defs,
+            [
+                "p:ktrace_g/myev do_sys_openat2 dfd=%x0",
+                "p:ktrace_g/ do_sys_openat2 dfd=%x0 filename=+0(%x1):ustring",
+                "r:ktrace_g/ do_sys_openat2 $retval",
+                "p:ktrace_g/w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32",
+                "r8:ktrace_g/ do_sys_openat2",
+                "e:ktrace_g/ev sched/sched_switch",
+            ]
+        );
+        // Every rewritten line is one the kernel's language accepts.
+        for d in &defs[..5] {
+            let c = ktrace_probe::check_line(
+                d,
+                ktrace_probe::Target::new(Arch::Arm64),
+                &ktrace_probe::Offline,
+            );
+            assert!(c.accepted(), "{d}: {:?}", c.definition);
+        }
+        let e = r.resolve(&["vfs_*".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("kernel symbols"), "{e}");
+        assert_eq!(
+            out.defs[1].symbols,
+            ["do_sys_openat2"],
+            "the probed symbol, for the check's kallsyms count"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn wildcard_expansion_uses_probeable_rules() {
+        // A kallsyms excerpt of Debian's 6.1 x86_64 kernel layout (names and
+        // types as /proc/kallsyms prints them).
+        let dir = std::env::temp_dir().join(format!("ktrace_glob_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ks = dir.join("kallsyms");
+        std::fs::write(
+            &ks,
+            "ffffffff81100000 T vfs_read\nffffffff81100100 T vfs_write\n\
+             ffffffff81100200 t __pfx_vfs_open\nffffffff81100210 T vfs_open\n\
+             ffffffff81200000 D vfs_data\nffffffff81300000 t dup\nffffffff81300010 t dup\n",
+        )
+        .unwrap();
+        let view = KernelView::running(None).with_kallsyms_file(&ks);
+        let r = Resolver {
+            arch: Arch::X86_64,
+            pid: None,
+            ldcache: PathBuf::from(LD_SO_CACHE),
+            kernel: &view,
+            group: "ktrace_g".to_string(),
+        };
+        let out = r
+            .resolve(&["vfs_* a=arg1".to_string(), "r d*".to_string()])
+            .unwrap_err();
+        assert!(
+            out.to_string().contains("\"d*\" matches no function"),
+            "{out}"
+        );
+        let out = r.resolve(&["vfs_* a=arg1".to_string()]).unwrap();
+        let defs: Vec<&str> = out.defs.iter().map(|d| d.line.as_str()).collect();
+        assert_eq!(
+            defs,
+            [
+                "p:ktrace_g/ vfs_read a=%di",
+                "p:ktrace_g/ vfs_write a=%di",
+                "p:ktrace_g/ vfs_open a=%di"
+            ]
+        );
+        assert!(
+            out.notes.iter().any(|n| n.contains("blacklist")),
+            "{:?}",
+            out.notes
+        );
+        assert!(r.resolve(&["p:x vfs_*".to_string()]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
