@@ -1,7 +1,10 @@
 # Guest script for tests/kernel/run: checks `ktrace list` against the real
 # kernel's verdicts, and brings back the tables it used as fixtures.
 #
-#   tests/kernel/run --arch x86_64 --script crates/symbols/tests/guest/50-symbols.sh --out DIR
+#   tests/kernel/run --arch x86_64 --script tests/kernel/guest/55-symbols.sh --out DIR
+#
+# It also runs with the other guest scripts by default; the tables come back
+# in $KTEST_OUT/symbols either way.
 #
 # For a sample of the functions `ktrace list` accepts, and of those it
 # excludes for each reason, it writes a kprobe to kprobe_events and records
