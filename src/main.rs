@@ -17,6 +17,7 @@ pub(crate) use say;
 
 mod cli;
 mod cmd;
+mod kview;
 mod output;
 mod resolve;
 mod session;

@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Once};
 
 use anyhow::Context;
+use ktrace_probe::{ProbeDef, ProbeKind};
 use ktrace_tracefs::{
-    DynEvents, Instance, ProbeKind, SessionName, discover, dynevent, owner, profile,
+    DynEvents, Instance, NewEvent, ProbeFile, SessionName, discover, owner, profile,
 };
 
 /// Sessions of this process not yet torn down: what the panic hook cleans.
@@ -123,15 +124,43 @@ impl Signals {
     }
 }
 
-/// One probe of the session.
-#[derive(Debug, Clone)]
+/// One probe of the session: its checked, typed definition (group = the
+/// session's name, event named by `resolve::build`). The text written to the
+/// kernel is rendered from it; nothing re-parses it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
+    /// The definition.
+    pub def: ProbeDef,
+}
+
+impl Probe {
+    /// A probe of `def` (already in the session's group).
+    pub fn new(def: ProbeDef) -> Self {
+        Self { def }
+    }
+
     /// Event name inside the session's group.
-    pub event: String,
-    /// Kernel or user probe.
-    pub kind: ProbeKind,
+    pub fn event(&self) -> &str {
+        &self.def.event
+    }
+
+    /// The kind and place.
+    pub fn kind(&self) -> &ProbeKind {
+        &self.def.kind
+    }
+
+    /// The probe file a kernel without `dynamic_events` takes it in.
+    pub fn file(&self) -> ProbeFile {
+        match self.def.kind.is_uprobe() {
+            true => ProbeFile::UprobeEvents,
+            false => ProbeFile::KprobeEvents,
+        }
+    }
+
     /// The definition as written to the kernel.
-    pub definition: String,
+    pub fn definition(&self) -> String {
+        ktrace_probe::render::definition(&self.def)
+    }
 }
 
 /// A session: its group and instance share the session's name.
@@ -176,45 +205,28 @@ impl Session {
         &self.probes
     }
 
-    /// Rewrites user definitions into this session's group (keeping the
-    /// user's event name, or making one like the kernel's when none is
-    /// given) without writing anything.
-    pub fn build(&self, defs: &[String]) -> anyhow::Result<Vec<Probe>> {
-        let mut used: Vec<String> = self.probes.iter().map(|p| p.event.clone()).collect();
-        let mut out = Vec::new();
-        for def in defs {
-            let (head, rest) = dynevent::split_head(def)?;
-            let kind = dynevent::kind_of_place(rest);
-            let base = head
-                .event
-                .clone()
-                .unwrap_or_else(|| auto_name(&head.kind, rest));
-            let mut event = base.clone();
-            let mut n = 2;
-            while used.contains(&event) {
-                event = format!("{base}_{n}");
-                n += 1;
-            }
-            used.push(event.clone());
-            let definition = dynevent::render(&head.kind, &self.name, &event, rest);
-            out.push(Probe {
-                event,
-                kind,
-                definition,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Writes `probes` to the kernel. If one is rejected, none stays and the
-    /// error carries the kernel's own message and caret.
+    /// Writes `probes` (named into this session's group by
+    /// `resolve::build`) to the kernel. If one is rejected, none stays and
+    /// the error carries the kernel's own message and caret.
     pub fn create(&mut self, probes: Vec<Probe>) -> anyhow::Result<()> {
-        let mut kinds: Vec<ProbeKind> = probes.iter().map(|p| p.kind).collect();
-        kinds.dedup();
-        for k in kinds {
-            discover::require(&self.root, k)?;
+        let mut files: Vec<ProbeFile> = probes.iter().map(Probe::file).collect();
+        files.sort_by_key(|f| f.name());
+        files.dedup();
+        for f in files {
+            discover::require(&self.root, f)?;
         }
-        let defs: Vec<String> = probes.iter().map(|p| p.definition.clone()).collect();
+        let defs: Vec<NewEvent> = probes
+            .iter()
+            .map(|p| NewEvent {
+                group: p.def.group.clone(),
+                event: p.def.event.clone(),
+                file: p.file(),
+                line: p.definition(),
+            })
+            .collect();
+        if let Some(d) = defs.iter().find(|d| d.group != self.name) {
+            anyhow::bail!("{}: not in this session's group {}", d.line, self.name);
+        }
         DynEvents::new(&self.root).create(&defs)?;
         self.probes.extend(probes);
         Ok(())
@@ -238,8 +250,8 @@ impl Session {
     pub fn set_filter(&self, filter: &str) -> anyhow::Result<()> {
         let inst = self.inst()?;
         for p in &self.probes {
-            inst.set_filter(&self.name, &p.event, filter)
-                .with_context(|| format!("filter on {}", p.event))?;
+            inst.set_filter(&self.name, p.event(), filter)
+                .with_context(|| format!("filter on {}", p.event()))?;
         }
         Ok(())
     }
@@ -248,23 +260,23 @@ impl Session {
     pub fn add_trigger(&self, trigger: &str) -> anyhow::Result<()> {
         let inst = self.inst()?;
         for p in &self.probes {
-            let Err(err) = inst.add_trigger(&self.name, &p.event, trigger) else {
+            let Err(err) = inst.add_trigger(&self.name, p.event(), trigger) else {
                 continue;
             };
             // The kernel logs nothing for a bad trigger filter; its filter
             // file does, so ask it there (own instance, nothing enabled yet).
             let diagnosis = trigger
                 .split_once(" if ")
-                .and_then(|(_, f)| inst.diagnose_filter(&self.name, &p.event, f.trim()));
+                .and_then(|(_, f)| inst.diagnose_filter(&self.name, p.event(), f.trim()));
             return Err(match diagnosis {
                 Some(d) => anyhow::Error::new(d).context(format!(
                     "the kernel rejected the trigger {trigger:?} on {} ({}); its `if` part, \
                      tried as a filter",
-                    p.event,
+                    p.event(),
                     err.errno()
                         .map_or("no errno".into(), |e| format!("errno {e}"))
                 )),
-                None => anyhow::Error::new(err).context(format!("trigger on {}", p.event)),
+                None => anyhow::Error::new(err).context(format!("trigger on {}", p.event())),
             });
         }
         Ok(())
@@ -328,25 +340,6 @@ impl Drop for Session {
     }
 }
 
-/// A name like the kernel's automatic ones: `p_true_0x1234`, `r_vfs_read_0`.
-fn auto_name(kind: &str, rest: &str) -> String {
-    let place = rest.split_whitespace().next().unwrap_or("probe");
-    let letter = kind.chars().next().unwrap_or('p');
-    let place = match place.rsplit_once(':') {
-        Some((path, off)) if path.contains('/') => {
-            let base = path.rsplit('/').next().unwrap_or(path);
-            format!("{base}_{off}")
-        }
-        _ => place.to_string(),
-    };
-    let mut name: String = format!("{letter}_{place}")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    name.truncate(60);
-    name
-}
-
 /// Counts of what a run saw, for the summary.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -365,27 +358,6 @@ impl Tally {
             None => {
                 self.per_event.insert(event.to_string(), 1);
             }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_names_table() {
-        for (kind, rest, want) in [
-            ("p", "/bin/true:0x23d0", "p_true_0x23d0"),
-            (
-                "r",
-                "/usr/lib/libc.so.6:0x1234 $retval",
-                "r_libc_so_6_0x1234",
-            ),
-            ("p", "vfs_read", "p_vfs_read"),
-            ("r16", "do_sys_openat2+0", "r_do_sys_openat2_0"),
-        ] {
-            assert_eq!(auto_name(kind, rest), want);
         }
     }
 }

@@ -24,11 +24,9 @@ use std::time::Duration;
 use anyhow::Context;
 use ktrace_event::{Common, Endian, Events, ProbeKind};
 use ktrace_printer::{
-    Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbol, Symbolizer, TextPrinter,
-    clock_in_ns,
+    Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, Symbolizer, TextPrinter, clock_in_ns,
 };
 use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
-use ktrace_symbols::kallsyms::Kallsyms;
 
 use crate::session::Probe;
 
@@ -102,50 +100,6 @@ impl Batch {
     }
 }
 
-/// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns,
-/// parsed at the first lookup: parsing takes seconds on a slow board and
-/// must not delay enabling the probes (nor compete with it for the CPU).
-struct KallsymsSymbols {
-    table: std::sync::OnceLock<Option<Kallsyms>>,
-}
-
-impl KallsymsSymbols {
-    fn table(&self) -> Option<&Kallsyms> {
-        self.table
-            .get_or_init(
-                || match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
-                    Ok(k) => Some(k),
-                    Err(e) => {
-                        eprintln!(
-                            "ktrace: kernel symbols unavailable ({e}); addresses print as hex"
-                        );
-                        None
-                    }
-                },
-            )
-            .as_ref()
-    }
-}
-
-impl Symbolizer for KallsymsSymbols {
-    fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
-        let l = self.table()?.lookup(addr)?;
-        // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
-        // trampoline page) the kernel finds nothing and prints the address.
-        // Only code symbols cover code addresses (a linker-script data
-        // symbol such as __init_scratch_end must not claim them).
-        if (l.size.is_none() && l.offset > 0) || !l.symbol.is_text() {
-            return None;
-        }
-        Some(Symbol {
-            name: &l.symbol.name,
-            offset: l.offset,
-            size: l.size.unwrap_or(0),
-            module: l.symbol.module.as_deref(),
-        })
-    }
-}
-
 /// The type ids of the `ftrace/kernel_stack` and `ftrace/user_stack` events
 /// (from a `stacktrace` trigger or `options/userstacktrace`): their records
 /// are shown with the event before them but not counted as events. The
@@ -213,10 +167,10 @@ impl Source {
             let path = root
                 .join("events")
                 .join(group)
-                .join(&p.event)
+                .join(p.event())
                 .join("format");
             let text = ktrace_ring::read_whole(&path)?;
-            let kind = ProbeKind::from_dynamic_event(&p.definition);
+            let kind = ProbeKind::from(p.kind());
             kernel_probes |= matches!(kind, ProbeKind::Kprobe | ProbeKind::Kretprobe);
             events
                 .add_with_kind(group, &text, kind)
@@ -240,9 +194,8 @@ impl Source {
         }
         let events: &'static Events = Box::leak(Box::new(events));
         let symbols: &'static dyn Symbolizer = if kernel_probes {
-            Box::leak(Box::new(KallsymsSymbols {
-                table: std::sync::OnceLock::new(),
-            }))
+            let view = Box::leak(Box::new(ktrace_symbols::KernelView::running(Some(root))));
+            Box::leak(Box::new(crate::kview::KernelSymbols::new(view)))
         } else {
             &NoSymbols
         };

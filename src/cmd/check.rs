@@ -5,18 +5,24 @@
 //! The language lives in `ktrace-probe`; this module only gathers input, loads
 //! `--kallsyms` and prints. Without `--arch`, `--kallsyms` or `--offline`, and
 //! with tracefs mounted, the running kernel answers the target-dependent
-//! questions (`crate::resolve::LiveEnv`: kallsyms, files, existing events) and
-//! its version and CPU count set the target; it is still only read, never
-//! written.
+//! questions (`crate::resolve::live::LiveEnv`: kallsyms, files, existing
+//! events), its tracefs README says which language features it has, and its
+//! version (for what the README does not list) and CPU count complete the
+//! target; it is still only read, never written. Offline (`--kernel`,
+//! `--arch`, `--kallsyms`, `--offline`), features follow the version.
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use std::path::Path;
+
 use ktrace_probe::{
-    Arch, Checked, Definition, Environment, Interface, Kallsyms, KernelVersion, Offline, Target,
-    check_line,
+    Arch, Checked, Definition, Environment, Interface, KernelVersion, Offline, Target, check_line,
 };
+use ktrace_symbols::KernelView;
+
+use crate::resolve::live::{LiveEnv, SymbolsEnv, live_target};
 
 /// Arguments of `ktrace check`.
 #[derive(Debug, clap::Args)]
@@ -77,20 +83,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         FileArg::Kprobe => Interface::KprobeEvents,
         FileArg::Uprobe => Interface::UprobeEvents,
     };
-    let target = Target {
-        arch,
-        kernel,
-        interface,
-        possible_cpus: args.cpus,
-    };
-    let kallsyms = match &args.kallsyms {
-        Some(path) => {
-            let bytes =
-                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            Some(Kallsyms::parse(&String::from_utf8_lossy(&bytes)))
-        }
-        None => None,
-    };
+    let mut target = Target::new(arch);
+    target.kernel = kernel;
+    target.interface = interface;
+    target.possible_cpus = args.cpus;
     let inputs: Vec<String> = if args.defs.is_empty() {
         let stdin = std::io::stdin();
         let mut v = Vec::new();
@@ -101,36 +97,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.defs.clone()
     };
+    // The kernel symbol names the definitions mention, counted in one pass.
+    let wanted: Vec<String> = inputs
+        .iter()
+        .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
+        .flat_map(|s| s.kernel_symbols())
+        .collect();
+    let wanted = wanted.iter().map(String::as_str);
 
     let mounted = if args.offline || args.arch.is_some() || args.kallsyms.is_some() {
         None
     } else {
         ktrace_tracefs::discover::find_mounted()
     };
-    let live = mounted.is_some();
-    // One pass over kallsyms for just the names the definitions mention.
-    let live_tables = mounted.map(|root| {
-        let wanted = crate::resolve::wanted_symbols(inputs.iter().map(String::as_str));
-        let counts = crate::resolve::SymbolCounts::open(&wanted).ok();
-        (root, counts)
+    let file_counts = match &args.kallsyms {
+        Some(path) => Some(
+            KernelView::running(None)
+                .with_kallsyms_file(path)
+                .symbol_counts(wanted.clone())?,
+        ),
+        None => None,
+    };
+    let file_env = file_counts.as_ref().map(SymbolsEnv);
+    let view = mounted
+        .as_deref()
+        .map(|root| KernelView::running(Some(root)));
+    let live_counts = view.as_ref().and_then(|v| v.symbol_counts(wanted).ok());
+    let live_env = view.as_ref().map(|v| LiveEnv {
+        symbols: live_counts.as_ref(),
+        tracefs: v.tracefs().unwrap_or(Path::new("/")),
     });
-    let live_env = live_tables
-        .as_ref()
-        .map(|(root, counts)| crate::resolve::LiveEnv {
-            symbols: counts.as_ref(),
-            tracefs: root,
-        });
-    let mut target = target;
-    if live {
-        let t = crate::resolve::live_target(arch);
+    if let Some(v) = &view {
+        // Live: the kernel says what its language offers (README); its
+        // version only fills in what the README does not list.
+        let t = live_target(arch, v);
         if args.kernel.is_none() {
             target.kernel = t.kernel;
+            target.features = t.features;
         }
         if args.cpus.is_none() {
             target.possible_cpus = t.possible_cpus;
         }
     }
-    let env: &dyn Environment = match (&kallsyms, &live_env) {
+    let env: &dyn Environment = match (&file_env, &live_env) {
         (Some(k), _) => k,
         (None, Some(l)) => l,
         (None, None) => &Offline,

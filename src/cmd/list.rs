@@ -7,13 +7,12 @@
 //! read are named on stderr, never silently assumed. Read-only: nothing is
 //! written to the kernel.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use ktrace_symbols::blacklist;
-use ktrace_symbols::kallsyms;
-use ktrace_symbols::probeable::{self, Exclusion, FtraceLocations, Rules};
+use ktrace_symbols::KernelView;
+use ktrace_symbols::probeable::{self, Exclusion};
 
 /// Arguments of `ktrace list`.
 #[derive(Debug, clap::Args)]
@@ -51,15 +50,11 @@ pub struct Args {
     pub verbose: bool,
 }
 
-fn tracefs_dir(args: &Args) -> PathBuf {
-    if let Some(d) = &args.tracefs {
-        return d.clone();
+fn tracefs_dir(args: &Args) -> Option<PathBuf> {
+    match &args.tracefs {
+        Some(d) => Some(d.clone()),
+        None => ktrace_tracefs::discover::find_mounted(),
     }
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("README").exists())
-        .unwrap_or_else(|| PathBuf::from("/sys/kernel/tracing"))
 }
 
 /// Runs `ktrace list`.
@@ -67,62 +62,48 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.probes {
         return list_probes(&args);
     }
-    let own_kernel = args.kallsyms.is_none();
-    let ks_path = args
-        .kallsyms
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
-    let ks = kallsyms::open(&ks_path)?;
+    let tracefs = tracefs_dir(&args);
+    let mut view = KernelView::running(tracefs.as_deref());
+    if let Some(k) = &args.kallsyms {
+        view = view.with_kallsyms_file(k);
+    }
+    if let Some(b) = &args.blacklist {
+        view = view.with_blacklist_file(b);
+    }
+    if let Some(f) = &args.filter_functions {
+        view = view.with_filter_functions_file(f);
+    }
+    if args.notrace_allowed {
+        view = view.with_notrace_allowed(true);
+    }
+    let ks = view.kallsyms().map_err(|e| anyhow::anyhow!("{e}"))?;
     if ks.addresses_hidden() {
         eprintln!(
             "ktrace: warning: {} shows only zero addresses (kptr_restrict); sizes and the notrace check need root",
-            ks_path.display()
+            view.kallsyms_path().display()
         );
     }
-    let bl_path = args
-        .blacklist
-        .clone()
-        .or_else(|| own_kernel.then(|| PathBuf::from("/sys/kernel/debug/kprobes/blacklist")));
-    let bl = match &bl_path {
-        Some(p) => match blacklist::open(p) {
-            Ok(b) => Some(b),
-            Err(e) if args.blacklist.is_some() => return Err(e.into()),
-            Err(e) => {
-                eprintln!("ktrace: note: {e}");
-                None
-            }
-        },
-        None => None,
-    };
-    let ft_text = match &args.filter_functions {
-        Some(p) => Some(
-            std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?,
-        ),
-        None if own_kernel => {
-            let t = tracefs_dir(&args);
-            [
-                "available_filter_functions_addrs",
-                "available_filter_functions",
-            ]
-            .iter()
-            .find_map(|f| std::fs::read_to_string(t.join(f)).ok())
-        }
-        None => None,
-    };
-    let ft = ft_text.as_deref().map(FtraceLocations::parse);
-    let rules = Rules {
-        blacklist: bl.as_deref(),
-        ftrace: ft.as_ref(),
-        notrace_refused: !(args.notrace_allowed || (own_kernel && kernel_allows_notrace())),
-    };
-    if own_kernel && !tracefs_dir(&args).join("kprobe_events").exists() {
+    match view.blacklist() {
+        Some(Err(e)) if args.blacklist.is_some() => anyhow::bail!("{e}"),
+        Some(Err(e)) => eprintln!("ktrace: note: {e}"),
+        _ => {}
+    }
+    if let Some(f) = &args.filter_functions
+        && view.ftrace().is_none()
+    {
+        anyhow::bail!("cannot read {}", f.display());
+    }
+    let rules = view.rules();
+    if view.is_running() && !view.features().is_some_and(|f| f.kprobe_events) {
         eprintln!(
             "ktrace: note: this kernel has no kprobe events ({} has no kprobe_events); the list shows what its symbols would allow",
-            tracefs_dir(&args).display()
+            tracefs
+                .as_deref()
+                .map_or("tracefs".to_string(), |t| t.display().to_string())
         );
     }
     let pattern = args.pattern.as_deref().unwrap_or("*");
-    let exp = probeable::expand(&ks, &rules, pattern);
+    let exp = probeable::expand(ks, &rules, pattern);
     for s in &exp.accepted {
         match &s.module {
             Some(m) => println!("{} [{m}]", s.name),
@@ -160,70 +141,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether the running kernel's config says CONFIG_KPROBE_EVENTS_ON_NOTRACE=y
-/// (from /boot/config-RELEASE; false when unknown).
-pub(crate) fn kernel_allows_notrace() -> bool {
-    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        return false;
-    };
-    let cfg = Path::new("/boot").join(format!("config-{}", release.trim()));
-    std::fs::read_to_string(cfg)
-        .is_ok_and(|c| c.lines().any(|l| l == "CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"))
-}
-
-/// One line of `dynamic_events`, split as ktrace shows it.
-#[derive(Debug, PartialEq, Eq)]
-struct DynEvent<'a> {
-    /// `p`, `r`, `r10`, `e`, `s`, `f`, `t`, ...
-    kind: &'a str,
-    group: Option<&'a str>,
-    event: &'a str,
-    rest: &'a str,
-}
-
-fn parse_dynevent(line: &str) -> Option<DynEvent<'_>> {
-    let (head, rest) = line.split_once(' ').unwrap_or((line, ""));
-    let (kind, name) = head.split_once(':')?;
-    let (group, event) = match name.split_once('/') {
-        Some((g, e)) => (Some(g), e),
-        None => (None, name),
-    };
-    Some(DynEvent {
-        kind,
-        group,
-        event,
-        rest: rest.trim(),
-    })
-}
-
 fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
-    let path = tracefs_dir(args).join("dynamic_events");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {} (is tracefs mounted? run as root)",
-            path.display()
-        )
-    })?;
-    let mut n = 0;
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        n += 1;
-        match parse_dynevent(line) {
-            Some(d) => {
-                let ours = d.group.is_some_and(|g| g.starts_with("ktrace_"));
-                println!(
-                    "{} {:<4} {}/{} {}",
-                    if ours { "ktrace" } else { "-     " },
-                    d.kind,
-                    d.group.unwrap_or("-"),
-                    d.event,
-                    d.rest
-                );
-            }
-            None => println!("?      {line}"),
-        }
+    let root = tracefs_dir(args)
+        .context("tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)")?;
+    let dynev = ktrace_tracefs::DynEvents::new(&root);
+    let listed = dynev.list().context("is tracefs mounted? run as root")?;
+    for d in &listed {
+        let ours = d.group.starts_with("ktrace_");
+        let rest = d.line.split_once(' ').map_or("", |(_, r)| r.trim());
+        println!(
+            "{} {:<4} {}/{} {}",
+            if ours { "ktrace" } else { "-     " },
+            kind_name(&d.line),
+            d.group,
+            d.event,
+            rest
+        );
     }
-    eprintln!("{n} dynamic events in {}", path.display());
+    eprintln!("{} dynamic events in {}", listed.len(), root.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The kind a listed line shows (`p`, `r`, `r16`, `e`), from ktrace-probe's
+/// reading of it; the line's own head for kinds it does not read (`f`, `t`,
+/// synthetic `s`).
+fn kind_name(line: &str) -> String {
+    use ktrace_probe::ProbeKind;
+    match ktrace_probe::parse_listed(line).map(|p| p.kind) {
+        Some(ProbeKind::Eprobe { .. }) => "e".into(),
+        Some(ProbeKind::Kprobe {
+            is_return: true,
+            maxactive,
+            ..
+        }) if maxactive > 0 => format!("r{maxactive}"),
+        Some(k) if k.is_return() => "r".into(),
+        Some(_) => "p".into(),
+        None => line.split([':', ' ']).next().unwrap_or("?").to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -231,18 +185,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dynevent_lines() {
+    fn listed_kinds() {
         // Lines as dynamic_events shows them (trace_kprobe_show /
         // trace_uprobe_show formats).
-        let d = parse_dynevent("p:ktrace_1/vfs_read vfs_read+4 arg1=%di").unwrap();
-        assert_eq!(
-            (d.kind, d.group, d.event, d.rest),
-            ("p", Some("ktrace_1"), "vfs_read", "vfs_read+4 arg1=%di")
-        );
-        let d = parse_dynevent("r16:kprobes/r_do_sys_open do_sys_open").unwrap();
-        assert_eq!((d.kind, d.group), ("r16", Some("kprobes")));
-        let d = parse_dynevent("p:uprobes/p_bash_0x4245c0 /bin/bash:0x00000000000c6c20").unwrap();
-        assert_eq!(d.rest, "/bin/bash:0x00000000000c6c20");
-        assert!(parse_dynevent("garbage").is_none());
+        for (line, want) in [
+            ("p:ktrace_1/vfs_read vfs_read+4 arg1=%di", "p"),
+            ("r16:kprobes/r_do_sys_open do_sys_open", "r16"),
+            (
+                "p:uprobes/p_bash_0x4245c0 /bin/bash:0x00000000000c6c20",
+                "p",
+            ),
+            ("r:uprobes/r_x /tmp/a:b/x:0x0000000000001000", "r"),
+            ("e:eprobes/e sched.sched_switch", "e"),
+            ("f:fprobes/f vfs_read", "f"),
+        ] {
+            assert_eq!(kind_name(line), want, "{line}");
+        }
     }
 }

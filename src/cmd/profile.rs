@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use ktrace_tracefs::{ProbeKind, SessionName, profile};
+use ktrace_tracefs::{ProbeFile, SessionName, profile};
 
 /// Arguments of `ktrace profile`.
 #[derive(Debug, clap::Args)]
@@ -23,7 +23,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = crate::session::open_tracefs()?;
     let mut rows = Vec::new();
-    for kind in [ProbeKind::Kprobe, ProbeKind::Uprobe] {
+    for kind in [ProbeFile::KprobeEvents, ProbeFile::UprobeEvents] {
         rows.extend(profile::read(&root, kind)?);
     }
     rows.retain(|p| match &args.group {

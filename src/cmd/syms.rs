@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ktrace_symbols::elf::{self, ElfSymbol, SymbolKind, SymbolTable};
-use ktrace_symbols::{glob, kallsyms, library};
+use ktrace_symbols::{KernelView, glob, library};
 
 /// Arguments of `ktrace syms`.
 #[derive(Debug, clap::Args)]
@@ -230,12 +230,15 @@ fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
 }
 
 fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
-    let path = args
-        .kallsyms
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
-    let ks = kallsyms::open(&path)
-        .with_context(|| "kernel symbols (use --kallsyms FILE or --elf PATH)")?;
+    let mut view = KernelView::running(None);
+    if let Some(k) = &args.kallsyms {
+        view = view.with_kallsyms_file(k);
+    }
+    let path = view.kallsyms_path().to_path_buf();
+    let ks = view
+        .kallsyms()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("kernel symbols (use --kallsyms FILE or --elf PATH)")?;
     if ks.addresses_hidden() {
         eprintln!(
             "ktrace: warning: {} shows only zero addresses (kptr_restrict); run as root",

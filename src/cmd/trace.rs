@@ -136,7 +136,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Output::new(out_file, stop_check);
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
-    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
+    let view = ktrace_symbols::KernelView::running(Some(&root));
+    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &view)?;
     crate::resolve::create(&mut sess, probes)?;
     let inst = sess.create_instance()?.clone();
     if let Some(kb) = args.buffer_size {
@@ -176,10 +177,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(t) = &args.trigger {
         if let Some((_, cond)) = t.split_once(" if ") {
             for p in sess.probes() {
-                if let Some(e) = inst.diagnose_filter(sess.name(), &p.event, cond.trim()) {
+                if let Some(e) = inst.diagnose_filter(sess.name(), p.event(), cond.trim()) {
                     return Err(anyhow::Error::new(e).context(format!(
                         "the kernel rejected the condition of the trigger {t:?} on {}",
-                        p.event
+                        p.event()
                     )));
                 }
             }
@@ -332,7 +333,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let uprobes = sess
         .probes()
         .iter()
-        .filter(|p| p.kind == ktrace_tracefs::ProbeKind::Uprobe)
+        .filter(|p| p.kind().is_uprobe())
         .count();
     if uprobes >= 20 {
         // Measured on 6.18: each enabled uprobe costs ~40-50 ms to switch off

@@ -55,9 +55,10 @@ pub enum Error {
     },
 }
 
-/// What kind of dynamic event produced a format, which decides how the
-/// kernel prints its header (`(0x...)` for uprobes, `(sym+off/size)` for
-/// kprobes, see kernel/trace/trace_kprobe.c and trace_uprobe.c).
+/// How the kernel prints a probe event's header (`(0x...)` for uprobes,
+/// `(sym+off/size)` for kprobes, `(x <- y)` for return probes; see
+/// kernel/trace/trace_kprobe.c and trace_uprobe.c): a view of
+/// `ktrace_probe::ProbeKind`, the one probe kind, made with `From`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProbeKind {
     /// `p:` on a kernel address.
@@ -72,21 +73,25 @@ pub enum ProbeKind {
     Other,
 }
 
-impl ProbeKind {
-    /// Classifies a line of `dynamic_events` (`p:grp/ev /bin/x:0x10 ...`).
-    pub fn from_dynamic_event(line: &str) -> ProbeKind {
-        let mut words = line.split_whitespace();
-        let head = words.next().unwrap_or("");
-        let place = words.next().unwrap_or("");
-        let user = place.contains(':') && (place.starts_with('/') || place.contains("/"));
-        let ret = head.starts_with('r');
-        match (head.chars().next(), user, ret) {
-            (Some('p' | 'r'), true, false) => ProbeKind::Uprobe,
-            (Some('p' | 'r'), true, true) => ProbeKind::Uretprobe,
-            (Some('p' | 'r'), false, false) => ProbeKind::Kprobe,
-            (Some('p' | 'r'), false, true) => ProbeKind::Kretprobe,
+impl From<&ktrace_probe::ProbeKind> for ProbeKind {
+    fn from(k: &ktrace_probe::ProbeKind) -> Self {
+        match (k.is_kprobe(), k.is_uprobe(), k.is_return()) {
+            (true, _, false) => ProbeKind::Kprobe,
+            (true, _, true) => ProbeKind::Kretprobe,
+            (_, true, false) => ProbeKind::Uprobe,
+            (_, true, true) => ProbeKind::Uretprobe,
             _ => ProbeKind::Other,
         }
+    }
+}
+
+impl ProbeKind {
+    /// The kind of a line as `dynamic_events` lists it (`p:grp/ev
+    /// /bin/x:0x10 ...`), read by ktrace-probe's parser
+    /// (`ktrace_probe::parse_listed`); `Other` for what it does not read.
+    /// For captured definitions; a probe ktrace made has its typed kind.
+    pub fn from_dynamic_event(line: &str) -> ProbeKind {
+        ktrace_probe::parse_listed(line).map_or(ProbeKind::Other, |p| ProbeKind::from(&p.kind))
     }
 
     /// True for return probes.
@@ -197,6 +202,8 @@ mod tests {
     fn probe_kinds() {
         let cases = [
             ("p:g/e /bin/true:0x1136 a=%di", ProbeKind::Uprobe),
+            ("p:g/e /tmp/adv/a:b/hot:0x1250", ProbeKind::Uprobe),
+            ("p:g/e vfs_read a=%x0", ProbeKind::Kprobe),
             ("r:g/e /bin/true:0x1136 rv=$retval", ProbeKind::Uretprobe),
             ("p:g/e do_sys_open+0 a=%di", ProbeKind::Kprobe),
             ("r16:g/e vfs_read", ProbeKind::Kretprobe),

@@ -148,6 +148,26 @@ pub enum ProbeKind {
     },
 }
 
+impl ProbeKind {
+    /// Whether this is a uprobe (`PATH:OFFSET`): it goes to `uprobe_events`.
+    pub fn is_uprobe(&self) -> bool {
+        matches!(self, ProbeKind::Uprobe { .. })
+    }
+
+    /// Whether this is a kprobe or kretprobe: it goes to `kprobe_events`.
+    pub fn is_kprobe(&self) -> bool {
+        matches!(self, ProbeKind::Kprobe { .. })
+    }
+
+    /// Whether this is a return probe (`r`, `rN` or `%return`).
+    pub fn is_return(&self) -> bool {
+        match self {
+            ProbeKind::Kprobe { is_return, .. } | ProbeKind::Uprobe { is_return, .. } => *is_return,
+            ProbeKind::Eprobe { .. } => false,
+        }
+    }
+}
+
 /// An accepted (or syntactically valid) probe definition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProbeDef {

@@ -107,6 +107,7 @@ tp_errors! {
     NOFENTRY_ARGS => "$arg* can be used only on function entry or exit",
     COMM_NOT_STRING => "$comm and immediate-string only accepts string type",
     MAXACT_NO_RETURN => "Maxactive is only for function exit",
+    TOO_MANY_ARGS => "Too many arguments are specified",
 }
 
 impl TpErr {
@@ -114,11 +115,9 @@ impl TpErr {
     ///
     /// `BAD_VAR` read "Invalid $-valiable specified" until the typo was fixed
     /// upstream; Debian's 6.1 carries the fix.
-    pub fn message_for(self, kernel: crate::KernelVersion) -> &'static str {
+    pub fn message_for(self, features: crate::kernel::Features) -> &'static str {
         match self {
-            TpErr::BAD_VAR if !kernel.features().bad_var_spelling_fixed => {
-                "Invalid $-valiable specified"
-            }
+            TpErr::BAD_VAR if !features.bad_var_spelling_fixed => "Invalid $-valiable specified",
             other => other.message(),
         }
     }
@@ -236,18 +235,18 @@ mod tests {
             assert!(!e.code().is_empty());
         }
         // The 6.1 table has 61 entries; the last three are from newer kernels.
-        assert_eq!(TpErr::ALL.len(), 64);
+        assert_eq!(TpErr::ALL.len(), 65);
     }
 
     #[test]
     fn old_kernels_keep_the_typo() {
         let old = crate::KernelVersion::new(5, 15);
         assert_eq!(
-            TpErr::BAD_VAR.message_for(old),
+            TpErr::BAD_VAR.message_for(old.features()),
             "Invalid $-valiable specified"
         );
         assert_eq!(
-            TpErr::BAD_VAR.message_for(crate::KernelVersion::new(6, 1)),
+            TpErr::BAD_VAR.message_for(crate::KernelVersion::new(6, 1).features()),
             "Invalid $-variable specified"
         );
     }

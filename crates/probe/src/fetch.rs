@@ -11,6 +11,8 @@
 use crate::arch::Arch;
 use crate::ast::{ArgType, Bitfield, Fetch, ProbeArg, Span};
 use crate::error::{Silent, TpErr};
+use crate::kernel::Features;
+#[cfg(test)]
 use crate::kernel::KernelVersion;
 use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul, simple_strtoul};
 use crate::types::{BaseType, find_fetch_type};
@@ -59,8 +61,8 @@ pub struct ArgFlags {
 pub struct ArgCtx {
     /// Target architecture.
     pub arch: Arch,
-    /// Target kernel version.
-    pub kernel: KernelVersion,
+    /// What the target kernel's language offers.
+    pub features: Features,
     /// Probe context.
     pub flags: ArgFlags,
 }
@@ -169,7 +171,7 @@ fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgEr
         }
         return Ok((Fetch::Arg(n), Op::Arg));
     }
-    if ctx.kernel.features().nofentry_args_error && !ctx.flags.kernel && var.starts_with("arg") {
+    if ctx.features.nofentry_args_error && !ctx.flags.kernel && var.starts_with("arg") {
         return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
     }
     Err(bad_var)
@@ -408,7 +410,7 @@ fn parse_body(
     let base = if !ctx.flags.tpoint && (arg == "$comm" || arg == "$COMM" || arg.starts_with("\\\""))
     {
         if count.is_some() || type_name.is_some_and(|t| t != "string") {
-            if ctx.kernel.features().newer_messages {
+            if ctx.features.newer_messages {
                 return Err(ArgError::Logged(TpErr::COMM_NOT_STRING, offset + tpos));
             }
             return Err(ArgError::Silent(Silent::CommType));
@@ -417,17 +419,17 @@ fn parse_body(
     } else {
         match type_name {
             None => BaseType::default_for(ctx.arch),
-            Some(t) => find_fetch_type(t, ctx.arch, ctx.kernel)
+            Some(t) => find_fetch_type(t, ctx.arch, ctx.features)
                 .filter(|b| {
                     ctx.flags.kernel
-                        || !ctx.kernel.features().uprobe_rejects_symbol_types
+                        || !ctx.features.uprobe_rejects_symbol_types
                         || !matches!(b, BaseType::Symbol | BaseType::SymStr)
                 })
                 .ok_or(ArgError::Logged(TpErr::BAD_TYPE, offset + tpos))?,
         }
     };
     let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
-    if ctx.kernel.features().event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+    if ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
         return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
     }
 
@@ -538,7 +540,7 @@ mod tests {
     fn ctx(kernel: bool, ret: bool) -> ArgCtx {
         ArgCtx {
             arch: Arch::X86_64,
-            kernel: KernelVersion::DEFAULT,
+            features: KernelVersion::DEFAULT.features(),
             flags: ArgFlags {
                 ret,
                 kernel,

@@ -51,6 +51,13 @@ pub struct Features {
     /// for function exit" (seen on 6.12; 6.1 rejects the first silently). Gated at
     /// 6.12, the earliest version where it was observed.
     pub newer_messages: bool,
+    /// More than `MAX_TRACE_ARGS` (128) arguments are refused with "Too many
+    /// arguments are specified" (logged at the first argument); older kernels
+    /// keep the first 128 and ignore the rest without a word. The logged error
+    /// came with "tracing: probe-events: Log error for exceeding the number of
+    /// arguments" (merged for 6.15); seen on the 6.18 host, and 6.1 guests keep
+    /// 128 silently.
+    pub too_many_args_error: bool,
 }
 
 impl KernelVersion {
@@ -81,6 +88,7 @@ impl KernelVersion {
             nofentry_args_error: self.at_least(6, 5),
             uprobe_rejects_symbol_types: self.at_least(6, 10),
             newer_messages: self.at_least(6, 12),
+            too_many_args_error: self.at_least(6, 15),
         }
     }
 }

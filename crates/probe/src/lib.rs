@@ -49,6 +49,7 @@ pub mod fetch;
 pub mod hint;
 pub mod kernel;
 pub mod kstrtox;
+pub mod naming;
 pub mod parse;
 pub mod render;
 pub mod types;
@@ -59,6 +60,26 @@ pub use env::{Environment, FileKind, Kallsyms, Offline};
 pub use error::{ErrorKind, ProbeError, Silent, TpErr};
 pub use kernel::KernelVersion;
 pub use parse::{Checked, Interface, Target, Unchecked, check_line};
+
+/// Parses a line as the kernel lists it in `dynamic_events`, `kprobe_events`
+/// or `uprobe_events` (a probe someone else created, or a captured fixture),
+/// whose architecture and kernel are not known: the first reading any
+/// architecture accepts, as 6.1 or as 6.18 would. `None` for lines this
+/// language does not cover (`f:`, `t:`, synthetic events).
+pub fn parse_listed(line: &str) -> Option<ProbeDef> {
+    let versions = [KernelVersion::DEFAULT, KernelVersion::new(6, 18)];
+    let native = Arch::native().into_iter();
+    for arch in native.chain(Arch::ALL.iter().copied()) {
+        for kernel in versions {
+            let mut t = Target::new(arch);
+            t.kernel = kernel;
+            if let Ok(Definition::Probe(p)) = check_line(line, t, &Offline).definition {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
 
 impl Checked {
     /// The line the kernel would print when read back, for an accepted probe.

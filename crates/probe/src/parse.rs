@@ -15,7 +15,7 @@ use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
 use crate::fetch::{
     ArgCtx, ArgError, ArgFlags, ArgsState, MAX_TRACE_ARGS, good_name, good_system_name, parse_arg,
 };
-use crate::kernel::KernelVersion;
+use crate::kernel::{Features, KernelVersion};
 use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul};
 
 /// Longest event or group name plus its terminator (`MAX_EVENT_NAME_LEN`).
@@ -48,6 +48,9 @@ pub struct Target {
     pub interface: Interface,
     /// Possible CPUs of the target (sets the default maxactive of return probes).
     pub possible_cpus: Option<u32>,
+    /// The language features of the target, when known from the kernel itself
+    /// (its tracefs README); `None` derives them from `kernel`.
+    pub features: Option<Features>,
 }
 
 impl Target {
@@ -58,7 +61,14 @@ impl Target {
             kernel: KernelVersion::DEFAULT,
             interface: Interface::DynamicEvents,
             possible_cpus: None,
+            features: None,
         }
+    }
+
+    /// The features checks follow: those the kernel announced, else those of
+    /// its version.
+    pub fn features(&self) -> Features {
+        self.features.unwrap_or_else(|| self.kernel.features())
     }
 }
 
@@ -193,7 +203,7 @@ impl Ctx<'_> {
     fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
         Fail::Err(ProbeError {
             kind: ErrorKind::Logged(err),
-            message: err.message_for(self.target.kernel),
+            message: err.message_for(self.target.features()),
             subsystem: Some(self.subsystem),
             pos: Some(argv.pos(index, offset)),
             command: argv.joined.clone(),
@@ -294,7 +304,7 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
                 Err(Fail::Cancel) => {}
                 other => return other.map(Definition::Probe),
             }
-            if ctx.target.kernel.features().eprobes {
+            if ctx.target.features().eprobes {
                 match eprobe(argv, ctx) {
                     Err(Fail::Cancel) => {}
                     other => return other.map(Definition::Probe),
@@ -393,6 +403,10 @@ fn parse_args(
     let mut state = ArgsState::default();
     let mut args = Vec::new();
     let words = &argv.words[first..];
+    // Newer kernels refuse what older ones silently cut at MAX_TRACE_ARGS.
+    if ctx.target.features().too_many_args_error && words.len() > MAX_TRACE_ARGS {
+        return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, first, 0));
+    }
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
         match parse_arg(w, i, argv.span(index), actx, &mut state) {
@@ -421,7 +435,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let mut maxactive = 0u32;
     if b0.get(1).is_some_and(|c| c.is_ascii_digit()) {
         if !is_return {
-            let e = if ctx.target.kernel.features().newer_messages {
+            let e = if ctx.target.features().newer_messages {
                 TpErr::MAXACT_NO_RETURN
             } else {
                 TpErr::MAXACT_NO_KPROBE
@@ -455,7 +469,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             }
             let mut symbol = w1;
             if let Some(pct) = w1.find('%') {
-                if &w1[pct..] == "%return" && ctx.target.kernel.features().return_suffix {
+                if &w1[pct..] == "%return" && ctx.target.features().return_suffix {
                     symbol = &w1[..pct];
                     is_return = true;
                 } else {
@@ -496,7 +510,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             if !sym.contains(':') {
                 match ctx.env.symbol_count(sym) {
                     Some(0) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
-                    Some(n) if n > 1 && ctx.target.kernel.features().non_unique_symbol => {
+                    Some(n) if n > 1 && ctx.target.features().non_unique_symbol => {
                         return Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0));
                     }
                     Some(_) => {}
@@ -547,7 +561,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
 
     let actx = ArgCtx {
         arch: ctx.target.arch,
-        kernel: ctx.target.kernel,
+        features: ctx.target.features(),
         flags: ArgFlags {
             ret: is_return,
             kernel: true,
@@ -683,6 +697,11 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     if argv.words.len() < 2 {
         return Err(Fail::Cancel);
     }
+    // __trace_uprobe_create() counts the arguments before it looks at the place.
+    if ctx.target.features().too_many_args_error && argv.words.len() - 2 > MAX_TRACE_ARGS {
+        ctx.subsystem = "trace_uprobe";
+        return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, 2, 0));
+    }
     let event_name = if b0.get(1) == Some(&b':') {
         Some(&w0[2..])
     } else {
@@ -722,7 +741,7 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         spec = &spec[..open];
     }
     if let Some(pct) = spec.find('%') {
-        if &spec[pct..] == "%return" && ctx.target.kernel.features().return_suffix {
+        if &spec[pct..] == "%return" && ctx.target.features().return_suffix {
             is_return = true;
             spec = &spec[..pct];
         } else {
@@ -748,7 +767,7 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     });
     let actx = ArgCtx {
         arch: ctx.target.arch,
-        kernel: ctx.target.kernel,
+        features: ctx.target.features(),
         flags: ArgFlags {
             ret: is_return,
             kernel: false,
@@ -813,7 +832,7 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     }
     let actx = ArgCtx {
         arch: ctx.target.arch,
-        kernel: ctx.target.kernel,
+        features: ctx.target.features(),
         flags: ArgFlags {
             ret: false,
             kernel: true,

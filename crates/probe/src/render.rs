@@ -13,7 +13,6 @@ use crate::arch::Arch;
 use crate::ast::{
     ArgType, Definition, Fetch, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
 };
-use crate::types::BaseType;
 
 /// Appends ` SYMBOL`, ` SYMBOL+OFFSET` or ` 0xADDR` (hex zero-padded to
 /// `addr_width` digits; 0 for none).
@@ -74,6 +73,60 @@ pub fn readback(def: &ProbeDef, arch: Arch) -> String {
     }
     for a in &def.args {
         let _ = write!(s, " {}={}", a.name, a.body);
+    }
+    s
+}
+
+/// The line to write to the kernel to create `def` as it stands (its group,
+/// event, place and arguments): the written maxactive, the uprobe offset in
+/// hex, and each argument as the user wrote it (`NAME=` only when a name was
+/// written, so the kernel's automatic `argN` names stay the same). Arguments
+/// past [`crate::fetch::MAX_TRACE_ARGS`] were dropped by the parser and are
+/// not written.
+pub fn definition(def: &ProbeDef) -> String {
+    let mut s = String::new();
+    match &def.kind {
+        ProbeKind::Kprobe {
+            place,
+            is_return,
+            maxactive,
+            ..
+        } => {
+            s.push(if *is_return { 'r' } else { 'p' });
+            if *maxactive != 0 {
+                let _ = write!(s, "{maxactive}");
+            }
+            let _ = write!(s, ":{}/{}", def.group, def.event);
+            push_place(&mut s, place, 0);
+        }
+        ProbeKind::Uprobe {
+            path,
+            offset,
+            ref_ctr_offset,
+            is_return,
+        } => {
+            let r = if *is_return { 'r' } else { 'p' };
+            let _ = write!(s, "{r}:{}/{} {path}:0x{offset:x}", def.group, def.event);
+            if *ref_ctr_offset != 0 {
+                let _ = write!(s, "(0x{ref_ctr_offset:x})");
+            }
+        }
+        ProbeKind::Eprobe { system, event, .. } => {
+            let _ = write!(s, "e:{}/{} {system}.{event}", def.group, def.event);
+        }
+    }
+    for a in &def.args {
+        s.push(' ');
+        if a.named {
+            let _ = write!(s, "{}=", a.name);
+        }
+        s.push_str(&a.body);
+    }
+    if let ProbeKind::Eprobe {
+        filter: Some(f), ..
+    } = &def.kind
+    {
+        let _ = write!(s, " if {f}");
     }
     s
 }
@@ -423,11 +476,6 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
     s
 }
 
-/// The default type of an argument without one, as text (`x64`/`x32`).
-pub fn default_type(arch: Arch) -> String {
-    BaseType::default_for(arch).name()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,6 +527,25 @@ mod tests {
             readback(&probe("p /bin/ls:0x10", Arch::Arm), Arch::Arm),
             "p:uprobes/p_ls_0x10 /bin/ls:0x00000010"
         );
+    }
+
+    #[test]
+    fn definitions_written_parse_back_to_the_same_probe() {
+        for line in [
+            "p:g/e vfs_read+4 a=%di b=+0(%si):u32 %dx @jiffies",
+            "r16:g/e do_sys_openat2 ret=$retval:s64",
+            "r:g/e ext4:ext4_sync_fs",
+            "p:g/e 0xffffffff81000000",
+            "p:g/x /tmp/adv/a:b/hot:0x1250 which=\\1 s=+0(%di):string",
+            "r:g/y /bin/true:0x10(0x20) $retval",
+            "e:g/z sched.sched_switch prev=$prev_pid:u32 if prev_pid > 1",
+        ] {
+            let d = probe(line, Arch::X86_64);
+            let text = definition(&d);
+            assert_eq!(probe(&text, Arch::X86_64), d, "{line} -> {text}");
+        }
+        let d = probe("p:g/e /bin/true:4096 %ax", Arch::X86_64);
+        assert_eq!(definition(&d), "p:g/e /bin/true:0x1000 %ax");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! [`crate::parse`].
 
 use crate::arch::Arch;
+use crate::kernel::Features;
+#[cfg(test)]
 use crate::kernel::KernelVersion;
 use crate::kstrtox::kstrtoul;
 
@@ -106,7 +108,7 @@ impl BaseType {
 
 /// `find_fetch_type()`: resolves a type name (without any `[N]`), bitfields to their
 /// container's unsigned type. `None` means "Unknown type is specified".
-pub fn find_fetch_type(name: &str, arch: Arch, kernel: KernelVersion) -> Option<BaseType> {
+pub fn find_fetch_type(name: &str, arch: Arch, f: Features) -> Option<BaseType> {
     if name.starts_with('b') {
         let slash = name.find('/')?;
         let bs = kstrtoul(&name[slash + 1..], 0, arch.bits()).ok()?;
@@ -115,7 +117,6 @@ pub fn find_fetch_type(name: &str, arch: Arch, kernel: KernelVersion) -> Option<
             _ => None,
         };
     }
-    let f = kernel.features();
     Some(match name {
         "string" => BaseType::String,
         "ustring" => BaseType::UString,
@@ -146,19 +147,28 @@ mod tests {
     fn lookup() {
         let k = KernelVersion::DEFAULT;
         let a = Arch::X86_64;
-        assert_eq!(find_fetch_type("u8", a, k), Some(BaseType::U(8)));
-        assert_eq!(find_fetch_type("b4@3/8", a, k), Some(BaseType::U(8)));
-        assert_eq!(find_fetch_type("b4@3/0x10", a, k), Some(BaseType::U(16)));
-        assert_eq!(find_fetch_type("b4@3/12", a, k), None);
-        assert_eq!(find_fetch_type("b4@3", a, k), None);
-        assert_eq!(find_fetch_type("symstr", a, k), Some(BaseType::SymStr));
+        assert_eq!(find_fetch_type("u8", a, k.features()), Some(BaseType::U(8)));
         assert_eq!(
-            find_fetch_type("symstr", a, KernelVersion::new(5, 10)),
+            find_fetch_type("b4@3/8", a, k.features()),
+            Some(BaseType::U(8))
+        );
+        assert_eq!(
+            find_fetch_type("b4@3/0x10", a, k.features()),
+            Some(BaseType::U(16))
+        );
+        assert_eq!(find_fetch_type("b4@3/12", a, k.features()), None);
+        assert_eq!(find_fetch_type("b4@3", a, k.features()), None);
+        assert_eq!(
+            find_fetch_type("symstr", a, k.features()),
+            Some(BaseType::SymStr)
+        );
+        assert_eq!(
+            find_fetch_type("symstr", a, KernelVersion::new(5, 10).features()),
             None
         );
-        assert_eq!(find_fetch_type("char", a, k), None);
-        assert_eq!(find_fetch_type("int", a, k), None);
-        assert_eq!(find_fetch_type("U8", a, k), None);
+        assert_eq!(find_fetch_type("char", a, k.features()), None);
+        assert_eq!(find_fetch_type("int", a, k.features()), None);
+        assert_eq!(find_fetch_type("U8", a, k.features()), None);
     }
 
     #[test]

@@ -211,3 +211,44 @@ fn uprobe_syntax_errors() {
     run(UPROBE, Interface::UprobeEvents, Arch::X86_64);
     run(UPROBE, Interface::DynamicEvents, Arch::Arm64);
 }
+
+/// Issue 14 #13: `ktrace check` said "ok" to 129 arguments on a uprobe, which
+/// the 6.18 host refuses. Captured there (`echo "p:probetest/x /bin/true:0x1000
+/// \1 … \129" >> dynamic_events`): error_log reads `trace_uprobe: error: Too
+/// many arguments are specified` with the caret under `\1`. A 6.1 kernel keeps
+/// the first 128 and ignores the rest silently.
+#[test]
+fn too_many_arguments_on_a_uprobe_checked_as_the_kernel_does() {
+    let mut line = String::from("p:probetest/x /bin/sh:0x1000");
+    for i in 1..=129 {
+        line.push_str(&format!(" \\{i}"));
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = "6.18".parse().unwrap();
+    let e = check_line(&line, t, &SelftestKernel)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.message, "Too many arguments are specified");
+    assert_eq!(e.subsystem, Some("trace_uprobe"));
+    assert_eq!(e.pos, Some("p:probetest/x /bin/sh:0x1000 ".len()));
+    // Kprobes say the same, at the same word.
+    let kline = line.replace("/bin/sh:0x1000", "vfs_read");
+    let e = check_line(&kline, t, &SelftestKernel)
+        .definition
+        .unwrap_err();
+    assert_eq!(
+        (e.message, e.subsystem),
+        ("Too many arguments are specified", Some("trace_kprobe"))
+    );
+    // 128 are fine.
+    let ok = line.rsplit_once(' ').unwrap().0;
+    assert!(check_line(ok, t, &SelftestKernel).accepted());
+    // 6.1: accepted, the 129th ignored.
+    let c = check_line(&line, Target::new(Arch::X86_64), &SelftestKernel);
+    match c.definition {
+        Ok(ktrace_probe::Definition::Probe(p)) => {
+            assert_eq!((p.args.len(), p.ignored_args), (128, 1));
+        }
+        other => panic!("{other:?}"),
+    }
+}

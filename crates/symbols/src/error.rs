@@ -94,6 +94,9 @@ pub enum Error {
         /// Where we looked.
         searched: String,
     },
+    /// A table behind tracefs or debugfs could not be read.
+    #[error(transparent)]
+    Tracefs(#[from] ktrace_tracefs::Error),
 }
 
 /// Result with this crate's [`Error`].

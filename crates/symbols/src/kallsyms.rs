@@ -94,39 +94,16 @@ impl Kallsyms {
     pub fn parse(text: &str) -> Result<Self> {
         let mut symbols = Vec::new();
         for (n, line) in text.lines().enumerate() {
-            // '#' lines never occur in the kernel's output; they let fixtures
-            // carry the command that captured them.
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let err = |reason: &str| Error::parse("kallsyms", format!("line {}", n + 1), reason);
-            let (main, module) = match line.split_once('\t') {
-                Some((main, rest)) => {
-                    let m = rest
-                        .trim()
-                        .strip_prefix('[')
-                        .and_then(|r| r.strip_suffix(']'))
-                        .ok_or_else(|| err("module is not in brackets"))?;
-                    (main, Some(m.to_string()))
-                }
-                None => (line, None),
-            };
-            let mut f = main.split_ascii_whitespace();
-            let (Some(addr), Some(kind), Some(name), None) =
-                (f.next(), f.next(), f.next(), f.next())
+            let Some(l) = parse_line(line)
+                .map_err(|reason| Error::parse("kallsyms", format!("line {}", n + 1), reason))?
             else {
-                return Err(err("expected ADDR TYPE NAME"));
-            };
-            let addr = u64::from_str_radix(addr, 16).map_err(|_| err("bad address"))?;
-            let mut kc = kind.chars();
-            let (Some(kind), None) = (kc.next(), kc.next()) else {
-                return Err(err("type is not one letter"));
+                continue;
             };
             symbols.push(KernelSymbol {
-                addr,
-                kind,
-                name: name.to_string(),
-                module,
+                addr: l.addr,
+                kind: l.kind,
+                name: l.name.to_string(),
+                module: l.module.map(str::to_string),
             });
         }
         Ok(Self::from_symbols(symbols))
@@ -252,15 +229,177 @@ impl Kallsyms {
     }
 }
 
+/// One kallsyms line split into its fields, borrowing the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// The address.
+    pub addr: u64,
+    /// The type letter.
+    pub kind: char,
+    /// The symbol name.
+    pub name: &'a str,
+    /// The module in brackets, if any.
+    pub module: Option<&'a str>,
+}
+
+/// Splits one line of kallsyms: `Ok(None)` for blank and `#` lines (the
+/// kernel never prints them; they let fixtures carry the command that
+/// captured them), `Err(reason)` for a line that is not `ADDR TYPE
+/// NAME[\t[MODULE]]`. The one line parser of both [`Kallsyms::parse`] and
+/// [`SymbolCounts::scan`].
+pub fn parse_line(line: &str) -> std::result::Result<Option<Line<'_>>, &'static str> {
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let (main, module) = match line.split_once('\t') {
+        Some((main, rest)) => {
+            let m = rest
+                .trim()
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .ok_or("module is not in brackets")?;
+            (main, Some(m))
+        }
+        None => (line, None),
+    };
+    let mut f = main.split_ascii_whitespace();
+    let (Some(addr), Some(kind), Some(name), None) = (f.next(), f.next(), f.next(), f.next())
+    else {
+        return Err("expected ADDR TYPE NAME");
+    };
+    let addr = u64::from_str_radix(addr, 16).map_err(|_| "bad address")?;
+    let mut kc = kind.chars();
+    let (Some(kind), None) = (kc.next(), kc.next()) else {
+        return Err("type is not one letter");
+    };
+    Ok(Some(Line {
+        addr,
+        kind,
+        name,
+        module,
+    }))
+}
+
+/// How often each of a few names occurs in kallsyms (in all, and per
+/// module), and which modules have symbols: what a live definition check
+/// asks, counted in one pass without building the whole table (which costs
+/// seconds on a slow board). Names not asked for are unknown (`None`).
+/// Lines that do not parse are skipped, as the full parse would refuse them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SymbolCounts {
+    counts: HashMap<String, usize>,
+    in_module: HashMap<(String, String), usize>,
+    modules: std::collections::HashSet<String>,
+}
+
+impl SymbolCounts {
+    /// Counts the names in `wanted` in kallsyms `text`.
+    pub fn scan<'w>(text: &str, wanted: impl IntoIterator<Item = &'w str>) -> Self {
+        let mut c = SymbolCounts {
+            counts: wanted.into_iter().map(|w| (w.to_string(), 0)).collect(),
+            ..Default::default()
+        };
+        for line in text.lines() {
+            let Ok(Some(l)) = parse_line(line) else {
+                continue;
+            };
+            if let Some(m) = l.module
+                && !c.modules.contains(m)
+            {
+                c.modules.insert(m.to_string());
+            }
+            c.add(l.name, l.module);
+        }
+        c
+    }
+
+    /// The same counts from a parsed table.
+    pub fn from_table<'w>(table: &Kallsyms, wanted: impl IntoIterator<Item = &'w str>) -> Self {
+        let mut c = SymbolCounts {
+            counts: wanted.into_iter().map(|w| (w.to_string(), 0)).collect(),
+            ..Default::default()
+        };
+        for s in &table.symbols {
+            if let Some(m) = &s.module
+                && !c.modules.contains(m)
+            {
+                c.modules.insert(m.clone());
+            }
+            c.add(&s.name, s.module.as_deref());
+        }
+        c
+    }
+
+    fn add(&mut self, name: &str, module: Option<&str>) {
+        if let Some(n) = self.counts.get_mut(name) {
+            *n += 1;
+            if let Some(m) = module {
+                *self
+                    .in_module
+                    .entry((m.to_string(), name.to_string()))
+                    .or_default() += 1;
+            }
+        }
+    }
+
+    /// How many symbols are named `name`; `None` when it was not asked for.
+    pub fn count(&self, name: &str) -> Option<usize> {
+        self.counts.get(name).copied()
+    }
+
+    /// Whether module `module` has symbol `name`: `None` when `name` was not
+    /// asked for, `Some(None)` when the module has no symbols (not loaded).
+    pub fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.counts.get(name)?;
+        Some(self.modules.contains(module).then(|| {
+            self.in_module
+                .get(&(module.to_string(), name.to_string()))
+                .is_some_and(|&n| n > 0)
+        }))
+    }
+}
+
 /// Reads and parses a kallsyms file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    Kallsyms::parse(&text)
+    Kallsyms::parse(&read(path)?)
+}
+
+/// Reads a kallsyms file's text.
+pub fn read(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counting_mode_agrees_with_the_table() {
+        // Lines as /proc/kallsyms prints them (6.1 x86_64 layout, module
+        // symbols tab-separated with [MOD]).
+        let text = "ffffffff81100000 T do_sys_openat2\nffffffff81200000 t dup\n\
+                    ffffffff81200100 t dup\nffffffffc0000000 t ext4_file_open\t[ext4]\n\
+                    ffffffffc0001000 t dup\t[ext4]\n";
+        let wanted = ["do_sys_openat2", "jiffies", "ext4_file_open", "dup"];
+        let c = SymbolCounts::scan(text, wanted);
+        assert_eq!(
+            c,
+            SymbolCounts::from_table(&Kallsyms::parse(text).unwrap(), wanted)
+        );
+        assert_eq!(c.count("do_sys_openat2"), Some(1));
+        assert_eq!(c.count("dup"), Some(3));
+        assert_eq!(c.count("jiffies"), Some(0));
+        assert_eq!(c.count("vfs_read"), None, "not asked for: unknown");
+        assert_eq!(c.module_symbol("ext4", "ext4_file_open"), Some(Some(true)));
+        assert_eq!(c.module_symbol("ext4", "dup"), Some(Some(true)));
+        assert_eq!(c.module_symbol("ext4", "jiffies"), Some(Some(false)));
+        assert_eq!(c.module_symbol("xfs", "dup"), Some(None));
+        assert_eq!(c.module_symbol("ext4", "vfs_read"), None);
+        // A line the full parse refuses is skipped by the count.
+        let bad = format!("{text}bad line\n");
+        assert!(Kallsyms::parse(&bad).is_err());
+        assert_eq!(SymbolCounts::scan(&bad, wanted), c);
+    }
 
     fn fixture(name: &str) -> Kallsyms {
         let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -7,6 +7,7 @@
 //! - [`usersym`]: user addresses → `symbol+0xoff (file)` through maps.
 //! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
 //! - [`btf`]: BTF types: struct member offsets, function parameters.
+//! - [`kernel`]: the kernel view, every table above loaded lazily once.
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
 //!   event can take, and wildcard expansion against them.
 //!
@@ -20,6 +21,7 @@ pub mod elf;
 mod error;
 pub mod glob;
 pub mod kallsyms;
+pub mod kernel;
 pub mod ldcache;
 pub mod library;
 pub mod maps;
@@ -27,3 +29,4 @@ pub mod probeable;
 pub mod usersym;
 
 pub use error::{Error, Result};
+pub use kernel::KernelView;

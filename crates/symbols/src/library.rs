@@ -96,10 +96,12 @@ impl UserProbe {
 
 /// Resolves `FILE:SYMBOL[@VER][+OFF]` where FILE is a path (contains `/`) or
 /// a library name (`libc`, `libc.so.6`, found through the maps of `pid` when
-/// given, else ld.so.cache at `cache`). The split is at the first `:`, as
-/// in the kernel's uprobe syntax.
+/// given, else ld.so.cache at `cache`). A path may hold `:` itself
+/// (`/tmp/a:b/hot:main`): the split is at the last `:` whose left side is an
+/// existing file, as the kernel splits `PATH:OFFSET` at the last `:`;
+/// library names split at the first.
 pub fn resolve_user_probe(spec: &str, pid: Option<u32>, cache: &Path) -> Result<UserProbe> {
-    let (file, symbol) = spec.split_once(':').ok_or_else(|| Error::BadSpec {
+    let (file, symbol) = split_file_symbol(spec).ok_or_else(|| Error::BadSpec {
         spec: spec.to_string(),
         reason: "expected FILE:SYMBOL".to_string(),
     })?;
@@ -114,9 +116,42 @@ pub fn resolve_user_probe(spec: &str, pid: Option<u32>, cache: &Path) -> Result<
     Ok(UserProbe { path, target })
 }
 
+/// Splits `FILE:SYMBOL`: for a path (with `/`), at the last `:` whose
+/// left side is a file, else at the first `:`.
+fn split_file_symbol(spec: &str) -> Option<(&str, &str)> {
+    let first = spec.split_once(':')?;
+    if !first.0.contains('/') && !spec.starts_with('/') {
+        return Some(first);
+    }
+    spec.match_indices(':')
+        .rev()
+        .map(|(i, _)| (&spec[..i], &spec[i + 1..]))
+        .find(|(f, _)| f.contains('/') && Path::new(f).is_file())
+        .or(Some(first))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14 #11: a path holding `:` was cut at its first `:` ("cannot
+    /// read /tmp/adv/a").
+    #[test]
+    fn path_with_colon_splits_at_the_last_colon_naming_a_file() {
+        let dir = std::env::temp_dir().join(format!("ktrace_colon_{}/a:b", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("hot");
+        std::fs::write(&file, b"").unwrap();
+        let spec = format!("{}:main", file.display());
+        let want = file.display().to_string();
+        assert_eq!(split_file_symbol(&spec), Some((want.as_str(), "main")));
+        assert_eq!(split_file_symbol("libc:getenv"), Some(("libc", "getenv")));
+        assert_eq!(
+            split_file_symbol("/nonexistent/x:sym"),
+            Some(("/nonexistent/x", "sym"))
+        );
+        std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
 
     #[test]
     fn choose_merges_same_files() {

@@ -1,6 +1,6 @@
 //! The probe-able rules against a real kernel's verdicts: for every text
 //! symbol of a kallsyms window captured from Debian's 6.1 cloud kernel, the
-//! kernel was asked to take a kprobe (tests/guest/50-symbols.sh); our rules,
+//! kernel was asked to take a kprobe (tests/kernel/guest/55-symbols.sh); our rules,
 //! fed the same boot's blacklist and available_filter_functions, must give
 //! the same answer for each one. The kernel was built without
 //! CONFIG_KPROBE_EVENTS_ON_NOTRACE (its config says "is not set").

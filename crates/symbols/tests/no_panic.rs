@@ -3,7 +3,7 @@
 
 use ktrace_symbols::btf::Btf;
 use ktrace_symbols::elf::{ElfImage, SymbolSpec};
-use ktrace_symbols::kallsyms::Kallsyms;
+use ktrace_symbols::kallsyms::{Kallsyms, SymbolCounts};
 use ktrace_symbols::probeable::{self, FtraceLocations, Rules};
 use ktrace_symbols::{blacklist, glob, ldcache, maps};
 use proptest::prelude::*;
@@ -69,7 +69,11 @@ proptest! {
 
     #[test]
     fn text_tables(text in "[0-9a-fx \\t\\[\\]A-Za-z_.:/-]{0,200}(\\n[0-9a-fx \\t\\[\\]A-Za-z_.:/-]{0,80}){0,8}") {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let counts = SymbolCounts::scan(&text, words.iter().copied());
         if let Ok(ks) = Kallsyms::parse(&text) {
+            // The counting mode agrees with the table on whatever parses.
+            prop_assert_eq!(&counts, &SymbolCounts::from_table(&ks, words.iter().copied()));
             let _ = ks.lookup(0xffff_ffff_8100_0000);
             let ft = FtraceLocations::parse(&text);
             let bl = blacklist::parse(&text).unwrap_or_default();

@@ -157,20 +157,33 @@ pub fn parse_lockdown(text: &str) -> Option<String> {
     Some(text[start..end].to_string())
 }
 
-/// What kind of probe a definition needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeKind {
-    /// Kernel probes (`p`, `r` on kernel symbols or addresses).
-    Kprobe,
-    /// User-space probes (`PATH:OFFSET`).
-    Uprobe,
+/// The probe file a definition belongs to: `kprobe_events` (kprobes,
+/// kretprobes, and the other kinds `dynamic_events` takes) or
+/// `uprobe_events`. Which one is the caller's to say, from its typed probe;
+/// this crate does not classify definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProbeFile {
+    /// `kprobe_events` (CONFIG_KPROBE_EVENTS).
+    KprobeEvents,
+    /// `uprobe_events` (CONFIG_UPROBE_EVENTS).
+    UprobeEvents,
 }
 
-/// Checks that the tracefs at `root` can take probes of `kind`, and
+impl ProbeFile {
+    /// The file's name under tracefs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProbeFile::KprobeEvents => "kprobe_events",
+            ProbeFile::UprobeEvents => "uprobe_events",
+        }
+    }
+}
+
+/// Checks that the tracefs at `root` can take probes written to `file`, and
 /// explains what is missing otherwise.
-pub fn require(root: &Path, kind: ProbeKind) -> Result<()> {
-    match kind {
-        ProbeKind::Uprobe => {
+pub fn require(root: &Path, file: ProbeFile) -> Result<()> {
+    match file {
+        ProbeFile::UprobeEvents => {
             if !root.join("uprobe_events").exists() {
                 return Err(
                     Error::new(ErrorKind::Unsupported, "this kernel has no uprobe events")
@@ -178,7 +191,7 @@ pub fn require(root: &Path, kind: ProbeKind) -> Result<()> {
                 );
             }
         }
-        ProbeKind::Kprobe => {
+        ProbeFile::KprobeEvents => {
             if !root.join("kprobe_events").exists() {
                 return Err(
                     Error::new(ErrorKind::Unsupported, "this kernel has no kprobe events")
@@ -239,13 +252,13 @@ mod tests {
     fn require_reports_missing_files() {
         let dir = std::env::temp_dir().join(format!("ktrace_tracefs_req_{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
-        let e = require(&dir, ProbeKind::Uprobe).unwrap_err();
+        let e = require(&dir, ProbeFile::UprobeEvents).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Unsupported);
         assert!(e.to_string().contains("CONFIG_UPROBE_EVENTS"));
-        let e = require(&dir, ProbeKind::Kprobe).unwrap_err();
+        let e = require(&dir, ProbeFile::KprobeEvents).unwrap_err();
         assert!(e.to_string().contains("CONFIG_KPROBE_EVENTS"));
         fs::write(dir.join("uprobe_events"), "").unwrap();
-        require(&dir, ProbeKind::Uprobe).unwrap();
+        require(&dir, ProbeFile::UprobeEvents).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 }

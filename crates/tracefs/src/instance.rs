@@ -198,12 +198,6 @@ impl Instance {
         err
     }
 
-    /// Removes a trigger (written with a leading `!`).
-    pub fn remove_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
-        let rel = Path::new("events").join(group).join(event).join("trigger");
-        self.write(&rel, &format!("!{trigger}"), "cannot remove trigger")
-    }
-
     /// Sets the per-CPU buffer size in KiB.
     pub fn set_buffer_size_kb(&self, kb: u64) -> Result<()> {
         self.write(
@@ -359,11 +353,6 @@ impl Instance {
             t.read_events += s.read_events;
         }
         Ok(t)
-    }
-
-    /// The consuming text reader of all CPUs.
-    pub fn trace_pipe(&self) -> PathBuf {
-        self.dir.join("trace_pipe")
     }
 }
 

@@ -17,9 +17,10 @@ pub mod io;
 pub mod owner;
 pub mod pin;
 pub mod profile;
+pub mod tables;
 
-pub use discover::ProbeKind;
-pub use dynevent::{DynEvent, DynEvents};
+pub use discover::ProbeFile;
+pub use dynevent::{DynEvent, DynEvents, NewEvent};
 pub use error::{Error, ErrorKind, Result};
 pub use error_log::{ErrorLog, ErrorLogEntry};
 pub use features::Features;

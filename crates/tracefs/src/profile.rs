@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::discover::ProbeKind;
+use crate::discover::ProbeFile;
 use crate::dynevent::{DynEvent, parse_list};
 use crate::error::{Error, ErrorKind, Result};
 use crate::io;
@@ -70,18 +70,18 @@ impl ProbeProfile {
 }
 
 /// Parses a `kprobe_profile` (`kind` Kprobe) or `uprobe_profile` text.
-pub fn parse(text: &str, kind: ProbeKind) -> Vec<ProfileLine> {
+pub fn parse(text: &str, kind: ProbeFile) -> Vec<ProfileLine> {
     text.lines()
         .filter_map(|line| {
             let w: Vec<&str> = line.split_whitespace().collect();
             match kind {
-                ProbeKind::Kprobe if w.len() == 3 => Some(ProfileLine {
+                ProbeFile::KprobeEvents if w.len() == 3 => Some(ProfileLine {
                     file: None,
                     event: w[0].to_string(),
                     hits: w[1].parse().ok()?,
                     misses: Some(w[2].parse().ok()?),
                 }),
-                ProbeKind::Uprobe if w.len() >= 3 => {
+                ProbeFile::UprobeEvents if w.len() >= 3 => {
                     let n = w.len();
                     Some(ProfileLine {
                         file: Some(w[..n - 2].join(" ")),
@@ -117,10 +117,10 @@ pub fn pair(list: &[DynEvent], lines: &[ProfileLine]) -> Option<Vec<ProbeProfile
 
 /// Reads the profiles of every probe of `kind` in the tracefs at `root`,
 /// with groups. Retries a few times if probes come and go meanwhile.
-pub fn read(root: &Path, kind: ProbeKind) -> Result<Vec<ProbeProfile>> {
+pub fn read(root: &Path, kind: ProbeFile) -> Result<Vec<ProbeProfile>> {
     let (events, profile) = match kind {
-        ProbeKind::Kprobe => ("kprobe_events", "kprobe_profile"),
-        ProbeKind::Uprobe => ("uprobe_events", "uprobe_profile"),
+        ProbeFile::KprobeEvents => ("kprobe_events", "kprobe_profile"),
+        ProbeFile::UprobeEvents => ("uprobe_events", "uprobe_profile"),
     };
     if !root.join(profile).exists() {
         return Ok(Vec::new());
@@ -147,7 +147,7 @@ pub fn read(root: &Path, kind: ProbeKind) -> Result<Vec<ProbeProfile>> {
 /// Reads the profiles of both kinds and keeps those of `group`.
 pub fn read_group(root: &Path, group: &str) -> Result<Vec<ProbeProfile>> {
     let mut out = Vec::new();
-    for kind in [ProbeKind::Kprobe, ProbeKind::Uprobe] {
+    for kind in [ProbeFile::KprobeEvents, ProbeFile::UprobeEvents] {
         out.extend(read(root, kind)?.into_iter().filter(|p| p.group == group));
     }
     Ok(out)
@@ -162,7 +162,7 @@ mod tests {
         // cat uprobe_profile on the 6.18 host after
         // echo 'p:ktrace_x/ev /bin/true:0x1000' >> dynamic_events
         let text = "  /bin/true ev                                                         0\n";
-        let l = parse(text, ProbeKind::Uprobe);
+        let l = parse(text, ProbeFile::UprobeEvents);
         assert_eq!(
             l,
             vec![ProfileLine {
@@ -181,7 +181,7 @@ mod tests {
             "  {:<44} {:>15} {:>15}\n  {:<44} {:>15} {:>15}\nbroken line\n",
             "p_vfs_read_0", 12, 0, "r_x", 5, 3
         );
-        let l = parse(&text, ProbeKind::Kprobe);
+        let l = parse(&text, ProbeFile::KprobeEvents);
         assert_eq!(l.len(), 2);
         assert_eq!(
             (l[1].event.as_str(), l[1].hits, l[1].misses),
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn pair_and_warn() {
         let list = parse_list("p:a/p_x vfs_read\nr4:ktrace_1/r_x vfs_read\n");
-        let lines = parse("  p_x 1 0\n  r_x 5 3\n", ProbeKind::Kprobe);
+        let lines = parse("  p_x 1 0\n  r_x 5 3\n", ProbeFile::KprobeEvents);
         let p = pair(&list, &lines).unwrap();
         assert_eq!(p[1].group, "ktrace_1");
         assert!(p[0].warning().is_none());
@@ -200,7 +200,7 @@ mod tests {
         assert!(w.contains("maxactive") && w.contains("r64:"), "{w}");
         // Out of step: no pairing rather than a wrong one.
         assert!(pair(&list, &lines[..1]).is_none());
-        let swapped = parse("  r_x 5 3\n  p_x 1 0\n", ProbeKind::Kprobe);
+        let swapped = parse("  r_x 5 3\n  p_x 1 0\n", ProbeFile::KprobeEvents);
         assert!(pair(&list, &swapped).is_none());
     }
 }

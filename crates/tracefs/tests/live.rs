@@ -4,7 +4,19 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ktrace_tracefs::{DynEvents, ErrorKind, Instance, SessionName, discover, owner, profile};
+use ktrace_tracefs::{
+    DynEvents, ErrorKind, Instance, NewEvent, ProbeFile, SessionName, discover, owner, profile,
+};
+
+/// A uprobe `GROUP/EVENT` on /bin/true with `rest` after the place.
+fn uprobe(group: &str, event: &str, place_and_args: String) -> NewEvent {
+    NewEvent {
+        group: group.to_string(),
+        event: event.to_string(),
+        file: ProbeFile::UprobeEvents,
+        line: format!("p:{group}/{event} {place_and_args}"),
+    }
+}
 
 fn root() -> Option<PathBuf> {
     if !rustix::process::geteuid().is_root() {
@@ -66,9 +78,9 @@ fn rejected_second_definition_leaves_nothing_and_has_caret() {
     let before = snapshot(&root, &name);
     let off = true_offset();
     let defs = vec![
-        format!("p:{name}/one /bin/true:{off:#x}"),
-        format!("p:{name}/two /bin/true:{off:#x} a=%nosuchreg"),
-        format!("p:{name}/three /bin/true:{off:#x}"),
+        uprobe(&name, "one", format!("/bin/true:{off:#x}")),
+        uprobe(&name, "two", format!("/bin/true:{off:#x} a=%nosuchreg")),
+        uprobe(&name, "three", format!("/bin/true:{off:#x}")),
     ];
     let err = DynEvents::new(&root).create(&defs).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Rejected);
@@ -87,7 +99,7 @@ fn filter_and_trigger_errors_come_from_the_instance_log() {
     let _guard = Guard(root.clone(), name.clone());
     let off = true_offset();
     DynEvents::new(&root)
-        .create(&[format!("p:{name}/ev /bin/true:{off:#x} x=%ax")])
+        .create(&[uprobe(&name, "ev", format!("/bin/true:{off:#x} x=%ax"))])
         .unwrap();
     let inst = Instance::create(&root, &name).unwrap();
     let err = inst.set_filter(&name, "ev", "x == ").unwrap_err();
@@ -151,7 +163,7 @@ fn reap_takes_dead_owners_only() {
         .collect();
     for g in [&dead, &alive, &foreign] {
         dynev
-            .create(&[format!("p:{g}/ev /bin/true:{off:#x}")])
+            .create(&[uprobe(g, "ev", format!("/bin/true:{off:#x}"))])
             .unwrap();
         Instance::create(&root, g).unwrap();
     }
@@ -178,7 +190,7 @@ fn teardown_copes_with_our_event_enabled_in_a_foreign_instance() {
     let foreign = format!("ktrace_foreign_busy{}", std::process::id());
     let off = true_offset();
     DynEvents::new(&root)
-        .create(&[format!("p:{name}/ev /bin/true:{off:#x}")])
+        .create(&[uprobe(&name, "ev", format!("/bin/true:{off:#x}"))])
         .unwrap();
     Instance::create(&root, &name).unwrap();
     // Someone else's instance switches our event on (as `echo 1 > events/enable` would).

@@ -4,7 +4,7 @@
 use ktrace_tracefs::discover::{mount_points, parse_lockdown};
 use ktrace_tracefs::instance::parse_choice;
 use ktrace_tracefs::owner::parse_start_time;
-use ktrace_tracefs::{CpuStats, Features, ProbeKind, SessionName, dynevent, error_log, profile};
+use ktrace_tracefs::{CpuStats, Features, ProbeFile, SessionName, dynevent, error_log, profile};
 use proptest::prelude::*;
 
 /// Text made of the characters tracefs files are made of, so the parsers'
@@ -18,10 +18,8 @@ proptest! {
     fn parsers_never_panic(s in tracefs_text()) {
         let _ = error_log::parse(&s);
         let _ = dynevent::parse_list(&s);
-        let _ = dynevent::split_head(&s);
-        let _ = dynevent::kind_of_place(&s);
-        let _ = profile::parse(&s, ProbeKind::Kprobe);
-        let _ = profile::parse(&s, ProbeKind::Uprobe);
+        let _ = profile::parse(&s, ProbeFile::KprobeEvents);
+        let _ = profile::parse(&s, ProbeFile::UprobeEvents);
         let _ = Features::from_readme(&s);
         let _ = CpuStats::parse(&s);
         let _ = parse_start_time(&s);
@@ -34,7 +32,6 @@ proptest! {
     #[test]
     fn any_str_never_panics(s in any::<String>()) {
         let _ = error_log::parse(&s);
-        let _ = dynevent::split_head(&s);
         let _ = SessionName::parse(&s);
         let _ = parse_start_time(&s);
     }
@@ -52,20 +49,5 @@ proptest! {
         let text = n.to_string();
         prop_assert!(text.len() < 64);
         prop_assert_eq!(SessionName::parse(&text), Some(n));
-    }
-
-    #[test]
-    fn split_head_round_trips_through_render(
-        kind in "(p|r|r[1-9][0-9]{0,2}|e|f|t)",
-        group in "[a-z_][a-z0-9_]{0,20}",
-        event in "[a-z_][a-z0-9_]{0,20}",
-        rest in "[a-z/][a-z0-9_/:.]{0,30}( [a-z]+=%[a-z]+){0,3}",
-    ) {
-        let def = dynevent::render(&kind, &group, &event, &rest);
-        let (h, r) = dynevent::split_head(&def).unwrap();
-        prop_assert_eq!(h.kind, kind);
-        prop_assert_eq!(h.group.as_deref(), Some(group.as_str()));
-        prop_assert_eq!(h.event.as_deref(), Some(event.as_str()));
-        prop_assert_eq!(r, rest.as_str());
     }
 }

@@ -147,3 +147,18 @@ expect_ok "existing symbol" ktrace check 'p do_sys_openat2 dfd=$arg1' &&
     expect_match "live message" "$(ktrace check 'p ktrace_no_such_function_x' 2>&1)" 'rejected|error' &&
     expect_ok "offline accepts it" ktrace check --offline 'p ktrace_no_such_function_x' &&
     pass
+
+# Issue 14 #13: a 6.1 kernel keeps the first 128 arguments and ignores the
+# rest without a word; ktrace must say so (and the 128 must still come out).
+ktest args_past_128_warned
+many="p:many do_sys_openat2"
+i=1
+while [ "$i" -le 129 ]; do many="$many \\$i"; i=$((i + 1)); done
+kt "$many" -n 1 -d 5
+cat /ktest/env >/dev/null
+ktwait
+expect_eq "exit status" "$code" 0 &&
+    expect_match "warning" "$(cat /tmp/kt.err)" "keeps the first 128 arguments and ignores the other 1 " &&
+    expect_match "event recorded" "$(cat /tmp/kt.out)" " many: " &&
+    expect_ok "check agrees (6.1 keeps 128)" ktrace check "$many" &&
+    pass "$(grep -m1 'warning' /tmp/kt.err)"

@@ -1,4 +1,5 @@
-//! User probe specs → kernel probe definitions, for `ktrace trace`.
+//! The convenience syntax of `ktrace trace`: user specs → definitions in the
+//! kernel's own language, ready to be checked once by ktrace-probe.
 //!
 //! Every definition the kernel accepts (kprobetrace.rst, uprobetracer.rst)
 //! passes through unchanged. On top of that, ktrace accepts:
@@ -14,19 +15,18 @@
 //!   register (`arg2` → `%si` on x86_64, `%x1` on arm64); `$argN` on uprobes,
 //!   which the kernel lacks, likewise.
 //!
-//! It also provides [`LiveEnv`], `ktrace_probe::Environment` over the running
-//! kernel, so each definition is checked before anything is written. This
-//! module writes nothing to the kernel; it reads kallsyms, the kprobe
-//! blacklist, ftrace's filter functions, ld.so.cache and ELF files.
-
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+//! A spec is split into its words here (the one reading of the user's text);
+//! what comes out is kernel syntax for ktrace-probe's parser, plus the
+//! kernel symbol names the check will ask about. It writes nothing and does
+//! not check the kernel's language; it reads ld.so.cache, ELF files and the
+//! kernel view (for wildcards and module names).
 
 use anyhow::{Context, bail};
-use ktrace_probe::{Arch, Environment, FileKind};
-use ktrace_symbols::kallsyms::{self, Kallsyms};
-use ktrace_symbols::probeable::{self, Exclusion, FtraceLocations, Rules};
-use ktrace_symbols::{blacklist, glob};
+use ktrace_probe::Arch;
+use ktrace_symbols::KernelView;
+use ktrace_symbols::glob;
+use ktrace_symbols::probeable::{self, Exclusion};
+use std::path::PathBuf;
 
 /// Where ld.so.cache lives.
 pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
@@ -72,6 +72,33 @@ pub struct Spec {
     pub place: String,
     /// The fetch arguments, verbatim.
     pub args: Vec<String>,
+}
+
+impl Spec {
+    /// The kernel symbol names a check of this spec asks about: the probed
+    /// symbol (without `MOD:` and `+OFF`) and every `@SYM` of the arguments.
+    pub fn kernel_symbols(&self) -> Vec<String> {
+        let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+        let take = |s: &str| -> String { s.chars().take_while(|&c| is_name(c)).collect() };
+        let mut out = Vec::new();
+        let place = self
+            .place
+            .rsplit_once(':')
+            .map_or(self.place.as_str(), |(_, s)| s);
+        let name = take(place);
+        if !name.is_empty() {
+            out.push(name);
+        }
+        for a in &self.args {
+            for (i, _) in a.match_indices('@') {
+                let name = take(&a[i + 1..]);
+                if !name.is_empty() {
+                    out.push(name);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// What kind of place a spec names.
@@ -140,11 +167,15 @@ pub fn split(spec: &str) -> anyhow::Result<Option<Spec>> {
 /// Classifies a place. `is_module` says whether a name is a loaded kernel
 /// module (for `MOD:SYM` against `LIB:SYM`).
 pub fn classify(place: &str, is_module: &dyn Fn(&str) -> bool) -> Place {
+    // The kernel splits `PATH:OFFSET` at the last ':' (a path may hold ':').
+    if let Some((_, off)) = place.rsplit_once(':')
+        && off.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return Place::UserOffset;
+    }
     match place.split_once(':') {
         Some((file, rest)) => {
-            if rest.starts_with(|c: char| c.is_ascii_digit()) {
-                Place::UserOffset
-            } else if !file.contains('/') && is_module(file) {
+            if !file.contains('/') && is_module(file) {
                 if glob::is_glob(rest) {
                     Place::KernelGlob
                 } else {
@@ -262,74 +293,19 @@ pub fn join_words(words: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Kernel symbol tables for wildcard expansion and live checks.
-#[derive(Debug)]
-pub struct KernelTables {
-    /// /proc/kallsyms.
-    pub kallsyms: Kallsyms,
-    blacklist: Option<Vec<blacklist::BlacklistEntry>>,
-    ftrace: Option<FtraceLocations>,
-    notrace_refused: bool,
-}
-
-impl KernelTables {
-    /// Reads the running kernel's tables (kallsyms, kprobe blacklist,
-    /// available_filter_functions\[_addrs\] under `tracefs`).
-    /// The blacklist and ftrace tables are read only `with_rules` (for
-    /// wildcards): they are big, and a slow board pays seconds for them.
-    pub fn load(tracefs: &Path, with_rules: bool) -> anyhow::Result<Self> {
-        let kallsyms = kallsyms::open(Path::new("/proc/kallsyms"))?;
-        let blacklist = with_rules
-            .then(|| blacklist::open(Path::new("/sys/kernel/debug/kprobes/blacklist")).ok())
-            .flatten();
-        let ftrace = with_rules
-            .then(|| {
-                [
-                    "available_filter_functions_addrs",
-                    "available_filter_functions",
-                ]
-                .iter()
-                .find_map(|f| std::fs::read_to_string(tracefs.join(f)).ok())
-            })
-            .flatten()
-            .map(|t| FtraceLocations::parse(&t));
-        Ok(Self {
-            kallsyms,
-            blacklist,
-            ftrace,
-            notrace_refused: !crate::cmd::list::kernel_allows_notrace(),
-        })
-    }
-
-    fn rules(&self) -> Rules<'_> {
-        Rules {
-            blacklist: self.blacklist.as_deref(),
-            ftrace: self.ftrace.as_ref(),
-            notrace_refused: self.notrace_refused,
-        }
-    }
-
-    /// Whether `name` is a module with symbols in kallsyms.
-    pub fn is_module(&self, name: &str) -> bool {
-        Path::new("/sys/module")
-            .join(name)
-            .join("sections")
-            .exists()
-            || self
-                .kallsyms
-                .symbols()
-                .iter()
-                .any(|s| s.module.as_deref() == Some(name))
-    }
-}
-
-/// A resolved definition, ready for `Session::build`.
+/// A spec turned into kernel syntax, not yet checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     /// The user's spec it came from.
     pub input: String,
-    /// Kernel definition text (the group is replaced by the session's).
-    pub definition: String,
+    /// The definition in the kernel's language (any group is replaced later).
+    pub line: String,
+    /// The event name to use when the line names none (a convenience's
+    /// choice, e.g. `p_getenv` for `libc:getenv`); ktrace's kernel-like
+    /// name otherwise.
+    pub auto_name: Option<String>,
+    /// Kernel symbol names the check asks about.
+    pub symbols: Vec<String>,
 }
 
 /// What a resolution found besides the definitions.
@@ -342,35 +318,42 @@ pub struct Outcome {
 }
 
 /// Resolves user specs.
-pub struct Resolver<'t> {
+pub struct Resolver<'k> {
     /// Architecture of the running kernel.
     pub arch: Arch,
     /// `-p PID`: its maps find libraries first.
     pub pid: Option<u32>,
     /// ld.so.cache.
     pub ldcache: PathBuf,
-    /// Kernel tables, when loaded.
-    pub kernel: Option<&'t KernelTables>,
+    /// The kernel view (module names, wildcard expansion).
+    pub kernel: &'k KernelView,
+    /// The session's group: every definition is put there (a group the user
+    /// wrote is replaced; the event name is kept).
+    pub group: String,
 }
 
-fn sanitize(s: &str) -> String {
-    let mut n: String = s
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .collect();
-    n.truncate(60);
-    n
+/// The event of a written `EVENT` or `GROUP/EVENT` name.
+fn event_part(name: &str) -> &str {
+    name.rsplit_once('/').map_or(name, |(_, e)| e)
 }
 
 impl Resolver<'_> {
-    fn is_module(&self, name: &str) -> bool {
-        match self.kernel {
-            Some(k) => k.is_module(name),
-            None => Path::new("/sys/module")
-                .join(name)
-                .join("sections")
-                .exists(),
-        }
+    /// An event probe (`e[:[GROUP/]EVENT] ...`), passed through otherwise
+    /// verbatim, is put into the session's group; other pass-through lines
+    /// stay as they are (the check refuses what ktrace cannot create).
+    fn regroup_passthrough(&self, line: &str) -> String {
+        let (head, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let name = match head.strip_prefix("e:") {
+            Some(n) => n,
+            None if head == "e" => "",
+            None => return line.to_string(),
+        };
+        format!(
+            "e:{}/{} {}",
+            self.group,
+            event_part(name),
+            rest.trim_start()
+        )
     }
 
     /// Resolves every spec; the first failure stops with its reason.
@@ -386,33 +369,43 @@ impl Resolver<'_> {
         let Some(spec) = split(input)? else {
             out.defs.push(Resolved {
                 input: input.to_string(),
-                definition: input.trim().to_string(),
+                line: self.regroup_passthrough(input.trim()),
+                auto_name: None,
+                symbols: Vec::new(),
             });
             return Ok(());
         };
-        let place = classify(&spec.place, &|m| self.is_module(m));
+        let place = classify(&spec.place, &|m| self.kernel.is_module(m));
         let user = matches!(place, Place::UserOffset | Place::UserSymbol);
         let args = spec
             .args
             .iter()
             .map(|a| map_args(a, self.arch, user || !self.arch.has_arg_access()))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let head = |name: Option<&str>| match name {
-            Some(n) => format!("{}:{n}", spec.kind),
-            None => spec.kind.clone(),
-        };
-        let line = |name: Option<&str>, place: &str| {
-            let mut s = format!("{} {place}", head(name));
+        let line = |place: &str| {
+            let mut s = format!(
+                "{}:{}/{} {place}",
+                spec.kind,
+                self.group,
+                spec.name.as_deref().map_or("", event_part)
+            );
             for a in &args {
                 s.push(' ');
                 s.push_str(a);
             }
             s
         };
+        let symbols = if user {
+            Vec::new()
+        } else {
+            spec.kernel_symbols()
+        };
         match place {
             Place::Kernel | Place::UserOffset => out.defs.push(Resolved {
                 input: input.to_string(),
-                definition: line(spec.name.as_deref(), &spec.place),
+                line: line(&spec.place),
+                auto_name: None,
+                symbols,
             }),
             Place::UserSymbol => {
                 let up = ktrace_symbols::library::resolve_user_probe(
@@ -426,15 +419,15 @@ impl Resolver<'_> {
                     "{} -> {location} ({} at {:#x})",
                     spec.place, up.target.symbol.name, up.target.vaddr
                 ));
-                let auto = format!(
-                    "{}_{}",
-                    &spec.kind[..1],
-                    sanitize(spec.place.split_once(':').map_or("", |(_, s)| s))
-                );
-                let name = spec.name.clone().unwrap_or(auto);
+                let symbol = spec.place.rsplit_once(':').map_or("", |(_, s)| s);
                 out.defs.push(Resolved {
                     input: input.to_string(),
-                    definition: line(Some(&name), &location),
+                    line: line(&location),
+                    auto_name: Some(ktrace_probe::naming::sanitize(&format!(
+                        "{}_{symbol}",
+                        &spec.kind[..1]
+                    ))),
+                    symbols,
                 });
             }
             Place::KernelGlob => {
@@ -443,10 +436,11 @@ impl Resolver<'_> {
                         "{input:?}: a wildcard makes one event per function; leave out the event name"
                     );
                 }
-                let k = self
-                    .kernel
-                    .context("kernel symbols are needed to expand a wildcard")?;
-                let exp = probeable::expand(&k.kallsyms, &k.rules(), &spec.place);
+                let ks = self.kernel.kallsyms().map_err(|e| {
+                    anyhow::anyhow!("kernel symbols are needed to expand a wildcard: {e}")
+                })?;
+                let rules = self.kernel.rules();
+                let exp = probeable::expand(ks, &rules, &spec.place);
                 for r in &exp.skipped_rules {
                     out.notes.push(format!("rule not checked: {r}"));
                 }
@@ -473,343 +467,19 @@ impl Resolver<'_> {
                         Some(m) => format!("{m}:{}", sym.name),
                         None => sym.name.clone(),
                     };
+                    let mut symbols = symbols.clone();
+                    symbols.push(sym.name.clone());
                     out.defs.push(Resolved {
                         input: input.to_string(),
-                        definition: line(None, &place),
+                        line: line(&place),
+                        auto_name: None,
+                        symbols,
                     });
                 }
             }
         }
         Ok(())
     }
-}
-
-/// Whether a spec needs the kernel's symbol tables: a kprobe (a place
-/// without `/` and without `:`, or `MOD:SYM` of a loaded module).
-pub fn needs_kernel(spec: &str) -> bool {
-    match split(spec) {
-        Ok(Some(s)) => match s.place.split_once(':') {
-            None => true,
-            Some((f, _)) => {
-                !f.contains('/') && Path::new("/sys/module").join(f).join("sections").exists()
-            }
-        },
-        _ => false,
-    }
-}
-
-/// How often each of a few kallsyms names occurs (in all, and per module),
-/// and which modules are loaded: what the live check asks, read in one pass
-/// over /proc/kallsyms without building the whole symbol table (which costs
-/// seconds on a slow board). Names not asked for are unknown (`None`).
-#[derive(Debug, Default)]
-pub struct SymbolCounts {
-    counts: HashMap<String, usize>,
-    in_module: HashMap<(String, String), usize>,
-    modules: HashSet<String>,
-}
-
-impl SymbolCounts {
-    /// Counts `wanted` in kallsyms text (`ADDR TYPE NAME [\[MOD\]]` lines).
-    pub fn scan(text: &str, wanted: &HashSet<String>) -> Self {
-        let mut c = SymbolCounts {
-            counts: wanted.iter().map(|w| (w.clone(), 0)).collect(),
-            ..Default::default()
-        };
-        for line in text.lines() {
-            let mut f = line.split_whitespace();
-            let (Some(_), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else {
-                continue;
-            };
-            let module = f
-                .next()
-                .and_then(|m| m.strip_prefix('['))
-                .and_then(|m| m.strip_suffix(']'));
-            if let Some(m) = module
-                && !c.modules.contains(m)
-            {
-                c.modules.insert(m.to_string());
-            }
-            if let Some(n) = c.counts.get_mut(name) {
-                *n += 1;
-                if let Some(m) = module {
-                    *c.in_module
-                        .entry((m.to_string(), name.to_string()))
-                        .or_default() += 1;
-                }
-            }
-        }
-        c
-    }
-
-    /// Reads /proc/kallsyms for `wanted`.
-    pub fn open(wanted: &HashSet<String>) -> anyhow::Result<Self> {
-        let text =
-            std::fs::read_to_string("/proc/kallsyms").context("cannot read /proc/kallsyms")?;
-        Ok(Self::scan(&text, wanted))
-    }
-}
-
-/// The kernel symbol names definitions may make the checker ask about: each
-/// word's leading name (the probed place, `MOD:SYM` split) and every `@SYM`.
-pub fn wanted_symbols<'a>(defs: impl IntoIterator<Item = &'a str>) -> HashSet<String> {
-    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
-    let mut out = HashSet::new();
-    for d in defs {
-        for w in d.split_whitespace() {
-            let place = w.trim_end_matches("%return");
-            let place = place.rsplit_once(':').map_or(place, |(_, s)| s);
-            let name: String = place.chars().take_while(|&c| is_name(c)).collect();
-            if !name.is_empty() {
-                out.insert(name);
-            }
-            for (i, _) in w.match_indices('@') {
-                let name: String = w[i + 1..].chars().take_while(|&c| is_name(c)).collect();
-                if !name.is_empty() {
-                    out.insert(name);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// `ktrace_probe::Environment` over the running kernel: kallsyms counts for
-/// symbols, the file system for uprobe files, tracefs for events.
-pub struct LiveEnv<'a> {
-    /// Kernel symbol counts, when read (kprobe checks are skipped otherwise).
-    pub symbols: Option<&'a SymbolCounts>,
-    /// The tracefs mount.
-    pub tracefs: &'a Path,
-}
-
-impl Environment for LiveEnv<'_> {
-    fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.symbols?.counts.get(name).copied()
-    }
-
-    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        let s = self.symbols?;
-        s.counts.get(name)?;
-        Some(s.modules.contains(module).then(|| {
-            s.in_module
-                .get(&(module.to_string(), name.to_string()))
-                .is_some_and(|&n| n > 0)
-        }))
-    }
-
-    fn file_kind(&self, path: &str) -> Option<FileKind> {
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_file() => Some(FileKind::Regular),
-            Ok(_) => Some(FileKind::Other),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(FileKind::Missing),
-            Err(_) => None,
-        }
-    }
-
-    fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
-        let events = self.tracefs.join("events");
-        events
-            .is_dir()
-            .then(|| events.join(group).join(event).is_dir())
-    }
-
-    fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {
-        let dir = self.tracefs.join("events").join(system).join(event);
-        if !dir.is_dir() {
-            return Some(None);
-        }
-        let text = std::fs::read_to_string(dir.join("format")).ok()?;
-        Some(Some(format_fields(&text)))
-    }
-}
-
-/// Field names of an event's `format` file (`field:TYPE NAME[N];` lines).
-pub fn format_fields(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| {
-            let decl = l.trim().strip_prefix("field:")?.split(';').next()?;
-            let last = decl.split_whitespace().last()?;
-            Some(last.split('[').next().unwrap_or(last).to_string())
-        })
-        .collect()
-}
-
-/// The check target for the running kernel.
-pub fn live_target(arch: Arch) -> ktrace_probe::Target {
-    let mut t = ktrace_probe::Target::new(arch);
-    if let Some(v) = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .ok()
-        .and_then(|r| r.trim().parse().ok())
-    {
-        t.kernel = v;
-    }
-    t.possible_cpus = std::fs::read_to_string("/sys/devices/system/cpu/possible")
-        .ok()
-        .and_then(|s| possible_cpus(s.trim()));
-    t
-}
-
-/// Counts the CPUs in a kernel CPU list (`0-3,5`).
-pub fn possible_cpus(list: &str) -> Option<u32> {
-    let mut n = 0u32;
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        n += match part.split_once('-') {
-            Some((a, b)) => b.parse::<u32>().ok()?.checked_sub(a.parse().ok()?)? + 1,
-            None => {
-                part.parse::<u32>().ok()?;
-                1
-            }
-        };
-    }
-    (n > 0).then_some(n)
-}
-
-/// Renders a rejected check like the kernel's error_log: the command, a
-/// caret under the offending byte, the message and any hint.
-pub fn rejection_text(input: &str, e: &ktrace_probe::ProbeError) -> String {
-    let mut s = format!("definition rejected before anything was written: {input}");
-    if let Some((cmd, caret)) = e.caret_lines() {
-        s.push_str(&format!("\n  {cmd}\n  {caret}"));
-    }
-    match e.subsystem {
-        Some(sub) => s.push_str(&format!("\n  {sub}: error: {}", e.message)),
-        None => s.push_str(&format!("\n  error: {}", e.message)),
-    }
-    if let Some(h) = &e.hint {
-        s.push_str(&format!("\n  hint: {h}"));
-    }
-    s
-}
-
-/// `ktrace trace`'s definition step: resolves the user's specs, names them
-/// into the session's group (`Session::build`) and checks every resulting
-/// line with ktrace-probe against the live kernel. Nothing is written; the
-/// first rejection is returned with its caret.
-pub fn build(
-    sess: &crate::session::Session,
-    specs: &[String],
-    pid: Option<u32>,
-    tracefs: &Path,
-) -> anyhow::Result<Vec<crate::session::Probe>> {
-    let arch = Arch::native().context("unknown machine architecture")?;
-    // The whole symbol table only for wildcards; the checks need counts of
-    // a few names, read in one cheap pass below.
-    let kprobes = specs.iter().any(|s| needs_kernel(s));
-    let globs = join_words(specs)?.iter().any(|s| {
-        split(s).ok().flatten().is_some_and(|sp| {
-            classify(&sp.place, &|m| {
-                Path::new("/sys/module").join(m).join("sections").exists()
-            }) == Place::KernelGlob
-        })
-    });
-    let tables = if globs {
-        Some(KernelTables::load(tracefs, true)?)
-    } else {
-        None
-    };
-    let resolver = Resolver {
-        arch,
-        pid,
-        ldcache: PathBuf::from(LD_SO_CACHE),
-        kernel: tables.as_ref(),
-    };
-    let outcome = resolver.resolve(specs)?;
-    for n in &outcome.notes {
-        eprintln!("ktrace: {n}");
-    }
-    let defs: Vec<String> = outcome.defs.iter().map(|d| d.definition.clone()).collect();
-    let probes = sess.build(&defs)?;
-    let counts = match kprobes || globs {
-        true => Some(SymbolCounts::open(&wanted_symbols(
-            probes.iter().map(|p| p.definition.as_str()),
-        ))?),
-        false => None,
-    };
-    let env = LiveEnv {
-        symbols: counts.as_ref(),
-        tracefs,
-    };
-    let target = live_target(arch);
-    for (p, r) in probes.iter().zip(&outcome.defs) {
-        let checked = ktrace_probe::check_line(&p.definition, target, &env);
-        if let Err(e) = &checked.definition {
-            bail!("{}", rejection_text(&r.input, e));
-        }
-    }
-    Ok(probes)
-}
-
-/// Creates the probes, in chunks with a progress line when there are many
-/// and stderr is a terminal.
-pub fn create(
-    sess: &mut crate::session::Session,
-    probes: Vec<crate::session::Probe>,
-) -> anyhow::Result<()> {
-    use std::io::IsTerminal;
-    const CHUNK: usize = 100;
-    let total = probes.len();
-    if total <= CHUNK || !std::io::stderr().is_terminal() {
-        return sess.create(probes);
-    }
-    let mut done = 0;
-    let mut rest = probes;
-    while !rest.is_empty() {
-        let tail = rest.split_off(rest.len().min(CHUNK));
-        done += rest.len();
-        sess.create(rest)?;
-        eprint!("\rktrace: created {done}/{total} probes");
-        rest = tail;
-    }
-    eprintln!();
-    Ok(())
-}
-
-/// The trigger text for `--stack`. Always with a condition: the kernel
-/// calls a trigger without one before it applies the pid lists
-/// (set_event_pid, set_event_notrace_pid), so stacks would come from every
-/// task, ktrace's own included; a conditional trigger runs on the committed
-/// record only, after the event, and with the event's own filter it keeps
-/// exactly the stacks of the events shown.
-pub fn stack_trigger(filter: Option<&str>) -> String {
-    match filter.map(str::trim).filter(|f| !f.is_empty()) {
-        Some(f) => format!("stacktrace if {f}"),
-        None => "stacktrace if common_pid >= 0".to_string(),
-    }
-}
-
-/// `--stack`: a `stacktrace` trigger on each kernel probe (ftrace then
-/// records a `kernel_stack` event after each hit), and the instance option
-/// `userstacktrace` when there are user probes (a `user_stack` event after
-/// each event of the instance). A kernel without user stack support says
-/// so and tracing goes on without user stacks.
-pub fn enable_stacks(
-    sess: &crate::session::Session,
-    inst: &ktrace_tracefs::Instance,
-    filter: Option<&str>,
-) -> anyhow::Result<()> {
-    use ktrace_tracefs::ProbeKind;
-    let trigger = stack_trigger(filter);
-    let mut user = false;
-    for p in sess.probes() {
-        match p.kind {
-            ProbeKind::Kprobe => inst
-                .add_trigger(sess.name(), &p.event, &trigger)
-                .with_context(|| format!("{trigger:?} trigger on {}", p.event))?,
-            ProbeKind::Uprobe => user = true,
-        }
-    }
-    if user {
-        if !inst.dir().join("options/userstacktrace").exists() {
-            eprintln!(
-                "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
-                 built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"
-            );
-        } else if let Err(e) = inst.set_option("userstacktrace", true) {
-            eprintln!("ktrace: note: user stacks unavailable: {e}");
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -891,6 +561,8 @@ mod tests {
             ("ext4:ext4_file_open", Place::Kernel),
             ("ext4:ext4_*", Place::KernelGlob),
             ("/bin/bash:0x9a4f0", Place::UserOffset),
+            ("/tmp/adv/a:b/hot:0x1250", Place::UserOffset),
+            ("/tmp/adv/a:b/hot:main", Place::UserSymbol),
             ("/bin/bash:123(0x10)", Place::UserOffset),
             ("/bin/bash:readline", Place::UserSymbol),
             ("libc:getenv", Place::UserSymbol),
@@ -945,11 +617,15 @@ mod tests {
 
     #[test]
     fn resolver_passes_kernel_forms_and_maps_args() {
+        let dir = std::env::temp_dir().join(format!("ktrace_spec_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let view = KernelView::running(None).with_kallsyms_file(&dir.join("none"));
         let r = Resolver {
             arch: Arch::Arm64,
             pid: None,
             ldcache: PathBuf::from(LD_SO_CACHE),
-            kernel: None,
+            kernel: &view,
+            group: "ktrace_g".to_string(),
         };
         let out = r
             .resolve(&[
@@ -961,16 +637,16 @@ mod tests {
                 "e:ev sched/sched_switch".to_string(),
             ])
             .unwrap();
-        let defs: Vec<&str> = out.defs.iter().map(|d| d.definition.as_str()).collect();
+        let defs: Vec<&str> = out.defs.iter().map(|d| d.line.as_str()).collect();
         assert_eq!(
             defs,
             [
-                "p:myev do_sys_openat2 dfd=%x0",
-                "p do_sys_openat2 dfd=%x0 filename=+0(%x1):ustring",
-                "r do_sys_openat2 $retval",
-                "p:w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32",
-                "r8 do_sys_openat2",
-                "e:ev sched/sched_switch",
+                "p:ktrace_g/myev do_sys_openat2 dfd=%x0",
+                "p:ktrace_g/ do_sys_openat2 dfd=%x0 filename=+0(%x1):ustring",
+                "r:ktrace_g/ do_sys_openat2 $retval",
+                "p:ktrace_g/w do_wait wo_type=+0(%x0):u32 wo_flags=+4(%x0):u32",
+                "r8:ktrace_g/ do_sys_openat2",
+                "e:ktrace_g/ev sched/sched_switch",
             ]
         );
         // Every rewritten line is one the kernel's language accepts.
@@ -984,29 +660,35 @@ mod tests {
         }
         let e = r.resolve(&["vfs_*".to_string()]).unwrap_err().to_string();
         assert!(e.contains("kernel symbols"), "{e}");
+        assert_eq!(
+            out.defs[1].symbols,
+            ["do_sys_openat2"],
+            "the probed symbol, for the check's kallsyms count"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn wildcard_expansion_uses_probeable_rules() {
         // A kallsyms excerpt of Debian's 6.1 x86_64 kernel layout (names and
         // types as /proc/kallsyms prints them).
-        let ks = Kallsyms::parse(
+        let dir = std::env::temp_dir().join(format!("ktrace_glob_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ks = dir.join("kallsyms");
+        std::fs::write(
+            &ks,
             "ffffffff81100000 T vfs_read\nffffffff81100100 T vfs_write\n\
              ffffffff81100200 t __pfx_vfs_open\nffffffff81100210 T vfs_open\n\
              ffffffff81200000 D vfs_data\nffffffff81300000 t dup\nffffffff81300010 t dup\n",
         )
         .unwrap();
-        let tables = KernelTables {
-            kallsyms: ks,
-            blacklist: None,
-            ftrace: None,
-            notrace_refused: true,
-        };
+        let view = KernelView::running(None).with_kallsyms_file(&ks);
         let r = Resolver {
             arch: Arch::X86_64,
             pid: None,
             ldcache: PathBuf::from(LD_SO_CACHE),
-            kernel: Some(&tables),
+            kernel: &view,
+            group: "ktrace_g".to_string(),
         };
         let out = r
             .resolve(&["vfs_* a=arg1".to_string(), "r d*".to_string()])
@@ -1016,10 +698,14 @@ mod tests {
             "{out}"
         );
         let out = r.resolve(&["vfs_* a=arg1".to_string()]).unwrap();
-        let defs: Vec<&str> = out.defs.iter().map(|d| d.definition.as_str()).collect();
+        let defs: Vec<&str> = out.defs.iter().map(|d| d.line.as_str()).collect();
         assert_eq!(
             defs,
-            ["p vfs_read a=%di", "p vfs_write a=%di", "p vfs_open a=%di"]
+            [
+                "p:ktrace_g/ vfs_read a=%di",
+                "p:ktrace_g/ vfs_write a=%di",
+                "p:ktrace_g/ vfs_open a=%di"
+            ]
         );
         assert!(
             out.notes.iter().any(|n| n.contains("blacklist")),
@@ -1027,81 +713,6 @@ mod tests {
             out.notes
         );
         assert!(r.resolve(&["p:x vfs_*".to_string()]).is_err());
-    }
-
-    #[test]
-    fn stack_triggers_are_conditional() {
-        assert_eq!(stack_trigger(None), "stacktrace if common_pid >= 0");
-        assert_eq!(stack_trigger(Some(" ")), "stacktrace if common_pid >= 0");
-        assert_eq!(
-            stack_trigger(Some("fn == \"/etc/hostname\"")),
-            "stacktrace if fn == \"/etc/hostname\""
-        );
-    }
-
-    #[test]
-    fn symbol_counts_from_one_kallsyms_pass() {
-        // Lines as /proc/kallsyms prints them (6.1 x86_64 layout, module
-        // symbols tab-separated with [MOD]).
-        let text = "ffffffff81100000 T do_sys_openat2\nffffffff81200000 t dup\n\
-                    ffffffff81200100 t dup\nffffffffc0000000 t ext4_file_open\t[ext4]\n\
-                    ffffffffc0001000 t dup\t[ext4]\nbad line\n";
-        let wanted = wanted_symbols([
-            "p:g/e do_sys_openat2+4 x=@jiffies",
-            "r16 ext4:ext4_file_open%return",
-            "p dup",
-        ]);
-        for w in [
-            "do_sys_openat2",
-            "jiffies",
-            "ext4_file_open",
-            "dup",
-            "g",
-            "r16",
-        ] {
-            assert!(wanted.contains(w), "{w}: {wanted:?}");
-        }
-        let c = SymbolCounts::scan(text, &wanted);
-        let env = LiveEnv {
-            symbols: Some(&c),
-            tracefs: Path::new("/nonexistent"),
-        };
-        assert_eq!(env.symbol_count("do_sys_openat2"), Some(1));
-        assert_eq!(env.symbol_count("dup"), Some(3));
-        assert_eq!(env.symbol_count("jiffies"), Some(0));
-        assert_eq!(env.symbol_count("vfs_read"), None, "not asked for: unknown");
-        assert_eq!(
-            env.module_symbol("ext4", "ext4_file_open"),
-            Some(Some(true))
-        );
-        assert_eq!(env.module_symbol("ext4", "dup"), Some(Some(true)));
-        assert_eq!(env.module_symbol("ext4", "jiffies"), Some(Some(false)));
-        assert_eq!(env.module_symbol("xfs", "dup"), Some(None));
-        // The checker turns a zero count into the kernel's rejection.
-        let t = ktrace_probe::Target::new(Arch::X86_64);
-        assert!(ktrace_probe::check_line("p do_sys_openat2", t, &env).accepted());
-        assert!(!ktrace_probe::check_line("p jiffies", t, &env).accepted());
-    }
-
-    #[test]
-    fn possible_cpu_lists() {
-        assert_eq!(possible_cpus("0-3"), Some(4));
-        assert_eq!(possible_cpus("0"), Some(1));
-        assert_eq!(possible_cpus("0-1,4-5,7"), Some(5));
-        assert_eq!(possible_cpus("x"), None);
-        assert_eq!(possible_cpus("3-1"), None);
-    }
-
-    #[test]
-    fn format_file_fields() {
-        // Captured: cat /sys/kernel/tracing/events/sched/sched_switch/format (6.18)
-        let text = "name: sched_switch\nID: 318\nformat:\n\
-            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-            \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-            \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
-        assert_eq!(
-            format_fields(text),
-            ["common_type", "prev_comm", "prev_pid"]
-        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,317 @@
+//! The kernel view: everything ktrace reads about the kernel it probes,
+//! each table loaded lazily, once, behind one type — kallsyms (the whole
+//! table, or a cheap count of a few names), the BTF of vmlinux and the path
+//! of a module's split BTF, the kprobe blacklist, the ftrace locations
+//! (`available_filter_functions[_addrs]`), the tracefs README's feature list,
+//! the release and possible CPUs, and whether notrace functions may be
+//! probed (`CONFIG_KPROBE_EVENTS_ON_NOTRACE` in /boot/config-RELEASE).
+//!
+//! Files under tracefs and debugfs are read through ktrace-tracefs (the one
+//! door to them); /proc, /sys/kernel/btf, /sys/module and /boot directly.
+//! It is not a checker: ktrace-probe decides what a definition means, and
+//! the binary turns this view into its check environment. A view made from
+//! files ([`KernelView::with_kallsyms_file`]) describes another kernel and
+//! reads nothing of the running one it was not given.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ktrace_tracefs::Features;
+
+use crate::blacklist::{self, BlacklistEntry};
+use crate::btf::{self, Btf};
+use crate::error::{Error, Result};
+use crate::kallsyms::{self, Kallsyms, SymbolCounts};
+use crate::probeable::{FtraceLocations, Rules};
+
+/// The running kernel's symbol table.
+pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
+/// The running kernel's BTF.
+pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// One kernel, seen through its tables. Every accessor loads its table at
+/// the first call and keeps it (or the reason it could not be read).
+#[derive(Debug)]
+pub struct KernelView {
+    tracefs: Option<PathBuf>,
+    kallsyms_path: PathBuf,
+    /// Whether the tables are the running kernel's (else only given files).
+    running: bool,
+    blacklist_path: Option<PathBuf>,
+    filter_functions_path: Option<PathBuf>,
+    notrace_allowed: Option<bool>,
+    kallsyms: OnceLock<Result<Kallsyms>>,
+    blacklist: OnceLock<Option<Result<Vec<BlacklistEntry>>>>,
+    ftrace: OnceLock<Option<FtraceLocations>>,
+    features: OnceLock<Option<Features>>,
+    release: OnceLock<Option<String>>,
+    possible_cpus: OnceLock<Option<u32>>,
+    btf: OnceLock<Result<Btf>>,
+    notrace: OnceLock<bool>,
+}
+
+impl KernelView {
+    /// The running kernel, with tracefs mounted at `tracefs` (when it is).
+    pub fn running(tracefs: Option<&Path>) -> Self {
+        Self {
+            tracefs: tracefs.map(Path::to_path_buf),
+            kallsyms_path: PathBuf::from(PROC_KALLSYMS),
+            running: true,
+            blacklist_path: None,
+            filter_functions_path: None,
+            notrace_allowed: None,
+            kallsyms: OnceLock::new(),
+            blacklist: OnceLock::new(),
+            ftrace: OnceLock::new(),
+            features: OnceLock::new(),
+            release: OnceLock::new(),
+            possible_cpus: OnceLock::new(),
+            btf: OnceLock::new(),
+            notrace: OnceLock::new(),
+        }
+    }
+
+    /// Another kernel's symbols from a copy of its kallsyms: the running
+    /// kernel's blacklist, ftrace lists and config are then not used.
+    pub fn with_kallsyms_file(mut self, path: &Path) -> Self {
+        self.kallsyms_path = path.to_path_buf();
+        self.running = false;
+        self
+    }
+
+    /// The kprobe blacklist from a file instead of debugfs.
+    pub fn with_blacklist_file(mut self, path: &Path) -> Self {
+        self.blacklist_path = Some(path.to_path_buf());
+        self
+    }
+
+    /// The ftrace locations from a file instead of tracefs.
+    pub fn with_filter_functions_file(mut self, path: &Path) -> Self {
+        self.filter_functions_path = Some(path.to_path_buf());
+        self
+    }
+
+    /// Says whether the kernel accepts kprobes on notrace functions, instead
+    /// of reading its config.
+    pub fn with_notrace_allowed(mut self, allowed: bool) -> Self {
+        self.notrace_allowed = Some(allowed);
+        self
+    }
+
+    /// Whether this is the running kernel (not a copy of another's tables).
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// The tracefs mount, when known.
+    pub fn tracefs(&self) -> Option<&Path> {
+        self.tracefs.as_deref()
+    }
+
+    /// Where kallsyms is read from.
+    pub fn kallsyms_path(&self) -> &Path {
+        &self.kallsyms_path
+    }
+
+    /// The whole kallsyms table.
+    pub fn kallsyms(&self) -> std::result::Result<&Kallsyms, &Error> {
+        self.kallsyms
+            .get_or_init(|| kallsyms::open(&self.kallsyms_path))
+            .as_ref()
+    }
+
+    /// How often each name in `wanted` occurs: from the table when it is
+    /// loaded, else in one pass over kallsyms that keeps nothing else.
+    pub fn symbol_counts<'w>(
+        &self,
+        wanted: impl IntoIterator<Item = &'w str>,
+    ) -> Result<SymbolCounts> {
+        if let Some(Ok(table)) = self.kallsyms.get() {
+            return Ok(SymbolCounts::from_table(table, wanted));
+        }
+        let text = kallsyms::read(&self.kallsyms_path)?;
+        Ok(SymbolCounts::scan(&text, wanted))
+    }
+
+    /// The kprobe blacklist: `None` when this view has none (another
+    /// kernel's symbols and no blacklist file given).
+    pub fn blacklist(&self) -> Option<std::result::Result<&[BlacklistEntry], &Error>> {
+        self.blacklist
+            .get_or_init(|| match (&self.blacklist_path, self.running) {
+                (Some(p), _) => Some(blacklist::open(p)),
+                (None, true) => Some(
+                    ktrace_tracefs::tables::read_kprobes_blacklist()
+                        .map_err(Error::from)
+                        .and_then(|t| blacklist::parse(&t)),
+                ),
+                (None, false) => None,
+            })
+            .as_ref()
+            .map(|r| r.as_deref())
+    }
+
+    /// The ftrace locations, when they can be read.
+    pub fn ftrace(&self) -> Option<&FtraceLocations> {
+        self.ftrace
+            .get_or_init(|| {
+                let text = match (&self.filter_functions_path, &self.tracefs) {
+                    (Some(p), _) => std::fs::read_to_string(p).ok(),
+                    (None, Some(t)) if self.running => {
+                        ktrace_tracefs::tables::read_filter_functions(t)
+                    }
+                    _ => None,
+                }?;
+                Some(FtraceLocations::parse(&text))
+            })
+            .as_ref()
+    }
+
+    /// Whether the kernel refuses kprobes on notrace functions (it does
+    /// unless built with CONFIG_KPROBE_EVENTS_ON_NOTRACE=y; unknown counts
+    /// as refused).
+    pub fn notrace_refused(&self) -> bool {
+        !*self.notrace.get_or_init(|| match self.notrace_allowed {
+            Some(a) => a,
+            None if self.running => self.release().is_some_and(|r| {
+                std::fs::read_to_string(Path::new("/boot").join(format!("config-{r}")))
+                    .is_ok_and(|c| c.lines().any(|l| l == "CONFIG_KPROBE_EVENTS_ON_NOTRACE=y"))
+            }),
+            None => false,
+        })
+    }
+
+    /// The rules of `probeable` from this view's tables (a table that
+    /// cannot be read leaves its rule out; `probeable` names it).
+    pub fn rules(&self) -> Rules<'_> {
+        Rules {
+            blacklist: self.blacklist().and_then(|r| r.ok()),
+            ftrace: self.ftrace(),
+            notrace_refused: self.notrace_refused(),
+        }
+    }
+
+    /// What the kernel's tracefs README announces (and which probe files
+    /// exist); `None` without tracefs or for another kernel.
+    pub fn features(&self) -> Option<&Features> {
+        self.features
+            .get_or_init(|| {
+                let root = self.tracefs.as_deref().filter(|_| self.running)?;
+                Some(Features::detect(root))
+            })
+            .as_ref()
+    }
+
+    /// The release (`uname -r`) of the running kernel.
+    pub fn release(&self) -> Option<&str> {
+        self.release
+            .get_or_init(|| {
+                let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+                Some(r.trim().to_string())
+            })
+            .as_deref()
+            .filter(|_| self.running)
+    }
+
+    /// The number of possible CPUs (/sys/devices/system/cpu/possible).
+    pub fn possible_cpus(&self) -> Option<u32> {
+        *self.possible_cpus.get_or_init(|| {
+            let list = std::fs::read_to_string("/sys/devices/system/cpu/possible").ok()?;
+            count_cpu_list(list.trim())
+        })
+    }
+
+    /// The BTF of vmlinux (/sys/kernel/btf/vmlinux).
+    pub fn btf(&self) -> std::result::Result<&Btf, &Error> {
+        self.btf
+            .get_or_init(|| btf::open(Path::new(VMLINUX_BTF)))
+            .as_ref()
+    }
+
+    /// Where module `module`'s split BTF lives (/sys/kernel/btf/MODULE);
+    /// it is read on top of [`KernelView::btf`].
+    pub fn module_btf_path(&self, module: &str) -> PathBuf {
+        Path::new("/sys/kernel/btf").join(module)
+    }
+
+    /// Whether `name` is a loaded module: it has /sys/module/NAME/sections,
+    /// or symbols in the kallsyms table when that is loaded.
+    pub fn is_module(&self, name: &str) -> bool {
+        if name.is_empty() || name.contains('/') {
+            return false;
+        }
+        (self.running
+            && Path::new("/sys/module")
+                .join(name)
+                .join("sections")
+                .exists())
+            || self.kallsyms.get().is_some_and(|k| {
+                k.as_ref().is_ok_and(|k| {
+                    k.symbols()
+                        .iter()
+                        .any(|s| s.module.as_deref() == Some(name))
+                })
+            })
+    }
+}
+
+/// Counts the CPUs in a kernel CPU list (`0-3,5`).
+pub fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().ok()?.checked_sub(a.parse().ok()?)? + 1,
+            None => {
+                part.parse::<u32>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(count_cpu_list("0-3"), Some(4));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-1,4-5,7"), Some(5));
+        assert_eq!(count_cpu_list("x"), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+    }
+
+    #[test]
+    fn a_view_from_files_reads_only_them() {
+        let dir = std::env::temp_dir().join(format!("ktrace_kview_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ks = dir.join("kallsyms");
+        // Lines as /proc/kallsyms prints them (6.1 x86_64 layout).
+        std::fs::write(
+            &ks,
+            "ffffffff81100000 T vfs_read\nffffffffc0000000 t ext4_file_open\t[ext4]\n",
+        )
+        .unwrap();
+        let v = KernelView::running(None).with_kallsyms_file(&ks);
+        assert!(!v.is_running());
+        assert!(v.blacklist().is_none());
+        assert!(v.ftrace().is_none());
+        assert!(v.features().is_none());
+        assert!(v.release().is_none());
+        assert!(v.notrace_refused());
+        let c = v.symbol_counts(["vfs_read"]).unwrap();
+        assert_eq!(c.count("vfs_read"), Some(1));
+        assert!(
+            !v.is_module("ext4"),
+            "table not loaded yet, not the running kernel"
+        );
+        assert_eq!(v.kallsyms().unwrap().symbols().len(), 2);
+        assert!(v.is_module("ext4"));
+        assert_eq!(v.symbol_counts(["vfs_read"]).unwrap(), c, "from the table");
+        let missing = KernelView::running(None).with_kallsyms_file(&dir.join("nope"));
+        assert!(missing.kallsyms().is_err());
+        assert!(missing.symbol_counts(["x"]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

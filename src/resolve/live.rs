@@ -1,0 +1,170 @@
+//! The running kernel as ktrace-probe's check environment, and the check
+//! target: which kernel a definition is checked against.
+//!
+//! [`LiveEnv`] answers the checker's questions from the kernel view
+//! (kallsyms counts), the file system (uprobe files) and tracefs (existing
+//! events and their fields, read through ktrace-tracefs). [`live_target`]
+//! takes the language features from what the kernel says, its tracefs
+//! README, and only the rest from its version; offline (`ktrace check
+//! --kernel`) everything comes from the version. It writes nothing.
+
+use std::path::Path;
+
+use ktrace_probe::{Arch, Environment, FileKind, KernelVersion, Target};
+use ktrace_symbols::KernelView;
+use ktrace_symbols::kallsyms::SymbolCounts;
+
+/// `ktrace_probe::Environment` over the running kernel.
+pub struct LiveEnv<'a> {
+    /// Kernel symbol counts, when read (kprobe checks are skipped otherwise).
+    pub symbols: Option<&'a SymbolCounts>,
+    /// The tracefs mount.
+    pub tracefs: &'a Path,
+}
+
+impl Environment for LiveEnv<'_> {
+    fn symbol_count(&self, name: &str) -> Option<usize> {
+        self.symbols?.count(name)
+    }
+
+    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.symbols?.module_symbol(module, name)
+    }
+
+    fn file_kind(&self, path: &str) -> Option<FileKind> {
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_file() => Some(FileKind::Regular),
+            Ok(_) => Some(FileKind::Other),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(FileKind::Missing),
+            Err(_) => None,
+        }
+    }
+
+    fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+        ktrace_tracefs::tables::event_exists(self.tracefs, group, event)
+    }
+
+    fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {
+        match ktrace_tracefs::tables::read_event_format(self.tracefs, system, event) {
+            Ok(Some(text)) => Some(Some(format_fields(&text))),
+            Ok(None) => Some(None),
+            Err(_) => None,
+        }
+    }
+}
+
+/// Only kernel symbol counts (a copy of another kernel's kallsyms, `ktrace
+/// check --kallsyms`): every other question is left unchecked.
+pub struct SymbolsEnv<'a>(pub &'a SymbolCounts);
+
+impl Environment for SymbolsEnv<'_> {
+    fn symbol_count(&self, name: &str) -> Option<usize> {
+        self.0.count(name)
+    }
+
+    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.0.module_symbol(module, name)
+    }
+}
+
+/// Field names of an event's `format` file (`field:TYPE NAME[N];` lines).
+pub fn format_fields(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let decl = l.trim().strip_prefix("field:")?.split(';').next()?;
+            let last = decl.split_whitespace().last()?;
+            Some(last.split('[').next().unwrap_or(last).to_string())
+        })
+        .collect()
+}
+
+/// The language features of a kernel of `version` that announces
+/// `readme` in its tracefs: what the README lists (event probes, immediates,
+/// the `char`, `symstr` and `%pd` types, `%return`) decides; messages and
+/// limits the README does not describe follow the version.
+pub fn features_from_readme(
+    version: KernelVersion,
+    readme: &ktrace_tracefs::Features,
+) -> ktrace_probe::kernel::Features {
+    let mut f = version.features();
+    if readme.types.is_empty() {
+        // No README probe section (or no README): nothing to go by.
+        return f;
+    }
+    f.eprobes = readme.eprobes;
+    f.immediates = readme.immediates;
+    f.char_type = readme.has_type("char");
+    f.symstr = readme.has_type("symstr");
+    f.dentry_types = readme.has_type("%pd");
+    f
+}
+
+/// The check target for the running kernel seen through `view`.
+pub fn live_target(arch: Arch, view: &KernelView) -> Target {
+    let mut t = Target::new(arch);
+    if let Some(v) = view.release().and_then(|r| r.parse().ok()) {
+        t.kernel = v;
+    }
+    t.features = view.features().map(|r| features_from_readme(t.kernel, r));
+    t.possible_cpus = view.possible_cpus();
+    t
+}
+
+/// Renders a rejected check like the kernel's error_log: the command, a
+/// caret under the offending byte, the message and any hint.
+pub fn rejection_text(input: &str, e: &ktrace_probe::ProbeError) -> String {
+    let mut s = format!("definition rejected before anything was written: {input}");
+    if let Some((cmd, caret)) = e.caret_lines() {
+        s.push_str(&format!("\n  {cmd}\n  {caret}"));
+    }
+    match e.subsystem {
+        Some(sub) => s.push_str(&format!("\n  {sub}: error: {}", e.message)),
+        None => s.push_str(&format!("\n  error: {}", e.message)),
+    }
+    if let Some(h) = &e.hint {
+        s.push_str(&format!("\n  hint: {h}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn format_file_fields() {
+        // Captured: cat /sys/kernel/tracing/events/sched/sched_switch/format (6.18)
+        let text = "name: sched_switch\nID: 318\nformat:\n\
+            \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+            \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+            \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\nprint fmt: \"x\"\n";
+        assert_eq!(
+            format_fields(text),
+            ["common_type", "prev_comm", "prev_pid"]
+        );
+    }
+
+    #[test]
+    fn live_checks_follow_the_kernels_readme() {
+        // The 6.18 host's README (crates/tracefs/fixtures/README.6.18.txt)
+        // lists `char`; a 6.1-numbered kernel announcing it gets it, and one
+        // whose README lacks `symstr` does not get that, whatever its number.
+        let readme = include_str!("../../crates/tracefs/fixtures/README.6.18.txt");
+        let r = ktrace_tracefs::Features::from_readme(readme);
+        let f = features_from_readme(KernelVersion::new(6, 1), &r);
+        assert!(f.char_type && f.symstr && f.eprobes);
+        assert!(!KernelVersion::new(6, 1).features().char_type);
+        let no_symstr = readme.replace("symstr,", "");
+        let r = ktrace_tracefs::Features::from_readme(&no_symstr);
+        assert!(!features_from_readme(KernelVersion::new(6, 18), &r).symstr);
+        // Limits the README does not list follow the version.
+        let r = ktrace_tracefs::Features::from_readme(readme);
+        assert!(features_from_readme(KernelVersion::new(6, 18), &r).too_many_args_error);
+        assert!(!features_from_readme(KernelVersion::new(6, 1), &r).too_many_args_error);
+        let empty = ktrace_tracefs::Features::default();
+        assert_eq!(
+            features_from_readme(KernelVersion::new(6, 1), &empty),
+            KernelVersion::new(6, 1).features()
+        );
+    }
+}

@@ -1,0 +1,183 @@
+//! `ktrace trace`'s definition step, orchestrated: user specs → the
+//! convenience syntax ([`spec`]) → kernel syntax in the session's group →
+//! checked once by ktrace-probe against the running kernel ([`live`]) →
+//! typed probes named into the session's group → `session::Probe`s, which the
+//! session renders when it writes them. Also the `--stack` triggers.
+//!
+//! Nothing is written to the kernel before every definition passed its
+//! check; the kernel's tables come from one [`KernelView`].
+
+pub mod live;
+pub mod spec;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use ktrace_probe::fetch::MAX_TRACE_ARGS;
+use ktrace_probe::{Arch, Definition, check_line, naming};
+use ktrace_symbols::KernelView;
+
+use crate::session::{Probe, Session};
+use live::{LiveEnv, live_target, rejection_text};
+use spec::{LD_SO_CACHE, Resolver};
+
+pub use spec::TRACE_HELP;
+
+/// Resolves the user's specs into the session's group, checks each
+/// resulting definition once against the running kernel (seen through
+/// `view`) and names the events. Nothing is written; the first rejection is
+/// returned with its caret. A kernel that silently drops arguments past
+/// the 128th gets a warning.
+pub fn build(
+    sess: &Session,
+    specs: &[String],
+    pid: Option<u32>,
+    view: &KernelView,
+) -> anyhow::Result<Vec<Probe>> {
+    let arch = Arch::native().context("unknown machine architecture")?;
+    let resolver = Resolver {
+        arch,
+        pid,
+        ldcache: PathBuf::from(LD_SO_CACHE),
+        kernel: view,
+        group: sess.name().to_string(),
+    };
+    let outcome = resolver.resolve(specs)?;
+    for n in &outcome.notes {
+        eprintln!("ktrace: {n}");
+    }
+    // The checks need counts of a few kernel names: one cheap kallsyms pass.
+    let wanted: Vec<&str> = outcome
+        .defs
+        .iter()
+        .flat_map(|d| d.symbols.iter().map(String::as_str))
+        .collect();
+    let counts = match wanted.is_empty() {
+        true => None,
+        false => Some(
+            view.symbol_counts(wanted)
+                .context("kernel symbols are needed to check kernel probes")?,
+        ),
+    };
+    let tracefs = view.tracefs().context("tracefs is not mounted")?;
+    let env = LiveEnv {
+        symbols: counts.as_ref(),
+        tracefs,
+    };
+    let target = live_target(arch, view);
+    let mut defs = Vec::with_capacity(outcome.defs.len());
+    for r in &outcome.defs {
+        let mut def = match check_line(&r.line, target, &env).definition {
+            Ok(Definition::Probe(p)) => p,
+            Ok(_) => bail!("{:?} is not a probe definition", r.input),
+            Err(e) => bail!("{}", rejection_text(&r.input, &e)),
+        };
+        if def.ignored_args > 0 {
+            eprintln!(
+                "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
+                 and ignores the other {} without a word; they will not be recorded",
+                r.input, def.ignored_args
+            );
+        }
+        if def.auto_event {
+            def.event = r
+                .auto_name
+                .clone()
+                .unwrap_or_else(|| naming::auto_name(&def));
+        }
+        defs.push(def);
+    }
+    let taken: Vec<String> = sess
+        .probes()
+        .iter()
+        .map(|p| p.event().to_string())
+        .collect();
+    naming::name_into_group(&mut defs, sess.name(), &taken);
+    Ok(defs.into_iter().map(Probe::new).collect())
+}
+
+/// Creates the probes, in chunks with a progress line when there are many
+/// and stderr is a terminal.
+pub fn create(
+    sess: &mut crate::session::Session,
+    probes: Vec<crate::session::Probe>,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    const CHUNK: usize = 100;
+    let total = probes.len();
+    if total <= CHUNK || !std::io::stderr().is_terminal() {
+        return sess.create(probes);
+    }
+    let mut done = 0;
+    let mut rest = probes;
+    while !rest.is_empty() {
+        let tail = rest.split_off(rest.len().min(CHUNK));
+        done += rest.len();
+        sess.create(rest)?;
+        eprint!("\rktrace: created {done}/{total} probes");
+        rest = tail;
+    }
+    eprintln!();
+    Ok(())
+}
+
+/// The trigger text for `--stack`. Always with a condition: the kernel
+/// calls a trigger without one before it applies the pid lists
+/// (set_event_pid, set_event_notrace_pid), so stacks would come from every
+/// task, ktrace's own included; a conditional trigger runs on the committed
+/// record only, after the event, and with the event's own filter it keeps
+/// exactly the stacks of the events shown.
+pub fn stack_trigger(filter: Option<&str>) -> String {
+    match filter.map(str::trim).filter(|f| !f.is_empty()) {
+        Some(f) => format!("stacktrace if {f}"),
+        None => "stacktrace if common_pid >= 0".to_string(),
+    }
+}
+
+/// `--stack`: a `stacktrace` trigger on each kernel probe (ftrace then
+/// records a `kernel_stack` event after each hit), and the instance option
+/// `userstacktrace` when there are user probes (a `user_stack` event after
+/// each event of the instance). A kernel without user stack support says
+/// so and tracing goes on without user stacks.
+pub fn enable_stacks(
+    sess: &crate::session::Session,
+    inst: &ktrace_tracefs::Instance,
+    filter: Option<&str>,
+) -> anyhow::Result<()> {
+    let trigger = stack_trigger(filter);
+    let mut user = false;
+    for p in sess.probes() {
+        if p.kind().is_uprobe() {
+            user = true;
+        } else {
+            inst.add_trigger(sess.name(), p.event(), &trigger)
+                .with_context(|| format!("{trigger:?} trigger on {}", p.event()))?;
+        }
+    }
+    if user {
+        if !inst.dir().join("options/userstacktrace").exists() {
+            eprintln!(
+                "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
+                 built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"
+            );
+        } else if let Err(e) = inst.set_option("userstacktrace", true) {
+            eprintln!("ktrace: note: user stacks unavailable: {e}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stack_triggers_are_conditional() {
+        assert_eq!(stack_trigger(None), "stacktrace if common_pid >= 0");
+        assert_eq!(stack_trigger(Some(" ")), "stacktrace if common_pid >= 0");
+        assert_eq!(
+            stack_trigger(Some("fn == \"/etc/hostname\"")),
+            "stacktrace if fn == \"/etc/hostname\""
+        );
+    }
+}

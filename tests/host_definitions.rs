@@ -1,0 +1,160 @@
+//! Host regression tests for definitions ktrace got wrong (issue 14 #11,
+//! #12, #13), on real uprobes of the host kernel (6.18): each runs the
+//! `ktrace` binary on a private copy of /bin/true and compares with what the
+//! kernel itself does.
+
+#![cfg(target_arch = "x86_64")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+
+use common::{Target, ktrace, serial, state, tracefs};
+
+/// Runs `ktrace ARGS` to its end and checks it left nothing in tracefs.
+fn run(root: &Path, args: &[String]) -> (Output, String, String) {
+    let child = ktrace()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let left = state(root).of_pid(pid);
+    assert!(left.is_empty(), "ktrace {pid} left {left:?}\n{stderr}");
+    (out, stdout, stderr)
+}
+
+/// A copy of /bin/true at DIR/a:b/hot, a path holding ':'.
+fn colon_copy(t: &Target) -> std::path::PathBuf {
+    let dir = t.dir.join("a:b");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hot = dir.join("hot");
+    std::fs::copy(&t.path, &hot).unwrap();
+    hot
+}
+
+/// Issue 14 #11: `p:x /tmp/adv/a:b/hot:0x1250` was refused with "cannot
+/// read /tmp/adv/a"; the kernel splits `PATH:OFFSET` at the last ':'.
+#[test]
+fn uprobe_on_a_path_with_a_colon_is_traced() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("colon");
+    let hot = colon_copy(&t);
+    let def = format!("p:x {}:{:#x}", hot.display(), t.offset);
+    let (out, stdout, stderr) = run(
+        &root,
+        &[
+            "trace".into(),
+            def,
+            "-n".into(),
+            "1".into(),
+            "--".into(),
+            hot.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.contains(" x: (0x")).count(),
+        1,
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// Issue 14 #12: with `p:x`, `p:x` and `p:x_2` the duplicate took `x_2` and
+/// the explicit `x_2` became `x_2_2`. Explicit names are kept; the
+/// duplicate gets the next free suffix.
+#[test]
+fn explicit_event_name_is_kept_when_a_duplicate_is_renamed() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("names12");
+    let (out, stdout, stderr) = run(
+        &root,
+        &[
+            "trace".into(),
+            t.def("p:x", "which=\\1"),
+            t.def("p:x", "which=\\2"),
+            t.def("p:x_2", "which=\\3"),
+            "-n".into(),
+            "3".into(),
+            "--".into(),
+            t.path.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{stderr}");
+    for (event, which) in [("x", 1), ("x_3", 2), ("x_2", 3)] {
+        assert!(
+            stdout.lines().any(|l| l.contains(&format!(" {event}: (0x"))
+                && l.ends_with(&format!(" which=0x{which}"))),
+            "{event} which={which} missing:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+/// Issue 14 #13: `ktrace check` said "ok" to 129 arguments on a uprobe,
+/// which the 6.18 host refuses ("Too many arguments are specified", caret at
+/// the first argument). The kernel's own verdict is taken first, then
+/// ktrace's live check and trace must agree with it; `--kernel 6.1` (which
+/// keeps 128 silently) accepts it.
+#[test]
+fn too_many_arguments_are_refused_as_the_host_kernel_does() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("args129");
+    let args: Vec<String> = (1..=129).map(|i| format!("\\{i}")).collect();
+    let group = format!("ktrace_args129_{}", std::process::id());
+    let line = t.def(&format!("p:{group}/e"), &args.join(" "));
+    let kernel_refuses = {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.join("uprobe_events"))
+            .unwrap();
+        let r = f.write_all(format!("{line}\n").as_bytes());
+        if r.is_ok() {
+            let _ = f.write_all(format!("-:{group}/e\n").as_bytes());
+        }
+        r.is_err()
+    };
+    let log = std::fs::read_to_string(root.join("error_log")).unwrap_or_default();
+    let (out, stdout, _) = run(&root, &["check".into(), line.clone()]);
+    if kernel_refuses {
+        assert!(
+            log.contains("Too many arguments are specified"),
+            "the kernel refused for another reason: {log}"
+        );
+        assert!(!out.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("trace_uprobe: error: Too many arguments are specified"),
+            "{stdout}"
+        );
+        let (out, _, stderr) = run(
+            &root,
+            &[
+                "trace".into(),
+                line.replace(&format!("p:{group}/e"), "p:e"),
+                "--".into(),
+                t.path.display().to_string(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("rejected before anything was written")
+                && stderr.contains("Too many arguments are specified"),
+            "{stderr}"
+        );
+    } else {
+        assert!(out.status.success(), "the kernel took it: {stdout}");
+    }
+    let (out, stdout, _) = run(
+        &root,
+        &["check".into(), "--kernel".into(), "6.1".into(), line],
+    );
+    assert!(out.status.success(), "{stdout}");
+}
