@@ -4,6 +4,7 @@
 //! subcommand under `cmd/`, and turns the result into an exit code. All real
 //! work lives in the `ktrace-*` library crates.
 
+mod btfroute;
 mod cmd;
 mod resolve;
 mod session;

@@ -43,6 +43,7 @@
 
 pub mod arch;
 pub mod ast;
+pub mod btfarg;
 pub mod env;
 pub mod error;
 pub mod fetch;

@@ -7,6 +7,7 @@
 //! - [`usersym`]: user addresses → `symbol+0xoff (file)` through maps.
 //! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
 //! - [`btf`]: BTF types: struct member offsets, function parameters.
+//! - [`btf_types`]: the BTF argument compiler's questions, answered from [`btf`].
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
 //!   event can take, and wildcard expansion against them.
 //!
@@ -16,6 +17,7 @@
 
 pub mod blacklist;
 pub mod btf;
+pub mod btf_types;
 pub mod elf;
 mod error;
 pub mod glob;
