@@ -482,7 +482,10 @@ impl Ctx<'_> {
                         ),
                     ));
                 }
-                (format!("$arg{}", i + 1), tid)
+                // The kernel keeps the entry value (FETCH_OP_EDATA, one fetch
+                // instruction like $retval); the classic checker, which models
+                // 6.1, validates the rest of the chain on $retval.
+                ("$retval".to_string(), tid)
             } else {
                 let Some(reg) = self.reg_text(i) else {
                     return Err(self.no_classic(
