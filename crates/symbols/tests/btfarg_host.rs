@@ -149,7 +149,11 @@ fn kernel_messages_and_carets() {
             "BTF is not available or not supported",
             13,
         ),
-        ("r vfs_fsync $retval->x", "This is not a pointer to union/structure.", 21),
+        (
+            "r vfs_fsync $retval->x",
+            "This is not a pointer to union/structure.",
+            21,
+        ),
     ];
     // Not in the table: 6.12 (Debian 6.12.117) accepts `count:string` on a size_t
     // parameter, where ktrace refuses it ("This type does not fit for string.");
@@ -167,7 +171,13 @@ fn compiled_limits_name_the_btf_expression() {
     let Some(b) = host() else { return };
     // 6.1 has no `char` type: the compiled form is refused, and the error names
     // the BTF expression it came from.
-    let e = run(&b, "p vfs_read file->f_flags:char count", Arch::X86_64, false).unwrap_err();
+    let e = run(
+        &b,
+        "p vfs_read file->f_flags:char count",
+        Arch::X86_64,
+        false,
+    )
+    .unwrap_err();
     assert_eq!(e.message, "Unknown type is specified");
     assert_eq!(e.pos, Some(11));
     let hint = e.hint.unwrap_or_default();
@@ -228,6 +238,8 @@ mod never_panic {
     }
 
     static HOST: std::sync::LazyLock<Option<Btf>> = std::sync::LazyLock::new(|| {
-        std::fs::read("/sys/kernel/btf/vmlinux").ok().and_then(|d| Btf::parse(&d).ok())
+        std::fs::read("/sys/kernel/btf/vmlinux")
+            .ok()
+            .and_then(|d| Btf::parse(&d).ok())
     });
 }
