@@ -226,6 +226,9 @@ struct Ctx<'a> {
     /// What the current argument's BTF part resolved to, for typing.
     last: Option<Last>,
     note: String,
+    /// Whether a construct only BTF gives meaning to was seen (a name, `->`,
+    /// `$arg*`, `%pd`); `$argN` and `$retval` alone are classic too.
+    strong: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -425,6 +428,7 @@ impl Ctx<'_> {
     /// `parse_btf_arg()` on `var` (which starts at `self.offset`).
     fn btf_arg(&mut self, var: &str) -> R<String> {
         let base = self.offset;
+        self.strong |= var != "$retval";
         let split = self.split_next(var, base)?;
         let (name, field) = match split {
             Some((_, next, false)) => {
@@ -791,6 +795,7 @@ pub fn compile(
         offset: 0,
         last: None,
         note: String::new(),
+        strong: false,
     };
     let args: Vec<String> = words[2..].to_vec();
 
@@ -814,10 +819,12 @@ pub fn compile(
                 return Err(ctx.err(TpErr::DOUBLE_ARGS, 0));
             }
             found = true;
+            ctx.strong = true;
             args_idx = Some(i);
         }
     }
     let mut expanded = args.clone();
+    let mut from_argn = vec![false; args.len()];
     if found {
         match ctx.proto().filter(|p| !p.params.is_empty()) {
             None => {
@@ -828,10 +835,12 @@ pub fn compile(
             }
             Some(p) => {
                 expanded.clear();
+                from_argn.clear();
                 for (i, a) in args.iter().enumerate() {
                     ctx.index = i + 2;
                     if Some(i) == args_idx {
                         expanded.extend(p.params.iter().map(|(n, _)| n.clone()));
+                        from_argn.extend(p.params.iter().map(|_| false));
                     } else if let Some(rest) = a.strip_prefix("$arg") {
                         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
                         let ty = &rest[digits..];
@@ -840,7 +849,10 @@ pub fn compile(
                         }
                         let n: usize = rest[..digits].parse().unwrap_or(0);
                         match n.checked_sub(1).and_then(|n| p.params.get(n)) {
-                            Some((name, _)) => expanded.push(format!("{name}{ty}")),
+                            Some((name, _)) => {
+                                expanded.push(format!("{name}{ty}"));
+                                from_argn.push(true);
+                            }
                             None => {
                                 return Err(ctx.err_hint(
                                     TpErr::NO_BTFARG,
@@ -855,6 +867,7 @@ pub fn compile(
                         }
                     } else {
                         expanded.push(a.clone());
+                        from_argn.push(false);
                     }
                 }
             }
@@ -871,6 +884,7 @@ pub fn compile(
             continue;
         };
         let file = a.ends_with('D');
+        ctx.strong = true;
         let b = ctx.btf.ok_or_else(|| {
             ctx.err_hint(
                 TpErr::NO_BTF_ENTRY,
@@ -902,7 +916,11 @@ pub fn compile(
     let mut uses_btf = found;
     for (i, a) in expanded.iter().enumerate() {
         ctx.index = i + 2;
+        let strong = ctx.strong;
         let (name, native_body, classic) = ctx.argument(i, a, &names)?;
+        if from_argn.get(i) == Some(&true) {
+            ctx.strong = strong;
+        }
         let changed = classic != native_body || !ctx.note.is_empty();
         uses_btf |= changed || a != args.get(i).map(String::as_str).unwrap_or("");
         names.push(name.clone());
@@ -917,7 +935,10 @@ pub fn compile(
             },
         });
     }
-    if !uses_btf {
+    // `$argN` and `$retval` in an otherwise classic definition mean what the
+    // running kernel makes of them (6.1: the raw register, x64): only a
+    // definition that needs BTF is rewritten.
+    if !uses_btf || !ctx.strong {
         return Ok(passthrough(&words));
     }
     let mut classic_words: Vec<String> = words[..2].to_vec();

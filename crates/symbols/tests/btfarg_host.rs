@@ -56,13 +56,24 @@ fn member_chains_compile_to_independent_offsets() {
         ),
         (
             Arch::X86_64,
-            "p vfs_read $arg3 $arg1:x32",
-            "p vfs_read count=%dx:u64 file=%di:x32".to_string(),
+            "p vfs_read $arg3 $arg1:x32 file->f_flags",
+            format!("p vfs_read count=%dx:u64 file=%di:x32 arg3=+{flags}(%di):u32"),
         ),
         (
             Arch::X86_64,
+            "r do_filp_open $retval $retval->f_flags",
+            format!("r do_filp_open arg1=$retval:x64 arg2=+{flags}($retval):u32"),
+        ),
+        // $argN and $retval alone are classic: the running kernel reads them.
+        (
+            Arch::X86_64,
             "r vfs_read $retval",
-            "r vfs_read arg1=$retval:s64".to_string(),
+            "r vfs_read $retval".to_string(),
+        ),
+        (
+            Arch::X86_64,
+            "p vfs_read $arg3",
+            "p vfs_read $arg3".to_string(),
         ),
         (
             Arch::X86_64,

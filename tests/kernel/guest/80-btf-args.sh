@@ -10,6 +10,7 @@ mkdir -p "$KTEST_OUT"
 KNOWN=/tmp/btf-known-name.txt
 DEF='p:ktest/btfrd vfs_read name=file->f_path.dentry->d_name.name:string ino=file->f_inode->i_ino file->f_flags count'
 RDEF='r:ktest/btfret vfs_read $retval'
+ODEF='r:ktest/btfopen do_filp_open $retval->f_flags $retval'
 
 # The route the README announces, for the report and the host's corpus.
 ktest btf_route
@@ -41,13 +42,17 @@ else
     ino=$(stat -c %i "$KNOWN")
     w=$(write_def "$DEF") || exit 0
     r=$(write_def "$RDEF") || exit 0
+    o=$(write_def "$ODEF") || exit 0
     echo "written: $w" | tee -a "$KTEST_OUT/btf-written.txt"
     echo "written: $r" | tee -a "$KTEST_OUT/btf-written.txt"
+    echo "written: $o" | tee -a "$KTEST_OUT/btf-written.txt"
     kprobe_add "$w" || exit 0
     kprobe_add "$r" || exit 0
+    kprobe_add "$o" || exit 0
     inst=$(instance_new btf)
     event_enable "$inst" ktest/btfrd
     event_enable "$inst" ktest/btfret
+    event_enable "$inst" ktest/btfopen
     exec 3<"$KNOWN"
     flags=$(sed -n 's/^flags:[[:space:]]*//p' /proc/$$/fdinfo/3)
     # dd reads with read(2) (busybox cat may use sendfile, which vfs_read never sees)
@@ -55,19 +60,26 @@ else
     exec 3<&-
     event_enable "$inst" ktest/btfrd 0
     event_enable "$inst" ktest/btfret 0
+    event_enable "$inst" ktest/btfopen 0
     # busybox may run an applet inside the shell (a NOFORK applet): match the return
     # probe to the reader by the pid of the entry event that saw the file.
     all=$(trace_lines "$inst")
     pid=$(echo "$all" | grep 'btf-known-name' | head -n 1 | sed 's/^ *[^ ]*-\([0-9]*\) .*/\1/')
     out=$(echo "$all" | grep -E "btf-known-name|-$pid +\[.* btfret:")
+    # the shell itself opened the file (exec 3<): its do_filp_open returned it
+    opens=$(echo "$all" | grep -E -- "-$$ +\[.* btfopen: .* arg1=$(printf %d "0$flags") ")
     echo "$out" | sed 's/^.*: \(btf[a-z]*: \)/\1/' | tee "$KTEST_OUT/btf-fields.txt"
     fmt=$(cat "$TRACEFS/events/ktest/btfrd/format")
     echo "$fmt" >"$KTEST_OUT/btf-format.txt"
-    teardown "$inst" ktest/btfrd ktest/btfret
+    echo "$opens" | sed 's/^.*: \(btf[a-z]*: \)/\1/' | tee -a "$KTEST_OUT/btf-fields.txt"
+    teardown "$inst" ktest/btfrd ktest/btfret ktest/btfopen
     fdec=$(printf %d "0$flags")
     expect_match "basename, inode, f_flags, count field" "$out" \
         ' btfrd: '"$(at_entry vfs_read)"' name="btf-known-name.txt" ino='"$ino"' arg3='"$fdec"' count=[0-9]+$' &&
-        expect_match "retval of the read of 6 bytes" "$out" ' btfret: \(.*<- .*\) arg1=6$' &&
+        expect_match "f_flags of the returned file" "$opens" ' btfopen: \(.*<- do_filp_open\) arg1='"$fdec"' arg2=0x[0-9a-f]+$' &&
+        # $retval alone is classic: typed (s64) where the kernel reads BTF, the
+        # raw register (x64) on 6.1, as the kernel itself prints it
+        expect_match "retval of the read of 6 bytes" "$out" ' btfret: \(.*<- .*\) arg1=(6|0x6)$' &&
         pass "ino=$ino f_flags=$fdec"
 fi
 
