@@ -531,6 +531,38 @@ mod tests {
     }
 
     #[test]
+    fn split_btf_continues_ids_and_strings() {
+        // A module's split BTF: its type ids start after the base's 10 types,
+        // its name offsets after the base's string section.
+        let base_len = STR.len() as u32;
+        let split_str = b"\0modf\0";
+        let split = blob(
+            split_str,
+            &[
+                // 11: pointer to the base's struct how (id 6)
+                (0, info(2, 0, false), 6, vec![]),
+                // 12: int (struct how *p), param name "how" from the base strings
+                (0, info(13, 1, false), 1, vec![5, 11]),
+                // 13: func modf, a name in the split strings
+                (base_len + 1, info(12, 0, false) | 1, 12, vec![]),
+            ],
+        );
+        let btf = Btf::parse_split(&sample(), &split).unwrap();
+        assert_eq!(btf.len(), 14);
+        let (ret, params) = btf.func_params("modf").unwrap();
+        assert_eq!(ret, "int");
+        assert_eq!(
+            params,
+            vec![("how".to_string(), "struct how *".to_string())]
+        );
+        // A string offset past both sections is an error, not a panic.
+        let mut bad = split.clone();
+        let at = 24 + 12 + 12; // type 12's parameter name offset
+        bad[at..at + 4].copy_from_slice(&(base_len + 99).to_le_bytes());
+        assert!(Btf::parse_split(&sample(), &bad).is_err());
+    }
+
+    #[test]
     fn damaged_blobs_error() {
         let good = sample();
         for cut in [0, 3, 10, 30, good.len() - STR.len() - 3] {
