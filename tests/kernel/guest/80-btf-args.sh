@@ -49,6 +49,10 @@ else
     kprobe_add "$w" || exit 0
     kprobe_add "$r" || exit 0
     kprobe_add "$o" || exit 0
+    # ktrace's readback equals the kernel's, on either route
+    kread=$(grep ' vfs_read name=' "$TRACEFS/kprobe_events")
+    oread=$(ktrace check "$DEF" | sed -n 's/^ok: //p')
+    echo "kernel readback: $kread" >>"$KTEST_OUT/btf-written.txt"
     inst=$(instance_new btf)
     event_enable "$inst" ktest/btfrd
     event_enable "$inst" ktest/btfret
@@ -74,6 +78,7 @@ else
     echo "$opens" | sed 's/^.*: \(btf[a-z]*: \)/\1/' | tee -a "$KTEST_OUT/btf-fields.txt"
     teardown "$inst" ktest/btfrd ktest/btfret ktest/btfopen
     fdec=$(printf %d "0$flags")
+    expect_eq "readback" "$oread" "$kread" &&
     expect_match "basename, inode, f_flags, count field" "$out" \
         ' btfrd: '"$(at_entry vfs_read)"' name="btf-known-name.txt" ino='"$ino"' arg3='"$fdec"' count=[0-9]+$' &&
         expect_match "f_flags of the returned file" "$opens" ' btfopen: \(.*<- do_filp_open\) arg1='"$fdec"' arg2=0x[0-9a-f]+$' &&
