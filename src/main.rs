@@ -15,6 +15,7 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+mod btfroute;
 mod cli;
 mod cmd;
 mod kview;

@@ -129,16 +129,16 @@ impl Signals {
 /// kernel is rendered from it; nothing re-parses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
-    /// The definition.
+    /// The definition (for a BTF-named definition on a kernel that reads
+    /// BTF names itself: the classic form ktrace compiled, which records
+    /// the same fields).
     pub def: ProbeDef,
+    /// On such a kernel, the argument words written as the user wrote them
+    /// (the kernel resolves the names itself).
+    pub native_args: Option<Vec<String>>,
 }
 
 impl Probe {
-    /// A probe of `def` (already in the session's group).
-    pub fn new(def: ProbeDef) -> Self {
-        Self { def }
-    }
-
     /// Event name inside the session's group.
     pub fn event(&self) -> &str {
         &self.def.event
@@ -159,7 +159,19 @@ impl Probe {
 
     /// The definition as written to the kernel.
     pub fn definition(&self) -> String {
-        ktrace_probe::render::definition(&self.def)
+        match &self.native_args {
+            None => ktrace_probe::render::definition(&self.def),
+            Some(words) => {
+                let mut head = self.def.clone();
+                head.args.clear();
+                let mut s = ktrace_probe::render::definition(&head);
+                for w in words {
+                    s.push(' ');
+                    s.push_str(w);
+                }
+                s
+            }
+        }
     }
 }
 

@@ -50,6 +50,15 @@ pub struct Args {
     /// --kallsyms, the running kernel is asked when tracefs is mounted.
     #[arg(long)]
     pub offline: bool,
+    /// A copy of the target's /sys/kernel/btf/vmlinux: BTF argument names
+    /// (`file->f_flags`, `$arg*`, typed `$retval`) are checked with it and, for
+    /// kernels before 6.6, compiled to the classic fetch language. Live, the
+    /// running kernel's /sys/kernel/btf is used.
+    #[arg(long, value_name = "FILE")]
+    pub btf: Option<std::path::PathBuf>,
+    /// Also print how each BTF argument was compiled, and the classic definition.
+    #[arg(long)]
+    pub explain: bool,
     /// Definitions to check; one per line from standard input when none.
     pub defs: Vec<String>,
 }
@@ -145,11 +154,32 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => &Offline,
     };
 
+    let mut route = match (&args.btf, &mounted) {
+        (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
+        (None, Some(root)) => crate::btfroute::Route::live(root),
+        (None, None) => crate::btfroute::Route::none(target.kernel),
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut all_ok = true;
     for input in &inputs {
-        let checked = check_line(input, target, env);
+        let checked = match route.compile(input, target, env) {
+            None => check_line(input, target, env),
+            Some(result) => {
+                let ok = result.is_ok();
+                all_ok &= ok;
+                btf_report(
+                    &mut out,
+                    input,
+                    result,
+                    &route,
+                    args.json,
+                    args.explain,
+                    arch,
+                )?;
+                continue;
+            }
+        };
         all_ok &= checked.accepted();
         if args.json {
             writeln!(out, "{}", json_line(input, &checked, arch))?;
@@ -162,6 +192,58 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Reports a definition that went through the BTF route.
+fn btf_report(
+    out: &mut impl Write,
+    input: &str,
+    result: Result<ktrace_probe::btfarg::Compiled, ktrace_probe::ProbeError>,
+    route: &crate::btfroute::Route,
+    json: bool,
+    explain: bool,
+    arch: Arch,
+) -> std::io::Result<()> {
+    let route_name = if route.native { "native" } else { "compiled" };
+    match result {
+        Ok(c) => {
+            if json {
+                let mut v = json_line(input, &c.checked, arch);
+                v["normalized"] = c.readback.clone().into();
+                v["btf_route"] = route_name.into();
+                v["write"] = c.text.clone().into();
+                v["classic"] = c.classic.clone().into();
+                return writeln!(out, "{v}");
+            }
+            writeln!(out, "ok: {}", c.readback.clone().unwrap_or_default())?;
+            if explain {
+                writeln!(out, "  btf route: {route_name}")?;
+                writeln!(out, "{}", c.explain())?;
+            }
+            if !c.checked.unchecked.is_empty() {
+                let list: Vec<&str> = c.checked.unchecked.iter().map(|u| u.describe()).collect();
+                writeln!(out, "  not checked: {}", list.join("; "))?;
+            }
+            Ok(())
+        }
+        Err(mut e) => {
+            if let Some(m) = &route.missing {
+                let h = e.hint.take().unwrap_or_default();
+                e.hint = Some(format!("{h} (btf: {m})"));
+            }
+            let c = Checked {
+                command: e.command.clone(),
+                definition: Err(e),
+                unchecked: Vec::new(),
+            };
+            if json {
+                let mut v = json_line(input, &c, arch);
+                v["btf_route"] = route_name.into();
+                return writeln!(out, "{v}");
+            }
+            human(out, input, &c, arch)
+        }
+    }
 }
 
 fn json_line(input: &str, c: &Checked, arch: Arch) -> serde_json::Value {

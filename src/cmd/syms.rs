@@ -46,6 +46,9 @@ pub struct Args {
     /// members with byte offsets, or `STRUCT.member[.member]`'s offset.
     #[arg(long, conflicts_with = "elf")]
     pub btf: bool,
+    /// The target architecture for --btf (argument registers); default: this machine's.
+    #[arg(long)]
+    pub arch: Option<String>,
     /// The BTF file for --btf.
     #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux")]
     pub btf_file: PathBuf,
@@ -87,6 +90,20 @@ fn declare(ty: &str, name: &str) -> String {
 
 fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
     use ktrace_symbols::btf::{self, Kind};
+    let arch = match &args.arch {
+        Some(a) => a.parse::<ktrace_probe::Arch>()?,
+        None => {
+            ktrace_probe::Arch::native().context("unknown machine architecture: give --arch")?
+        }
+    };
+    if !args.btf_file.exists() {
+        anyhow::bail!(
+            "no BTF: {} does not exist (a kernel built without CONFIG_DEBUG_INFO_BTF, or give \
+             --btf-file with a copy of the target's /sys/kernel/btf/vmlinux); without BTF write \
+             raw fetch arguments (+OFFSET(%REG):TYPE) with offsets from the kernel's headers",
+            args.btf_file.display()
+        );
+    }
     let b = btf::open(&args.btf_file)?;
     let name = args
         .pattern
@@ -113,9 +130,22 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some((ret, params)) = b.func_params(name) {
-        let params: Vec<String> = params.iter().map(|(n, t)| declare(t, n)).collect();
-        println!("{ret} {name}({})", params.join(", "));
+    let is_type = args.pattern.starts_with("struct ") || args.pattern.starts_with("union ");
+    if !is_type && let Some((ret, params)) = b.func_params(name) {
+        let regs = arch.arg_registers();
+        let list: Vec<String> = params.iter().map(|(n, t)| declare(t, n)).collect();
+        println!("{ret} {name}({});", list.join(", "));
+        for (i, (n, t)) in params.iter().enumerate() {
+            let at = match regs.get(i) {
+                Some(r) => format!("%{r}"),
+                None if matches!(arch, ktrace_probe::Arch::X86_64 | ktrace_probe::Arch::I386) => {
+                    format!("$stack{}", i - regs.len() + 1)
+                }
+                None => "(stack: no register)".to_string(),
+            };
+            println!("  $arg{:<2} {:<8} {}", i + 1, at, declare(t, n));
+        }
+        println!("  return   %{:<7} {ret}", arch.retval_register());
         return Ok(ExitCode::SUCCESS);
     }
     let (_, t) = b
@@ -123,35 +153,60 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
         .or_else(|| b.find(Kind::Union, name))
         .with_context(|| {
             format!(
-                "no function, struct or union {name:?} in {}",
+                "no function, struct or union {name:?} in {} (static and inlined functions \
+                 often have no BTF entry: probe them with raw fetch arguments)",
                 args.btf_file.display()
             )
         })?;
     println!(
-        "{} {} {{ /* size {} */",
+        "{} {} {{",
         if t.kind == Kind::Union {
             "union"
         } else {
             "struct"
         },
         t.name,
-        t.size
     );
     for m in &t.members {
-        let bits = if m.bitfield_size > 0 {
-            format!(":{}", m.bitfield_size)
+        let ty = b.type_name(m.type_id);
+        let size = type_size(&b, m.type_id, arch.bits() / 8);
+        let decl = if m.name.is_empty() {
+            format!("{} {{ /* anonymous */ }}", ty.trim_end())
         } else {
-            String::new()
+            declare(&ty, &m.name)
         };
-        println!(
-            "    /* +{:<5} */ {} {}{bits};",
-            m.bit_offset / 8,
-            b.type_name(m.type_id),
-            m.name
-        );
+        if m.bitfield_size > 0 {
+            println!(
+                "    {:<40} /* {:>5}:{:<2} {:>4} */",
+                format!("{decl}:{};", m.bitfield_size),
+                m.bit_offset / 8,
+                m.bit_offset % 8,
+                size
+            );
+        } else {
+            println!(
+                "    {:<40} /* {:>5}    {:>4} */",
+                format!("{decl};"),
+                m.bit_offset / 8,
+                size
+            );
+        }
     }
-    println!("}};");
+    println!("}};  /* size: {} */", t.size);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The size in bytes of BTF type `id` (pointers are `ptr` bytes).
+fn type_size(b: &ktrace_symbols::btf::Btf, id: u32, ptr: u32) -> u32 {
+    use ktrace_symbols::btf::Kind;
+    match b.resolve(id) {
+        Some((_, t)) => match t.kind {
+            Kind::Ptr => ptr,
+            Kind::Array => t.nelems.saturating_mul(type_size(b, t.ref_id, ptr)),
+            _ => t.size,
+        },
+        None => 0,
+    }
 }
 
 fn kind_name(s: &ElfSymbol) -> &'static str {

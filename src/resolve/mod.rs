@@ -65,9 +65,32 @@ pub fn build(
         tracefs,
     };
     let target = live_target(arch, view);
+    // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): passed
+    // through where the kernel's README says it reads them, else compiled
+    // with the kernel's BTF into the classic fetch language.
+    let mut route = crate::btfroute::Route::live(tracefs);
     let mut defs = Vec::with_capacity(outcome.defs.len());
+    let mut natives = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
-        let mut def = match check_line(&r.line, target, &env).definition {
+        let (checked, native) = match route.compile(&r.line, target, &env) {
+            None => (check_line(&r.line, target, &env), None),
+            Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e)),
+            Some(Ok(c)) => {
+                let native = (c.uses_btf && c.text != c.classic).then(|| {
+                    c.text
+                        .split_whitespace()
+                        .skip(2)
+                        .map(str::to_string)
+                        .collect()
+                });
+                if c.uses_btf && native.is_none() {
+                    eprintln!("ktrace: {} compiled with BTF: {}", r.input, c.classic);
+                }
+                (c.checked, native)
+            }
+        };
+        natives.push(native);
+        let mut def = match checked.definition {
             Ok(Definition::Probe(p)) => p,
             Ok(_) => bail!("{:?} is not a probe definition", r.input),
             Err(e) => bail!("{}", rejection_text(&r.input, &e)),
@@ -93,7 +116,11 @@ pub fn build(
         .map(|p| p.event().to_string())
         .collect();
     naming::name_into_group(&mut defs, sess.name(), &taken);
-    Ok(defs.into_iter().map(Probe::new).collect())
+    Ok(defs
+        .into_iter()
+        .zip(natives)
+        .map(|(def, native_args)| Probe { def, native_args })
+        .collect())
 }
 
 /// Creates the probes, in chunks with a progress line when there are many

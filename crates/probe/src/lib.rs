@@ -28,8 +28,9 @@
 //! only on function entry or exit" and the uprobe rejection of `symbol`/`symstr` were
 //! observed on 6.18 (the version that introduced them is an estimate); `char` is
 //! accepted only with `--kernel` 6.5 or later (an estimate, not verified). Newer
-//! kernels' `%pd`/`%pD` types and BTF argument names are not implemented: they are
-//! rejected as on 6.1.
+//! kernels' BTF argument names, `$arg*` and `%pd`/`%pD` are rejected by
+//! [`check_line`] as on 6.1; [`btfarg::compile`] checks them against a kernel's BTF
+//! and compiles them to the classic form.
 //!
 //! ```
 //! use ktrace_probe::{check_line, Arch, Offline, Target};
@@ -43,6 +44,7 @@
 
 pub mod arch;
 pub mod ast;
+pub mod btfarg;
 pub mod env;
 pub mod error;
 pub mod fetch;

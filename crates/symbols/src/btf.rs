@@ -105,6 +105,8 @@ pub struct Type {
     pub members: Vec<Member>,
     /// For `Func`: the linkage (0 static, 1 global, 2 extern).
     pub vlen: u16,
+    /// For `Int`: the raw `BTF_INT_*` word (encoding << 24 | offset << 16 | bits).
+    pub int_data: u32,
 }
 
 /// A parsed BTF blob.
@@ -132,6 +134,21 @@ fn cstr(strings: &[u8], off: u32) -> Option<String> {
 impl Btf {
     /// Parses a BTF blob (either endianness).
     pub fn parse(data: &[u8]) -> Result<Btf> {
+        Self::parse_on(data, None)
+    }
+
+    /// Parses split BTF (`/sys/kernel/btf/MODULE`) on top of its base
+    /// (`/sys/kernel/btf/vmlinux`): the split blob's type ids continue after
+    /// the base's, and its string offsets continue after the base's string
+    /// section. The result holds the base's types and the module's.
+    pub fn parse_split(base: &[u8], split: &[u8]) -> Result<Btf> {
+        let base_btf = Self::parse_on(base, None)?;
+        let base_strings = Self::sections(base)?.1;
+        Self::parse_on(split, Some((base_btf, base_strings)))
+    }
+
+    /// The type and string sections of a blob, and its byte order.
+    fn sections(data: &[u8]) -> Result<(&[u8], &[u8], bool)> {
         let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
         let magic_le = data.get(0..2).map(|b| u16::from_le_bytes([b[0], b[1]]));
         let big = match magic_le {
@@ -152,20 +169,41 @@ impl Btf {
                 _ => Err(err(hdr_len, &format!("{what} section out of range"))),
             }
         };
-        let types_raw = section(type_off, type_len, "type")?;
-        let strings = section(str_off, str_len, "string")?;
-        let name = |off: u32, at: usize| {
-            cstr(strings, off).ok_or_else(|| err(at, "name offset out of range"))
+        Ok((
+            section(type_off, type_len, "type")?,
+            section(str_off, str_len, "string")?,
+            big,
+        ))
+    }
+
+    fn parse_on(data: &[u8], base: Option<(Btf, &[u8])>) -> Result<Btf> {
+        let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
+        let (types_raw, strings, big) = Self::sections(data)?;
+        let (base_types, base_strings) = match base {
+            Some((b, s)) => (Some(b.types), s),
+            None => (None, &[][..]),
         };
-        let mut types = vec![Type {
-            kind: Kind::Int,
-            name: "void".to_string(),
-            size: 0,
-            ref_id: 0,
-            nelems: 0,
-            members: Vec::new(),
-            vlen: 0,
-        }];
+        let base_str_len = base_strings.len() as u32;
+        let name = |off: u32, at: usize| {
+            let found = if base_str_len > 0 && off < base_str_len {
+                cstr(base_strings, off)
+            } else {
+                cstr(strings, off - base_str_len)
+            };
+            found.ok_or_else(|| err(at, "name offset out of range"))
+        };
+        let mut types = base_types.unwrap_or_else(|| {
+            vec![Type {
+                kind: Kind::Int,
+                name: "void".to_string(),
+                size: 0,
+                ref_id: 0,
+                nelems: 0,
+                members: Vec::new(),
+                vlen: 0,
+                int_data: 0,
+            }]
+        });
         let mut at = 0usize;
         let rd =
             |at: usize| u32_at(types_raw, at, big).ok_or_else(|| err(at, "truncated type record"));
@@ -185,12 +223,14 @@ impl Btf {
                 nelems: 0,
                 members: Vec::new(),
                 vlen: vlen as u16,
+                int_data: 0,
             };
             let body = at + 12;
             at = body;
             match kind {
                 Kind::Int => {
                     t.size = size_or_type;
+                    t.int_data = rd(body)?;
                     at += 4;
                 }
                 Kind::Float => t.size = size_or_type,
@@ -290,6 +330,17 @@ impl Btf {
         self.by_name
             .get(name)?
             .iter()
+            .map(|&id| (id, &self.types[id as usize]))
+            .find(|(_, t)| t.kind == kind)
+    }
+
+    /// The last type of this kind and name (a module's own type over vmlinux's
+    /// in split BTF).
+    pub fn find_last(&self, kind: Kind, name: &str) -> Option<(u32, &Type)> {
+        self.by_name
+            .get(name)?
+            .iter()
+            .rev()
             .map(|&id| (id, &self.types[id as usize]))
             .find(|(_, t)| t.kind == kind)
     }
@@ -477,6 +528,38 @@ mod tests {
                 ("how".to_string(), "struct how *".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn split_btf_continues_ids_and_strings() {
+        // A module's split BTF: its type ids start after the base's 10 types,
+        // its name offsets after the base's string section.
+        let base_len = STR.len() as u32;
+        let split_str = b"\0modf\0";
+        let split = blob(
+            split_str,
+            &[
+                // 11: pointer to the base's struct how (id 6)
+                (0, info(2, 0, false), 6, vec![]),
+                // 12: int (struct how *p), param name "how" from the base strings
+                (0, info(13, 1, false), 1, vec![5, 11]),
+                // 13: func modf, a name in the split strings
+                (base_len + 1, info(12, 0, false) | 1, 12, vec![]),
+            ],
+        );
+        let btf = Btf::parse_split(&sample(), &split).unwrap();
+        assert_eq!(btf.len(), 14);
+        let (ret, params) = btf.func_params("modf").unwrap();
+        assert_eq!(ret, "int");
+        assert_eq!(
+            params,
+            vec![("how".to_string(), "struct how *".to_string())]
+        );
+        // A string offset past both sections is an error, not a panic.
+        let mut bad = split.clone();
+        let at = 24 + 12 + 12; // type 12's parameter name offset
+        bad[at..at + 4].copy_from_slice(&(base_len + 99).to_le_bytes());
+        assert!(Btf::parse_split(&sample(), &bad).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! - [`kallsyms`]: /proc/kallsyms and address → `sym+0xoff/0xsize [mod]`.
 //! - [`btf`]: BTF types: struct member offsets, function parameters.
 //! - [`kernel`]: the kernel view, every table above loaded lazily once.
+//! - [`btf_types`]: the BTF argument compiler's questions, answered from [`btf`].
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
 //!   event can take, and wildcard expansion against them.
 //!
@@ -17,6 +18,7 @@
 
 pub mod blacklist;
 pub mod btf;
+pub mod btf_types;
 pub mod elf;
 mod error;
 pub mod glob;

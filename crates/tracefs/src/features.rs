@@ -41,6 +41,9 @@ pub struct Features {
     pub ref_ctr_offset: bool,
     /// `maxactive` for return probes is accepted.
     pub maxactive: bool,
+    /// BTF argument names (`<argname>[->field...]`, 6.6+ with
+    /// CONFIG_PROBE_EVENTS_BTF_ARGS) are accepted in probe definitions.
+    pub btf_args: bool,
     /// Fetch types the README lists, expanded (`u8`, `u16`, …, `string`).
     pub types: Vec<String>,
 }
@@ -67,6 +70,7 @@ impl Features {
             fprobes: readme.contains("f[:[<group>/][<event>]]"),
             tprobes: readme.contains("t[:[<group>/][<event>]]"),
             arg_n: readme.contains("$arg<N>"),
+            btf_args: readme.contains("<argname>"),
             comm: readme.contains("$comm"),
             immediates: readme.contains("\\imm-value"),
             ref_ctr_offset: readme.contains("(ref_ctr_offset)"),

@@ -1,0 +1,130 @@
+//! Which BTF the definitions are compiled with, and which route they take: the
+//! running kernel's /sys/kernel/btf (or `--btf FILE`, a copy of a target's
+//! vmlinux BTF, plus a module's split BTF next to it for `MOD:func` probes),
+//! and "native" when the kernel reads BTF arguments itself. Live, that is what
+//! its tracefs README says (`<argname>`), never the version number; offline,
+//! the target version decides (6.6 and later).
+//!
+//! Thin wiring over `ktrace_probe::btfarg::compile` and
+//! `ktrace_symbols::btf_types`; the coordinator's `ktrace trace` calls
+//! [`Route::compile`] the same way `ktrace check` does.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use ktrace_probe::btfarg::{self, Compiled};
+use ktrace_probe::{Environment, KernelVersion, ProbeError, Target};
+use ktrace_symbols::btf::Btf;
+
+/// The BTF source and route for a run.
+pub struct Route {
+    /// Directory holding `vmlinux` and module BTF (`/sys/kernel/btf`), or the
+    /// single file given with `--btf`.
+    source: Option<PathBuf>,
+    single_file: bool,
+    /// Whether the kernel reads BTF arguments itself.
+    pub native: bool,
+    /// Loaded blobs by module ("" for vmlinux alone); `None` when unreadable.
+    loaded: HashMap<String, Option<Btf>>,
+    /// Why BTF could not be loaded, for the report.
+    pub missing: Option<String>,
+}
+
+impl Route {
+    /// `--btf FILE` (offline: the target kernel version decides the route).
+    pub fn offline(file: &Path, kernel: KernelVersion) -> Route {
+        Route {
+            source: Some(file.to_path_buf()),
+            single_file: true,
+            native: kernel >= KernelVersion::new(6, 6),
+            loaded: HashMap::new(),
+            missing: None,
+        }
+    }
+
+    /// The running kernel: /sys/kernel/btf, and the README of its tracefs.
+    pub fn live(tracefs: &Path) -> Route {
+        let dir = PathBuf::from(ktrace_symbols::btf_types::SYSFS_BTF);
+        let native = ktrace_tracefs::features::Features::detect(tracefs).btf_args;
+        Route {
+            source: dir.join("vmlinux").exists().then_some(dir),
+            single_file: false,
+            native,
+            loaded: HashMap::new(),
+            missing: None,
+        }
+    }
+
+    /// No BTF at all (offline without `--btf`).
+    pub fn none(kernel: KernelVersion) -> Route {
+        Route {
+            source: None,
+            single_file: false,
+            native: kernel >= KernelVersion::new(6, 6),
+            loaded: HashMap::new(),
+            missing: None,
+        }
+    }
+
+    fn btf_for(&mut self, module: Option<&str>) -> Option<&Btf> {
+        let key = module.unwrap_or("").to_string();
+        if !self.loaded.contains_key(&key) {
+            let loaded = match (&self.source, self.single_file) {
+                (None, _) => {
+                    self.missing = Some(
+                        "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
+                         and no --btf FILE"
+                            .into(),
+                    );
+                    None
+                }
+                (Some(file), true) => {
+                    let r = std::fs::read(file)
+                        .map_err(|e| format!("{}: {e}", file.display()))
+                        .and_then(|base| match module {
+                            Some(m) => {
+                                let p = file.with_file_name(m);
+                                let split = std::fs::read(&p)
+                                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                                Btf::parse_split(&base, &split).map_err(|e| e.to_string())
+                            }
+                            None => Btf::parse(&base).map_err(|e| e.to_string()),
+                        });
+                    r.map_err(|e| self.missing = Some(e)).ok()
+                }
+                (Some(dir), false) => ktrace_symbols::btf_types::open_kernel(dir, module)
+                    .map_err(|e| self.missing = Some(e.to_string()))
+                    .ok(),
+            };
+            self.loaded.insert(key.clone(), loaded);
+        }
+        self.loaded.get(&key).and_then(Option::as_ref)
+    }
+
+    /// Compiles one definition (or passes it through when it uses no BTF).
+    pub fn compile(
+        &mut self,
+        line: &str,
+        target: Target,
+        env: &dyn Environment,
+    ) -> Option<Result<Compiled, ProbeError>> {
+        if !btfarg::may_use_btf(line) {
+            return None;
+        }
+        let module = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|place| place.split_once(':'))
+            .filter(|(m, _)| !m.contains('/'))
+            .map(|(m, _)| m.to_string());
+        let native = self.native;
+        let btf = self.btf_for(module.as_deref());
+        Some(btfarg::compile(
+            line,
+            btf.map(|b| b as &dyn btfarg::BtfTypes),
+            target,
+            env,
+            native,
+        ))
+    }
+}
