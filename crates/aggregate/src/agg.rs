@@ -47,7 +47,14 @@ impl CountReport {
         rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let total = rows.iter().map(|r| r.1).sum();
         let distinct = rows.len();
-        CountReport { keys, rows, total, distinct, lost: 0, dropped: 0 }
+        CountReport {
+            keys,
+            rows,
+            total,
+            distinct,
+            lost: 0,
+            dropped: 0,
+        }
     }
 
     /// Keep the first `n` rows (`total` and `distinct` still describe all).
@@ -140,7 +147,11 @@ pub struct CountAgg {
 impl CountAgg {
     /// Count by `keys` (none: one total).
     pub fn new(keys: Vec<KeySpec>) -> Self {
-        CountAgg { keys, counts: HashMap::new(), lost: 0 }
+        CountAgg {
+            keys,
+            counts: HashMap::new(),
+            lost: 0,
+        }
     }
 
     /// One event.
@@ -185,7 +196,14 @@ impl HistAgg {
     /// Histogram of `field` (checked numeric by the caller, see
     /// [`crate::kernel::check_hist_field`]) by `keys`.
     pub fn new(field: &str, scale: Scale, keys: Vec<KeySpec>) -> Self {
-        HistAgg { field: field.to_string(), scale, keys, groups: HashMap::new(), missing: 0, lost: 0 }
+        HistAgg {
+            field: field.to_string(),
+            scale,
+            keys,
+            groups: HashMap::new(),
+            missing: 0,
+            lost: 0,
+        }
     }
 
     /// One event.
@@ -195,7 +213,10 @@ impl HistAgg {
             return;
         };
         let scale = self.scale;
-        self.groups.entry(key_of(&self.keys, s)).or_insert_with(|| Histogram::new(scale)).record(v);
+        self.groups
+            .entry(key_of(&self.keys, s))
+            .or_insert_with(|| Histogram::new(scale))
+            .record(v);
     }
 
     /// `n` events lost.
@@ -205,8 +226,12 @@ impl HistAgg {
 
     /// The histograms so far.
     pub fn report(&self) -> HistReport {
-        let mut r =
-            HistReport::new(&self.field, None, self.scale, self.keys.iter().map(|k| k.name().to_string()).collect());
+        let mut r = HistReport::new(
+            &self.field,
+            None,
+            self.scale,
+            self.keys.iter().map(|k| k.name().to_string()).collect(),
+        );
         r.set_groups(self.groups.iter().map(|(k, h)| (k.clone(), h.clone())));
         r.missing = self.missing;
         r.lost = self.lost;
@@ -305,7 +330,11 @@ impl LatencyAgg {
                 stack.remove(0);
                 self.discarded += 1;
             }
-            stack.push(Frame { func, ts_ns: s.ts_ns, key });
+            stack.push(Frame {
+                func,
+                ts_ns: s.ts_ns,
+                key,
+            });
             return;
         }
         let Some(stack) = self.tasks.get_mut(&s.tid) else {
@@ -327,7 +356,10 @@ impl LatencyAgg {
         match self.unit.delta(frame.ts_ns, s.ts_ns) {
             Some(d) => {
                 let scale = self.scale;
-                self.groups.entry(frame.key).or_insert_with(|| Histogram::new(scale)).record(i128::from(d));
+                self.groups
+                    .entry(frame.key)
+                    .or_insert_with(|| Histogram::new(scale))
+                    .record(i128::from(d));
             }
             None => self.backwards += 1,
         }
@@ -382,8 +414,24 @@ mod tests {
     use super::*;
     use crate::sample::Value;
 
-    fn sample<'a>(event: &'a str, ts: u64, tid: u32, comm: &'a str, fields: &'a [(&'a str, Value<'a>)]) -> Sample<'a> {
-        Sample { ts_ns: ts, cpu: 0, pid: tid, tid, comm, event, func: None, stack: None, fields }
+    fn sample<'a>(
+        event: &'a str,
+        ts: u64,
+        tid: u32,
+        comm: &'a str,
+        fields: &'a [(&'a str, Value<'a>)],
+    ) -> Sample<'a> {
+        Sample {
+            ts_ns: ts,
+            cpu: 0,
+            pid: tid,
+            tid,
+            comm,
+            event,
+            func: None,
+            stack: None,
+            fields,
+        }
     }
 
     #[test]
@@ -397,7 +445,15 @@ mod tests {
         c.lost(3);
         let r = c.report();
         let rows: Vec<(String, u64)> = r.rows.iter().map(|(k, n)| (k[0].to_string(), *n)).collect();
-        assert_eq!(rows, [("dd".into(), 100), ("cat".into(), 20), ("sh".into(), 20), ("tail".into(), 1)]);
+        assert_eq!(
+            rows,
+            [
+                ("dd".into(), 100),
+                ("cat".into(), 20),
+                ("sh".into(), 20),
+                ("tail".into(), 1)
+            ]
+        );
         assert_eq!((r.total, r.distinct, r.lost), (141, 4, 3));
         let t = r.top(2);
         assert_eq!((t.rows.len(), t.total, t.distinct), (2, 141, 4));
@@ -437,8 +493,16 @@ mod tests {
     fn lat() -> LatencyAgg {
         LatencyAgg::new(
             vec![
-                LatencyPair { func: "f".into(), entry_event: "g/f".into(), return_event: "g/f_ret".into() },
-                LatencyPair { func: "h".into(), entry_event: "g/h".into(), return_event: "g/h_ret".into() },
+                LatencyPair {
+                    func: "f".into(),
+                    entry_event: "g/f".into(),
+                    return_event: "g/f_ret".into(),
+                },
+                LatencyPair {
+                    func: "h".into(),
+                    entry_event: "g/h".into(),
+                    return_event: "g/h_ret".into(),
+                },
             ],
             Unit::Ns,
             Scale::Linear { step: 1 },
@@ -459,12 +523,35 @@ mod tests {
     fn latency_table() {
         // (events as (event, ts, tid)), want f latencies, h latencies,
         // unmatched, discarded, in flight
-        type Case = (&'static str, &'static [(&'static str, u64, u32)], &'static [i128], &'static [i128], u64, u64, u64);
+        type Case = (
+            &'static str,
+            &'static [(&'static str, u64, u32)],
+            &'static [i128],
+            &'static [i128],
+            u64,
+            u64,
+            u64,
+        );
         let cases: &[Case] = &[
-            ("simple", &[("g/f", 10, 1), ("g/f_ret", 15, 1)], &[5], &[], 0, 0, 0),
+            (
+                "simple",
+                &[("g/f", 10, 1), ("g/f_ret", 15, 1)],
+                &[5],
+                &[],
+                0,
+                0,
+                0,
+            ),
             (
                 "recursive f(f(f()))",
-                &[("g/f", 0, 1), ("g/f", 10, 1), ("g/f", 20, 1), ("g/f_ret", 25, 1), ("g/f_ret", 40, 1), ("g/f_ret", 100, 1)],
+                &[
+                    ("g/f", 0, 1),
+                    ("g/f", 10, 1),
+                    ("g/f", 20, 1),
+                    ("g/f_ret", 25, 1),
+                    ("g/f_ret", 40, 1),
+                    ("g/f_ret", 100, 1),
+                ],
                 &[5, 30, 100],
                 &[],
                 0,
@@ -473,7 +560,12 @@ mod tests {
             ),
             (
                 "nested f(h())",
-                &[("g/f", 0, 1), ("g/h", 3, 1), ("g/h_ret", 7, 1), ("g/f_ret", 9, 1)],
+                &[
+                    ("g/f", 0, 1),
+                    ("g/h", 3, 1),
+                    ("g/h_ret", 7, 1),
+                    ("g/f_ret", 9, 1),
+                ],
                 &[9],
                 &[4],
                 0,
@@ -482,14 +574,27 @@ mod tests {
             ),
             (
                 "two threads interleaved",
-                &[("g/f", 0, 1), ("g/f", 1, 2), ("g/f_ret", 5, 2), ("g/f_ret", 50, 1)],
+                &[
+                    ("g/f", 0, 1),
+                    ("g/f", 1, 2),
+                    ("g/f_ret", 5, 2),
+                    ("g/f_ret", 50, 1),
+                ],
                 &[4, 50],
                 &[],
                 0,
                 0,
                 0,
             ),
-            ("unmatched return", &[("g/f_ret", 5, 1), ("g/h", 6, 1), ("g/f_ret", 7, 1)], &[], &[], 2, 0, 1),
+            (
+                "unmatched return",
+                &[("g/f_ret", 5, 1), ("g/h", 6, 1), ("g/f_ret", 7, 1)],
+                &[],
+                &[],
+                2,
+                0,
+                1,
+            ),
             (
                 "missed inner return discarded",
                 &[("g/f", 0, 1), ("g/h", 2, 1), ("g/f_ret", 10, 1)],
@@ -499,8 +604,24 @@ mod tests {
                 1,
                 0,
             ),
-            ("still open", &[("g/f", 0, 1), ("g/f", 1, 1), ("g/f_ret", 3, 1)], &[2], &[], 0, 0, 1),
-            ("other events ignored", &[("g/x", 0, 1), ("g/f", 0, 1), ("g/f_ret", 1, 1)], &[1], &[], 0, 0, 0),
+            (
+                "still open",
+                &[("g/f", 0, 1), ("g/f", 1, 1), ("g/f_ret", 3, 1)],
+                &[2],
+                &[],
+                0,
+                0,
+                1,
+            ),
+            (
+                "other events ignored",
+                &[("g/x", 0, 1), ("g/f", 0, 1), ("g/f_ret", 1, 1)],
+                &[1],
+                &[],
+                0,
+                0,
+                0,
+            ),
         ];
         for (name, events, want_f, want_h, unmatched, discarded, in_flight) in cases {
             let mut l = lat();
@@ -508,8 +629,10 @@ mod tests {
                 l.add(&sample(ev, *ts, *tid, "t", &[]));
             }
             let r = l.report();
-            let mut f: Vec<i128> =
-                values(&r, "f").iter().flat_map(|(v, c)| std::iter::repeat_n(*v, *c as usize)).collect();
+            let mut f: Vec<i128> = values(&r, "f")
+                .iter()
+                .flat_map(|(v, c)| std::iter::repeat_n(*v, *c as usize))
+                .collect();
             f.sort();
             let h: Vec<i128> = values(&r, "h").iter().map(|(v, _)| *v).collect();
             assert_eq!(&f, want_f, "{name}: f");
@@ -530,7 +653,15 @@ mod tests {
         l.add(&sample("g/f_ret", 9, 1, "t", &[]));
         l.set_kretprobe_misses(4);
         let r = l.report();
-        assert_eq!((r.unmatched_returns, r.discarded_entries, r.in_flight, r.hist.lost), (1, 2, 0, 7));
+        assert_eq!(
+            (
+                r.unmatched_returns,
+                r.discarded_entries,
+                r.in_flight,
+                r.hist.lost
+            ),
+            (1, 2, 0, 7)
+        );
         assert_eq!(r.kretprobe_misses, Some(4));
         assert!(r.hist.groups.is_empty());
     }
@@ -552,7 +683,11 @@ mod tests {
     #[test]
     fn latency_keys_from_the_entry_and_units() {
         let mut l = LatencyAgg::new(
-            vec![LatencyPair { func: "f".into(), entry_event: "g/f".into(), return_event: "g/f_ret".into() }],
+            vec![LatencyPair {
+                func: "f".into(),
+                entry_event: "g/f".into(),
+                return_event: "g/f_ret".into(),
+            }],
             Unit::Us,
             Scale::Log2,
             vec![KeySpec::Field("arg".into()), KeySpec::Comm],
@@ -562,7 +697,10 @@ mod tests {
         l.add(&sample("g/f_ret", 3_001, 1, "b", &[]));
         let r = l.report();
         assert_eq!(r.hist.groups.len(), 1);
-        assert_eq!(r.hist.groups[0].0, vec![KeyValue::U64(7), KeyValue::Str("a".into())]);
+        assert_eq!(
+            r.hist.groups[0].0,
+            vec![KeyValue::U64(7), KeyValue::Str("a".into())]
+        );
         assert_eq!(r.hist.groups[0].1.stats.sum, 2);
         assert_eq!(r.hist.unit, Some(Unit::Us));
     }

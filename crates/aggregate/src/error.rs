@@ -30,7 +30,9 @@ pub enum Error {
         fields: String,
     },
     /// A histogram (or a value) on a string field.
-    #[error("cannot make a histogram of '{field}': it is a string field; count by it instead (--by {field})")]
+    #[error(
+        "cannot make a histogram of '{field}': it is a string field; count by it instead (--by {field})"
+    )]
     StringField {
         /// The field.
         field: String,

@@ -211,7 +211,11 @@ pub struct Histogram {
 impl Histogram {
     /// An empty histogram.
     pub fn new(scale: Scale) -> Self {
-        Histogram { scale, buckets: BTreeMap::new(), stats: Stats::default() }
+        Histogram {
+            scale,
+            buckets: BTreeMap::new(),
+            stats: Stats::default(),
+        }
     }
 
     /// Record `v` once.
@@ -229,8 +233,16 @@ impl Histogram {
         let first = s.count == 0;
         s.count += n;
         s.sum = s.sum.saturating_add(v.saturating_mul(i128::from(n)));
-        s.min = Some(if first { v } else { s.min.map_or(v, |m| m.min(v)) });
-        s.max = Some(if first { v } else { s.max.map_or(v, |m| m.max(v)) });
+        s.min = Some(if first {
+            v
+        } else {
+            s.min.map_or(v, |m| m.min(v))
+        });
+        s.max = Some(if first {
+            v
+        } else {
+            s.max.map_or(v, |m| m.max(v))
+        });
     }
 
     /// Add a bucket counted elsewhere (`count` values summing to `sum`);
@@ -275,7 +287,12 @@ impl Histogram {
         } else {
             a.max.zip(b.max).map(|(x, y)| x.max(y))
         };
-        self.stats = Stats { count: a.count + b.count, sum: a.sum.saturating_add(b.sum), min, max };
+        self.stats = Stats {
+            count: a.count + b.count,
+            sum: a.sum.saturating_add(b.sum),
+            min,
+            max,
+        };
     }
 }
 
@@ -307,7 +324,10 @@ mod tests {
             assert_eq!(s.index(v), idx, "index of {v}");
             assert_eq!(s.label(idx), label, "label of {v}");
             let (lo, hi) = s.bounds(idx);
-            assert!(lo.is_none_or(|lo| lo <= v) && v < hi, "{v} in bounds of {idx}");
+            assert!(
+                lo.is_none_or(|lo| lo <= v) && v < hi,
+                "{v} in bounds of {idx}"
+            );
         }
     }
 
@@ -338,13 +358,31 @@ mod tests {
             h.record(v);
         }
         h.record_n(7, 3);
-        assert_eq!(h.stats, Stats { count: 8, sum: 1018, min: Some(-9), max: Some(1000) });
+        assert_eq!(
+            h.stats,
+            Stats {
+                count: 8,
+                sum: 1018,
+                min: Some(-9),
+                max: Some(1000)
+            }
+        );
         assert_eq!(h.stats.avg_centi(), Some(12725));
         assert_eq!(h.buckets.get(&-1), Some(&1));
         assert_eq!(h.buckets.get(&3), Some(&3));
-        let neg = Stats { count: 3, sum: -10, min: None, max: None };
+        let neg = Stats {
+            count: 3,
+            sum: -10,
+            min: None,
+            max: None,
+        };
         assert_eq!(neg.avg_centi(), Some(-333));
-        let half = Stats { count: 2, sum: 1, min: None, max: None };
+        let half = Stats {
+            count: 2,
+            sum: 1,
+            min: None,
+            max: None,
+        };
         assert_eq!(half.avg_centi(), Some(50));
         assert_eq!(Stats::default().avg_centi(), None);
     }
@@ -366,7 +404,15 @@ mod tests {
         let mut b = Histogram::new(Scale::Log2);
         b.add_kernel_log2(3, 2, 10);
         a.merge(&b);
-        assert_eq!(a.stats, Stats { count: 3, sum: 15, min: None, max: None });
+        assert_eq!(
+            a.stats,
+            Stats {
+                count: 3,
+                sum: 15,
+                min: None,
+                max: None
+            }
+        );
         let mut c = Histogram::new(Scale::Log2);
         c.merge(&a);
         assert_eq!(c, a);
@@ -383,6 +429,9 @@ mod tests {
             assert_eq!(Unit::parse(s).unwrap(), u);
             assert_eq!(u.as_str(), s);
         }
-        assert_eq!(Unit::parse("s").unwrap_err().to_string(), "unknown unit 's': expected ns, us or ms");
+        assert_eq!(
+            Unit::parse("s").unwrap_err().to_string(),
+            "unknown unit 's': expected ns, us or ms"
+        );
     }
 }

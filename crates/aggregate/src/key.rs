@@ -34,7 +34,10 @@ pub struct FieldInfo {
 impl FieldInfo {
     /// A field.
     pub fn new(name: &str, kind: FieldKind) -> Self {
-        FieldInfo { name: name.to_string(), kind }
+        FieldInfo {
+            name: name.to_string(),
+            kind,
+        }
     }
 }
 
@@ -112,7 +115,9 @@ impl KeySpec {
     /// the sample does not (one probe per function).
     pub fn value_of(&self, s: &Sample<'_>) -> KeyValue {
         match self {
-            KeySpec::Func => KeyValue::Str(s.func.unwrap_or_else(|| event_name(s.event)).to_string()),
+            KeySpec::Func => {
+                KeyValue::Str(s.func.unwrap_or_else(|| event_name(s.event)).to_string())
+            }
             KeySpec::Comm => KeyValue::Str(s.comm.to_string()),
             KeySpec::Pid => KeyValue::U64(u64::from(s.pid)),
             KeySpec::Tid => KeyValue::U64(u64::from(s.tid)),
@@ -140,7 +145,11 @@ fn field_list(fields: &[FieldInfo]) -> String {
     if fields.is_empty() {
         return "none".to_string();
     }
-    fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
+    fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The value of one key.
@@ -183,7 +192,10 @@ mod tests {
     use super::*;
 
     fn fields() -> Vec<FieldInfo> {
-        vec![FieldInfo::new("count", FieldKind::Unsigned), FieldInfo::new("path", FieldKind::String)]
+        vec![
+            FieldInfo::new("count", FieldKind::Unsigned),
+            FieldInfo::new("path", FieldKind::String),
+        ]
     }
 
     #[test]
@@ -210,8 +222,13 @@ mod tests {
 
     #[test]
     fn unknown_key_lists_fields() {
-        let e = KeySpec::parse("size", "ktrace/rd", &fields()).unwrap_err().to_string();
-        assert_eq!(e, "unknown key 'size': not a field of ktrace/rd (fields: count, path)");
+        let e = KeySpec::parse("size", "ktrace/rd", &fields())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "unknown key 'size': not a field of ktrace/rd (fields: count, path)"
+        );
     }
 
     #[test]
@@ -223,7 +240,11 @@ mod tests {
     #[test]
     fn values_of_a_sample() {
         let stack = vec!["a+0x1/0x10".to_string(), "b+0x2/0x20".to_string()];
-        let fields = [("count", Value::U64(7)), ("ret", Value::S64(-9)), ("path", Value::Str("/x"))];
+        let fields = [
+            ("count", Value::U64(7)),
+            ("ret", Value::S64(-9)),
+            ("path", Value::Str("/x")),
+        ];
         let s = Sample {
             ts_ns: 1,
             cpu: 3,
@@ -262,8 +283,15 @@ mod tests {
                 KeyValue::Missing,
             ]
         );
-        let with_func = Sample { func: Some("vfs_read"), stack: None, ..s };
-        assert_eq!(KeySpec::Func.value_of(&with_func), KeyValue::Str("vfs_read".into()));
+        let with_func = Sample {
+            func: Some("vfs_read"),
+            stack: None,
+            ..s
+        };
+        assert_eq!(
+            KeySpec::Func.value_of(&with_func),
+            KeyValue::Str("vfs_read".into())
+        );
         assert_eq!(KeySpec::Stack.value_of(&with_func), KeyValue::Missing);
     }
 }

@@ -28,6 +28,7 @@ pub mod agg;
 pub mod error;
 pub mod hist;
 pub mod key;
+pub mod render;
 pub mod sample;
 
 pub use agg::{CountAgg, CountReport, HistAgg, HistReport, LatencyAgg, LatencyPair, LatencyReport};

@@ -57,6 +57,9 @@ pub struct Sample<'a> {
 impl<'a> Sample<'a> {
     /// The value of field `name`.
     pub fn field(&self, name: &str) -> Option<Value<'a>> {
-        self.fields.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| *v)
     }
 }
