@@ -125,12 +125,15 @@ pub struct LatencyReport {
     /// Returns with no open entry of their function on their thread.
     pub unmatched_returns: u64,
     /// Open entries discarded: their return never came (a deeper return
-    /// matched, the stack overflowed, or events were lost).
-    pub discarded_entries: u64,
+    /// matched, the stack overflowed, or events were lost). `None`: the
+    /// engine cannot tell (kernel).
+    pub discarded_entries: Option<u64>,
     /// Returns stamped before their entry (clock skew), not measured.
-    pub backwards: u64,
-    /// Entries still open when the report was made.
-    pub in_flight: u64,
+    /// `None`: the engine cannot tell (kernel).
+    pub backwards: Option<u64>,
+    /// Entries still open when the report was made. `None`: the engine
+    /// cannot tell (kernel).
+    pub in_flight: Option<u64>,
     /// The kernel's kretprobe miss count (maxactive exhausted), from
     /// `kprobe_profile`; `None` when not known.
     pub kretprobe_misses: Option<u64>,
@@ -391,9 +394,9 @@ impl LatencyAgg {
         LatencyReport {
             hist,
             unmatched_returns: self.unmatched,
-            discarded_entries: self.discarded,
-            backwards: self.backwards,
-            in_flight: self.tasks.values().map(|s| s.len() as u64).sum(),
+            discarded_entries: Some(self.discarded),
+            backwards: Some(self.backwards),
+            in_flight: Some(self.tasks.values().map(|s| s.len() as u64).sum()),
             kretprobe_misses: self.kretprobe_misses,
         }
     }
@@ -638,8 +641,8 @@ mod tests {
             assert_eq!(&f, want_f, "{name}: f");
             assert_eq!(&h, want_h, "{name}: h");
             assert_eq!(r.unmatched_returns, *unmatched, "{name}: unmatched");
-            assert_eq!(r.discarded_entries, *discarded, "{name}: discarded");
-            assert_eq!(r.in_flight, *in_flight, "{name}: in flight");
+            assert_eq!(r.discarded_entries, Some(*discarded), "{name}: discarded");
+            assert_eq!(r.in_flight, Some(*in_flight), "{name}: in flight");
             assert_eq!(r.kretprobe_misses, None);
         }
     }
@@ -660,7 +663,7 @@ mod tests {
                 r.in_flight,
                 r.hist.lost
             ),
-            (1, 2, 0, 7)
+            (1, Some(2), Some(0), 7)
         );
         assert_eq!(r.kretprobe_misses, Some(4));
         assert!(r.hist.groups.is_empty());
@@ -671,13 +674,16 @@ mod tests {
         let mut l = lat();
         l.add(&sample("g/f", 10, 1, "t", &[]));
         l.add(&sample("g/f_ret", 5, 1, "t", &[]));
-        assert_eq!(l.report().backwards, 1);
+        assert_eq!(l.report().backwards, Some(1));
         let mut l = lat();
         for i in 0..(MAX_DEPTH as u64 + 5) {
             l.add(&sample("g/f", i, 1, "t", &[]));
         }
         let r = l.report();
-        assert_eq!((r.in_flight, r.discarded_entries), (MAX_DEPTH as u64, 5));
+        assert_eq!(
+            (r.in_flight, r.discarded_entries),
+            (Some(MAX_DEPTH as u64), Some(5))
+        );
     }
 
     #[test]

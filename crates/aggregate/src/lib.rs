@@ -28,6 +28,7 @@ pub mod agg;
 pub mod error;
 pub mod hist;
 pub mod key;
+pub mod khist;
 pub mod render;
 pub mod sample;
 

@@ -239,14 +239,14 @@ pub fn latency_text(out: &mut String, r: &LatencyReport, width: usize) {
         "unmatched returns {}, kretprobe misses {misses}",
         r.unmatched_returns
     );
-    if r.in_flight > 0 {
-        let _ = write!(out, ", in flight {}", r.in_flight);
+    if let Some(n) = r.in_flight.filter(|n| *n > 0) {
+        let _ = write!(out, ", in flight {n}");
     }
-    if r.discarded_entries > 0 {
-        let _ = write!(out, ", entries without return {}", r.discarded_entries);
+    if let Some(n) = r.discarded_entries.filter(|n| *n > 0) {
+        let _ = write!(out, ", entries without return {n}");
     }
-    if r.backwards > 0 {
-        let _ = write!(out, ", returns before entry {}", r.backwards);
+    if let Some(n) = r.backwards.filter(|n| *n > 0) {
+        let _ = write!(out, ", returns before entry {n}");
     }
     out.push('\n');
 }
@@ -417,11 +417,15 @@ pub fn hist_json(out: &mut String, r: &HistReport, unix_ns: u64, interval_ns: Op
 pub fn latency_json(out: &mut String, r: &LatencyReport, unix_ns: u64, interval_ns: Option<u64>) {
     json_head(out, "latency", unix_ns, interval_ns);
     hist_body(out, &r.hist);
-    let _ = write!(
-        out,
-        ",\"unmatched_returns\":{},\"discarded_entries\":{},\"backwards\":{},\"in_flight\":{},\"kretprobe_misses\":",
-        r.unmatched_returns, r.discarded_entries, r.backwards, r.in_flight
-    );
-    json_opt(out, r.kretprobe_misses.map(i128::from));
+    let _ = write!(out, ",\"unmatched_returns\":{}", r.unmatched_returns);
+    for (name, v) in [
+        ("discarded_entries", r.discarded_entries),
+        ("backwards", r.backwards),
+        ("in_flight", r.in_flight),
+        ("kretprobe_misses", r.kretprobe_misses),
+    ] {
+        let _ = write!(out, ",\"{name}\":");
+        json_opt(out, v.map(i128::from));
+    }
     out.push_str("}\n");
 }
