@@ -27,6 +27,7 @@
 pub mod agg;
 pub mod error;
 pub mod hist;
+pub mod kernel;
 pub mod key;
 pub mod khist;
 pub mod render;
