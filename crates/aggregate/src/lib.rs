@@ -30,8 +30,10 @@ pub mod hist;
 pub mod kernel;
 pub mod key;
 pub mod khist;
+pub mod prom;
 pub mod render;
 pub mod sample;
+pub mod server;
 
 pub use agg::{CountAgg, CountReport, HistAgg, HistReport, LatencyAgg, LatencyPair, LatencyReport};
 pub use error::{Error, Result};
