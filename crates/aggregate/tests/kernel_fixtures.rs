@@ -137,3 +137,29 @@ fn kretprobe_misses_in_kprobe_profile() {
     let r = p.iter().find(|l| l.event == "nsret").unwrap();
     assert_eq!(r.misses, 0);
 }
+
+#[test]
+fn damaged_fixtures_never_panic() {
+    // every prefix, every line removed, every line doubled: an error or
+    // tables, never a panic; what parses writes back and parses the same
+    for name in ["rd.hist", "lat1.hist"] {
+        let text = fixture(name);
+        let check = |t: &str| {
+            if let Ok(tables) = parse_hist(t) {
+                assert_eq!(parse_hist(&write_hist(&tables)).unwrap(), tables);
+            }
+        };
+        for (i, _) in text.char_indices().step_by(7) {
+            check(&text[..i]);
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for i in 0..lines.len() {
+            let mut v = lines.clone();
+            v.remove(i);
+            check(&v.join("\n"));
+            let mut v = lines.clone();
+            v.insert(i, lines[i]);
+            check(&v.join("\n"));
+        }
+    }
+}
