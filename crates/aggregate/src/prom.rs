@@ -10,6 +10,7 @@
 //! This is the format only; [`crate::server`] serves it.
 
 use crate::agg::{CountReport, HistReport, LatencyReport};
+use crate::hist::Unit;
 use crate::key::{Key, KeyValue};
 use std::fmt::Write;
 
@@ -101,22 +102,32 @@ pub fn count_metrics(out: &mut String, name: &str, help: &str, r: &CountReport) 
     for (key, n) in &r.rows {
         let _ = writeln!(out, "{name}{} {n}", labels(&r.keys, key, None));
     }
-    counter(
-        out,
-        "ktrace_lost_events_total",
-        "events lost in the ring buffer",
-        r.lost,
-    );
-    counter(
-        out,
-        "ktrace_dropped_events_total",
-        "events the kernel hist table had no room for",
-        r.dropped,
-    );
 }
 
 /// Histograms per key as histogram `name`.
 pub fn hist_metrics(out: &mut String, name: &str, help: &str, r: &HistReport) {
+    hist_family(out, name, help, r, 0);
+}
+
+/// `v / 10^decimals` written exactly (`1023`, 6 → `0.001023`).
+pub fn decimal(v: i128, decimals: u32) -> String {
+    if decimals == 0 {
+        return v.to_string();
+    }
+    let p = 10i128.pow(decimals);
+    let sign = if v < 0 { "-" } else { "" };
+    let (int, frac) = (
+        v.unsigned_abs() / p.unsigned_abs(),
+        v.unsigned_abs() % p.unsigned_abs(),
+    );
+    if frac == 0 {
+        return format!("{sign}{int}");
+    }
+    let frac = format!("{frac:0width$}", width = decimals as usize);
+    format!("{sign}{int}.{}", frac.trim_end_matches('0'))
+}
+
+fn hist_family(out: &mut String, name: &str, help: &str, r: &HistReport, decimals: u32) {
     head(out, name, help, "histogram");
     for (key, h) in &r.groups {
         let mut cum = 0u64;
@@ -125,7 +136,7 @@ pub fn hist_metrics(out: &mut String, name: &str, help: &str, r: &HistReport) {
         {
             for i in first..=last {
                 cum += h.buckets.get(&i).copied().unwrap_or(0);
-                let le = (h.scale.bounds(i).1 - 1).to_string();
+                let le = decimal(h.scale.bounds(i).1 - 1, decimals);
                 let _ = writeln!(
                     out,
                     "{name}_bucket{} {cum}",
@@ -143,7 +154,7 @@ pub fn hist_metrics(out: &mut String, name: &str, help: &str, r: &HistReport) {
             out,
             "{name}_sum{} {}",
             labels(&r.keys, key, None),
-            h.stats.sum
+            decimal(h.stats.sum, decimals)
         );
         let _ = writeln!(
             out,
@@ -152,42 +163,119 @@ pub fn hist_metrics(out: &mut String, name: &str, help: &str, r: &HistReport) {
             h.stats.count
         );
     }
+}
+
+/// Latency histograms as `ktrace_latency_seconds` (Prometheus' base unit;
+/// values converted exactly from the measured unit, so a microsecond
+/// bucket `[1024, 2048)` is `le="0.002047"`); the pairing counters are in
+/// [`Losses::of_latency`].
+pub fn latency_metrics(out: &mut String, r: &LatencyReport) {
+    let (decimals, unit) = match r.hist.unit {
+        Some(Unit::Ns) => (9, "ns"),
+        Some(Unit::Us) => (6, "us"),
+        Some(Unit::Ms) => (3, "ms"),
+        None => (0, "seconds"),
+    };
+    hist_family(
+        out,
+        "ktrace_latency_seconds",
+        &format!("function latency in seconds (measured in {unit})"),
+        &r.hist,
+        decimals,
+    );
+}
+
+/// The loss counters of everything exposed, written once per scrape (a
+/// metric family may appear only once): sum the reports' [`Losses`] and
+/// call [`loss_metrics`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Losses {
+    /// Events lost in the ring buffer.
+    pub lost: u64,
+    /// Events the kernel's hist tables had no room for.
+    pub dropped: u64,
+    /// Returns without an entry (latency only).
+    pub unmatched_returns: Option<u64>,
+    /// kretprobe misses (latency only, when known).
+    pub kretprobe_misses: Option<u64>,
+}
+
+fn add_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    }
+}
+
+impl Losses {
+    /// Of a count report.
+    pub fn of_count(r: &CountReport) -> Losses {
+        Losses {
+            lost: r.lost,
+            dropped: r.dropped,
+            ..Losses::default()
+        }
+    }
+
+    /// Of a histogram report.
+    pub fn of_hist(r: &HistReport) -> Losses {
+        Losses {
+            lost: r.lost,
+            dropped: r.dropped,
+            ..Losses::default()
+        }
+    }
+
+    /// Of a latency report.
+    pub fn of_latency(r: &LatencyReport) -> Losses {
+        Losses {
+            lost: r.hist.lost,
+            dropped: r.hist.dropped,
+            unmatched_returns: Some(r.unmatched_returns),
+            kretprobe_misses: r.kretprobe_misses,
+        }
+    }
+
+    /// Both together.
+    pub fn add(self, o: Losses) -> Losses {
+        Losses {
+            lost: self.lost + o.lost,
+            dropped: self.dropped + o.dropped,
+            unmatched_returns: add_opt(self.unmatched_returns, o.unmatched_returns),
+            kretprobe_misses: add_opt(self.kretprobe_misses, o.kretprobe_misses),
+        }
+    }
+}
+
+/// The loss counters: lost and dropped events always, unmatched returns
+/// and kretprobe misses when known.
+pub fn loss_metrics(out: &mut String, l: &Losses) {
     counter(
         out,
         "ktrace_lost_events_total",
         "events lost in the ring buffer",
-        r.lost,
+        l.lost,
     );
     counter(
         out,
         "ktrace_dropped_events_total",
         "events the kernel hist table had no room for",
-        r.dropped,
+        l.dropped,
     );
-}
-
-/// Latency histograms as `ktrace_latency_<unit word>` (e.g.
-/// `ktrace_latency_microseconds`) and the pairing counters.
-pub fn latency_metrics(out: &mut String, r: &LatencyReport) {
-    let unit = r.hist.unit.map_or("units", |u| u.word());
-    hist_metrics(
-        out,
-        &format!("ktrace_latency_{unit}"),
-        &format!("function latency in {unit}"),
-        &r.hist,
-    );
-    counter(
-        out,
-        "ktrace_unmatched_returns_total",
-        "returns without an entry of the same function on the same thread",
-        r.unmatched_returns,
-    );
-    if let Some(m) = r.kretprobe_misses {
+    if let Some(n) = l.unmatched_returns {
+        counter(
+            out,
+            "ktrace_unmatched_returns_total",
+            "returns without an entry of the same function on the same thread",
+            n,
+        );
+    }
+    if let Some(n) = l.kretprobe_misses {
         counter(
             out,
             "ktrace_kretprobe_misses_total",
             "returns the kernel missed (kretprobe maxactive exhausted)",
-            m,
+            n,
         );
     }
 }
@@ -200,7 +288,7 @@ pub fn hist_name(field: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hist::{Histogram, Scale, Unit};
+    use crate::hist::{Histogram, Scale};
 
     #[test]
     fn names_and_escaping() {
@@ -218,6 +306,23 @@ mod tests {
         assert_eq!(label_name("__name__"), "key_name__");
         assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
         assert_eq!(escape_help("x\\y\nz"), "x\\\\y\\nz");
+    }
+
+    #[test]
+    fn decimals_are_exact() {
+        let table = [
+            (0, 6, "0"),
+            (1, 6, "0.000001"),
+            (2047, 6, "0.002047"),
+            (1_000_000, 6, "1"),
+            (1_500_000, 6, "1.5"),
+            (-1, 9, "-0.000000001"),
+            (42, 0, "42"),
+            (-3, 0, "-3"),
+        ];
+        for (v, d, want) in table {
+            assert_eq!(decimal(v, d), want, "{v} {d}");
+        }
     }
 
     #[test]
@@ -241,6 +346,7 @@ mod tests {
         r.lost = 3;
         let mut out = String::new();
         count_metrics(&mut out, "ktrace_hits_total", "probe hits", &r);
+        loss_metrics(&mut out, &Losses::of_count(&r));
         assert_eq!(
             out,
             "# HELP ktrace_hits_total probe hits
@@ -275,20 +381,28 @@ ktrace_dropped_events_total 0
         };
         let mut out = String::new();
         latency_metrics(&mut out, &lr);
-        let want = "# HELP ktrace_latency_microseconds function latency in microseconds
-# TYPE ktrace_latency_microseconds histogram
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"-1\"} 1
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"0\"} 2
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"1\"} 3
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"3\"} 5
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"7\"} 5
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"15\"} 6
-ktrace_latency_microseconds_bucket{key_le=\"1\",le=\"+Inf\"} 6
-ktrace_latency_microseconds_sum{key_le=\"1\"} 14
-ktrace_latency_microseconds_count{key_le=\"1\"} 6
+        loss_metrics(
+            &mut out,
+            &Losses::of_latency(&lr).add(Losses {
+                lost: 1,
+                ..Losses::default()
+            }),
+        );
+        let want = "# HELP ktrace_latency_seconds function latency in seconds (measured in us)
+# TYPE ktrace_latency_seconds histogram
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"-0.000001\"} 1
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0\"} 2
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000001\"} 3
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000003\"} 5
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000007\"} 5
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000015\"} 6
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"+Inf\"} 6
+ktrace_latency_seconds_sum{key_le=\"1\"} 0.000014
+ktrace_latency_seconds_count{key_le=\"1\"} 6
 ";
         assert!(out.starts_with(want), "{out}");
         assert!(out.contains("\nktrace_unmatched_returns_total 2\n"));
         assert!(out.contains("\nktrace_kretprobe_misses_total 4\n"));
+        assert!(out.contains("\nktrace_lost_events_total 1\n"));
     }
 }

@@ -2,9 +2,13 @@
 //! `prometheus` package is installed) checked with `promtool check
 //! metrics`.
 
-use ktrace_aggregate::prom::{count_metrics, latency_metrics};
+use ktrace_aggregate::prom::{
+    Losses, count_metrics, hist_metrics, hist_name, latency_metrics, loss_metrics,
+};
 use ktrace_aggregate::server::MetricsServer;
-use ktrace_aggregate::{CountAgg, KeySpec, LatencyAgg, LatencyPair, Sample, Scale, Unit};
+use ktrace_aggregate::{
+    CountAgg, HistAgg, KeySpec, LatencyAgg, LatencyPair, Sample, Scale, Unit, Value,
+};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -19,8 +23,33 @@ fn request(addr: SocketAddr, req: &str) -> String {
 
 fn exposition(count: &CountAgg, lat: &LatencyAgg) -> String {
     let mut out = String::new();
-    count_metrics(&mut out, "ktrace_hits_total", "probe hits", &count.report());
-    latency_metrics(&mut out, &lat.report());
+    let (c, l) = (count.report(), lat.report());
+    count_metrics(&mut out, "ktrace_hits_total", "probe hits", &c);
+    latency_metrics(&mut out, &l);
+    // a histogram of a signed field, negative values included
+    let mut h = HistAgg::new("ret", Scale::Log2, vec![KeySpec::Comm]);
+    for r in [-9i64, 0, 5, 4096] {
+        let f = [("ret", Value::S64(r))];
+        h.add(&Sample {
+            ts_ns: 0,
+            cpu: 0,
+            pid: 1,
+            tid: 1,
+            comm: "dd",
+            event: "e",
+            func: None,
+            stack: None,
+            fields: &f,
+        });
+    }
+    let h = h.report();
+    hist_metrics(&mut out, &hist_name("ret"), "return values", &h);
+    loss_metrics(
+        &mut out,
+        &Losses::of_count(&c)
+            .add(Losses::of_latency(&l))
+            .add(Losses::of_hist(&h)),
+    );
     out
 }
 
@@ -96,7 +125,7 @@ fn scrape_over_loopback() {
         "{body}"
     );
     assert!(
-        body.contains("ktrace_latency_microseconds_bucket{comm=\"dd\",le=\"+Inf\"} 2\n"),
+        body.contains("ktrace_latency_seconds_bucket{comm=\"dd\",le=\"+Inf\"} 2\n"),
         "{body}"
     );
     assert!(
