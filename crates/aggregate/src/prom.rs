@@ -235,9 +235,13 @@ impl Losses {
             kretprobe_misses: r.kretprobe_misses,
         }
     }
+}
+
+impl std::ops::Add for Losses {
+    type Output = Losses;
 
     /// Both together.
-    pub fn add(self, o: Losses) -> Losses {
+    fn add(self, o: Losses) -> Losses {
         Losses {
             lost: self.lost + o.lost,
             dropped: self.dropped + o.dropped,
@@ -383,10 +387,11 @@ ktrace_dropped_events_total 0
         latency_metrics(&mut out, &lr);
         loss_metrics(
             &mut out,
-            &Losses::of_latency(&lr).add(Losses {
-                lost: 1,
-                ..Losses::default()
-            }),
+            &(Losses::of_latency(&lr)
+                + Losses {
+                    lost: 1,
+                    ..Losses::default()
+                }),
         );
         let want = "# HELP ktrace_latency_seconds function latency in seconds (measured in us)
 # TYPE ktrace_latency_seconds histogram

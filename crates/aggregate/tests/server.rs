@@ -46,9 +46,7 @@ fn exposition(count: &CountAgg, lat: &LatencyAgg) -> String {
     hist_metrics(&mut out, &hist_name("ret"), "return values", &h);
     loss_metrics(
         &mut out,
-        &Losses::of_count(&c)
-            .add(Losses::of_latency(&l))
-            .add(Losses::of_hist(&h)),
+        &(Losses::of_count(&c) + Losses::of_latency(&l) + Losses::of_hist(&h)),
     );
     out
 }
