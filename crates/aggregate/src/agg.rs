@@ -57,6 +57,26 @@ impl CountReport {
         }
     }
 
+    /// What was counted since `earlier` (an earlier read of the same
+    /// only-growing source: the kernel's hist tables are cumulative).
+    pub fn since(&self, earlier: &CountReport) -> CountReport {
+        let before: HashMap<&Key, u64> = earlier.rows.iter().map(|(k, n)| (k, *n)).collect();
+        let rows = self
+            .rows
+            .iter()
+            .map(|(k, n)| {
+                (
+                    k.clone(),
+                    n.saturating_sub(before.get(k).copied().unwrap_or(0)),
+                )
+            })
+            .filter(|(_, n)| *n > 0);
+        let mut r = CountReport::new(self.keys.clone(), rows);
+        r.lost = self.lost.saturating_sub(earlier.lost);
+        r.dropped = self.dropped.saturating_sub(earlier.dropped);
+        r
+    }
+
     /// Keep the first `n` rows (`total` and `distinct` still describe all).
     pub fn top(mut self, n: usize) -> Self {
         self.rows.truncate(n);
@@ -100,6 +120,24 @@ impl HistReport {
         }
     }
 
+    /// What was added since `earlier` (see [`CountReport::since`]).
+    pub fn since(&self, earlier: &HistReport) -> HistReport {
+        let mut r = HistReport::new(&self.value, self.unit, self.scale, self.keys.clone());
+        r.groups = self
+            .groups
+            .iter()
+            .map(|(k, h)| match earlier.groups.iter().find(|g| &g.0 == k) {
+                Some((_, e)) => (k.clone(), h.since(e)),
+                None => (k.clone(), h.clone()),
+            })
+            .filter(|(_, h)| h.stats.count > 0)
+            .collect();
+        r.missing = self.missing.saturating_sub(earlier.missing);
+        r.lost = self.lost.saturating_sub(earlier.lost);
+        r.dropped = self.dropped.saturating_sub(earlier.dropped);
+        r
+    }
+
     /// Set the groups (merging equal keys) and sort them by key.
     pub fn set_groups(&mut self, groups: impl IntoIterator<Item = (Key, Histogram)>) {
         let mut merged: HashMap<Key, Histogram> = HashMap::new();
@@ -137,6 +175,23 @@ pub struct LatencyReport {
     /// The kernel's kretprobe miss count (maxactive exhausted), from
     /// `kprobe_profile`; `None` when not known.
     pub kretprobe_misses: Option<u64>,
+}
+
+impl LatencyReport {
+    /// What was measured since `earlier` (see [`CountReport::since`]).
+    pub fn since(&self, earlier: &LatencyReport) -> LatencyReport {
+        let sub = |a: Option<u64>, b: Option<u64>| a.map(|a| a.saturating_sub(b.unwrap_or(0)));
+        LatencyReport {
+            hist: self.hist.since(&earlier.hist),
+            unmatched_returns: self
+                .unmatched_returns
+                .saturating_sub(earlier.unmatched_returns),
+            discarded_entries: sub(self.discarded_entries, earlier.discarded_entries),
+            backwards: sub(self.backwards, earlier.backwards),
+            in_flight: self.in_flight,
+            kretprobe_misses: sub(self.kretprobe_misses, earlier.kretprobe_misses),
+        }
+    }
 }
 
 /// Hits per key (user engine).
@@ -462,6 +517,33 @@ mod tests {
         assert_eq!((t.rows.len(), t.total, t.distinct), (2, 141, 4));
         c.reset();
         assert_eq!(c.report().total, 0);
+    }
+
+    #[test]
+    fn reports_since_an_earlier_read() {
+        let k = |s: &str| vec![KeyValue::Str(s.into())];
+        let a = CountReport::new(vec!["comm".into()], vec![(k("dd"), 10), (k("sh"), 2)]);
+        let mut b = CountReport::new(
+            vec!["comm".into()],
+            vec![(k("dd"), 15), (k("sh"), 2), (k("cat"), 1)],
+        );
+        b.dropped = 3;
+        let d = b.since(&a);
+        assert_eq!(d.rows, vec![(k("dd"), 5), (k("cat"), 1)]);
+        assert_eq!((d.total, d.distinct, d.dropped), (6, 2, 3));
+
+        let mut l = lat();
+        l.add(&sample("g/f", 0, 1, "t", &[]));
+        l.add(&sample("g/f_ret", 4, 1, "t", &[]));
+        let first = l.report();
+        l.add(&sample("g/f", 10, 1, "t", &[]));
+        l.add(&sample("g/f_ret", 13, 1, "t", &[]));
+        l.add(&sample("g/h_ret", 14, 1, "t", &[]));
+        let d = l.report().since(&first);
+        assert_eq!(d.unmatched_returns, 1);
+        assert_eq!(d.hist.groups.len(), 1);
+        assert_eq!(d.hist.groups[0].1.stats.count, 1);
+        assert_eq!(d.hist.groups[0].1.buckets.get(&3), Some(&1));
     }
 
     #[test]

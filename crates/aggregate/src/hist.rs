@@ -266,6 +266,31 @@ impl Histogram {
         self.add_bucket(i128::from(exp), count, sum);
     }
 
+    /// What was added since `earlier` (an earlier read of the same,
+    /// only-growing source, e.g. a kernel hist table): bucket counts, count
+    /// and sum subtract; extremes stay known only when `earlier` was empty.
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        let mut buckets = BTreeMap::new();
+        for (i, c) in &self.buckets {
+            let d = c.saturating_sub(earlier.buckets.get(i).copied().unwrap_or(0));
+            if d > 0 {
+                buckets.insert(*i, d);
+            }
+        }
+        let fresh = earlier.stats.count == 0;
+        let stats = Stats {
+            count: self.stats.count.saturating_sub(earlier.stats.count),
+            sum: self.stats.sum - earlier.stats.sum,
+            min: if fresh { self.stats.min } else { None },
+            max: if fresh { self.stats.max } else { None },
+        };
+        Histogram {
+            scale: self.scale,
+            buckets,
+            stats,
+        }
+    }
+
     /// Merge another histogram of the same scale into this one.
     pub fn merge(&mut self, other: &Histogram) {
         for (i, c) in &other.buckets {
@@ -416,6 +441,33 @@ mod tests {
         let mut c = Histogram::new(Scale::Log2);
         c.merge(&a);
         assert_eq!(c, a);
+    }
+
+    #[test]
+    fn since_an_earlier_read() {
+        let mut a = Histogram::new(Scale::Log2);
+        a.record_n(5, 2);
+        let mut b = a.clone();
+        b.record_n(5, 1);
+        b.record(100);
+        let d = b.since(&a);
+        assert_eq!(
+            d.buckets.iter().map(|(i, c)| (*i, *c)).collect::<Vec<_>>(),
+            [(3, 1), (7, 1)]
+        );
+        assert_eq!(
+            d.stats,
+            Stats {
+                count: 2,
+                sum: 105,
+                min: None,
+                max: None
+            }
+        );
+        let empty = Histogram::new(Scale::Log2);
+        assert_eq!(b.since(&empty), b);
+        assert_eq!(b.since(&b).stats.count, 0);
+        assert!(b.since(&b).buckets.is_empty());
     }
 
     #[test]

@@ -22,7 +22,30 @@
 //! signed → `S64`, strings → `Str`; arrays and bitfields as their numbers or
 //! left out). Then call `add` on the aggregator; `lost(cpu, n)` →
 //! `lost(n)`; at each interval `report()` then `reset()`; at finish
-//! `report()`.
+//! `report()`. For Prometheus keep a second aggregator that is never reset
+//! (counters must only grow) and render it in the server's closure.
+//! Latency: one [`LatencyPair`] per function (entry and return event
+//! names); set the return probes' kretprobe misses from `kprobe_profile`
+//! ([`khist::parse_kprobe_profile`]) before each report.
+//!
+//! # Wiring the kernel engine
+//!
+//! 1. [`kernel::Features::from_readme`] on the instance's README.
+//! 2. [`kernel::plan_count`] / [`kernel::plan_hist`] /
+//!    [`kernel::plan_latency`]; `Err(Unsupported)` means "use the user
+//!    engine" (with the reason), an [`Error`] is bad input (before anything
+//!    is written).
+//! 3. Write `plan.setup` in order ([`kernel::Step::install_text`]:
+//!    synthetic events to `dynamic_events`, or `synthetic_events` when the
+//!    README has no `s:`; triggers to the instance's
+//!    `events/SYSTEM/EVENT/trigger`). Triggers count from the moment they
+//!    are written, enabled or not.
+//! 4. At each interval read the `hist` file(s), [`khist::parse_hist`],
+//!    [`kernel::find_table`] with the plan's command, then `plan.report`.
+//!    Kernel tables only grow: per-interval numbers are the difference of
+//!    two reads (or append `:clear` through a trigger write).
+//! 5. On every exit write `plan.teardown()` in order
+//!    ([`kernel::Step::remove_text`]), before deleting the probes.
 
 pub mod agg;
 pub mod error;
