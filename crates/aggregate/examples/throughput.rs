@@ -60,7 +60,10 @@ fn main() {
     // 500,000 entry/return pairs: 1,000,000 samples
     for i in 0..N / 2 {
         lat.add(&sample(i, "g/f", &[]));
-        lat.add(&Sample { ts_ns: i * 1000 + 500, ..sample(i, "g/r", &[]) });
+        lat.add(&Sample {
+            ts_ns: i * 1000 + 500,
+            ..sample(i, "g/r", &[])
+        });
     }
     let l = t.elapsed();
     assert_eq!(count.report().total, N);
