@@ -237,3 +237,97 @@ fn promtool_check_metrics() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A real Prometheus server (Debian's `prometheus`) scrapes the endpoint
+/// and its query API returns the series. Skipped, with a note on stderr,
+/// when prometheus is not installed.
+#[test]
+fn prometheus_scrapes_and_queries() {
+    use std::time::{Duration, Instant};
+    if std::process::Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "SKIP prometheus_scrapes_and_queries: prometheus not installed (Debian package prometheus)"
+        );
+        return;
+    }
+    let (c, l) = aggregates();
+    let text = exposition(&c, &l);
+    let server =
+        MetricsServer::start("127.0.0.1:0".parse().unwrap(), move || text.clone()).unwrap();
+    let dir = std::env::temp_dir().join(format!("ktrace-agg-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: ktrace\n    static_configs:\n      - targets: ['{}']\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    // a free port for the Prometheus web API
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let child = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child, std::path::PathBuf);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.1);
+            }
+        }
+    }
+    // killed (the child we started, by its handle) on every way out
+    let _guard = Kill(child, dir.clone());
+    let query = |q: &str| -> Option<String> {
+        let mut s = TcpStream::connect(web).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(s, "GET /api/v1/query?query={q} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out.split_once("\r\n\r\n")?.1.to_string())
+    };
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < Duration::from_secs(60) {
+        if let Some(body) = query("ktrace_hits_total%7Bcomm%3D%22dd%22%7D") {
+            last = body.clone();
+            if body.contains("\"result\":[{") {
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let r = &v["data"]["result"][0];
+                assert_eq!(r["metric"]["comm"], "dd");
+                assert_eq!(r["metric"]["job"], "ktrace");
+                assert_eq!(r["value"][1], "2");
+                let b = query("ktrace_latency_seconds_count%7Bcomm%3D%22dd%22%7D").unwrap();
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap();
+                assert_eq!(v["data"]["result"][0]["value"][1], "2", "{b}");
+                let b = query("ktrace_kretprobe_misses_total").unwrap();
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap();
+                assert_eq!(v["data"]["result"][0]["value"][1], "2", "{b}");
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    panic!("prometheus never returned the series: {last}\n{log}");
+}
