@@ -1,0 +1,1206 @@
+//! The kernel engine's text: which hist-trigger features the running kernel
+//! has ([`Features`], read from its tracefs README, never from the version),
+//! the trigger commands and synthetic events that make the kernel count,
+//! bucket and time by itself ([`plan_count`], [`plan_hist`],
+//! [`plan_latency`]), and the mapping of its `hist` tables back into the
+//! same reports the user engine makes ([`CountPlan::report`], ...).
+//!
+//! Mirrors Documentation/trace/histogram.rst and trace_events_hist.c. What
+//! the kernel cannot do comes back as [`Unsupported`] with the reason (the
+//! caller then uses the user engine); bad user input is an [`Error`]. This
+//! module writes nothing: the binary installs [`KernelPlan::setup`] in
+//! order through ktrace-tracefs and removes [`KernelPlan::teardown`] in
+//! order (triggers with the very text that installed them — the kernel's
+//! readback such as `sort=lat1.log2` is not accepted back — then the
+//! synthetic events, which stay busy while a trigger refers to them).
+//!
+//! Measured on Debian's 6.1 (fixtures/guest-x86_64-6.1): hist triggers run
+//! as soon as they are installed, whether or not the event is enabled (the
+//! event is soft-enabled), so install the triggers when counting should
+//! start; `sort=FIELD.log2` is refused (a sort key takes no modifier); a
+//! constant cannot be added to a timestamp with units (`.usecs`) nor to a
+//! variable holding one, but a plain u64 field of a synthetic event takes
+//! it; `common_timestamp-$ts0+1` (nanoseconds) is `(a - b) + 1`.
+
+use crate::agg::{CountReport, HistReport, LatencyReport};
+use crate::error::{Error, Result};
+use crate::hist::{Histogram, Scale, Unit};
+use crate::key::{FieldInfo, FieldKind, Key, KeySpec, KeyValue};
+use crate::khist::{HistTable, KeyText};
+use std::fmt;
+
+/// Hist-trigger features of the running kernel, from its tracefs README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Features {
+    /// Hist triggers at all (`hist trigger` documented).
+    pub hist: bool,
+    /// `.buckets=size` modifier.
+    pub buckets: bool,
+    /// `common_cpu` as a key (older kernels say `cpu`).
+    pub common_cpu: bool,
+    /// Arithmetic with numeric literals in expressions.
+    pub constants: bool,
+    /// Synthetic events through `dynamic_events` (`s:[synthetic/]`).
+    pub synthetic_dynamic: bool,
+    /// The `synthetic_events` file.
+    pub synthetic_file: bool,
+    /// `onmatch(...).trace(...)` (the generic `trace` action).
+    pub onmatch_trace: bool,
+    /// `stacktrace` as a key.
+    pub stacktrace: bool,
+    /// How many fields a compound key may have.
+    pub max_keys: usize,
+}
+
+impl Features {
+    /// Read the features from the README text.
+    pub fn from_readme(readme: &str) -> Features {
+        let has = |s: &str| readme.contains(s);
+        let hist = has("hist trigger");
+        Features {
+            hist,
+            buckets: hist && has(".buckets="),
+            common_cpu: hist && has("common_cpu"),
+            constants: hist && (has("numeric_literal") || has("numeric literal")),
+            synthetic_dynamic: has("s:[synthetic/]"),
+            synthetic_file: has("synthetic_events"),
+            onmatch_trace: has("onmatch(") && has("trace(<synthetic_event>"),
+            stacktrace: hist && has("'stacktrace'"),
+            max_keys: if !hist {
+                0
+            } else if has("up to two fields") {
+                2
+            } else {
+                3
+            },
+        }
+    }
+
+    /// Whether synthetic events can be made at all.
+    pub fn synthetic(&self) -> bool {
+        self.synthetic_dynamic || self.synthetic_file
+    }
+}
+
+/// Why the kernel engine cannot do what was asked (use the user engine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    /// The reason, lowercase, for the user.
+    pub reason: String,
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+fn unsupported<T>(reason: impl Into<String>) -> Result<T, Unsupported> {
+    Err(Unsupported {
+        reason: reason.into(),
+    })
+}
+
+/// One hist trigger command.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HistCommand {
+    /// `keys=`, in order.
+    pub keys: Vec<String>,
+    /// Variables, `name=expr` (written as one `:a=..,b=..` group).
+    pub vars: Vec<String>,
+    /// `vals=` (empty: the kernel's implicit hitcount).
+    pub vals: Vec<String>,
+    /// `sort=` (no modifiers: the kernel refuses them).
+    pub sort: Vec<String>,
+    /// `size=`, a power of two.
+    pub size: Option<u32>,
+    /// Handlers with actions, e.g. `onmatch(G.E).trace(S,$lat)`.
+    pub actions: Vec<String>,
+    /// ` if FILTER`.
+    pub filter: Option<String>,
+}
+
+impl fmt::Display for HistCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hist:keys={}", self.keys.join(","))?;
+        if !self.vars.is_empty() {
+            write!(f, ":{}", self.vars.join(","))?;
+        }
+        if !self.vals.is_empty() {
+            write!(f, ":vals={}", self.vals.join(","))?;
+        }
+        if !self.sort.is_empty() {
+            write!(f, ":sort={}", self.sort.join(","))?;
+        }
+        if let Some(n) = self.size {
+            write!(f, ":size={n}")?;
+        }
+        for a in &self.actions {
+            write!(f, ":{a}")?;
+        }
+        if let Some(flt) = &self.filter {
+            write!(f, " if {flt}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One write of the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Append to `dynamic_events` (or, without `s:` support, the bare
+    /// definition to `synthetic_events`): a synthetic event.
+    Synthetic {
+        /// The event's name (its system is `synthetic`).
+        name: String,
+        /// Its fields, `u64 lat; u64 lat1`.
+        fields: String,
+    },
+    /// Append `command` to `events/SYSTEM/EVENT/trigger` in our instance.
+    Trigger {
+        /// The event's system (group).
+        system: String,
+        /// The event.
+        event: String,
+        /// The command.
+        command: String,
+    },
+}
+
+impl Step {
+    /// The text to write to install this step: for a synthetic event the
+    /// `dynamic_events` line (`s:NAME FIELDS`), or with `file` true the
+    /// `synthetic_events` line.
+    pub fn install_text(&self, file: bool) -> String {
+        match self {
+            Step::Synthetic { name, fields } if file => format!("{name} {fields}"),
+            Step::Synthetic { name, fields } => format!("s:{name} {fields}"),
+            Step::Trigger { command, .. } => command.clone(),
+        }
+    }
+
+    /// The text to write to undo this step: `-:synthetic/NAME` (or
+    /// `!NAME` to `synthetic_events`), `!COMMAND` to the trigger file.
+    pub fn remove_text(&self, file: bool) -> String {
+        match self {
+            Step::Synthetic { name, .. } if file => format!("!{name}"),
+            Step::Synthetic { name, .. } => format!("-:synthetic/{name}"),
+            Step::Trigger { command, .. } => format!("!{command}"),
+        }
+    }
+}
+
+/// What to write, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct KernelPlan {
+    /// Install in this order.
+    pub setup: Vec<Step>,
+}
+
+impl KernelPlan {
+    /// Remove in this order (the reverse of setup: triggers before the
+    /// synthetic events they feed or read).
+    pub fn teardown(&self) -> Vec<Step> {
+        self.setup.iter().rev().cloned().collect()
+    }
+}
+
+/// One probe event the kernel engine aggregates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbeEvent {
+    /// Its system (ktrace's group).
+    pub system: String,
+    /// Its name.
+    pub event: String,
+    /// The function it probes (the `func` key).
+    pub func: String,
+    /// Its fields.
+    pub fields: Vec<FieldInfo>,
+    /// A uprobe (the kernel's `stacktrace` key is the kernel stack).
+    pub user: bool,
+}
+
+/// Table size used for every trigger (a power of two; the kernel allows
+/// 2^7..2^17). Entries beyond it are counted as Dropped.
+pub const TABLE_SIZE: u32 = 8192;
+
+/// How a report key is read from a kernel table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    Func,
+    Comm(usize),
+    Num(usize, FieldKind),
+    Text(usize),
+    Stack(usize),
+}
+
+/// The kernel keys for `specs` and how to read them back.
+fn kernel_keys(
+    specs: &[KeySpec],
+    ev: &ProbeEvent,
+    f: &Features,
+    latency: bool,
+) -> Result<(Vec<String>, Vec<Slot>), Unsupported> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut slots = Vec::new();
+    let pid_key = if specs.contains(&KeySpec::Comm) {
+        "common_pid.execname"
+    } else {
+        "common_pid"
+    };
+    let index_of = |k: &str, keys: &mut Vec<String>| match keys.iter().position(|x| x == k) {
+        Some(i) => i,
+        None => {
+            keys.push(k.to_string());
+            keys.len() - 1
+        }
+    };
+    for s in specs {
+        let slot = match s {
+            KeySpec::Func => Slot::Func,
+            KeySpec::Comm => Slot::Comm(index_of(pid_key, &mut keys)),
+            KeySpec::Tid => Slot::Num(index_of(pid_key, &mut keys), FieldKind::Unsigned),
+            KeySpec::Pid => {
+                return unsupported(
+                    "the kernel's hist keys have the thread id (common_pid), not the process id: use --by tid, or the user engine",
+                );
+            }
+            KeySpec::Cpu if latency => {
+                return unsupported(
+                    "the kernel engine times at the return, so its cpu is the return's: the user engine keys latency by the entry's cpu",
+                );
+            }
+            KeySpec::Cpu => Slot::Num(
+                index_of(if f.common_cpu { "common_cpu" } else { "cpu" }, &mut keys),
+                FieldKind::Unsigned,
+            ),
+            KeySpec::Stack if latency => {
+                return unsupported("latency by stack needs the user engine");
+            }
+            KeySpec::Stack if ev.user => {
+                return unsupported(
+                    "the kernel's stacktrace key is the kernel stack; a user stack needs the user engine",
+                );
+            }
+            KeySpec::Stack if !f.stacktrace => {
+                return unsupported("this kernel has no stacktrace hist key");
+            }
+            KeySpec::Stack => Slot::Stack(index_of("stacktrace", &mut keys)),
+            KeySpec::Field(name) if latency => {
+                return unsupported(format!(
+                    "latency by the probe field '{name}' needs the user engine"
+                ));
+            }
+            KeySpec::Field(name) => {
+                let kind = ev
+                    .fields
+                    .iter()
+                    .find(|x| &x.name == name)
+                    .map_or(FieldKind::Unsigned, |x| x.kind);
+                let i = index_of(name, &mut keys);
+                if kind == FieldKind::String {
+                    Slot::Text(i)
+                } else {
+                    Slot::Num(i, kind)
+                }
+            }
+        };
+        slots.push(slot);
+    }
+    // a stacktrace key must come last (it is printed over several lines)
+    if let Some(p) = keys.iter().position(|k| k == "stacktrace") {
+        let last = keys.len() - 1;
+        if p != last {
+            keys.swap(p, last);
+            for s in &mut slots {
+                match s {
+                    Slot::Comm(i) | Slot::Num(i, _) | Slot::Text(i) | Slot::Stack(i) if *i == p => {
+                        *i = last
+                    }
+                    Slot::Comm(i) | Slot::Num(i, _) | Slot::Text(i) | Slot::Stack(i)
+                        if *i == last =>
+                    {
+                        *i = p
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok((keys, slots))
+}
+
+fn check_hist(f: &Features) -> Result<(), Unsupported> {
+    if !f.hist {
+        return unsupported("this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)");
+    }
+    Ok(())
+}
+
+fn read_key(slots: &[Slot], table_keys: &[(String, KeyText)], func: &str) -> Option<Key> {
+    slots
+        .iter()
+        .map(|s| {
+            Some(match s {
+                Slot::Func => KeyValue::Str(func.to_string()),
+                Slot::Comm(i) => match &table_keys.get(*i)?.1 {
+                    KeyText::Execname { comm, .. } => KeyValue::Str(comm.clone()),
+                    _ => return None,
+                },
+                Slot::Num(i, kind) => match &table_keys.get(*i)?.1 {
+                    KeyText::Num(v) | KeyText::Execname { pid: v, .. } => num_key(*v, *kind),
+                    _ => return None,
+                },
+                Slot::Text(i) => match &table_keys.get(*i)?.1 {
+                    KeyText::Str(v) => KeyValue::Str(v.clone()),
+                    _ => return None,
+                },
+                Slot::Stack(i) => match &table_keys.get(*i)?.1 {
+                    KeyText::Stack(v) => KeyValue::Stack(v.clone()),
+                    _ => return None,
+                },
+            })
+        })
+        .collect()
+}
+
+fn num_key(v: u64, kind: FieldKind) -> KeyValue {
+    match kind {
+        FieldKind::Signed => KeyValue::S64(v as i64),
+        _ => KeyValue::U64(v),
+    }
+}
+
+fn num_value(v: u64, kind: FieldKind) -> i128 {
+    match kind {
+        FieldKind::Signed => i128::from(v as i64),
+        _ => i128::from(v),
+    }
+}
+
+fn table_error(t: &HistTable, msg: &str) -> Error {
+    Error::HistParse {
+        line: 0,
+        msg: crate::error::HistMsg(format!("{msg} (trigger {})", t.trigger)),
+    }
+}
+
+/// The kernel engine's count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountPlan {
+    /// What to write.
+    pub plan: KernelPlan,
+    /// Per probe event (in the order given): its system, event and
+    /// function; read `events/SYSTEM/EVENT/hist` of each.
+    pub events: Vec<(String, String, String)>,
+    keys: Vec<String>,
+    slots: Vec<Slot>,
+}
+
+/// Count hits of `events` by `keys`, in the kernel.
+pub fn plan_count(
+    events: &[ProbeEvent],
+    keys: &[KeySpec],
+    f: &Features,
+    filter: Option<&str>,
+) -> Result<CountPlan, Unsupported> {
+    check_hist(f)?;
+    let mut plan = KernelPlan::default();
+    let mut slots = Vec::new();
+    for ev in events {
+        let (mut kk, s) = kernel_keys(keys, ev, f, false)?;
+        if kk.is_empty() {
+            // a total: key by thread, summed back
+            kk.push("common_pid".to_string());
+        }
+        if kk.len() > f.max_keys {
+            return unsupported(format!(
+                "the kernel's compound keys have at most {} fields",
+                f.max_keys
+            ));
+        }
+        slots = s;
+        let cmd = HistCommand {
+            keys: kk,
+            vals: vec!["hitcount".into()],
+            sort: vec!["hitcount.descending".into()],
+            size: Some(TABLE_SIZE),
+            filter: filter.map(str::to_string),
+            ..Default::default()
+        };
+        plan.setup.push(Step::Trigger {
+            system: ev.system.clone(),
+            event: ev.event.clone(),
+            command: cmd.to_string(),
+        });
+    }
+    Ok(CountPlan {
+        plan,
+        events: events
+            .iter()
+            .map(|e| (e.system.clone(), e.event.clone(), e.func.clone()))
+            .collect(),
+        keys: keys.iter().map(|k| k.name().to_string()).collect(),
+        slots,
+    })
+}
+
+/// The table of ours in a `hist` file's tables: the one whose keys are the
+/// command's (the readback may add `:size`, modifiers on sort, `[active]`).
+pub fn find_table<'a>(tables: &'a [HistTable], command: &str) -> Option<&'a HistTable> {
+    let want = crate::khist::trigger_keys(command)?;
+    let norm = |k: &str| {
+        if k == "cpu" {
+            "common_cpu".to_string()
+        } else {
+            k.to_string()
+        }
+    };
+    tables.iter().find(|t| {
+        t.keys.len() == want.len()
+            && t.keys
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| norm(&a.spec) == norm(&b.spec))
+    })
+}
+
+impl CountPlan {
+    /// The report from each event's table (in [`CountPlan::events`] order).
+    pub fn report(&self, tables: &[&HistTable]) -> Result<CountReport> {
+        let mut rows = Vec::new();
+        let mut dropped = 0;
+        for (t, (_, _, func)) in tables.iter().zip(&self.events) {
+            dropped += t.dropped;
+            for e in &t.entries {
+                let key = read_key(&self.slots, &e.keys, func)
+                    .ok_or_else(|| table_error(t, "keys do not match the plan"))?;
+                rows.push((key, e.hitcount()));
+            }
+        }
+        let mut r = CountReport::new(self.keys.clone(), rows);
+        r.dropped = dropped;
+        Ok(r)
+    }
+}
+
+/// Check that `field` is a numeric field of the probe: the field's kind, or
+/// [`Error::UnknownField`] / [`Error::StringField`].
+pub fn check_hist_field(field: &str, event: &str, fields: &[FieldInfo]) -> Result<FieldKind> {
+    match fields.iter().find(|f| f.name == field) {
+        None => Err(Error::UnknownField {
+            field: field.to_string(),
+            event: event.to_string(),
+            fields: if fields.is_empty() {
+                "none".into()
+            } else {
+                fields
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        }),
+        Some(f) if f.kind == FieldKind::String => Err(Error::StringField {
+            field: field.to_string(),
+        }),
+        Some(f) => Ok(f.kind),
+    }
+}
+
+/// How the kernel buckets a field histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValueKey {
+    /// Key on the raw value; bucket here (exact count, sum, min, max).
+    Raw,
+    /// `.buckets=STEP` with the value summed (count and sum exact, extremes
+    /// unknown).
+    Buckets(u64),
+    /// `.log2` of `lat1` = `lat + 1`, `lat` summed.
+    Log2Shifted,
+}
+
+/// The kernel engine's histogram of a field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistPlan {
+    /// What to write.
+    pub plan: KernelPlan,
+    /// The event whose `hist` to read (system, event).
+    pub read: (String, String),
+    value: String,
+    kind: FieldKind,
+    mode: ValueKey,
+    scale: Scale,
+    func: String,
+    keys: Vec<String>,
+    slots: Vec<Slot>,
+}
+
+/// Histogram of `field` of `ev` by `keys`, in the kernel. Power-of-two
+/// buckets key on the raw value (the kernel's `.log2` rounds up, and
+/// negative values become 2^64) and bucket here; linear buckets use
+/// `.buckets=STEP` on unsigned fields where the README offers it.
+pub fn plan_hist(
+    ev: &ProbeEvent,
+    field: &str,
+    scale: Scale,
+    keys: &[KeySpec],
+    f: &Features,
+) -> Result<Result<HistPlan, Unsupported>> {
+    let kind = check_hist_field(field, &format!("{}/{}", ev.system, ev.event), &ev.fields)?;
+    Ok(plan_hist_checked(ev, field, kind, scale, keys, f))
+}
+
+fn plan_hist_checked(
+    ev: &ProbeEvent,
+    field: &str,
+    kind: FieldKind,
+    scale: Scale,
+    keys: &[KeySpec],
+    f: &Features,
+) -> Result<HistPlan, Unsupported> {
+    check_hist(f)?;
+    let (mut kk, slots) = kernel_keys(keys, ev, f, false)?;
+    let mode = match scale {
+        Scale::Linear { step } if f.buckets && kind == FieldKind::Unsigned => {
+            ValueKey::Buckets(step)
+        }
+        _ => ValueKey::Raw,
+    };
+    let value_key = match mode {
+        ValueKey::Buckets(step) => format!("{field}.buckets={step}"),
+        _ => field.to_string(),
+    };
+    // the value key goes before a stacktrace key (which must be last)
+    let at = if kk.last().is_some_and(|k| k == "stacktrace") {
+        kk.len() - 1
+    } else {
+        kk.len()
+    };
+    kk.insert(at, value_key);
+    let slots = slots
+        .into_iter()
+        .map(|s| match s {
+            Slot::Stack(i) => Slot::Stack(i + 1),
+            s => s,
+        })
+        .collect();
+    if kk.len() > f.max_keys {
+        return unsupported(format!(
+            "the kernel's compound keys have at most {} fields, the value included",
+            f.max_keys
+        ));
+    }
+    let cmd = HistCommand {
+        keys: kk,
+        vals: vec!["hitcount".into(), field.to_string()],
+        size: Some(TABLE_SIZE),
+        ..Default::default()
+    };
+    Ok(HistPlan {
+        plan: KernelPlan {
+            setup: vec![Step::Trigger {
+                system: ev.system.clone(),
+                event: ev.event.clone(),
+                command: cmd.to_string(),
+            }],
+        },
+        read: (ev.system.clone(), ev.event.clone()),
+        value: field.to_string(),
+        kind,
+        mode,
+        scale,
+        func: ev.func.clone(),
+        keys: keys.iter().map(|k| k.name().to_string()).collect(),
+        slots,
+    })
+}
+
+/// The position of the value key among the table's keys: `at`, or 0 when
+/// there is no key before it.
+fn value_at(slots: &[Slot]) -> usize {
+    let mut n = 0;
+    for s in slots {
+        match s {
+            Slot::Comm(i) | Slot::Num(i, _) | Slot::Text(i) => n = n.max(i + 1),
+            _ => {}
+        }
+    }
+    n
+}
+
+fn hist_groups(
+    t: &HistTable,
+    slots: &[Slot],
+    func: &str,
+    mode: ValueKey,
+    kind: FieldKind,
+    value: &str,
+    scale: Scale,
+) -> Result<Vec<(Key, Histogram)>> {
+    let at = value_at(slots);
+    let mut out = Vec::new();
+    for e in &t.entries {
+        let key = read_key(slots, &e.keys, func)
+            .ok_or_else(|| table_error(t, "keys do not match the plan"))?;
+        let v = e.keys.get(at).map(|k| &k.1);
+        let sum = e.val(value).map(|s| num_value(s, kind));
+        let mut h = Histogram::new(scale);
+        match (mode, v, sum) {
+            (ValueKey::Raw, Some(KeyText::Num(v)), _) => {
+                h.record_n(num_value(*v, kind), e.hitcount())
+            }
+            (ValueKey::Buckets(step), Some(KeyText::Bucket(lo)), Some(sum)) => {
+                h.add_bucket(i128::from(*lo / step.max(1)), e.hitcount(), sum);
+            }
+            (ValueKey::Log2Shifted, Some(KeyText::Log2(exp)), Some(sum)) => {
+                h.add_kernel_log2(*exp, e.hitcount(), sum)
+            }
+            _ => return Err(table_error(t, "value key does not match the plan")),
+        }
+        out.push((key, h));
+    }
+    Ok(out)
+}
+
+impl HistPlan {
+    /// The report from the event's table.
+    pub fn report(&self, t: &HistTable) -> Result<HistReport> {
+        let mut r = HistReport::new(&self.value, None, self.scale, self.keys.clone());
+        r.set_groups(hist_groups(
+            t,
+            &self.slots,
+            &self.func,
+            self.mode,
+            self.kind,
+            &self.value,
+            self.scale,
+        )?);
+        r.dropped = t.dropped;
+        Ok(r)
+    }
+}
+
+/// One function to time in the kernel: its entry and return probes
+/// (created by the caller in `system`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyProbe {
+    /// The probes' system.
+    pub system: String,
+    /// The entry probe's event.
+    pub entry_event: String,
+    /// The return probe's event.
+    pub return_event: String,
+    /// The function (the `func` key).
+    pub func: String,
+}
+
+/// The kernel engine's latency of one function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyPlan {
+    /// What to write.
+    pub plan: KernelPlan,
+    /// The synthetic event whose `hist` holds the latencies (system
+    /// `synthetic`).
+    pub read: String,
+    /// The return probe (its hit count less the measured calls is the
+    /// number of unmatched returns).
+    pub return_event: (String, String),
+    unit: Unit,
+    scale: Scale,
+    mode: ValueKey,
+    func: String,
+    keys: Vec<String>,
+    slots: Vec<Slot>,
+}
+
+/// Latency of `p` in `unit`, bucketed by `scale`, by `keys`, in the kernel:
+/// the entry stamps `ts0` per thread, the return computes the latency and
+/// fires synthetic event `{prefix}_lat` through `onmatch().trace()`; a
+/// histogram on it (or, in microseconds and milliseconds, on a second
+/// synthetic event `{prefix}_lat1` that adds the `lat + 1` the power-of-two
+/// buckets need) does the counting. `prefix` must be unique on the system
+/// (synthetic events are global), e.g. `ktrace_PID_N`.
+///
+/// The kernel keeps one `ts0` per thread: a recursive call overwrites the
+/// outer entry's stamp, so the outer return finds none and counts as
+/// unmatched (the user engine pairs recursion correctly).
+pub fn plan_latency(
+    p: &LatencyProbe,
+    prefix: &str,
+    unit: Unit,
+    scale: Scale,
+    keys: &[KeySpec],
+    f: &Features,
+) -> Result<LatencyPlan, Unsupported> {
+    check_hist(f)?;
+    if !f.synthetic() || !f.onmatch_trace {
+        return unsupported("this kernel has no synthetic events with onmatch().trace()");
+    }
+    let mode = match scale {
+        Scale::Log2 if f.constants => ValueKey::Log2Shifted,
+        Scale::Log2 => {
+            return unsupported(
+                "this kernel's hist expressions take no constants, needed for power-of-two buckets",
+            );
+        }
+        Scale::Linear { step } if f.buckets => ValueKey::Buckets(step),
+        Scale::Linear { .. } => ValueKey::Raw,
+    };
+    let ev = ProbeEvent {
+        system: "synthetic".into(),
+        event: String::new(),
+        func: p.func.clone(),
+        fields: vec![],
+        user: false,
+    };
+    let (mut kk, slots) = kernel_keys(keys, &ev, f, true)?;
+    let lat = format!("{prefix}_lat");
+    let lat1 = format!("{prefix}_lat1");
+    let entry = |ts: &str| Step::Trigger {
+        system: p.system.clone(),
+        event: p.entry_event.clone(),
+        command: HistCommand {
+            keys: vec!["common_pid".into()],
+            vars: vec![format!("ts0={ts}")],
+            ..Default::default()
+        }
+        .to_string(),
+    };
+    let ret = |vars: Vec<String>, params: &str| Step::Trigger {
+        system: p.system.clone(),
+        event: p.return_event.clone(),
+        command: HistCommand {
+            keys: vec!["common_pid".into()],
+            vars,
+            actions: vec![format!(
+                "onmatch({}.{}).trace({lat},{params})",
+                p.system, p.entry_event
+            )],
+            ..Default::default()
+        }
+        .to_string(),
+    };
+    let value_key = match mode {
+        ValueKey::Log2Shifted => "lat1.log2".to_string(),
+        ValueKey::Buckets(step) => format!("lat.buckets={step}"),
+        ValueKey::Raw => "lat".to_string(),
+    };
+    kk.push(value_key);
+    if kk.len() > f.max_keys {
+        return unsupported(format!(
+            "the kernel's compound keys have at most {} fields, the latency included",
+            f.max_keys
+        ));
+    }
+    let hist = HistCommand {
+        keys: kk,
+        vals: vec!["hitcount".into(), "lat".into()],
+        size: Some(TABLE_SIZE),
+        ..Default::default()
+    }
+    .to_string();
+    let mut setup = Vec::new();
+    let read = match unit {
+        Unit::Ns => {
+            // plain nanoseconds take the constant directly
+            setup.push(Step::Synthetic {
+                name: lat.clone(),
+                fields: "u64 lat; u64 lat1".into(),
+            });
+            setup.push(Step::Trigger {
+                system: "synthetic".into(),
+                event: lat.clone(),
+                command: hist,
+            });
+            setup.push(entry("common_timestamp"));
+            setup.push(ret(
+                vec![
+                    "lat=common_timestamp-$ts0".into(),
+                    "lat1=common_timestamp-$ts0+1".into(),
+                ],
+                "$lat,$lat1",
+            ));
+            lat.clone()
+        }
+        Unit::Us | Unit::Ms => {
+            // a constant cannot meet a timestamp with units: a second
+            // synthetic event adds it to the plain u64 field
+            let (l1, l) = match unit {
+                Unit::Ms => ("l1=lat/1000+1", "l=lat/1000"),
+                _ => ("l1=lat+1", "l=lat"),
+            };
+            setup.push(Step::Synthetic {
+                name: lat.clone(),
+                fields: "u64 lat".into(),
+            });
+            setup.push(Step::Synthetic {
+                name: lat1.clone(),
+                fields: "u64 lat1; u64 lat".into(),
+            });
+            setup.push(Step::Trigger {
+                system: "synthetic".into(),
+                event: lat1.clone(),
+                command: hist,
+            });
+            setup.push(Step::Trigger {
+                system: "synthetic".into(),
+                event: lat.clone(),
+                command: HistCommand {
+                    keys: vec!["common_pid".into()],
+                    vars: vec![l1.into(), l.into()],
+                    actions: vec![format!("onmatch(synthetic.{lat}).trace({lat1},$l1,$l)")],
+                    ..Default::default()
+                }
+                .to_string(),
+            });
+            setup.push(entry("common_timestamp.usecs"));
+            setup.push(ret(vec!["lat=common_timestamp.usecs-$ts0".into()], "$lat"));
+            lat1.clone()
+        }
+    };
+    Ok(LatencyPlan {
+        plan: KernelPlan { setup },
+        read,
+        return_event: (p.system.clone(), p.return_event.clone()),
+        unit,
+        scale,
+        mode,
+        func: p.func.clone(),
+        keys: keys.iter().map(|k| k.name().to_string()).collect(),
+        slots,
+    })
+}
+
+impl LatencyPlan {
+    /// The report from the synthetic event's table and the number of hits
+    /// of the return probe (`kprobe_profile`) in the same span, and the
+    /// kretprobe misses (`kprobe_profile` of the return probe). Unmatched
+    /// returns are the return probe's hits less the calls measured.
+    pub fn report(
+        &self,
+        t: &HistTable,
+        return_hits: Option<u64>,
+        kretprobe_misses: Option<u64>,
+    ) -> Result<LatencyReport> {
+        let mut hist = HistReport::new("latency", Some(self.unit), self.scale, self.keys.clone());
+        hist.set_groups(hist_groups(
+            t,
+            &self.slots,
+            &self.func,
+            self.mode,
+            FieldKind::Unsigned,
+            "lat",
+            self.scale,
+        )?);
+        hist.dropped = t.dropped;
+        let measured = t.hits;
+        Ok(LatencyReport {
+            hist,
+            unmatched_returns: return_hits.map_or(0, |h| h.saturating_sub(measured)),
+            discarded_entries: None,
+            backwards: None,
+            in_flight: None,
+            kretprobe_misses,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const README_6_1: &str = include_str!("../fixtures/guest-x86_64-6.1/README.txt");
+
+    #[test]
+    fn features_of_6_1() {
+        let f = Features::from_readme(README_6_1);
+        assert_eq!(
+            f,
+            Features {
+                hist: true,
+                buckets: true,
+                common_cpu: true,
+                constants: true,
+                synthetic_dynamic: true,
+                synthetic_file: true,
+                onmatch_trace: true,
+                stacktrace: true,
+                max_keys: 2,
+            }
+        );
+    }
+
+    #[test]
+    fn features_without_hist_triggers() {
+        // the host's README (6.18, no CONFIG_HIST_TRIGGERS)
+        let host = include_str!("../../tracefs/fixtures/README.6.18.txt");
+        let f = Features::from_readme(host);
+        assert!(!f.hist, "{f:?}");
+        assert_eq!(f.max_keys, 0);
+        let ev = probe(&[]);
+        let e = plan_count(&[ev], &[KeySpec::Comm], &f, None).unwrap_err();
+        assert_eq!(
+            e.reason,
+            "this kernel has no hist triggers (CONFIG_HIST_TRIGGERS)"
+        );
+    }
+
+    fn probe(fields: &[(&str, FieldKind)]) -> ProbeEvent {
+        ProbeEvent {
+            system: "ktrace".into(),
+            event: "ksys_read".into(),
+            func: "ksys_read".into(),
+            fields: fields.iter().map(|(n, k)| FieldInfo::new(n, *k)).collect(),
+            user: false,
+        }
+    }
+
+    fn f61() -> Features {
+        Features::from_readme(README_6_1)
+    }
+
+    #[test]
+    fn count_commands() {
+        let ev = probe(&[("fd", FieldKind::Signed), ("path", FieldKind::String)]);
+        let table: &[(&[KeySpec], &str)] = &[
+            (
+                &[KeySpec::Comm],
+                "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[],
+                "hist:keys=common_pid:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[KeySpec::Func],
+                "hist:keys=common_pid:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[KeySpec::Tid, KeySpec::Comm],
+                "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[KeySpec::Comm, KeySpec::Cpu],
+                "hist:keys=common_pid.execname,common_cpu:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[KeySpec::Stack, KeySpec::Field("fd".into())],
+                "hist:keys=fd,stacktrace:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+            (
+                &[KeySpec::Field("path".into())],
+                "hist:keys=path:vals=hitcount:sort=hitcount.descending:size=8192",
+            ),
+        ];
+        for (keys, want) in table {
+            let p = plan_count(std::slice::from_ref(&ev), keys, &f61(), None).unwrap();
+            assert_eq!(
+                p.plan.setup,
+                vec![Step::Trigger {
+                    system: "ktrace".into(),
+                    event: "ksys_read".into(),
+                    command: want.to_string()
+                }],
+                "{keys:?}"
+            );
+            assert_eq!(p.plan.teardown()[0].remove_text(false), format!("!{want}"));
+        }
+        let p = plan_count(&[ev], &[KeySpec::Comm], &f61(), Some("fd == 0")).unwrap();
+        assert_eq!(
+            p.plan.setup[0].install_text(false),
+            "hist:keys=common_pid.execname:vals=hitcount:sort=hitcount.descending:size=8192 if fd == 0"
+        );
+    }
+
+    #[test]
+    fn what_the_kernel_cannot_count() {
+        let ev = probe(&[("a", FieldKind::Unsigned), ("b", FieldKind::Unsigned)]);
+        let table: &[(&[KeySpec], &str)] = &[
+            (
+                &[KeySpec::Pid],
+                "the kernel's hist keys have the thread id (common_pid), not the process id: use --by tid, or the user engine",
+            ),
+            (
+                &[
+                    KeySpec::Comm,
+                    KeySpec::Field("a".into()),
+                    KeySpec::Field("b".into()),
+                ],
+                "the kernel's compound keys have at most 2 fields",
+            ),
+        ];
+        for (keys, want) in table {
+            assert_eq!(
+                &plan_count(std::slice::from_ref(&ev), keys, &f61(), None)
+                    .unwrap_err()
+                    .reason,
+                want
+            );
+        }
+        let user = ProbeEvent { user: true, ..ev };
+        assert_eq!(
+            plan_count(&[user], &[KeySpec::Stack], &f61(), None)
+                .unwrap_err()
+                .reason,
+            "the kernel's stacktrace key is the kernel stack; a user stack needs the user engine"
+        );
+    }
+
+    #[test]
+    fn hist_commands_and_errors() {
+        let ev = probe(&[
+            ("count", FieldKind::Unsigned),
+            ("ret", FieldKind::Signed),
+            ("path", FieldKind::String),
+        ]);
+        let table: &[(&str, Scale, &[KeySpec], &str)] = &[
+            (
+                "count",
+                Scale::Log2,
+                &[],
+                "hist:keys=count:vals=hitcount,count:size=8192",
+            ),
+            (
+                "count",
+                Scale::Linear { step: 512 },
+                &[],
+                "hist:keys=count.buckets=512:vals=hitcount,count:size=8192",
+            ),
+            (
+                "ret",
+                Scale::Linear { step: 100 },
+                &[],
+                "hist:keys=ret:vals=hitcount,ret:size=8192",
+            ),
+            (
+                "count",
+                Scale::Log2,
+                &[KeySpec::Comm],
+                "hist:keys=common_pid.execname,count:vals=hitcount,count:size=8192",
+            ),
+            (
+                "count",
+                Scale::Log2,
+                &[KeySpec::Stack],
+                "hist:keys=count,stacktrace:vals=hitcount,count:size=8192",
+            ),
+        ];
+        for (field, scale, keys, want) in table {
+            let p = plan_hist(&ev, field, *scale, keys, &f61())
+                .unwrap()
+                .unwrap();
+            assert_eq!(p.plan.setup[0].install_text(false), *want);
+        }
+        assert_eq!(
+            plan_hist(&ev, "path", Scale::Log2, &[], &f61())
+                .unwrap_err()
+                .to_string(),
+            "cannot make a histogram of 'path': it is a string field; count by it instead (--by path)"
+        );
+        assert_eq!(
+            plan_hist(&ev, "size", Scale::Log2, &[], &f61())
+                .unwrap_err()
+                .to_string(),
+            "no field 'size' in ktrace/ksys_read (fields: count, ret, path)"
+        );
+    }
+
+    #[test]
+    fn latency_steps_in_order() {
+        let p = LatencyProbe {
+            system: "ktrace".into(),
+            entry_event: "f".into(),
+            return_event: "f_ret".into(),
+            func: "f".into(),
+        };
+        let us = plan_latency(
+            &p,
+            "ktrace_7_0",
+            Unit::Us,
+            Scale::Log2,
+            &[KeySpec::Comm],
+            &f61(),
+        )
+        .unwrap();
+        let got: Vec<String> = us
+            .plan
+            .setup
+            .iter()
+            .map(|s| s.install_text(false))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "s:ktrace_7_0_lat u64 lat",
+                "s:ktrace_7_0_lat1 u64 lat1; u64 lat",
+                "hist:keys=common_pid.execname,lat1.log2:vals=hitcount,lat:size=8192",
+                "hist:keys=common_pid:l1=lat+1,l=lat:onmatch(synthetic.ktrace_7_0_lat).trace(ktrace_7_0_lat1,$l1,$l)",
+                "hist:keys=common_pid:ts0=common_timestamp.usecs",
+                "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat)",
+            ]
+        );
+        let down: Vec<String> = us
+            .plan
+            .teardown()
+            .iter()
+            .map(|s| s.remove_text(false))
+            .collect();
+        assert_eq!(
+            down[0],
+            "!hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat)"
+        );
+        assert_eq!(down[4], "-:synthetic/ktrace_7_0_lat1");
+        assert_eq!(down[5], "-:synthetic/ktrace_7_0_lat");
+        assert_eq!(
+            us.plan.setup[0].install_text(true),
+            "ktrace_7_0_lat u64 lat"
+        );
+        assert_eq!(us.plan.setup[0].remove_text(true), "!ktrace_7_0_lat");
+        assert_eq!(us.read, "ktrace_7_0_lat1");
+
+        let ns =
+            plan_latency(&p, "k", Unit::Ns, Scale::Linear { step: 1000 }, &[], &f61()).unwrap();
+        let got: Vec<String> = ns
+            .plan
+            .setup
+            .iter()
+            .map(|s| s.install_text(false))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "s:k_lat u64 lat; u64 lat1",
+                "hist:keys=lat.buckets=1000:vals=hitcount,lat:size=8192",
+                "hist:keys=common_pid:ts0=common_timestamp",
+                "hist:keys=common_pid:lat=common_timestamp-$ts0,lat1=common_timestamp-$ts0+1:onmatch(ktrace.f).trace(k_lat,$lat,$lat1)",
+            ]
+        );
+        for (keys, want) in [
+            (
+                vec![KeySpec::Pid],
+                "the kernel's hist keys have the thread id (common_pid), not the process id: use --by tid, or the user engine",
+            ),
+            (
+                vec![KeySpec::Field("x".into())],
+                "latency by the probe field 'x' needs the user engine",
+            ),
+            (
+                vec![KeySpec::Cpu],
+                "the kernel engine times at the return, so its cpu is the return's: the user engine keys latency by the entry's cpu",
+            ),
+        ] {
+            assert_eq!(
+                plan_latency(&p, "k", Unit::Ns, Scale::Log2, &keys, &f61())
+                    .unwrap_err()
+                    .reason,
+                want
+            );
+        }
+        let old = Features {
+            constants: false,
+            ..f61()
+        };
+        assert!(plan_latency(&p, "k", Unit::Ns, Scale::Log2, &[], &old).is_err());
+    }
+}

@@ -1,0 +1,65 @@
+//! ktrace-aggregate: counts, histograms and latency without BPF — in the
+//! kernel (hist triggers and synthetic events, [`kernel`], read back by
+//! [`khist`]) or in ktrace from the decoded event stream ([`agg`]) — and
+//! their output: terminal and JSON ([`render`]), Prometheus ([`prom`],
+//! [`server`]).
+//!
+//! Mirrors Documentation/trace/histogram.rst and
+//! kernel/trace/trace_events_hist.c (trigger syntax, the `hist` file's
+//! format). It does not open tracefs (the binary writes the commands this
+//! crate generates through ktrace-tracefs) and does not read the ring
+//! buffer (the stream does, and hands [`Sample`]s over).
+//!
+//! # Wiring the user engine as a stream sink
+//!
+//! For each decoded record build a [`Sample`]: `ts_ns` = the record's time
+//! stamp, `cpu` = its CPU, `tid` = `common_pid`, `pid` = the tgid (from
+//! `/proc/TID/status` or the saved tgids; the tid when unknown), `comm` =
+//! the comm lookup, `event` = `GROUP/EVENT`, `func` = the probed function
+//! when a wildcard/fprobe event names it (else `None`), `stack` = the
+//! symbolized stack record that followed it (else `None`), `fields` = the
+//! decoded probe fields mapped to [`Value`] (unsigned and hex → `U64`,
+//! signed → `S64`, strings → `Str`; arrays and bitfields as their numbers or
+//! left out). Then call `add` on the aggregator; `lost(cpu, n)` →
+//! `lost(n)`; at each interval `report()` then `reset()`; at finish
+//! `report()`. For Prometheus keep a second aggregator that is never reset
+//! (counters must only grow) and render it in the server's closure.
+//! Latency: one [`LatencyPair`] per function (entry and return event
+//! names); set the return probes' kretprobe misses from `kprobe_profile`
+//! ([`khist::parse_kprobe_profile`]) before each report.
+//!
+//! # Wiring the kernel engine
+//!
+//! 1. [`kernel::Features::from_readme`] on the instance's README.
+//! 2. [`kernel::plan_count`] / [`kernel::plan_hist`] /
+//!    [`kernel::plan_latency`]; `Err(Unsupported)` means "use the user
+//!    engine" (with the reason), an [`Error`] is bad input (before anything
+//!    is written).
+//! 3. Write `plan.setup` in order ([`kernel::Step::install_text`]:
+//!    synthetic events to `dynamic_events`, or `synthetic_events` when the
+//!    README has no `s:`; triggers to the instance's
+//!    `events/SYSTEM/EVENT/trigger`). Triggers count from the moment they
+//!    are written, enabled or not.
+//! 4. At each interval read the `hist` file(s), [`khist::parse_hist`],
+//!    [`kernel::find_table`] with the plan's command, then `plan.report`.
+//!    Kernel tables only grow: per-interval numbers are the difference of
+//!    two reads (or append `:clear` through a trigger write).
+//! 5. On every exit write `plan.teardown()` in order
+//!    ([`kernel::Step::remove_text`]), before deleting the probes.
+
+pub mod agg;
+pub mod error;
+pub mod hist;
+pub mod kernel;
+pub mod key;
+pub mod khist;
+pub mod prom;
+pub mod render;
+pub mod sample;
+pub mod server;
+
+pub use agg::{CountAgg, CountReport, HistAgg, HistReport, LatencyAgg, LatencyPair, LatencyReport};
+pub use error::{Error, Result};
+pub use hist::{Histogram, Scale, Stats, Unit};
+pub use key::{FieldInfo, FieldKind, Key, KeySpec, KeyValue};
+pub use sample::{Sample, Value};

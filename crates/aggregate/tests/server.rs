@@ -1,0 +1,333 @@
+//! The metrics endpoint scraped over loopback, and (when Debian's
+//! `prometheus` package is installed) checked with `promtool check
+//! metrics`.
+
+use ktrace_aggregate::prom::{
+    Losses, count_metrics, hist_metrics, hist_name, latency_metrics, loss_metrics,
+};
+use ktrace_aggregate::server::MetricsServer;
+use ktrace_aggregate::{
+    CountAgg, HistAgg, KeySpec, LatencyAgg, LatencyPair, Sample, Scale, Unit, Value,
+};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::{Arc, Mutex};
+
+fn request(addr: SocketAddr, req: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn exposition(count: &CountAgg, lat: &LatencyAgg) -> String {
+    let mut out = String::new();
+    let (c, l) = (count.report(), lat.report());
+    count_metrics(&mut out, "ktrace_hits_total", "probe hits", &c);
+    latency_metrics(&mut out, &l);
+    // a histogram of a signed field, negative values included
+    let mut h = HistAgg::new("ret", Scale::Log2, vec![KeySpec::Comm]);
+    for r in [-9i64, 0, 5, 4096] {
+        let f = [("ret", Value::S64(r))];
+        h.add(&Sample {
+            ts_ns: 0,
+            cpu: 0,
+            pid: 1,
+            tid: 1,
+            comm: "dd",
+            event: "e",
+            func: None,
+            stack: None,
+            fields: &f,
+        });
+    }
+    let h = h.report();
+    hist_metrics(&mut out, &hist_name("ret"), "return values", &h);
+    loss_metrics(
+        &mut out,
+        &(Losses::of_count(&c) + Losses::of_latency(&l) + Losses::of_hist(&h)),
+    );
+    out
+}
+
+fn aggregates() -> (CountAgg, LatencyAgg) {
+    let mut c = CountAgg::new(vec![KeySpec::Comm]);
+    let pair = LatencyPair {
+        func: "f".into(),
+        entry_event: "e".into(),
+        return_event: "r".into(),
+    };
+    let mut l = LatencyAgg::new(vec![pair], Unit::Us, Scale::Log2, vec![KeySpec::Comm]);
+    for (i, comm) in ["dd", "dd", "a \"quoted\"\\name"].iter().enumerate() {
+        let tid = i as u32;
+        let s = |event, ts| Sample {
+            ts_ns: ts,
+            cpu: 0,
+            pid: tid,
+            tid,
+            comm,
+            event,
+            func: None,
+            stack: None,
+            fields: &[],
+        };
+        c.add(&s("e", 0));
+        l.add(&s("e", 0));
+        l.add(&s("r", 1_000_000 * (i as u64 + 1)));
+    }
+    l.add(&Sample {
+        ts_ns: 5,
+        cpu: 0,
+        pid: 9,
+        tid: 9,
+        comm: "x",
+        event: "r",
+        func: None,
+        stack: None,
+        fields: &[],
+    });
+    l.set_kretprobe_misses(2);
+    (c, l)
+}
+
+#[test]
+fn scrape_over_loopback() {
+    let agg = Arc::new(Mutex::new(aggregates()));
+    let shared = Arc::clone(&agg);
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), move || {
+        let g = shared.lock().unwrap();
+        exposition(&g.0, &g.1)
+    })
+    .unwrap();
+    let addr = server.local_addr();
+    assert_eq!(addr.ip().to_string(), "127.0.0.1");
+
+    let resp = request(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    assert!(
+        head.contains(&format!("Content-Length: {}", body.len())),
+        "{head}"
+    );
+    assert!(
+        body.contains("ktrace_hits_total{comm=\"dd\"} 2\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("ktrace_hits_total{comm=\"a \\\"quoted\\\"\\\\name\"} 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("ktrace_latency_seconds_bucket{comm=\"dd\",le=\"+Inf\"} 2\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("ktrace_unmatched_returns_total 1\n"),
+        "{body}"
+    );
+    assert!(body.contains("ktrace_kretprobe_misses_total 2\n"), "{body}");
+
+    // the server renders at each scrape
+    agg.lock().unwrap().0.add(&Sample {
+        ts_ns: 0,
+        cpu: 0,
+        pid: 1,
+        tid: 1,
+        comm: "dd",
+        event: "e",
+        func: None,
+        stack: None,
+        fields: &[],
+    });
+    let resp = request(addr, "GET /metrics?x=1 HTTP/1.0\r\n\r\n");
+    assert!(
+        resp.contains("ktrace_hits_total{comm=\"dd\"} 3\n"),
+        "{resp}"
+    );
+
+    let table = [
+        ("GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found\r\n"),
+        (
+            "GET /metricsx HTTP/1.1\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\n",
+        ),
+        (
+            "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 405 Method Not Allowed\r\n",
+        ),
+        ("garbage\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n"),
+        (
+            "GET /metrics SPDY/3\r\n\r\n",
+            "HTTP/1.1 400 Bad Request\r\n",
+        ),
+    ];
+    for (req, want) in table {
+        let resp = request(addr, req);
+        assert!(resp.starts_with(want), "{req:?}: {resp}");
+    }
+    let head = request(addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
+    assert!(
+        head.starts_with("HTTP/1.1 200 OK\r\n") && head.ends_with("\r\n\r\n"),
+        "{head}"
+    );
+    // a client that sends half a request and goes away does not stop it
+    drop(TcpStream::connect(addr).unwrap());
+    assert!(request(addr, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
+    server.stop();
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after stop"
+    );
+}
+
+#[test]
+fn binds_only_the_given_address() {
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), String::new).unwrap();
+    let port = server.local_addr().port();
+    // the same port on another loopback address is not ours
+    let other: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
+    assert!(TcpStream::connect(other).is_err(), "answered on 127.0.0.2");
+    // and the port is taken for exactly that address
+    let again = MetricsServer::start(server.local_addr(), String::new);
+    assert!(again.is_err());
+    let e = again.unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("metrics server on 127.0.0.1:{port}: ")),
+        "{e}"
+    );
+}
+
+#[test]
+fn promtool_check_metrics() {
+    let Ok(out) = std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+    else {
+        eprintln!(
+            "SKIP promtool_check_metrics: promtool not installed (Debian package prometheus)"
+        );
+        return;
+    };
+    assert!(out.status.success());
+    let (c, l) = aggregates();
+    let text = exposition(&c, &l);
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A real Prometheus server (Debian's `prometheus`) scrapes the endpoint
+/// and its query API returns the series. Skipped, with a note on stderr,
+/// when prometheus is not installed.
+#[test]
+fn prometheus_scrapes_and_queries() {
+    use std::time::{Duration, Instant};
+    if std::process::Command::new("prometheus")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!(
+            "SKIP prometheus_scrapes_and_queries: prometheus not installed (Debian package prometheus)"
+        );
+        return;
+    }
+    let (c, l) = aggregates();
+    let text = exposition(&c, &l);
+    let server =
+        MetricsServer::start("127.0.0.1:0".parse().unwrap(), move || text.clone()).unwrap();
+    let dir = std::env::temp_dir().join(format!("ktrace-agg-prom-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: ktrace\n    static_configs:\n      - targets: ['{}']\n",
+            server.local_addr()
+        ),
+    )
+    .unwrap();
+    // a free port for the Prometheus web API
+    let web = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let child = std::process::Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("log")).unwrap())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child, std::path::PathBuf);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+            if !std::thread::panicking() {
+                let _ = std::fs::remove_dir_all(&self.1);
+            }
+        }
+    }
+    // killed (the child we started, by its handle) on every way out
+    let _guard = Kill(child, dir.clone());
+    let query = |q: &str| -> Option<String> {
+        let mut s = TcpStream::connect(web).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(s, "GET /api/v1/query?query={q} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+        let mut out = String::new();
+        s.read_to_string(&mut out).ok()?;
+        Some(out.split_once("\r\n\r\n")?.1.to_string())
+    };
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < Duration::from_secs(60) {
+        if let Some(body) = query("ktrace_hits_total%7Bcomm%3D%22dd%22%7D") {
+            last = body.clone();
+            if body.contains("\"result\":[{") {
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let r = &v["data"]["result"][0];
+                assert_eq!(r["metric"]["comm"], "dd");
+                assert_eq!(r["metric"]["job"], "ktrace");
+                assert_eq!(r["value"][1], "2");
+                let b = query("ktrace_latency_seconds_count%7Bcomm%3D%22dd%22%7D").unwrap();
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap();
+                assert_eq!(v["data"]["result"][0]["value"][1], "2", "{b}");
+                let b = query("ktrace_kretprobe_misses_total").unwrap();
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap();
+                assert_eq!(v["data"]["result"][0]["value"][1], "2", "{b}");
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
+    panic!("prometheus never returned the series: {last}\n{log}");
+}
