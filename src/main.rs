@@ -7,7 +7,6 @@
 mod cmd;
 mod resolve;
 mod session;
-mod source;
 
 use std::process::ExitCode;
 

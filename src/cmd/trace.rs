@@ -16,13 +16,23 @@
 //! panic still tears the session down. It has no other use.
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::process::{Child, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ktrace_printer::{
+    FlagStyle, JsonSink, NoSymbols, RawSink, Symbol, Symbolizer, TextSink, clock_in_ns,
+};
+use ktrace_stream::{EndOfRun, Options, ProbeSpec, Sink, Status, Stream};
+use ktrace_symbols::kallsyms::Kallsyms;
 
 use crate::session::{self, Session, Signals, Tally};
-use crate::source::{Batch, Format, Kind, Source};
+
+/// Percent of the ring buffer filled before a poll wakes the reader (set on
+/// the instance before the stream opens, so polls wake for batches of
+/// pages, not every event).
+const BUFFER_PERCENT: u32 = 25;
 
 /// Arguments of `ktrace trace`.
 #[derive(Debug, clap::Args)]
@@ -84,7 +94,32 @@ enum Stop {
     Count,
     CommandExited,
     Signal(i32),
+    /// The output's reader went away (EPIPE): a quiet stop.
     OutputClosed,
+    /// Writing the output failed (a full disk, an I/O error): exit 1.
+    OutputFailed,
+    /// Reading the ring buffer failed: exit 1.
+    ReadFailed,
+}
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    Raw,
+}
+
+/// What setup made: the session with its probes enabled, the stream
+/// reading its instance, and the traced command.
+/// (Fields drop in order: the stream, closing the per-CPU buffers, before
+/// the session, whose teardown removes the instance.)
+struct Run {
+    stream: Stream,
+    sess: Session,
+    inst: ktrace_tracefs::Instance,
+    child: Option<Child>,
+    kernel_probes: bool,
 }
 
 /// Runs `ktrace trace`.
@@ -92,6 +127,59 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Signals are caught before anything is created, so there is no window in
     // which Ctrl-C kills us with probes installed.
     let signals = Signals::catch()?;
+    let mut run = setup(&args)?;
+    let symbols = KallsymsSymbols::new();
+    let symbols: &dyn Symbolizer = if run.kernel_probes {
+        &symbols
+    } else {
+        &NoSymbols
+    };
+    let out = open_output(args.output.as_deref())?;
+    let format = if args.json {
+        Format::Json
+    } else if args.raw {
+        Format::Raw
+    } else {
+        Format::Text
+    };
+    let mut sink: Box<dyn Sink + '_> = match format {
+        Format::Text => {
+            // counting clocks print raw, as the kernel's `trace` does
+            let in_ns = run.inst.trace_clock().map_or(true, |c| clock_in_ns(&c));
+            let release = rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned();
+            Box::new(TextSink::new(
+                out,
+                FlagStyle::for_release(&release),
+                symbols,
+                in_ns,
+            ))
+        }
+        Format::Json => Box::new(JsonSink::new(out, symbols)),
+        Format::Raw => Box::new(RawSink::new(out)),
+    };
+    let (stop, error) = stream_loop(&args, &signals, &mut run, sink.as_mut());
+    let end = finish(&mut run, sink.as_mut(), stop);
+    drop(sink);
+    let summary_error = end.as_ref().err().map(|e| format!("{e:#}"));
+    teardown_and_summary(run, end.unwrap_or_default(), stop)?;
+    if let Some(e) = error {
+        return Err(e);
+    }
+    if let Some(e) = summary_error {
+        anyhow::bail!("{e}");
+    }
+    Ok(match stop {
+        Stop::Signal(sig) if sig != signal_hook::consts::SIGINT => ExitCode::from(128 + sig as u8),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// Creates the probes, the instance and its settings, opens the stream,
+/// enables the probes and starts the command.
+fn setup(args: &Args) -> anyhow::Result<Run> {
     let root = session::open_tracefs()?;
     let mut sess = Session::new(&root)?;
     let probes = crate::resolve::build(&sess, &args.defs, args.pid, &root)?;
@@ -112,18 +200,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.stack {
         crate::resolve::enable_stacks(&sess, &inst, args.filter.as_deref())?;
     }
-    let format = if args.json {
-        Format::Json
-    } else if args.raw {
-        Format::Raw
-    } else {
-        Format::Text
+    inst.set_buffer_percent(BUFFER_PERCENT)?;
+    let specs = probe_specs(&sess);
+    let kernel_probes = specs.iter().any(|p| {
+        matches!(
+            p.kind,
+            ktrace_event::ProbeKind::Kprobe | ktrace_event::ProbeKind::Kretprobe
+        )
+    });
+    let own_pid = std::process::id();
+    let opts = Options {
+        // tracing a command: ktrace's own records (before the fork) go
+        skip_pids: if args.command.is_empty() {
+            Vec::new()
+        } else {
+            vec![own_pid as i32]
+        },
+        limit: args.count,
+        ..Options::default()
     };
-    inst.set_buffer_percent(crate::source::BUFFER_PERCENT)?;
     // The reader thread starts before the pid lists are written, so
     // `event-fork` does not add it to the traced pids.
-    let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;
-    let own_pid = std::process::id();
+    let stream = Stream::open(&root, &inst, &specs, opts)?;
     if let Some(pid) = args.pid {
         let tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         inst.set_option("event-fork", true)?;
@@ -145,7 +243,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sess.probes().len(),
         sess.name()
     );
-    let mut child = match args.command.split_first() {
+    let child = match args.command.split_first() {
         Some((cmd, rest)) => Some(
             std::process::Command::new(cmd)
                 .args(rest)
@@ -154,22 +252,55 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let skip_pid = child.as_ref().map(|_| own_pid);
+    Ok(Run {
+        stream,
+        sess,
+        inst,
+        child,
+        kernel_probes,
+    })
+}
 
-    let started = Instant::now();
-    let deadline = args
-        .duration
-        .map(|d| started + Duration::from_secs_f64(d.max(0.0)));
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::with_capacity(
-            1 << 16,
+/// The session's probes as the event table needs them (group = session,
+/// event name, how the kernel prints its header).
+fn probe_specs(sess: &Session) -> Vec<ProbeSpec> {
+    sess.probes()
+        .iter()
+        .map(|p| ProbeSpec {
+            group: sess.name().to_string(),
+            event: p.event.clone(),
+            kind: ktrace_event::ProbeKind::from_dynamic_event(&p.definition),
+            target: ktrace_event::eprobe_target(&p.definition),
+        })
+        .collect()
+}
+
+/// Where events go: FILE (`-o`) or stdout.
+fn open_output(path: Option<&Path>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match path {
+        Some(path) => Box::new(
             std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?,
-        )),
-        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
-    };
-    let mut tally = Tally::default();
-    let mut batch = Batch::default();
+        ),
+        None => Box::new(io::stdout().lock()),
+    })
+}
+
+/// Hands records to `sink` until the duration, the count, the command's
+/// exit, a signal or an output error; then stops recording and drains what
+/// is left. Returns why, and the error to exit with (if any).
+fn stream_loop(
+    args: &Args,
+    signals: &Signals,
+    run: &mut Run,
+    sink: &mut dyn Sink,
+) -> (Stop, Option<anyhow::Error>) {
+    if let Err(e) = run.stream.begin(sink) {
+        return failed(e);
+    }
+    let deadline = args
+        .duration
+        .map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
     let stop = loop {
         if let Some(sig) = signals.caught() {
@@ -182,53 +313,111 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
             panic!("KTRACE_TEST_PANIC set: panicking mid-run");
         }
-        let exited = child_exited(&mut child)?;
-        batch.clear();
+        let exited = match child_exited(&mut run.child) {
+            Ok(e) => e,
+            Err(e) => return (Stop::ReadFailed, Some(e)),
+        };
         let wait = deadline.map_or(Duration::from_millis(100), |d| {
             d.saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100))
         });
-        if !source.poll(if exited { Duration::ZERO } else { wait }, &mut batch)? {
-            anyhow::bail!("the ring-buffer reader stopped unexpectedly");
-        }
-        if let Some(s) = emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally) {
-            break s;
+        let polled = run
+            .stream
+            .poll(if exited { Duration::ZERO } else { wait }, sink);
+        warn(&mut run.stream);
+        match polled {
+            Ok(Status::Running) => {}
+            Ok(Status::Stopped) => break Stop::Count,
+            Ok(Status::Finished) => {
+                return (
+                    Stop::ReadFailed,
+                    Some(anyhow::anyhow!(
+                        "the ring-buffer reader stopped unexpectedly"
+                    )),
+                );
+            }
+            Err(e) => return failed(e),
         }
         if exited {
             break Stop::CommandExited;
         }
     };
-    sess.stop();
-    if matches!(stop, Stop::Count | Stop::OutputClosed) {
-        source.discard();
-    } else {
+    run.sess.stop();
+    if stop != Stop::Count {
         // Recording has stopped: take the partial pages left.
-        source.stop();
+        run.stream.stop();
         loop {
-            batch.clear();
-            let open = source.poll(Duration::from_millis(100), &mut batch)?;
-            if emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally).is_some() {
-                source.discard();
-                break;
-            }
-            if !open {
-                break;
+            let polled = run.stream.poll(Duration::from_millis(100), sink);
+            warn(&mut run.stream);
+            match polled {
+                Ok(Status::Running) => {}
+                Ok(Status::Finished | Status::Stopped) => break,
+                Err(e) => return failed(e),
             }
         }
     }
-    let _ = out.flush();
-    drop(out);
-    let lost = source.lost_summary(tally.events).clone();
-    drop(source);
-    let profile = sess.profile();
-    if let Some(c) = child.as_mut() {
+    (stop, None)
+}
+
+/// The stop and exit error for a stream error: a closed pipe is a quiet
+/// stop; any other output error or a reader failure is an error.
+fn failed(e: ktrace_stream::Error) -> (Stop, Option<anyhow::Error>) {
+    match &e {
+        ktrace_stream::Error::Output(io) if io.kind() == io::ErrorKind::BrokenPipe => {
+            (Stop::OutputClosed, None)
+        }
+        ktrace_stream::Error::Output(_) => (Stop::OutputFailed, Some(e.into())),
+        _ => (Stop::ReadFailed, Some(e.into())),
+    }
+}
+
+fn warn(stream: &mut Stream) {
+    for w in stream.take_warnings() {
+        eprintln!("ktrace: {w}");
+    }
+}
+
+/// Stops reading and takes the end-of-run account (per-CPU stats).
+fn finish(run: &mut Run, sink: &mut dyn Sink, stop: Stop) -> anyhow::Result<EndOfRun> {
+    run.sess.stop();
+    let end = match stop {
+        // the output is gone: account without writing to it
+        Stop::OutputClosed | Stop::OutputFailed => run.stream.finish(&mut Discard),
+        _ => run.stream.finish(sink),
+    };
+    warn(&mut run.stream);
+    Ok(end?)
+}
+
+/// A sink that keeps nothing (the end of a run whose output failed).
+struct Discard;
+
+impl Sink for Discard {
+    fn event(&mut self, _: &ktrace_stream::Event<'_>) -> io::Result<ktrace_stream::Flow> {
+        Ok(ktrace_stream::Flow::Continue)
+    }
+}
+
+/// Prints the summary, removes the session and reports the cleanup.
+fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<()> {
+    let profile = run.sess.profile();
+    if let Some(c) = run.child.as_mut() {
         // Reap it if it is done; a command still running (we were signalled
         // alone) is the user's and is left to run.
         let _ = c.try_wait();
     }
+    drop(run.stream);
+    let mut tally = Tally::default();
+    for (_, name, n) in &end.shown {
+        // one count registers the name, the rest are added at once
+        tally.count(name);
+        *tally.per_event.entry(name.clone()).or_default() += n - 1;
+    }
+    tally.events = end.summary.events;
     // The summary first: teardown can take a while with many uprobes.
-    summary(&tally, &lost, profile.ok(), stop);
-    let uprobes = sess
+    summary(&tally, &end.summary, profile.ok(), stop);
+    let uprobes = run
+        .sess
         .probes()
         .iter()
         .filter(|p| p.kind == ktrace_tracefs::ProbeKind::Uprobe)
@@ -240,7 +429,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("ktrace: removing {uprobes} uprobes; the kernel takes ~50 ms for each");
     }
     let cleanup_started = Instant::now();
-    let teardown = sess.destroy();
+    let teardown = run.sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
     eprintln!(
@@ -253,55 +442,57 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         cleanup_time.as_millis()
     );
-    Ok(match stop {
-        Stop::Signal(sig) if sig != signal_hook::consts::SIGINT => ExitCode::from(128 + sig as u8),
-        _ => ExitCode::SUCCESS,
-    })
+    Ok(())
 }
 
-/// Writes records; returns why to stop, if the count is reached or the
-/// output is gone.
-fn emit(
-    out: &mut impl Write,
-    batch: &Batch,
-    source: &Source,
-    skip_pid: Option<u32>,
-    limit: Option<u64>,
-    tally: &mut Tally,
-) -> Option<Stop> {
-    for (line, kind) in batch.iter() {
-        let event = match kind {
-            Kind::Event { pid, id } => {
-                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
-                    continue;
-                }
-                if limit.is_some_and(|n| tally.events >= n) {
-                    return Some(Stop::Count);
-                }
-                Some(id)
-            }
-            Kind::Stack { pid } => {
-                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
-                    continue;
-                }
-                None
-            }
-            Kind::Lost => None,
-        };
-        if out.write_all(line).is_err() {
-            return Some(Stop::OutputClosed);
-        }
-        if let Some(id) = event {
-            tally.count(source.event_name(id));
+/// Kernel symbols from /proc/kallsyms for the `(func+off/size)` columns,
+/// parsed at the first lookup: parsing takes seconds on a slow board and
+/// must not delay enabling the probes (nor compete with it for the CPU).
+struct KallsymsSymbols {
+    table: std::sync::OnceLock<Option<Kallsyms>>,
+}
+
+impl KallsymsSymbols {
+    fn new() -> KallsymsSymbols {
+        KallsymsSymbols {
+            table: std::sync::OnceLock::new(),
         }
     }
-    if out.flush().is_err() {
-        return Some(Stop::OutputClosed);
+
+    fn table(&self) -> Option<&Kallsyms> {
+        self.table
+            .get_or_init(
+                || match ktrace_symbols::kallsyms::open(Path::new("/proc/kallsyms")) {
+                    Ok(k) => Some(k),
+                    Err(e) => {
+                        eprintln!(
+                            "ktrace: kernel symbols unavailable ({e}); addresses print as hex"
+                        );
+                        None
+                    }
+                },
+            )
+            .as_ref()
     }
-    if limit.is_some_and(|n| tally.events >= n) {
-        return Some(Stop::Count);
+}
+
+impl Symbolizer for KallsymsSymbols {
+    fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
+        let l = self.table()?.lookup(addr)?;
+        // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
+        // trampoline page) the kernel finds nothing and prints the address.
+        // Only code symbols cover code addresses (a linker-script data
+        // symbol such as __init_scratch_end must not claim them).
+        if (l.size.is_none() && l.offset > 0) || !l.symbol.is_text() {
+            return None;
+        }
+        Some(Symbol {
+            name: &l.symbol.name,
+            offset: l.offset,
+            size: l.size.unwrap_or(0),
+            module: l.symbol.module.as_deref(),
+        })
     }
-    None
 }
 
 fn child_exited(child: &mut Option<Child>) -> anyhow::Result<bool> {
@@ -321,7 +512,7 @@ fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
 
 fn summary(
     tally: &Tally,
-    lost: &ktrace_printer::LostSummary,
+    lost: &ktrace_stream::LostSummary,
     profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
     stop: Stop,
 ) {
@@ -331,6 +522,8 @@ fn summary(
         Stop::CommandExited => "command exited".to_string(),
         Stop::Signal(s) => format!("signal {s}"),
         Stop::OutputClosed => "output closed".to_string(),
+        Stop::OutputFailed => "output failed".to_string(),
+        Stop::ReadFailed => "reading failed".to_string(),
     };
     // "N events, M lost on CPU k, ..." from page headers and per-CPU stats.
     let line = lost.line();

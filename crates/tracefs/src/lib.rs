@@ -1,12 +1,15 @@
 //! ktrace-tracefs: the only part of ktrace that touches tracefs.
 //!
 //! Mount discovery, instances, dynamic events, enable/filter/trigger files,
-//! error_log, profiles and README feature detection. The tracefs root is always
+//! error_log, profiles and README feature detection, and the files the
+//! reading path opens ([`buffers`]: per-CPU ring buffers, stats, clocks,
+//! formats, saved_cmdlines). The tracefs root is always
 //! a parameter so tests can point it anywhere. Ownership rules live in
 //! [`owner`]: everything this crate creates is named after its owning
 //! process, and nothing else is ever removed or reconfigured. It does not
 //! read ring buffers (ktrace-ring) nor parse fetch arguments (ktrace-probe).
 
+pub mod buffers;
 pub mod discover;
 pub mod dynevent;
 pub mod error;
@@ -17,6 +20,7 @@ pub mod io;
 pub mod owner;
 pub mod profile;
 
+pub use buffers::{CpuBuffer, EventById};
 pub use discover::ProbeKind;
 pub use dynevent::{DynEvent, DynEvents};
 pub use error::{Error, ErrorKind, Result};
