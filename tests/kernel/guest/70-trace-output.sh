@@ -71,6 +71,20 @@ expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
     pass "$(grep -c 'stack trace' /tmp/ours) stacks identical"
 [ "$(same)" = same ] || { echo "--- ours"; head -12 /tmp/ours; echo "--- kernel"; head -12 /tmp/kernel; }
 
+# Issue 14 defect #3: eprobe lines read `e1:  prev=640` and `ee: ` where the
+# kernel prints `e1: (sched.sched_switch) prev=640` (print_eprobe_event()
+# in kernel/trace/trace_eprobe.c). The event columns are compared without
+# the task column (a task's name races with its exec for both printers).
+ktest eprobe_header_equals_kernel_trace
+kt_ref "$OPEN" 'e:e1 sched.sched_switch prev=$prev_pid:u32' 'e:ee sched.sched_process_exec'
+for f in kernel ours; do grep -E '\] [^ ]+ TS: (e1|ee): ' /tmp/$f | sed 's/^[^[]*//' >/tmp/$f.e; mv /tmp/$f.e /tmp/$f; done
+expect_ge "kernel exec lines" "$(grep -c ' ee: ' /tmp/kernel)" 3 &&
+    expect_match "exec header" "$(cat /tmp/ours)" ' TS: ee: \(sched\.sched_process_exec\)$' &&
+    expect_match "switch header" "$(cat /tmp/ours)" ' TS: e1: \(sched\.sched_switch\) prev=[0-9]+$' &&
+    expect_eq "ktrace == kernel" "$(same)" same &&
+    pass "$(grep -c ' e1: ' /tmp/kernel) switch and $(grep -c ' ee: ' /tmp/kernel) exec lines identical"
+[ "$(same)" = same ] || { echo "--- ours"; head -20 /tmp/ours; echo "--- kernel"; head -20 /tmp/kernel; }
+
 ktest json_symbol_and_numbers
 ktrace trace "$OPEN" --json -n 1 -d 20 >/tmp/kt.json 2>/tmp/kt.err &
 kpid=$!
