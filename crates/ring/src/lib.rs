@@ -40,13 +40,13 @@
 //!     .map(|(cpu, fd)| CpuReader::new(cpu, fd, format!("cpu{cpu}").into(), &layout))
 //!     .collect();
 //! let clock = Box::new(|| None); // the instance's `now ts`, from tracefs
-//! let pipeline = Pipeline::spawn(Reader::new(readers, layout, clock), 256, 64, Duration::from_millis(100));
+//! let pipeline = Pipeline::spawn(Reader::new(readers, layout, clock), 4, 64, Duration::from_millis(100));
 //! let mut merger = Merger::new(layout);
 //! // ... enable the events; on Ctrl-C / child exit: disable them, then
 //! // pipeline.stop() so the thread drains the partial pages and closes.
 //! while let Ok(msg) = pipeline.rx.recv() {
 //!     match msg {
-//!         PipelineMsg::Page(p) => merger.push(p.cpu, p.bytes),
+//!         PipelineMsg::Pages(pages) => pages.into_iter().for_each(|p| merger.push(p.cpu, p.bytes)),
 //!         // print what every CPU is known to be complete up to
 //!         PipelineMsg::Round { complete_to } => merger.flush_until(complete_to.unwrap_or(u64::MAX), &mut |m| match m {
 //!             Merged::Record { cpu, ts, data } => { /* print */ }

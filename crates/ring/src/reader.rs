@@ -303,8 +303,10 @@ impl Reader {
 /// What the reader thread of a [`Pipeline`] sends.
 #[derive(Debug)]
 pub enum PipelineMsg {
-    /// A sub-buffer.
-    Page(RawPage),
+    /// Sub-buffers read from one CPU in a row (at most `max_per_cpu` of
+    /// [`Pipeline::spawn`]): one message, so the consumer wakes once per
+    /// batch rather than once per page.
+    Pages(Vec<RawPage>),
     /// A reading round has been sent. `complete_to: Some(t)`: every record
     /// with a time stamp up to `t` has now been delivered, from every CPU
     /// (the trace clock read `t` before the round, and each CPU was read to
@@ -322,8 +324,9 @@ pub enum PipelineMsg {
 
 /// A reader thread feeding a bounded channel.
 ///
-/// Memory is bounded by `capacity` pages plus one round of at most
-/// `max_per_cpu` pages per CPU in the consumer. When the consumer falls
+/// Memory is bounded by `capacity` messages of at most `max_per_cpu` pages
+/// each plus one round of at most `max_per_cpu` pages per CPU in the
+/// consumer. When the consumer falls
 /// behind, the thread blocks, the kernel buffer fills and the kernel
 /// overwrites (overwrite mode) or drops (non-overwrite) events, which shows
 /// up in page missed counts and the instance's `per_cpu/cpuN/stats`.
@@ -354,7 +357,7 @@ impl Pipeline {
         let (free, free_rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let keep = capacity.max(1) + max_per_cpu * reader.readers.len().max(1);
+        let keep = (capacity.max(1) + reader.readers.len().max(1)) * max_per_cpu.max(1);
         let handle = std::thread::spawn(move || {
             run(
                 &mut reader,
@@ -401,7 +404,11 @@ fn run(
     max_per_cpu: usize,
     poll_interval: Duration,
 ) {
-    let mut send = |p: RawPage| tx.send(PipelineMsg::Page(p)).is_ok();
+    let mut batch = Batch {
+        tx,
+        pages: Vec::new(),
+        max: max_per_cpu.max(1),
+    };
     loop {
         while let Ok(b) = free.try_recv() {
             if reader.free.len() < keep {
@@ -409,17 +416,24 @@ fn run(
             }
         }
         if stop.load(Ordering::SeqCst) {
-            let msg = match reader.drain(&mut send) {
+            let res = reader.drain(&mut |p| batch.push(p));
+            let msg = match res {
                 Ok(_) => PipelineMsg::Round { complete_to: None },
                 Err(e) => PipelineMsg::Failed(e),
             };
-            let _ = tx.send(msg);
+            if batch.send() {
+                let _ = tx.send(msg);
+            }
             return;
         }
         // the clock first: every record stamped before it is committed by
         // the time its CPU is read below
         let now = reader.clock_now();
-        let (complete_to, behind) = match reader.read_round(max_per_cpu, now, &mut send) {
+        let res = reader.read_round(max_per_cpu, now, &mut |p| batch.push(p));
+        if !batch.send() {
+            return;
+        }
+        let (complete_to, behind) = match res {
             Ok((_, behind)) => match (now, behind) {
                 (Some(now), Some(b)) => (Some(now.min(b)), true),
                 (Some(now), None) => (Some(now), false),
@@ -439,5 +453,33 @@ fn run(
             let _ = tx.send(PipelineMsg::Failed(e));
             return;
         }
+    }
+}
+
+/// Pages on their way to the consumer, sent a CPU's run at a time.
+struct Batch<'a> {
+    tx: &'a SyncSender<PipelineMsg>,
+    pages: Vec<RawPage>,
+    max: usize,
+}
+
+impl Batch<'_> {
+    /// Adds a page; sends the batch when it changes CPU or is full.
+    /// False when the consumer is gone.
+    fn push(&mut self, p: RawPage) -> bool {
+        if self.pages.last().is_some_and(|l| l.cpu != p.cpu) && !self.send() {
+            return false;
+        }
+        self.pages.push(p);
+        self.pages.len() < self.max || self.send()
+    }
+
+    /// Sends what is batched. False when the consumer is gone.
+    fn send(&mut self) -> bool {
+        if self.pages.is_empty() {
+            return true;
+        }
+        let pages = std::mem::replace(&mut self.pages, Vec::with_capacity(self.max));
+        self.tx.send(PipelineMsg::Pages(pages)).is_ok()
     }
 }

@@ -114,6 +114,8 @@ impl Comms {
 pub struct TaskNames {
     comms: Comms,
     seen: std::collections::HashSet<i32, BuildHasherDefault<PidHasher>>,
+    /// The pid seen last (runs of one task's records skip the set).
+    last: i32,
     root: Option<PathBuf>,
     proc: PathBuf,
 }
@@ -125,6 +127,7 @@ impl TaskNames {
         TaskNames {
             comms: Comms::new(),
             seen: Default::default(),
+            last: 0,
             root: root.map(Path::to_path_buf),
             proc: PathBuf::from("/proc"),
         }
@@ -136,8 +139,13 @@ impl TaskNames {
     }
 
     /// Looks `pid` up if this is its first sight in the run.
+    #[inline]
     pub fn see(&mut self, pid: i32) {
-        if pid <= 0 || !self.seen.insert(pid) {
+        if pid == self.last || pid <= 0 {
+            return;
+        }
+        self.last = pid;
+        if !self.seen.insert(pid) {
             return;
         }
         let name = std::fs::read_to_string(self.proc.join(format!("{pid}/comm")))

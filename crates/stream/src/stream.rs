@@ -30,8 +30,9 @@ pub struct Options {
     pub skip_pids: Vec<i32>,
     /// Stop after this many events (stacks not counted).
     pub limit: Option<u64>,
-    /// Pages the channel between the reader thread and the consumer holds.
-    pub channel_pages: usize,
+    /// Batches (of at most `round_pages_per_cpu` pages each) the channel
+    /// between the reader thread and the consumer holds.
+    pub channel_batches: usize,
     /// Pages taken from one CPU in one reading round.
     pub round_pages_per_cpu: usize,
     /// The longest wait between reading rounds when the buffer stays below
@@ -44,7 +45,7 @@ impl Default for Options {
         Options {
             skip_pids: Vec::new(),
             limit: None,
-            channel_pages: 256,
+            channel_batches: 4,
             round_pages_per_cpu: 64,
             quiet: Duration::from_millis(100),
         }
@@ -120,7 +121,7 @@ impl Stream {
         let clock = Box::new(move || clock_inst.clock_now(first));
         let pipeline = Pipeline::spawn(
             Reader::new(readers, layout, clock),
-            opts.channel_pages,
+            opts.channel_batches,
             opts.round_pages_per_cpu,
             opts.quiet,
         );
@@ -184,9 +185,11 @@ impl Stream {
         };
         loop {
             match msg {
-                PipelineMsg::Page(p) => {
-                    if self.page(p.cpu, p.bytes, sink)? == Flow::Stop {
-                        return self.stop_now(sink);
+                PipelineMsg::Pages(pages) => {
+                    for p in pages {
+                        if self.page(p.cpu, p.bytes, sink)? == Flow::Stop {
+                            return self.stop_now(sink);
+                        }
                     }
                 }
                 PipelineMsg::Round { complete_to } => {
