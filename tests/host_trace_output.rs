@@ -528,6 +528,7 @@ fn trigger_enabled_event_is_decoded_not_unknown_type() {
     let Some(root) = tracefs() else { return };
     let _s = serial();
     let p = Prog::build("trig");
+    let before = state(&root);
     // the target sleeps between hits, so it switches out after the first
     let out = common::ktrace()
         .args(["trace", &format!("p:hot {} a=%di", p.place())])
@@ -546,6 +547,7 @@ fn trigger_enabled_event_is_decoded_not_unknown_type() {
     // the hits are still all there, and counted apart from the switches
     assert_eq!(stdout.matches(" hot: ").count(), 3, "{stdout}");
     assert!(stderr.contains("shown          3"), "{stderr}");
+    assert_eq!(state(&root), before);
 }
 
 /// The pid of the task of the first line containing `what`.
