@@ -821,6 +821,61 @@ mod tests {
         }
     }
 
+    /// Issue 14 #3: eprobes print `name: (system.event)` and their
+    /// arguments (print_eprobe_event() in kernel/trace/trace_eprobe.c),
+    /// whether the print fmt has no header (6.2 and later, and 6.1 stable)
+    /// or the older `(%u)` over `__probe_type`; `%s` of a char array is the
+    /// string up to its NUL.
+    #[test]
+    fn eprobe_header_names_the_probed_event() {
+        let head = concat!("name: e1\nID: 9\nformat:\n", common_fields!());
+        let cases = [
+            (
+                "\tfield:u32 prev;\toffset:8;\tsize:4;\tsigned:0;\n\n\
+                 print fmt: \" prev=%u\", REC->prev\n",
+                "e1: (sched.sched_switch) prev=640",
+            ),
+            (
+                "\tfield:unsigned int __probe_type;\toffset:8;\tsize:4;\tsigned:0;\n\
+                 \tfield:u32 prev;\toffset:12;\tsize:4;\tsigned:0;\n\n\
+                 print fmt: \"(%u) prev=%u\", REC->__probe_type, REC->prev\n",
+                "e1: (sched.sched_switch) prev=640",
+            ),
+            ("\n\nprint fmt: \"\"\n", "e1: (sched.sched_switch)"),
+            (
+                "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\n\
+                 print fmt: \" comm=%s\", REC->comm\n",
+                "e1: (sched.sched_switch) comm=kfix",
+            ),
+        ];
+        for (rest, want) in cases {
+            let mut events = Events::new(8);
+            let text = format!("{head}{rest}");
+            events
+                .add_eprobe("g", &text, "sched.sched_switch")
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let mut rec = vec![9, 0, 0, 0, 1, 0, 0, 0];
+            if rest.contains("__probe_type") {
+                rec.extend_from_slice(&311u32.to_le_bytes());
+            }
+            if rest.contains("comm") {
+                rec.extend_from_slice(b"kfix\0\0\0\0\0\0\0\0\0\0\0\0");
+            } else {
+                rec.extend_from_slice(&640u32.to_le_bytes());
+            }
+            let p = TextPrinter::new(
+                &events,
+                Endian::Little,
+                FlagStyle::Lazy,
+                &NoSymbols,
+                Comms::new(),
+            );
+            let mut out = Vec::new();
+            p.write_event(&mut out, events.get(9).unwrap(), &rec);
+            assert_eq!(String::from_utf8_lossy(&out), want, "{rest}");
+        }
+    }
+
     /// Stack records as the kernel prints them, with the format files of
     /// ftrace's own events captured on the 6.18 host
     /// (`cat /sys/kernel/tracing/events/ftrace/{kernel,user}_stack/format`).
