@@ -74,7 +74,9 @@ expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
 ktest json_symbol_and_numbers
 ktrace trace "$OPEN" --json -n 1 -d 20 >/tmp/kt.json 2>/tmp/kt.err &
 kpid=$!
-sleep 1
+# (waiting for "tracing" rather than a fixed second: on a loaded host the
+# guest may take longer than that to start ktrace)
+wait_tracing /tmp/kt.err $kpid 100
 cat /ktest/env >/dev/null
 wait $kpid
 expect_match "typed json" "$(cat /tmp/kt.json)" '"event":"op".*"__probe_ip":\{"addr":[0-9]+,"sym":"do_sys_openat2\+0x[04]/0x[0-9a-f]+"\},"dfd":-?[0-9]+,"path":"[^"]*"' &&
