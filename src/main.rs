@@ -22,7 +22,6 @@ mod kview;
 mod output;
 mod resolve;
 mod session;
-mod source;
 
 use std::process::ExitCode;
 

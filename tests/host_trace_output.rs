@@ -426,3 +426,71 @@ fn slow_reader_losses_are_reported() {
     assert_eq!(shown + lost, hits, "{summary}\n{stderr}");
     assert!(state(&root).of_pid(child.id()).is_empty(), "{stderr}");
 }
+
+/// Issue 14 defect #1: `-o /dev/full` exited 0 saying "output closed".
+/// A write error on the output is an I/O error: exit 1, the kernel's
+/// reason on stderr, and nothing left in tracefs.
+#[test]
+fn output_write_error_is_an_io_error_exit_1() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("full");
+    let before = state(&root);
+    let out = common::ktrace()
+        .args(["trace", &format!("p:hot {} a=%di", p.place())])
+        .args(["-o", "/dev/full", "--"])
+        .arg(&p.bin)
+        .arg("3")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the output: No space left on device"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("output closed"), "{stderr}");
+    assert!(stderr.contains("cleanup removed 1 probe(s)"), "{stderr}");
+    assert_eq!(state(&root), before);
+}
+
+/// Issue 14 defect #4: an event a trigger enabled
+/// (`enable_event:sched:sched_switch`) printed as `Unknown type 372`. Its
+/// id is looked up through tracefs and its records printed from its print
+/// fmt: the target's own switches name it and its pid, as the kernel does.
+#[test]
+fn trigger_enabled_event_is_decoded_not_unknown_type() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("trig");
+    let before = state(&root);
+    // the target sleeps between hits, so it switches out after the first
+    let out = common::ktrace()
+        .args(["trace", &format!("p:hot {} a=%di", p.place())])
+        .args(["--trigger", "enable_event:sched:sched_switch", "--"])
+        .arg(&p.bin)
+        .args(["3", "20000"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("Unknown type"), "{stdout}");
+    let pid = run_pid_of(&stdout, " hot: ");
+    let switch = format!(" sched_switch: prev_comm=target prev_pid={pid} prev_prio=");
+    assert!(stdout.contains(&switch), "no {switch:?} in\n{stdout}");
+    // the hits are still all there, and counted apart from the switches
+    assert_eq!(stdout.matches(" hot: ").count(), 3, "{stdout}");
+    assert!(stderr.contains("shown          3"), "{stderr}");
+    assert_eq!(state(&root), before);
+}
+
+/// The pid of the task of the first line containing `what`.
+fn run_pid_of(stdout: &str, what: &str) -> u32 {
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no {what:?} line in\n{stdout}"));
+    let task = line.split(" [").next().unwrap().trim();
+    task.rsplit('-').next().unwrap().trim().parse().unwrap()
+}

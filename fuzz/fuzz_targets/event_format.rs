@@ -15,7 +15,12 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(text) else {
         return;
     };
-    for kind in [ProbeKind::Uprobe, ProbeKind::Kretprobe, ProbeKind::Other] {
+    for kind in [
+        ProbeKind::Uprobe,
+        ProbeKind::Kretprobe,
+        ProbeKind::Eprobe,
+        ProbeKind::Other,
+    ] {
         let mut events = Events::new(8);
         let Ok(ev) = events.add_with_kind("fuzz", text, kind) else {
             return;

@@ -15,16 +15,21 @@
 //! run loop panics once the probes are enabled, so tests can prove that a
 //! panic still tears the session down. It has no other use.
 
-use std::io::{self, Write};
+use std::io;
 use std::process::{Child, ExitCode};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ktrace_printer::{FlagStyle, JsonSink, NoSymbols, RawSink, Symbolizer, TextSink, clock_in_ns};
+use ktrace_stream::{EndOfRun, Options, ProbeSpec, Sink, Status, Stream};
+use ktrace_symbols::KernelView;
 
 use crate::output::{self, Output, Target};
 use crate::session::{self, Session, Signals, Tally};
-use crate::source::{Batch, Format, Kind, Source};
+
+/// How full (percent) a CPU's buffer must be before its reader wakes.
+const BUFFER_PERCENT: u32 = 25;
 
 /// Arguments of `ktrace trace`.
 #[derive(Debug, clap::Args)]
@@ -83,7 +88,7 @@ pub struct Args {
 }
 
 /// Why the run loop stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
     Duration,
     Count,
@@ -91,13 +96,37 @@ enum Stop {
     /// The process of `-p PID` is gone.
     ProcessExited,
     Signal(i32),
-    /// The reader of the output went away (EPIPE): a quiet end.
+    /// The output's reader went away (EPIPE): a quiet stop.
     OutputClosed,
     /// A write was given up because a stop was asked for (a signal, the
     /// deadline) while the output was not being read.
     Stopped,
-    /// Writing failed (a full disk, an I/O error): an error exit.
-    OutputFailed(String),
+    /// Writing the output failed (a full disk, an I/O error): exit 1.
+    OutputFailed,
+    /// Reading the ring buffer failed: exit 1.
+    ReadFailed,
+}
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+    Raw,
+}
+
+/// What setup made: the session with its probes enabled, the stream
+/// reading its instance, and the traced command.
+/// (Fields drop in order: the stream, closing the per-CPU buffers, before
+/// the session, whose teardown removes the instance.)
+struct Run {
+    stream: Stream,
+    sess: Session,
+    inst: ktrace_tracefs::Instance,
+    child: Option<Child>,
+    /// The command's exit status, once it has exited.
+    status: Option<std::process::ExitStatus>,
+    kernel_probes: bool,
 }
 
 /// Runs `ktrace trace`.
@@ -123,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     // The writer thread starts now, so it is among ktrace's own threads
-    // that the kernel is told to leave out below.
+    // that the kernel is told to leave out in setup.
     let deadline_cell: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let stop_check = {
         let signals = signals.clone();
@@ -133,11 +162,141 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
     };
     let out_name = target.describe();
-    let mut out = Output::new(out_file, stop_check);
+    let mut out = Some(Output::new(out_file, stop_check));
     let root = session::open_tracefs()?;
-    let mut sess = Session::new(&root)?;
-    let view = ktrace_symbols::KernelView::running(Some(&root));
-    let probes = crate::resolve::build(&sess, &args.defs, args.pid, &view)?;
+    let view = KernelView::running(Some(&root));
+    let mut run = setup(&args, &root, &view)?;
+    let symbols = crate::kview::KernelSymbols::new(&view);
+    let symbols: &dyn Symbolizer = if run.kernel_probes {
+        &symbols
+    } else {
+        &NoSymbols
+    };
+    let format = if args.json {
+        Format::Json
+    } else if args.raw {
+        Format::Raw
+    } else {
+        Format::Text
+    };
+    let writer = OutputRef(&mut out);
+    let mut sink: Box<dyn Sink + '_> = match format {
+        Format::Text => {
+            // counting clocks print raw, as the kernel's `trace` does
+            let in_ns = run.inst.trace_clock().map_or(true, |c| clock_in_ns(&c));
+            let release = rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned();
+            Box::new(TextSink::new(
+                writer,
+                FlagStyle::for_release(&release),
+                symbols,
+                in_ns,
+            ))
+        }
+        Format::Json => Box::new(JsonSink::new(writer, symbols)),
+        Format::Raw => Box::new(RawSink::new(writer)),
+    };
+    let deadline = args
+        .duration
+        .map(|d| Instant::now() + Duration::from_secs_f64(d));
+    if let Some(d) = deadline {
+        let _ = deadline_cell.set(d);
+    }
+    let (stop, error) = stream_loop(&args, &signals, deadline, &mut run, sink.as_mut());
+    let end = finish(&mut run, sink.as_mut(), stop);
+    let stop = match (stop, signals.caught()) {
+        // a write given up while the output was not read: for the reason
+        // that asked for the stop
+        (Stop::Stopped, Some(sig)) => Stop::Signal(sig),
+        (Stop::Stopped, None) => Stop::Duration,
+        (s, _) => s,
+    };
+    drop(sink);
+    // Wait for the output to take what is left, but not past a signal, nor
+    // long past the end of `-d` when nobody reads it.
+    let give_up = deadline.map(|d| d.max(Instant::now()) + Duration::from_secs(2));
+    let written = out.take().map_or(Ok(()), |o| {
+        o.finish(&|| signals.caught().is_some() || give_up.is_some_and(|g| Instant::now() >= g))
+    });
+    let output_error = match (stop, written) {
+        (Stop::OutputFailed, _) => None,
+        (_, Err(e)) if output::is_stopped(&e) => {
+            crate::say!("the output was not read to the end; events still in flight were dropped");
+            None
+        }
+        (_, Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => None,
+        (_, Err(e)) => Some(output::describe(&e)),
+        (_, Ok(())) => None,
+    };
+    let summary_error = end.as_ref().err().map(|e| format!("{e:#}"));
+    let uprobes = run
+        .sess
+        .probes()
+        .iter()
+        .filter(|p| p.kind().is_uprobe())
+        .count();
+    let status = run.status;
+    teardown_and_summary(run, end.unwrap_or_default(), stop)?;
+    if let Some(e) = error {
+        return Err(e.context(format!("cannot write events to {out_name}")));
+    }
+    if let Some(e) = output_error {
+        anyhow::bail!(
+            "cannot write events to {out_name}: {e}; events after the failure were not written"
+        );
+    }
+    if let Some(e) = summary_error {
+        anyhow::bail!("{e}");
+    }
+    let fate = status.and_then(|st| command_fate(st, uprobes > 0));
+    if let Some((line, _)) = &fate {
+        crate::say!("{line}");
+    }
+    Ok(match (stop, fate) {
+        (Stop::Signal(sig), _) => signal_exit(sig),
+        (_, Some((_, code))) => ExitCode::from(code),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// The sinks' writer: the [`Output`] held by `run`, which takes it back at
+/// the end to wait for the writer thread.
+struct OutputRef<'a>(&'a mut Option<Output>);
+
+impl io::Write for OutputRef<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self.0 {
+            Some(o) => o.write(data),
+            None => Err(io::Error::other("output closed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.0 {
+            Some(o) => o.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The exit code after signal `sig`: 0 for SIGINT (Ctrl-C is the normal
+/// way to stop), 128 + N otherwise.
+fn signal_exit(sig: i32) -> ExitCode {
+    if sig == signal_hook::consts::SIGINT {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(128u8.saturating_add(sig as u8))
+    }
+}
+
+/// Creates the probes, the instance and its settings, opens the stream,
+/// keeps ktrace's own threads out, enables the probes and starts the
+/// command.
+fn setup(args: &Args, root: &std::path::Path, view: &KernelView) -> anyhow::Result<Run> {
+    let mut sess = Session::new(root)?;
+    let probes = crate::resolve::build(&sess, &args.defs, args.pid, view)?;
     crate::resolve::create(&mut sess, probes)?;
     let inst = sess.create_instance()?.clone();
     if let Some(kb) = args.buffer_size {
@@ -146,18 +305,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(clock) = &args.clock {
         inst.set_trace_clock(clock)?;
     }
-    let format = if args.json {
-        Format::Json
-    } else if args.raw {
-        Format::Raw
-    } else {
-        Format::Text
+    inst.set_buffer_percent(BUFFER_PERCENT)?;
+    let specs = probe_specs(&sess);
+    let kernel_probes = specs.iter().any(|p| {
+        matches!(
+            p.kind,
+            ktrace_event::ProbeKind::Kprobe | ktrace_event::ProbeKind::Kretprobe
+        )
+    });
+    let own_pid = std::process::id();
+    let opts = Options {
+        // tracing a command: ktrace's own records (before the fork) go
+        skip_pids: if args.command.is_empty() {
+            Vec::new()
+        } else {
+            vec![own_pid as i32]
+        },
+        limit: args.count,
+        ..Options::default()
     };
-    inst.set_buffer_percent(crate::source::BUFFER_PERCENT)?;
     // The reader thread starts before the pid lists are written, so
     // `event-fork` does not add it to the traced pids.
-    let mut source = Source::open(&root, inst.dir(), sess.name(), sess.probes(), format)?;
-    let own_pid = std::process::id();
+    let stream = Stream::open(root, &inst, &specs, opts)?;
     // ktrace's own threads (main, reader, output) are kept out in the
     // kernel: by the event filter, and by a condition on every trigger.
     // An unconditional trigger runs before the kernel's pid lists are
@@ -203,7 +372,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if !args.command.is_empty() {
             // `-p PID -- CMD`: both, the command through ktrace's own pid
             // (its children are added as they fork; ktrace's own records
-            // are dropped below).
+            // are left out by the filter).
             tids.push(own_pid);
         }
         inst.set_option("event-fork", true)?;
@@ -225,7 +394,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         sess.probes().len(),
         sess.name()
     );
-    let mut child = match args.command.split_first() {
+    let child = match args.command.split_first() {
         Some((cmd, rest)) => Some(
             std::process::Command::new(cmd)
                 .args(rest)
@@ -234,17 +403,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
-    let skip_pid = child.as_ref().map(|_| own_pid);
+    Ok(Run {
+        stream,
+        sess,
+        inst,
+        child,
+        status: None,
+        kernel_probes,
+    })
+}
 
-    let started = Instant::now();
-    let deadline = args.duration.map(|d| started + Duration::from_secs_f64(d));
-    if let Some(d) = deadline {
-        let _ = deadline_cell.set(d);
+/// The session's probes as the event table needs them (group = session,
+/// event name, how the kernel prints its header).
+fn probe_specs(sess: &Session) -> Vec<ProbeSpec> {
+    sess.probes()
+        .iter()
+        .map(|p| ProbeSpec {
+            group: sess.name().to_string(),
+            event: p.event().to_string(),
+            kind: ktrace_event::ProbeKind::from(p.kind()),
+            target: match p.kind() {
+                ktrace_probe::ProbeKind::Eprobe { system, event, .. } => {
+                    Some(format!("{system}.{event}"))
+                }
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+/// Hands records to `sink` until the duration, the count, the command's
+/// exit, a signal or an output error; then stops recording and drains what
+/// is left. Returns why, and the error to exit with (if any).
+fn stream_loop(
+    args: &Args,
+    signals: &Signals,
+    deadline: Option<Instant>,
+    run: &mut Run,
+    sink: &mut dyn Sink,
+) -> (Stop, Option<anyhow::Error>) {
+    if let Err(e) = run.stream.begin(sink) {
+        return failed(e);
     }
-    let mut tally = Tally::default();
-    let mut batch = Batch::default();
     let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
-    let mut command_status = None;
     let stop = loop {
         if let Some(sig) = signals.caught() {
             break Stop::Signal(sig);
@@ -256,81 +457,118 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
             panic!("KTRACE_TEST_PANIC set: panicking mid-run");
         }
-        let exited = child_exited(&mut child, &mut command_status)?;
-        if args.pid.is_some_and(|p| !process_exists(p)) && child.is_none() {
+        let exited = match child_exited(&mut run.child, &mut run.status) {
+            Ok(e) => e,
+            Err(e) => return (Stop::ReadFailed, Some(e)),
+        };
+        if run.child.is_none() && args.pid.is_some_and(|p| !process_exists(p)) {
             // `-p PID` ends when the process does; take what is left.
             break Stop::ProcessExited;
         }
-        batch.clear();
         let wait = deadline.map_or(Duration::from_millis(100), |d| {
             d.saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(100))
         });
-        if !source.poll(if exited { Duration::ZERO } else { wait }, &mut batch)? {
-            anyhow::bail!("the ring-buffer reader stopped unexpectedly");
-        }
-        if let Some(s) = emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally) {
-            // A write given up because the output was not read ends the run
-            // for the reason that asked for the stop.
-            break match (s, signals.caught()) {
-                (Stop::Stopped, Some(sig)) => Stop::Signal(sig),
-                (Stop::Stopped, None) => Stop::Duration,
-                (s, _) => s,
-            };
+        let polled = run
+            .stream
+            .poll(if exited { Duration::ZERO } else { wait }, sink);
+        warn(&mut run.stream);
+        match polled {
+            Ok(Status::Running) => {}
+            Ok(Status::Stopped) => break Stop::Count,
+            Ok(Status::Finished) => {
+                return (
+                    Stop::ReadFailed,
+                    Some(anyhow::anyhow!(
+                        "the ring-buffer reader stopped unexpectedly"
+                    )),
+                );
+            }
+            Err(e) => return failed(e),
         }
         if exited {
             break Stop::CommandExited;
         }
     };
-    sess.stop();
-    if matches!(
-        stop,
-        Stop::Count | Stop::OutputClosed | Stop::OutputFailed(_)
-    ) {
-        source.discard();
-    } else {
+    run.sess.stop();
+    if stop != Stop::Count {
         // Recording has stopped: take the partial pages left.
-        source.stop();
+        run.stream.stop();
         loop {
-            batch.clear();
-            let open = source.poll(Duration::from_millis(100), &mut batch)?;
-            if emit(&mut out, &batch, &source, skip_pid, args.count, &mut tally).is_some() {
-                source.discard();
-                break;
-            }
-            if !open {
-                break;
+            let polled = run.stream.poll(Duration::from_millis(100), sink);
+            warn(&mut run.stream);
+            match polled {
+                Ok(Status::Running) => {}
+                Ok(Status::Finished | Status::Stopped) => break,
+                Err(e) => return failed(e),
             }
         }
     }
-    // Wait for the output to take what is left, but not past a signal, nor
-    // long past the end of `-d` when nobody reads it.
-    let give_up = deadline.map(|d| d.max(Instant::now()) + Duration::from_secs(2));
-    let written =
-        out.finish(&|| signals.caught().is_some() || give_up.is_some_and(|g| Instant::now() >= g));
-    let output_error = match (&stop, written) {
-        (Stop::OutputFailed(e), _) => Some(e.clone()),
-        (_, Err(e)) if output::is_stopped(&e) => {
-            crate::say!("the output was not read to the end; events still in flight were dropped");
-            None
+    (stop, None)
+}
+
+/// The stop and exit error for a stream error: a closed pipe is a quiet
+/// stop; any other output error or a reader failure is an error.
+fn failed(e: ktrace_stream::Error) -> (Stop, Option<anyhow::Error>) {
+    match &e {
+        ktrace_stream::Error::Output(io) if io.kind() == io::ErrorKind::BrokenPipe => {
+            (Stop::OutputClosed, None)
         }
-        (_, Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => None,
-        (_, Err(e)) => Some(output::describe(&e)),
-        (_, Ok(())) => None,
+        ktrace_stream::Error::Output(io) if output::is_stopped(io) => (Stop::Stopped, None),
+        ktrace_stream::Error::Output(_) => (Stop::OutputFailed, Some(e.into())),
+        _ => (Stop::ReadFailed, Some(e.into())),
+    }
+}
+
+fn warn(stream: &mut Stream) {
+    for w in stream.take_warnings() {
+        eprintln!("ktrace: {w}");
+    }
+}
+
+/// Stops reading and takes the end-of-run account (per-CPU stats).
+fn finish(run: &mut Run, sink: &mut dyn Sink, stop: Stop) -> anyhow::Result<EndOfRun> {
+    run.sess.stop();
+    let end = match stop {
+        // the output is gone: account without writing to it
+        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped => run.stream.finish(&mut Discard),
+        _ => run.stream.finish(sink),
     };
-    let lost = source.lost_summary(tally.events).clone();
-    drop(source);
-    let profile = sess.profile();
-    if let Some(c) = child.as_mut()
-        && command_status.is_none()
+    warn(&mut run.stream);
+    Ok(end?)
+}
+
+/// A sink that keeps nothing (the end of a run whose output failed).
+struct Discard;
+
+impl Sink for Discard {
+    fn event(&mut self, _: &ktrace_stream::Event<'_>) -> io::Result<ktrace_stream::Flow> {
+        Ok(ktrace_stream::Flow::Continue)
+    }
+}
+
+/// Prints the summary, removes the session and reports the cleanup.
+fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<()> {
+    let profile = run.sess.profile();
+    if let Some(c) = run.child.as_mut()
+        && run.status.is_none()
     {
         // Reap it if it is done; a command still running (we were signalled
         // alone, or -d ended first) is the user's and is left to run.
-        command_status = c.try_wait().ok().flatten();
+        run.status = c.try_wait().ok().flatten();
     }
+    drop(run.stream);
+    let mut tally = Tally::default();
+    for (_, name, n) in &end.shown {
+        // one count registers the name, the rest are added at once
+        tally.count(name);
+        *tally.per_event.entry(name.clone()).or_default() += n - 1;
+    }
+    tally.events = end.summary.events;
     // The summary first: teardown can take a while with many uprobes.
-    summary(&tally, &lost, profile.ok(), &stop);
-    let uprobes = sess
+    summary(&tally, &end.summary, profile.ok(), stop);
+    let uprobes = run
+        .sess
         .probes()
         .iter()
         .filter(|p| p.kind().is_uprobe())
@@ -342,7 +580,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("ktrace: removing {uprobes} uprobes; the kernel takes ~50 ms for each");
     }
     let cleanup_started = Instant::now();
-    let teardown = sess.destroy();
+    let teardown = run.sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
     eprintln!(
@@ -355,75 +593,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         cleanup_time.as_millis()
     );
-    if let Some(e) = output_error {
-        anyhow::bail!(
-            "cannot write events to {out_name}: {e}; events after the failure were not written"
-        );
-    }
-    let fate = command_status.and_then(|st| command_fate(st, uprobes > 0));
-    if let Some((line, _)) = &fate {
-        crate::say!("{line}");
-    }
-    Ok(match (stop, fate) {
-        (Stop::Signal(sig), _) => signal_exit(sig),
-        (_, Some((_, code))) => ExitCode::from(code),
-        _ => ExitCode::SUCCESS,
-    })
-}
-
-/// The exit code after signal `sig`: 0 for SIGINT (Ctrl-C is the normal
-/// way to stop), 128 + N otherwise.
-fn signal_exit(sig: i32) -> ExitCode {
-    if sig == signal_hook::consts::SIGINT {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(128u8.saturating_add(sig as u8))
-    }
-}
-
-/// Writes records; returns why to stop, if the count is reached or the
-/// output is gone.
-fn emit(
-    out: &mut impl Write,
-    batch: &Batch,
-    source: &Source,
-    skip_pid: Option<u32>,
-    limit: Option<u64>,
-    tally: &mut Tally,
-) -> Option<Stop> {
-    for (line, kind) in batch.iter() {
-        let event = match kind {
-            Kind::Event { pid, id } => {
-                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
-                    continue;
-                }
-                if limit.is_some_and(|n| tally.events >= n) {
-                    return Some(Stop::Count);
-                }
-                Some(id)
-            }
-            Kind::Stack { pid } => {
-                if skip_pid.is_some_and(|s| i64::from(s) == i64::from(pid)) {
-                    continue;
-                }
-                None
-            }
-            Kind::Lost => None,
-        };
-        if let Err(e) = out.write_all(line) {
-            return Some(write_failure(&e));
-        }
-        if let Some(id) = event {
-            tally.count(source.event_name(id));
-        }
-    }
-    if let Err(e) = out.flush() {
-        return Some(write_failure(&e));
-    }
-    if limit.is_some_and(|n| tally.events >= n) {
-        return Some(Stop::Count);
-    }
-    None
+    Ok(())
 }
 
 /// A filter that is false for ktrace's own threads.
@@ -439,19 +609,6 @@ fn trigger_without_own(trigger: &str, own: &str) -> String {
     match trigger.split_once(" if ") {
         Some((head, cond)) => format!("{} if ({}) && {own}", head.trim_end(), cond.trim()),
         None => format!("{} if {own}", trigger.trim_end()),
-    }
-}
-
-/// Why a write failed, as a reason to stop: the reader went away, the run
-/// is stopping anyway (a signal or the deadline while the output was not
-/// read), or a real failure.
-fn write_failure(e: &io::Error) -> Stop {
-    if output::is_stopped(e) {
-        Stop::Stopped
-    } else if e.kind() == io::ErrorKind::BrokenPipe {
-        Stop::OutputClosed
-    } else {
-        Stop::OutputFailed(output::describe(e))
     }
 }
 
@@ -529,19 +686,20 @@ fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
 
 fn summary(
     tally: &Tally,
-    lost: &ktrace_printer::LostSummary,
+    lost: &ktrace_stream::LostSummary,
     profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
-    stop: &Stop,
+    stop: Stop,
 ) {
     let why = match stop {
         Stop::Duration => "duration reached".to_string(),
         Stop::Count => "count reached".to_string(),
         Stop::CommandExited => "command exited".to_string(),
         Stop::ProcessExited => "process exited".to_string(),
+        Stop::Stopped => "stopped".to_string(),
         Stop::Signal(s) => format!("signal {s}"),
         Stop::OutputClosed => "output closed".to_string(),
-        Stop::OutputFailed(e) => format!("output failed: {e}"),
-        Stop::Stopped => "stopped".to_string(),
+        Stop::OutputFailed => "output failed".to_string(),
+        Stop::ReadFailed => "reading failed".to_string(),
     };
     // "N events, M lost on CPU k, ..." from page headers and per-CPU stats.
     let line = lost.line();

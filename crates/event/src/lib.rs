@@ -32,6 +32,8 @@ pub use format::{EventFormat, Field, FieldKind};
 pub use ktrace_ring::Endian;
 pub use record::{Common, Int, StrValue, Value};
 
+use std::sync::Arc;
+
 /// Errors from parsing format files.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -69,7 +71,10 @@ pub enum ProbeKind {
     Uprobe,
     /// `r:` on `path:offset`.
     Uretprobe,
-    /// Not a k/u probe: printed from its print fmt alone.
+    /// `e:` on another event (kernel/trace/trace_eprobe.c): printed as
+    /// `name: (system.event)` and its arguments.
+    Eprobe,
+    /// Not a probe: printed from its print fmt alone.
     Other,
 }
 
@@ -80,6 +85,7 @@ impl From<&ktrace_probe::ProbeKind> for ProbeKind {
             (true, _, true) => ProbeKind::Kretprobe,
             (_, true, false) => ProbeKind::Uprobe,
             (_, true, true) => ProbeKind::Uretprobe,
+            _ if matches!(k, ktrace_probe::ProbeKind::Eprobe { .. }) => ProbeKind::Eprobe,
             _ => ProbeKind::Other,
         }
     }
@@ -109,13 +115,29 @@ pub struct Event {
     pub format: EventFormat,
     /// How the kernel prints its header.
     pub kind: ProbeKind,
+    /// For an eprobe, the event it is attached to as `system.event` (the
+    /// kernel prints it in the header; the record does not hold it).
+    pub target: Option<String>,
+}
+
+/// The `system.event` an eprobe definition (`e:[grp/]name SYS.EV|SYS/EV
+/// ...`) attaches to; `None` for other definitions.
+pub fn eprobe_target(definition: &str) -> Option<String> {
+    let mut words = definition.split_whitespace();
+    let head = words.next()?;
+    if !head.starts_with("e:") && head != "e" {
+        return None;
+    }
+    let place = words.next()?;
+    let (sys, ev) = place.split_once(['.', '/'])?;
+    Some(format!("{sys}.{ev}"))
 }
 
 /// The events a reader may meet, by id.
 #[derive(Debug, Clone, Default)]
 pub struct Events {
     long_size: usize,
-    by_id: Vec<Option<Box<Event>>>,
+    by_id: Vec<Option<Arc<Event>>>,
 }
 
 impl Events {
@@ -135,7 +157,7 @@ impl Events {
     /// Parses `format_text` and registers it under `system`, guessing the
     /// probe kind from its fields (a uprobe/kprobe distinction needs
     /// [`Events::add_with_kind`]).
-    pub fn add(&mut self, system: &str, format_text: &str) -> Result<&Event, Error> {
+    pub fn add(&mut self, system: &str, format_text: &str) -> Result<&Arc<Event>, Error> {
         let format = EventFormat::parse(format_text, self.long_size)?;
         let kind = if format.field("__probe_ret_ip").is_some() {
             ProbeKind::Uretprobe
@@ -153,9 +175,25 @@ impl Events {
         system: &str,
         format_text: &str,
         kind: ProbeKind,
-    ) -> Result<&Event, Error> {
+    ) -> Result<&Arc<Event>, Error> {
         let format = EventFormat::parse(format_text, self.long_size)?;
         self.insert(system, format, kind)
+    }
+
+    /// Parses and registers an eprobe attached to `target` (`system.event`).
+    pub fn add_eprobe(
+        &mut self,
+        system: &str,
+        format_text: &str,
+        target: &str,
+    ) -> Result<&Arc<Event>, Error> {
+        let format = EventFormat::parse(format_text, self.long_size)?;
+        self.insert_event(Event {
+            system: system.to_string(),
+            format,
+            kind: ProbeKind::Eprobe,
+            target: Some(target.to_string()),
+        })
     }
 
     fn insert(
@@ -163,7 +201,18 @@ impl Events {
         system: &str,
         format: EventFormat,
         kind: ProbeKind,
-    ) -> Result<&Event, Error> {
+    ) -> Result<&Arc<Event>, Error> {
+        self.insert_event(Event {
+            system: system.to_string(),
+            format,
+            kind,
+            target: None,
+        })
+    }
+
+    /// Registers an event built elsewhere.
+    pub fn insert_event(&mut self, event: Event) -> Result<&Arc<Event>, Error> {
+        let format = &event.format;
         let id = usize::from(format.id);
         if self.by_id.len() <= id {
             self.by_id.resize_with(id + 1, || None);
@@ -172,20 +221,22 @@ impl Events {
             return Err(Error::DuplicateId {
                 id: format.id,
                 first: old.format.name.clone(),
-                second: format.name,
+                second: format.name.clone(),
             });
         }
         let slot = &mut self.by_id[id];
-        Ok(slot.insert(Box::new(Event {
-            system: system.to_string(),
-            format,
-            kind,
-        })))
+        Ok(&*slot.insert(Arc::new(event)))
     }
 
     /// The event with `common_type == id`.
     pub fn get(&self, id: u16) -> Option<&Event> {
         self.by_id.get(usize::from(id))?.as_deref()
+    }
+
+    /// The shared handle of the event with `common_type == id` (printers
+    /// keep it with what they worked out for the event).
+    pub fn get_shared(&self, id: u16) -> Option<&Arc<Event>> {
+        self.by_id.get(usize::from(id))?.as_ref()
     }
 
     /// All registered events.
@@ -207,11 +258,34 @@ mod tests {
             ("r:g/e /bin/true:0x1136 rv=$retval", ProbeKind::Uretprobe),
             ("p:g/e do_sys_open+0 a=%di", ProbeKind::Kprobe),
             ("r16:g/e vfs_read", ProbeKind::Kretprobe),
-            ("e:g/e sched/sched_switch", ProbeKind::Other),
+            ("e:g/e sched/sched_switch", ProbeKind::Eprobe),
+            ("e sched.sched_switch", ProbeKind::Eprobe),
+            ("t:g/e sched_switch", ProbeKind::Other),
             ("", ProbeKind::Other),
         ];
         for (line, kind) in cases {
             assert_eq!(ProbeKind::from_dynamic_event(line), kind, "{line}");
+        }
+    }
+
+    #[test]
+    fn eprobe_targets() {
+        for (line, want) in [
+            (
+                "e:g/e1 sched/sched_switch prev=$prev_pid",
+                Some("sched.sched_switch"),
+            ),
+            (
+                "e:ee sched.sched_process_exec",
+                Some("sched.sched_process_exec"),
+            ),
+            ("e sched.x", Some("sched.x")),
+            ("e:ee", None),
+            ("e:ee nodot", None),
+            ("p:g/e do_sys_open", None),
+            ("", None),
+        ] {
+            assert_eq!(eprobe_target(line).as_deref(), want, "{line}");
         }
     }
 }

@@ -128,6 +128,19 @@ impl EventFormat {
         })
     }
 
+    /// The bytes of fixed `char` array field `field` (such as
+    /// `char comm[16]`) up to its first NUL, as `%s` prints them; `None`
+    /// for other fields or a record too short.
+    pub fn read_char_array<'a>(&self, data: &'a [u8], field: usize) -> Option<&'a [u8]> {
+        let f = self.fields.get(field)?;
+        if f.kind != FieldKind::Int || !f.is_array || f.elem_size != 1 {
+            return None;
+        }
+        Some(until_nul(
+            data.get(f.offset..f.offset.checked_add(f.size)?)?,
+        ))
+    }
+
     /// Reads element `elem` of `__data_loc`/`__rel_loc` field `field`.
     pub fn read_str<'a>(
         &self,
@@ -238,6 +251,23 @@ print fmt: \"%d\", REC->a\n";
         }
     }
 
+    /// `char comm[16]` as `%s` shows it: up to the NUL, or all 16 bytes.
+    #[test]
+    fn char_arrays_read_as_strings() {
+        let fmt = "name: s\nID: 3\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\n\
+print fmt: \"%s\", REC->comm\n";
+        let f = EventFormat::parse(fmt, 8).unwrap();
+        let mut d = vec![3, 0, 0, 0, 0, 0, 0, 0];
+        d.extend_from_slice(b"kfix\0garbage\0\0\0\0");
+        assert_eq!(f.read_char_array(&d, 1), Some(&b"kfix"[..]));
+        d[12..24].copy_from_slice(b"0123456789ab");
+        assert_eq!(f.read_char_array(&d, 1), Some(&b"kfix0123456789ab"[..]));
+        assert_eq!(f.read_char_array(&d[..20], 1), None);
+        assert_eq!(f.read_char_array(&d, 0), None);
+    }
+
     #[test]
     fn reads_every_kind() {
         let f = EventFormat::parse(FMT, 8).unwrap();
@@ -259,6 +289,9 @@ print fmt: \"%d\", REC->a\n";
             Value::Array(vec![Value::Int(Int::U(1)), Value::Int(Int::U(65535))])
         );
         assert_eq!(f.value(&d, 7, e), Value::Str(StrValue::Ok(b"hi")));
+        // `u16 c[]` is no char array; `s` no fixed array at all
+        assert_eq!(f.read_char_array(&d, 6), None);
+        assert_eq!(f.read_char_array(&d, 7), None);
         assert_eq!(f.value(&d, 8, e), Value::Str(StrValue::Fault));
         // short record: never panics
         for n in 0..d.len() {

@@ -8,29 +8,10 @@
 //! trace.c (`<idle>` for pid 0, `<...>` when the pid is not in
 //! `saved_cmdlines`). The flag bits changed meaning in 6.13 (bit 0x02 went
 //! from IRQS_NOSUPPORT to NEED_RESCHED_LAZY), so the style is chosen from the
-//! kernel release. It does not format event fields.
+//! kernel release. It does not format event fields, nor look task names
+//! up (that is ktrace-stream's [`ktrace_stream::Comms`]).
 
 use crate::num;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// A multiplicative hasher for pid keys (SipHash showed up in profiles).
-#[derive(Default)]
-struct PidHasher(u64);
-
-impl Hasher for PidHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.0 = (v as u32 as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
 
 const IRQS_OFF: u8 = 0x01;
 const BIT_02: u8 = 0x02; // IRQS_NOSUPPORT before 6.13, NEED_RESCHED_LAZY after
@@ -114,124 +95,6 @@ impl FlagStyle {
         let hi = preempt_count >> 4;
         out.push(if lo != 0 { hex[lo as usize] } else { b'.' });
         out.push(if hi != 0 { hex[hi as usize] } else { b'.' });
-    }
-}
-
-/// Task names by pid, as the kernel's `saved_cmdlines` has them.
-#[derive(Debug, Clone, Default)]
-pub struct Comms {
-    map: HashMap<i32, String, BuildHasherDefault<PidHasher>>,
-    use_proc: bool,
-    saved_cmdlines: Option<std::path::PathBuf>,
-    last_reload: Option<std::time::Instant>,
-    /// Changes whenever `map` may have changed, unique across all tables
-    /// (printers cache formatted columns keyed by it).
-    generation: u64,
-}
-
-/// Source of [`Comms::generation`] values.
-static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
-impl Comms {
-    /// An empty table.
-    pub fn new() -> Comms {
-        Comms::default()
-    }
-
-    /// Parses the text of `saved_cmdlines` (`<pid> <comm>` per line).
-    pub fn from_saved_cmdlines(text: &str) -> Comms {
-        let mut c = Comms::new();
-        c.add_saved_cmdlines(text);
-        c
-    }
-
-    /// Adds (or replaces) entries from `saved_cmdlines` text.
-    pub fn add_saved_cmdlines(&mut self, text: &str) {
-        self.touch();
-        for line in text.lines() {
-            if let Some((pid, comm)) = line.split_once(' ')
-                && let Ok(pid) = pid.trim().parse()
-            {
-                self.map.insert(pid, comm.to_string());
-            }
-        }
-    }
-
-    /// Also look unknown pids up in `/proc/<pid>/comm` (live tracing).
-    pub fn with_proc(mut self, on: bool) -> Comms {
-        self.use_proc = on;
-        self
-    }
-
-    /// On an unknown pid, re-read the kernel's `saved_cmdlines` at `path`
-    /// (at most every 100 ms) before trying `/proc`: the kernel keeps names
-    /// of processes that already exited, `/proc` does not (live tracing).
-    pub fn with_saved_cmdlines_file(mut self, path: &std::path::Path) -> Comms {
-        if let Ok(t) = std::fs::read_to_string(path) {
-            self.add_saved_cmdlines(&t);
-        }
-        self.saved_cmdlines = Some(path.to_path_buf());
-        self.last_reload = Some(std::time::Instant::now());
-        self
-    }
-
-    /// Records `comm` for `pid`.
-    pub fn insert(&mut self, pid: i32, comm: &str) {
-        self.touch();
-        self.map.insert(pid, comm.to_string());
-    }
-
-    /// Marks the table changed.
-    fn touch(&mut self) {
-        self.generation = GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// A value that changes whenever a name may have changed: the name
-    /// [`Comms::get`] gives for a pid it knows stays the same while this
-    /// does.
-    pub(crate) fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// True when `pid` has a name (`<idle>` for 0 counts; `<...>` does not).
-    pub(crate) fn knows(&self, pid: i32) -> bool {
-        pid == 0 || self.map.contains_key(&pid)
-    }
-
-    /// The name the kernel would print for `pid`: `<idle>` for 0, the saved
-    /// name, else (optionally) `/proc`, else `<...>`.
-    pub fn get(&mut self, pid: i32) -> &str {
-        if pid == 0 {
-            return "<idle>";
-        }
-        if self.map.contains_key(&pid) {
-            return self.map.get(&pid).map_or("<...>", String::as_str);
-        }
-        if !self.map.contains_key(&pid)
-            && let Some(path) = &self.saved_cmdlines
-            && self
-                .last_reload
-                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100))
-        {
-            self.last_reload = Some(std::time::Instant::now());
-            if let Ok(t) = std::fs::read_to_string(path) {
-                self.add_saved_cmdlines(&t);
-            }
-        }
-        if !self.map.contains_key(&pid)
-            && self.use_proc
-            && pid > 0
-            && let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        {
-            self.touch();
-            self.map.insert(pid, s.trim_end_matches('\n').to_string());
-        }
-        self.map.get(&pid).map(String::as_str).unwrap_or("<...>")
-    }
-
-    /// The saved name, if any (no `<...>` placeholder).
-    pub fn lookup(&self, pid: i32) -> Option<&str> {
-        self.map.get(&pid).map(String::as_str)
     }
 }
 
@@ -342,21 +205,5 @@ mod tests {
                 format!("{comm:>16}-{pid:<7} [{cpu:03}] ")
             );
         }
-        let mut c = Comms::from_saved_cmdlines("12161 kfix_target\n12 a b\n");
-        assert_eq!(c.get(12161), "kfix_target");
-        assert_eq!(c.get(12), "a b");
-        assert_eq!(c.get(0), "<idle>");
-        assert_eq!(c.get(5), "<...>");
-        // a saved_cmdlines file is re-read when a pid is missing
-        let dir = std::env::temp_dir().join(format!("ktrace_comms_{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("saved_cmdlines");
-        std::fs::write(&f, "7 first\n").unwrap();
-        let mut c = Comms::new().with_saved_cmdlines_file(&f);
-        assert_eq!(c.get(7), "first");
-        std::fs::write(&f, "7 first\n8 later\n").unwrap();
-        c.last_reload = None;
-        assert_eq!(c.get(8), "later");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

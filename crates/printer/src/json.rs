@@ -9,15 +9,16 @@
 //! field=value...` with no print-fmt interpretation, for speed. Neither
 //! mirrors a kernel file; the field meanings are those of ktrace-event.
 
-use crate::{Comms, Symbolizer, num};
+use crate::{Symbolizer, num};
 use ktrace_event::printfmt::{Arg, Conv, Op};
 use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue, Value};
 use ktrace_ring::Missed;
+use ktrace_stream::Comms;
 use std::io::Write;
 
 /// Renders records as JSON lines.
 pub struct JsonPrinter<'a> {
-    events: &'a Events,
+    events: Events,
     endian: Endian,
     symbols: &'a dyn Symbolizer,
     /// Task names for the `comm` member.
@@ -77,14 +78,9 @@ fn hints(ev: &Event) -> Vec<Hint> {
 
 impl<'a> JsonPrinter<'a> {
     /// A JSON printer for records of `events`.
-    pub fn new(
-        events: &'a Events,
-        endian: Endian,
-        symbols: &'a dyn Symbolizer,
-        comms: Comms,
-    ) -> Self {
+    pub fn new(events: &Events, endian: Endian, symbols: &'a dyn Symbolizer, comms: Comms) -> Self {
         JsonPrinter {
-            events,
+            events: events.clone(),
             endian,
             symbols,
             comms,
@@ -92,7 +88,8 @@ impl<'a> JsonPrinter<'a> {
         }
     }
 
-    /// Appends one JSON object and a newline for a record.
+    /// Appends one JSON object and a newline for a record, with the
+    /// printer's own events and names.
     pub fn write_record(&mut self, out: &mut Vec<u8>, cpu: usize, ts: u64, data: &[u8]) {
         let Some(c) = Common::read(data, self.endian) else {
             let _ = writeln!(
@@ -101,6 +98,26 @@ impl<'a> JsonPrinter<'a> {
             );
             return;
         };
+        let comms = std::mem::take(&mut self.comms);
+        let ev = self.events.get_shared(c.type_id).cloned();
+        self.write_line(out, cpu, ts, data, c, ev.as_deref(), &comms);
+        self.comms = comms;
+    }
+
+    /// Appends one JSON object and a newline for a record whose header and
+    /// event were found already (`ev`: `None` for an unknown id), naming
+    /// tasks from `comms`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        cpu: usize,
+        ts: u64,
+        data: &[u8],
+        c: Common,
+        ev: Option<&Event>,
+        comms: &Comms,
+    ) {
         out.extend_from_slice(b"{\"ts\":");
         num::dec(out, ts);
         out.extend_from_slice(b",\"cpu\":");
@@ -108,8 +125,8 @@ impl<'a> JsonPrinter<'a> {
         out.extend_from_slice(b",\"pid\":");
         signed(out, i64::from(c.pid));
         out.extend_from_slice(b",\"comm\":");
-        json_str(out, self.comms.get(c.pid).as_bytes());
-        let Some(ev) = self.events.get(c.type_id) else {
+        json_str(out, comms.get(c.pid).as_bytes());
+        let Some(ev) = ev else {
             let _ = writeln!(out, ",\"type\":{},\"error\":\"unknown event\"}}", c.type_id);
             return;
         };
@@ -231,12 +248,25 @@ pub fn write_raw(
     let Some(c) = Common::read(data, endian) else {
         return;
     };
+    write_raw_line(out, events.get(c.type_id), c, endian, cpu, ts, data);
+}
+
+/// [`write_raw`] for a record whose header and event were found already.
+pub fn write_raw_line(
+    out: &mut Vec<u8>,
+    ev: Option<&Event>,
+    c: Common,
+    endian: Endian,
+    cpu: usize,
+    ts: u64,
+    data: &[u8],
+) {
     num::dec(out, ts);
     out.push(b' ');
     num::dec(out, cpu as u64);
     out.push(b' ');
     signed(out, i64::from(c.pid));
-    let Some(ev) = events.get(c.type_id) else {
+    let Some(ev) = ev else {
         let _ = writeln!(out, " type={}", c.type_id);
         return;
     };

@@ -7,29 +7,26 @@
 //! ktrace-ring, parsing formats ktrace-event, and kallsyms lookups are
 //! provided through the [`Symbolizer`] trait (implemented by ktrace-symbols).
 //!
-//! # Wiring (for the `ktrace trace` command)
+//! # Sinks
 //!
-//! 1. Build [`ktrace_event::Events`] from the `format` files of the probes in
-//!    the instance (`Events::add_with_kind` with the kind from
-//!    `ProbeKind::from_dynamic_event(line)`), long size from `header_page`.
-//! 2. Start [`ktrace_ring::Pipeline`] on [`ktrace_ring::Reader::open`] of
-//!    the instance; feed pages into [`ktrace_ring::Merger`], flush on each
-//!    `PipelineMsg::Round`.
-//! 3. For each `Merged::Record` call [`TextPrinter::write_record`] (or
-//!    [`JsonPrinter::write_record`], [`write_raw`]); for each `Merged::Lost`
-//!    call [`TextPrinter::write_lost`] and [`LostSummary::add_missed`].
-//! 4. At the end read `per_cpu/cpuN/stats` ([`ktrace_ring::CpuStats`]) into
-//!    [`LostSummary::add_stats`] and print [`LostSummary`]'s line.
+//! [`TextSink`], [`JsonSink`] and [`RawSink`] are [`ktrace_stream::Sink`]s
+//! writing to any `Write`: records come decoded and filtered from
+//! ktrace-stream, lines are built in a buffer and written in large chunks
+//! at most once per reading round, and a write error ends the run (it comes
+//! back from `Stream::poll` as `Error::Output`). [`TextPrinter`] and
+//! [`JsonPrinter`] also format records on their own, for offline tools
+//! over captured pages (examples/decode_dir.rs).
 
 mod context;
 mod json;
 mod num;
-mod summary;
+mod sink;
 mod text;
 
-pub use context::{Comms, FlagStyle, write_task_cpu, write_timestamp};
+pub use context::{FlagStyle, write_task_cpu, write_timestamp};
 pub use json::{JsonPrinter, write_raw};
-pub use summary::LostSummary;
+pub use ktrace_stream::{Comms, LostSummary};
+pub use sink::{JsonSink, RawSink, TextSink};
 pub use text::{TextPrinter, clock_in_ns};
 
 /// A kernel symbol covering an address.

@@ -12,14 +12,16 @@
 //! not read pages or files.
 
 use crate::Symbolizer;
-use crate::context::{Comms, FlagStyle, write_task_cpu};
+use crate::context::{FlagStyle, write_task_cpu};
 use crate::num;
 use ktrace_event::printfmt::{Arg, Conv, Length, Op, Spec};
 use ktrace_event::{
     Common, Endian, Event, EventFormat, Events, FieldKind, Int, ProbeKind, StrValue,
 };
 use ktrace_ring::Missed;
+use ktrace_stream::Comms;
 use std::io::Write;
+use std::sync::Arc;
 
 /// Whether the kernel prints time stamps of trace clock `clock` as
 /// nanoseconds (`secs.usecs`): every clock but the counting ones,
@@ -31,7 +33,7 @@ pub fn clock_in_ns(clock: &str) -> bool {
 
 /// Renders records as kernel `trace` lines.
 pub struct TextPrinter<'a> {
-    events: &'a Events,
+    events: Events,
     endian: Endian,
     long_size: usize,
     style: FlagStyle,
@@ -47,7 +49,7 @@ pub struct TextPrinter<'a> {
     /// [`clock_in_ns`].
     pub time_in_ns: bool,
     /// Per event id: what `write_event` would otherwise work out per record.
-    plans: Vec<Option<Plan<'a>>>,
+    plans: Vec<Option<Plan>>,
     /// The context columns last written, and what they were made from
     /// (pid, cpu, comms generation, flags, preempt count, irq_info).
     ctx: Vec<u8>,
@@ -59,8 +61,8 @@ pub struct TextPrinter<'a> {
 /// What [`TextPrinter::write_event`] needs to know about one event before
 /// it sees a record: the probe header's fields and the print fmt body as
 /// steps, worked out once per event rather than per record.
-struct Plan<'a> {
-    event: &'a Event,
+struct Plan {
+    event: Arc<Event>,
     /// `name: `, followed by `(0x` for user probes whose header is printed.
     prefix: Vec<u8>,
     /// Readers of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
@@ -69,19 +71,22 @@ struct Plan<'a> {
     func: Option<FastInt>,
     /// Whether the kernel prints the probe header itself.
     probe: bool,
+    /// Whether the kernel prints the body as probe arguments
+    /// (`trace_probe_print_args()`: a faulted string is `(fault)`).
+    args: bool,
     /// The print fmt from the end of the probe header on (the header's
     /// closing `)` is the first literal's first byte).
-    steps: Vec<Step<'a>>,
+    steps: Vec<Step>,
 }
 
 /// One step of a [`Plan`].
-enum Step<'a> {
+enum Step {
     /// Bytes printed as they are.
-    Lit(&'a [u8]),
+    Lit(Box<[u8]>),
     /// A plain integer conversion, precomputed.
     Int(FastInt),
     /// Any other conversion, rendered from the print fmt op.
-    Conv(&'a Spec, &'a Arg),
+    Conv(Spec, Arg),
 }
 
 /// A `%d`/`%u`/`%x`/`%#x`/`%X` (any length modifier, no width, precision,
@@ -106,13 +111,16 @@ enum FastConv {
     Hex { upper: bool, alt: bool },
 }
 
-impl<'a> Plan<'a> {
-    fn new(ev: &'a Event, long_size: usize) -> Plan<'a> {
+impl Plan {
+    fn new(ev: &Arc<Event>, long_size: usize) -> Plan {
         let f = &ev.format;
         let header_convs = match ev.kind {
             ProbeKind::Uprobe | ProbeKind::Kprobe => 1,
             ProbeKind::Uretprobe | ProbeKind::Kretprobe => 2,
-            ProbeKind::Other => 0,
+            // kernels before 6.2 gave eprobes a `(%u)` header over a
+            // `__probe_type` field; later ones none
+            ProbeKind::Eprobe if f.field("__probe_type").is_some() => 1,
+            ProbeKind::Eprobe | ProbeKind::Other => 0,
         };
         let (start, skip) = match &f.print_fmt {
             Some(pf) if header_convs > 0 => body_start(&pf.ops, header_convs).unwrap_or_default(),
@@ -124,6 +132,13 @@ impl<'a> Plan<'a> {
         if probe && matches!(ev.kind, ProbeKind::Uprobe | ProbeKind::Uretprobe) {
             prefix.extend_from_slice(b"(0x");
         }
+        // print_eprobe_event(): `(system.event)`, then the arguments
+        let eprobe = ev.kind == ProbeKind::Eprobe;
+        if eprobe {
+            prefix.push(b'(');
+            prefix.extend_from_slice(ev.target.as_deref().unwrap_or("?").as_bytes());
+            prefix.push(b')');
+        }
         let steps = match &f.print_fmt {
             Some(pf) => pf
                 .ops
@@ -132,23 +147,27 @@ impl<'a> Plan<'a> {
                 .skip(start)
                 .map(|(i, op)| match op {
                     // the header's `)` is this literal's, skipped or not
-                    Op::Lit(b) if i == start && !probe => Step::Lit(&b[skip.min(b.len())..]),
-                    Op::Lit(b) => Step::Lit(b),
+                    // (an eprobe's prefix carries its own)
+                    Op::Lit(b) if i == start && (!probe || eprobe) => {
+                        Step::Lit(b[skip.min(b.len())..].into())
+                    }
+                    Op::Lit(b) => Step::Lit(b.as_slice().into()),
                     Op::Conv { spec, arg } => match FastInt::new(f, spec, arg, long_size) {
                         Some(fi) => Step::Int(fi),
-                        None => Step::Conv(spec, arg),
+                        None => Step::Conv(spec.clone(), arg.clone()),
                     },
                 })
                 .collect(),
             None => Vec::new(),
         };
         Plan {
-            event: ev,
+            event: ev.clone(),
             prefix,
             ip: FastInt::field(f, "__probe_ip"),
             ret_ip: FastInt::field(f, "__probe_ret_ip"),
             func: FastInt::field(f, "__probe_func"),
-            probe,
+            probe: probe && !eprobe,
+            args: probe || eprobe,
             steps,
         }
     }
@@ -270,22 +289,25 @@ impl<'a> TextPrinter<'a> {
     /// `endian`, flag style `style`, resolving kernel addresses with
     /// `symbols`.
     pub fn new(
-        events: &'a Events,
+        events: &Events,
         endian: Endian,
         style: FlagStyle,
         symbols: &'a dyn Symbolizer,
         comms: Comms,
     ) -> TextPrinter<'a> {
-        let mut plans: Vec<Option<Plan<'a>>> = Vec::new();
-        for ev in events.iter() {
-            let id = usize::from(ev.format.id);
+        let mut plans: Vec<Option<Plan>> = Vec::new();
+        for id in events.iter().map(|e| e.format.id) {
+            let Some(ev) = events.get_shared(id) else {
+                continue;
+            };
+            let id = usize::from(id);
             if plans.len() <= id {
                 plans.resize_with(id + 1, || None);
             }
             plans[id] = Some(Plan::new(ev, events.long_size()));
         }
         TextPrinter {
-            events,
+            events: events.clone(),
             endian,
             long_size: events.long_size(),
             style,
@@ -300,19 +322,39 @@ impl<'a> TextPrinter<'a> {
         }
     }
 
-    /// Appends the line for one record (with its newline). Unknown event
-    /// ids print the kernel's `Unknown type N` line.
+    /// Appends the line for one record (with its newline), with the
+    /// printer's own events and names. Unknown event ids print the
+    /// kernel's `Unknown type N` line.
     pub fn write_record(&mut self, out: &mut Vec<u8>, cpu: usize, ts: u64, data: &[u8]) {
         let Some(common) = Common::read(data, self.endian) else {
             let _ = writeln!(out, "CPU:{cpu} [RECORD TOO SHORT: {} BYTES]", data.len());
             return;
         };
+        let comms = std::mem::take(&mut self.comms);
+        let ev = self.events.get_shared(common.type_id).cloned();
+        self.write_line(out, cpu, ts, data, common, ev.as_ref(), &comms);
+        self.comms = comms;
+    }
+
+    /// Appends the line for one record whose header and event were found
+    /// already (`ev`: `None` for an unknown id), naming tasks from `comms`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        cpu: usize,
+        ts: u64,
+        data: &[u8],
+        common: Common,
+        ev: Option<&Arc<Event>>,
+        comms: &Comms,
+    ) {
         // the task, CPU and flag columns repeat from record to record:
         // format them again only when what they show may have changed
         let key = (
             common.pid,
             cpu,
-            self.comms.generation(),
+            comms.generation(),
             common.flags,
             common.preempt_count,
             self.irq_info,
@@ -323,7 +365,7 @@ impl<'a> TextPrinter<'a> {
         let secs = if self.time_in_ns { us / 1_000_000 } else { 0 };
         if self.ctx_key != Some(key) || self.ctx_secs != secs {
             self.ctx.clear();
-            let comm = self.comms.get(common.pid);
+            let comm = comms.get(common.pid);
             write_task_cpu(&mut self.ctx, comm, common.pid, cpu);
             if self.irq_info {
                 self.style
@@ -336,10 +378,10 @@ impl<'a> TextPrinter<'a> {
                 self.ctx.push(b'.');
             }
             self.ctx_secs = secs;
-            self.ctx_key = self.comms.knows(common.pid).then_some((
+            self.ctx_key = comms.knows(common.pid).then_some((
                 common.pid,
                 cpu,
-                self.comms.generation(),
+                comms.generation(),
                 common.flags,
                 common.preempt_count,
                 self.irq_info,
@@ -353,8 +395,22 @@ impl<'a> TextPrinter<'a> {
             num::right(out, num::digits(&mut b, ts, 10, false), 12);
         }
         out.extend_from_slice(b": ");
-        match self.events.get(common.type_id) {
-            Some(ev) => self.write_event(out, ev, data),
+        match ev {
+            Some(ev) => {
+                let id = usize::from(ev.format.id);
+                let cached = self
+                    .plans
+                    .get(id)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|p| Arc::ptr_eq(&p.event, ev));
+                if !cached && ev.format.print_fmt.is_some() {
+                    if self.plans.len() <= id {
+                        self.plans.resize_with(id + 1, || None);
+                    }
+                    self.plans[id] = Some(Plan::new(ev, self.long_size));
+                }
+                self.write_event(out, ev, data)
+            }
             None => {
                 let _ = write!(out, "Unknown type {}", common.type_id);
             }
@@ -391,11 +447,11 @@ impl<'a> TextPrinter<'a> {
             .plans
             .get(usize::from(f.id))
             .and_then(Option::as_ref)
-            .filter(|p| std::ptr::eq(p.event, ev))
+            .filter(|p| std::ptr::eq(Arc::as_ptr(&p.event), ev))
         {
             Some(p) => p,
             None => {
-                tmp = Plan::new(ev, self.long_size);
+                tmp = Plan::new(&Arc::new(ev.clone()), self.long_size);
                 &tmp
             }
         };
@@ -422,14 +478,14 @@ impl<'a> TextPrinter<'a> {
                     out.extend_from_slice(b" <- ");
                     self.write_ip_sym(out, u(plan.func), false);
                 }
-                ProbeKind::Other => {}
+                ProbeKind::Eprobe | ProbeKind::Other => {}
             }
         }
         let mut skip_quote = false;
         for step in &plan.steps {
-            match *step {
+            match step {
                 Step::Lit(b) => {
-                    let mut b = b;
+                    let mut b: &[u8] = b;
                     if skip_quote {
                         skip_quote = false;
                         if let Some(rest) = b.strip_prefix(b"\"") {
@@ -438,7 +494,7 @@ impl<'a> TextPrinter<'a> {
                     }
                     out.extend_from_slice(b);
                 }
-                Step::Int(fi) => {
+                &Step::Int(fi) => {
                     skip_quote = false;
                     match fi.read(data, self.endian) {
                         Some(v) => fi.write(out, v),
@@ -448,6 +504,13 @@ impl<'a> TextPrinter<'a> {
                 Step::Conv(spec, arg) => {
                     skip_quote = false;
                     match arg {
+                        // `%s` of a fixed `char` array such as `comm[16]`
+                        Arg::Field { index, elem: None } if spec.conv == Conv::Str => {
+                            match f.read_char_array(data, *index) {
+                                Some(s) => write_padded(out, spec, s),
+                                None => out.extend_from_slice(b"[FAILED TO PARSE]"),
+                            }
+                        }
                         Arg::Field { index, elem } => {
                             match f.read_int(data, *index, elem.unwrap_or(0), self.endian) {
                                 Some(v) => self.write_int(out, spec, v),
@@ -457,7 +520,7 @@ impl<'a> TextPrinter<'a> {
                         Arg::Str { index, elem } => {
                             match f.read_str(data, *index, elem.unwrap_or(0), self.endian) {
                                 StrValue::Ok(s) => write_padded(out, spec, s),
-                                StrValue::Fault if probe => {
+                                StrValue::Fault if plan.args => {
                                     if out.last() == Some(&b'"') {
                                         out.pop();
                                         skip_quote = true;
@@ -755,6 +818,61 @@ mod tests {
                 format!("t: {want}"),
                 "{conv} {v}"
             );
+        }
+    }
+
+    /// Issue 14 #3: eprobes print `name: (system.event)` and their
+    /// arguments (print_eprobe_event() in kernel/trace/trace_eprobe.c),
+    /// whether the print fmt has no header (6.2 and later, and 6.1 stable)
+    /// or the older `(%u)` over `__probe_type`; `%s` of a char array is the
+    /// string up to its NUL.
+    #[test]
+    fn eprobe_header_names_the_probed_event() {
+        let head = concat!("name: e1\nID: 9\nformat:\n", common_fields!());
+        let cases = [
+            (
+                "\tfield:u32 prev;\toffset:8;\tsize:4;\tsigned:0;\n\n\
+                 print fmt: \" prev=%u\", REC->prev\n",
+                "e1: (sched.sched_switch) prev=640",
+            ),
+            (
+                "\tfield:unsigned int __probe_type;\toffset:8;\tsize:4;\tsigned:0;\n\
+                 \tfield:u32 prev;\toffset:12;\tsize:4;\tsigned:0;\n\n\
+                 print fmt: \"(%u) prev=%u\", REC->__probe_type, REC->prev\n",
+                "e1: (sched.sched_switch) prev=640",
+            ),
+            ("\n\nprint fmt: \"\"\n", "e1: (sched.sched_switch)"),
+            (
+                "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\n\
+                 print fmt: \" comm=%s\", REC->comm\n",
+                "e1: (sched.sched_switch) comm=kfix",
+            ),
+        ];
+        for (rest, want) in cases {
+            let mut events = Events::new(8);
+            let text = format!("{head}{rest}");
+            events
+                .add_eprobe("g", &text, "sched.sched_switch")
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let mut rec = vec![9, 0, 0, 0, 1, 0, 0, 0];
+            if rest.contains("__probe_type") {
+                rec.extend_from_slice(&311u32.to_le_bytes());
+            }
+            if rest.contains("comm") {
+                rec.extend_from_slice(b"kfix\0\0\0\0\0\0\0\0\0\0\0\0");
+            } else {
+                rec.extend_from_slice(&640u32.to_le_bytes());
+            }
+            let p = TextPrinter::new(
+                &events,
+                Endian::Little,
+                FlagStyle::Lazy,
+                &NoSymbols,
+                Comms::new(),
+            );
+            let mut out = Vec::new();
+            p.write_event(&mut out, events.get(9).unwrap(), &rec);
+            assert_eq!(String::from_utf8_lossy(&out), want, "{rest}");
         }
     }
 

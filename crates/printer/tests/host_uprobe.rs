@@ -10,7 +10,8 @@
 
 use ktrace_event::{Endian, Events, ProbeKind};
 use ktrace_printer::{Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, TextPrinter};
-use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, check_header_event};
+use ktrace_ring::{Merged, Merger, PageLayout, check_header_event};
+use ktrace_tracefs::CpuStats;
 use std::path::{Path, PathBuf};
 
 fn dir(scenario: &str) -> PathBuf {
@@ -57,7 +58,7 @@ fn load(scenario: &str) -> Capture {
     let mut stats = Vec::new();
     for cpu in 0..64 {
         if let Ok(s) = std::fs::read_to_string(d.join(format!("cpu{cpu}.stats"))) {
-            stats.push((cpu, CpuStats::parse(&s, &d).unwrap()));
+            stats.push((cpu, CpuStats::parse(&s)));
         }
         let Ok(raw) = std::fs::read(d.join(format!("cpu{cpu}.raw"))) else {
             continue;

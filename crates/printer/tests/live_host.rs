@@ -1,6 +1,6 @@
 //! Live end-to-end run on the host kernel (tier 3): a uprobe in a private
-//! instance, the per-CPU readers in a [`Pipeline`], the [`Merger`] and the
-//! text printer, checking that every hit is either printed or counted lost,
+//! instance, read by a [`Stream`] (per-CPU readers, merge, decode) into the
+//! [`TextSink`], checking that every hit is either printed or counted lost,
 //! and that the losses match the kernel's counters.
 //!
 //! Needs root, tracefs at /sys/kernel/tracing and gcc; without them the test
@@ -9,9 +9,10 @@
 //! Creates `instances/ktrace_live_<pid>` and group `ktrace_live_<pid>` and
 //! removes both.
 
-use ktrace_event::{Events, ProbeKind};
-use ktrace_printer::{Comms, FlagStyle, LostSummary, NoSymbols, TextPrinter};
-use ktrace_ring::{CpuStats, Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
+use ktrace_event::ProbeKind;
+use ktrace_printer::{FlagStyle, NoSymbols, TextSink};
+use ktrace_stream::{Event, EventTable, Flow, Options, ProbeSpec, Sink, Status, Stream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -40,6 +41,49 @@ fn append(path: &str, text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
     f.write_all(text.as_bytes())
+}
+
+/// Counts the text written and looks for one line in it (the sink writes
+/// whole lines per chunk).
+struct Scan {
+    bytes: u64,
+    want: Vec<u8>,
+    seen: bool,
+}
+
+impl Write for Scan {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.bytes += b.len() as u64;
+        self.seen |= b.windows(self.want.len()).any(|w| w == self.want);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The text sink, checking the time order of what it is handed.
+struct Ordered<'a> {
+    text: TextSink<'a, &'a mut Scan>,
+    prev_ts: u64,
+    out_of_order: u64,
+}
+
+impl Sink for Ordered<'_> {
+    fn begin(&mut self, table: &EventTable) -> std::io::Result<()> {
+        self.text.begin(table)
+    }
+    fn event(&mut self, ev: &Event<'_>) -> std::io::Result<Flow> {
+        self.out_of_order += u64::from(ev.ts < self.prev_ts);
+        self.prev_ts = ev.ts;
+        self.text.event(ev)
+    }
+    fn lost(&mut self, cpu: usize, missed: ktrace_stream::Missed) -> std::io::Result<()> {
+        self.text.lost(cpu, missed)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.text.flush()
+    }
 }
 
 /// User + system CPU time of this process (all threads), from
@@ -100,28 +144,35 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     std::fs::write(inst.join("buffer_size_kb"), "4096").unwrap();
     std::fs::write(inst.join("buffer_percent"), "25").unwrap();
 
-    let layout = PageLayout::from_tracefs(Path::new(T)).unwrap();
-    let mut events = Events::new(layout.long_size);
-    let fmt =
-        ktrace_ring::read_whole(Path::new(&format!("{T}/events/{group}/hit/format"))).unwrap();
-    events
-        .add_with_kind(&group, &fmt, ProbeKind::from_dynamic_event(&def))
-        .unwrap();
     let release = rustix::system::uname()
         .release()
         .to_string_lossy()
         .into_owned();
-    let mut printer = TextPrinter::new(
-        &events,
-        layout.endian,
-        FlagStyle::for_release(&release),
-        &NoSymbols,
-        Comms::new().with_proc(true),
-    );
-
-    let reader = Reader::open(&inst, layout).unwrap();
-    let cpus = reader.cpus();
-    let pipeline = Pipeline::spawn(reader, 256, 64, Duration::from_millis(100));
+    let root = Path::new(T);
+    let instance = ktrace_tracefs::Instance::open(root, &group);
+    let probes = [ProbeSpec {
+        group: group.clone(),
+        event: "hit".into(),
+        kind: ProbeKind::from_dynamic_event(&def),
+        target: None,
+    }];
+    let mut stream = Stream::open(root, &instance, &probes, Options::default()).unwrap();
+    let mut scan = Scan {
+        bytes: 0,
+        want: format!("hit: (0x{addr:x}) a={} s=", hits - 1).into_bytes(),
+        seen: false,
+    };
+    let mut sink = Ordered {
+        text: TextSink::new(
+            &mut scan,
+            FlagStyle::for_release(&release),
+            &NoSymbols,
+            true,
+        ),
+        prev_ts: 0,
+        out_of_order: 0,
+    };
+    stream.begin(&mut sink).unwrap();
     std::fs::write(inst.join(format!("events/{group}/enable")), "1").unwrap();
     let cpu0 = cpu_time();
     let start = Instant::now();
@@ -141,56 +192,30 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     }
     .unwrap();
 
-    let mut merger = Merger::new(layout);
-    let mut out = Vec::with_capacity(1 << 20);
-    let mut summary = LostSummary::new();
-    let mut printed_bytes = 0u64;
-    let last_hit = format!("hit: (0x{addr:x}) a={} s=", hits - 1);
-    let mut saw_last_hit = false;
-    let mut prev_ts = 0u64;
-    let mut out_of_order = 0u64;
     let mut stopped = false;
     let mut child_wall = Duration::ZERO;
     loop {
         if !stopped && child.try_wait().unwrap().is_some() && second.try_wait().unwrap().is_some() {
             child_wall = start.elapsed();
             std::fs::write(inst.join(format!("events/{group}/enable")), "0").unwrap();
-            pipeline.stop();
+            stream.stop();
             stopped = true;
         }
-        match pipeline.rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(PipelineMsg::Page(p)) => merger.push(p.cpu, p.bytes),
-            Ok(PipelineMsg::Round { complete_to }) => {
-                merger.flush_until(complete_to.unwrap_or(u64::MAX), &mut |m| match m {
-                    Merged::Record { cpu, ts, data } => {
-                        summary.events += 1;
-                        out_of_order += u64::from(ts < prev_ts);
-                        prev_ts = ts;
-                        printer.write_record(&mut out, cpu, ts, data);
-                    }
-                    Merged::Lost { cpu, missed } => {
-                        summary.add_missed(cpu, missed);
-                        printer.write_lost(&mut out, cpu, missed);
-                    }
-                    Merged::Bad { cpu, error } => panic!("cpu {cpu}: {error}"),
-                });
-                printed_bytes += out.len() as u64;
-                saw_last_hit |= out
-                    .windows(last_hit.len())
-                    .any(|w| w == last_hit.as_bytes());
-                out.clear();
-            }
-            Ok(PipelineMsg::Failed(e)) => panic!("reader: {e}"),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        match stream.poll(Duration::from_millis(50), &mut sink).unwrap() {
+            Status::Running => {}
+            Status::Finished => break,
+            Status::Stopped => panic!("stopped without a limit"),
         }
+        let warnings = stream.take_warnings();
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
-    pipeline.join();
+    let end = stream.finish(&mut sink).unwrap();
+    let summary = end.summary;
+    let out_of_order = sink.out_of_order;
+    drop(sink);
+    let (printed_bytes, saw_last_hit) = (scan.bytes, scan.seen);
     let wall = start.elapsed();
     let cpu = cpu_time() - cpu0;
-    for c in cpus {
-        summary.add_stats(c, &CpuStats::read(&inst, c).unwrap());
-    }
     drop(guard);
     let _ = std::fs::remove_dir_all(&work);
     eprintln!(
@@ -204,7 +229,7 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     );
     assert!(
         saw_last_hit || summary.lost() > 0,
-        "{last_hit:?} not printed"
+        "the last hit was not printed"
     );
     assert_eq!(
         summary.events + summary.lost(),

@@ -1,50 +1,52 @@
 //! ktrace-ring: decoding of the kernel's per-CPU ring-buffer sub-buffer pages.
 //!
 //! Mirrors kernel/trace/ring_buffer.c (page header, commit and lost-events
-//! flags, record headers, time extends and stamps, padding) and the
-//! `per_cpu/cpuN/trace_pipe_raw` and `per_cpu/cpuN/stats` files of
-//! kernel/trace/trace.c. It knows nothing about event formats (that is
-//! ktrace-event) and does not create instances or enable events (that is
-//! ktrace-tracefs).
+//! flags, record headers, time extends and stamps, padding) and the reader
+//! side of `per_cpu/cpuN/trace_pipe_raw` in kernel/trace/trace.c. It knows
+//! nothing about event formats (that is ktrace-event) and opens no files:
+//! ktrace-tracefs opens the per-CPU buffers and reads `header_page` and the
+//! stats; this crate works on the descriptors and text handed to it.
 //!
 //! # Pieces
 //!
 //! - [`PageLayout`] from `events/header_page` (+ [`check_header_event`]),
 //!   [`Page::parse`] and [`Page::records`]: pure decoding, no I/O.
 //! - [`CpuReader`] / [`Reader`]: non-blocking readers of every CPU's
-//!   `trace_pipe_raw` under an instance directory (the root path is a
-//!   parameter). Live, they take only *full* sub-buffers (`splice`, which
+//!   `trace_pipe_raw` (descriptors opened by ktrace-tracefs). Live, they take only *full* sub-buffers (`splice`, which
 //!   the kernel serves only for full pages) and wait with `poll` (which wakes
 //!   when `buffer_percent` of the buffer is filled, set by whoever owns the
 //!   instance); [`Reader::drain`] then takes the partial pages at the end. A
 //!   read returning 0 while tracing is live means "poll again".
 //! - [`Pipeline`]: a reader thread feeding a bounded channel, so a slow
 //!   consumer makes the kernel overwrite (counted, never hidden) instead of
-//!   ktrace growing without limit.
+//!   ktrace growing without limit; page buffers come back to it through
+//!   [`Pipeline::recycle`] (no allocation per page).
 //! - [`Merger`]: k-way merge of the per-CPU record streams by time stamp
 //!   ([`Merger::flush`] everything buffered, [`Merger::flush_until`] a time
 //!   limit), and [`merge_streams`] for files of captured pages (about one
 //!   page per CPU in memory).
-//! - [`CpuStats`]: `per_cpu/cpuN/stats` (overrun, dropped events, ...).
-//! - [`PageLayout::from_tracefs`] and [`read_whole`]: read `header_page` /
-//!   `header_event` / `format` files in one `read()` (6.18 returns only the
-//!   first 32 bytes to a reader that asks for 32 bytes first, as
-//!   `std::fs::read_to_string` does).
+//! - The stream crate (ktrace-stream) wires these to tracefs: it is the
+//!   place to look for a complete live reader.
 //!
-//! # Live reading (for the `ktrace trace` command)
+//! # Live reading
 //!
 //! ```no_run
-//! use ktrace_ring::{Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
-//! use std::{path::Path, time::Duration};
-//! let inst = Path::new("/sys/kernel/tracing/instances/ktrace_1234");
-//! let layout = PageLayout::from_tracefs(Path::new("/sys/kernel/tracing"))?;
-//! let pipeline = Pipeline::spawn(Reader::open(inst, layout)?, 256, 64, Duration::from_millis(100));
+//! use ktrace_ring::{CpuReader, Merged, Merger, PageLayout, Pipeline, PipelineMsg, Reader};
+//! use std::time::Duration;
+//! # fn fds() -> Vec<(usize, std::os::fd::OwnedFd)> { Vec::new() }
+//! let layout = PageLayout::native(4096); // from events/header_page
+//! let readers = fds()
+//!     .into_iter()
+//!     .map(|(cpu, fd)| CpuReader::new(cpu, fd, format!("cpu{cpu}").into(), &layout))
+//!     .collect();
+//! let clock = Box::new(|| None); // the instance's `now ts`, from tracefs
+//! let pipeline = Pipeline::spawn(Reader::new(readers, layout, clock), 4, 64, Duration::from_millis(100));
 //! let mut merger = Merger::new(layout);
 //! // ... enable the events; on Ctrl-C / child exit: disable them, then
 //! // pipeline.stop() so the thread drains the partial pages and closes.
 //! while let Ok(msg) = pipeline.rx.recv() {
 //!     match msg {
-//!         PipelineMsg::Page(p) => merger.push(p.cpu, p.bytes),
+//!         PipelineMsg::Pages(pages) => pages.into_iter().for_each(|p| merger.push(p.cpu, p.bytes)),
 //!         // print what every CPU is known to be complete up to
 //!         PipelineMsg::Round { complete_to } => merger.flush_until(complete_to.unwrap_or(u64::MAX), &mut |m| match m {
 //!             Merged::Record { cpu, ts, data } => { /* print */ }
@@ -52,6 +54,9 @@
 //!             Merged::Bad { cpu, error } => { /* report */ }
 //!         }),
 //!         PipelineMsg::Failed(e) => return Err(e),
+//!     }
+//!     while let Some(page) = merger.take_spare_page() {
+//!         pipeline.recycle(page);
 //!     }
 //! }
 //! pipeline.join();
@@ -85,15 +90,13 @@
 mod merge;
 mod page;
 mod reader;
-mod stats;
 
 pub use merge::{Merged, Merger, merge_streams};
 pub use page::{
     Missed, Page, PageLayout, RB_MISSED_EVENTS, RB_MISSED_STORED, Record, Records, TYPE_DATA_MAX,
-    TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event, read_whole,
+    TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event,
 };
-pub use reader::{CpuReader, Pipeline, PipelineMsg, RawPage, Reader};
-pub use stats::CpuStats;
+pub use reader::{Clock, CpuReader, Pipeline, PipelineMsg, RawPage, Reader};
 
 use std::path::PathBuf;
 
@@ -147,7 +150,7 @@ impl Endian {
     }
 }
 
-/// Errors from decoding pages and reading the per-CPU files.
+/// Errors from decoding pages and reading the per-CPU buffers.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// `events/header_page` is not in the expected form.
@@ -166,13 +169,5 @@ pub enum Error {
         path: PathBuf,
         /// The error.
         source: std::io::Error,
-    },
-    /// `per_cpu/cpuN/stats` is not in the expected form.
-    #[error("{path}: bad stats line {line:?}")]
-    Stats {
-        /// The file.
-        path: PathBuf,
-        /// The line.
-        line: String,
     },
 }

@@ -58,8 +58,8 @@ pub struct Merger {
     spare: Spare,
 }
 
-/// Page and record-index buffers of finished pages, kept for reuse (a few,
-/// so memory stays bounded).
+/// Page and record-index buffers of finished pages, kept for reuse (a
+/// bounded number, so memory stays bounded).
 #[derive(Default)]
 struct Spare {
     pages: Vec<Vec<u8>>,
@@ -67,7 +67,7 @@ struct Spare {
 }
 
 impl Spare {
-    const KEEP: usize = 16;
+    const KEEP: usize = 256;
 
     fn put(&mut self, d: Decoded) {
         if self.pages.len() < Spare::KEEP {
@@ -102,6 +102,12 @@ impl Merger {
     /// Pages buffered across all CPUs.
     pub fn pages(&self) -> usize {
         self.queues.iter().map(VecDeque::len).sum()
+    }
+
+    /// A buffer of a page already handed out, to be reused for reading
+    /// (see `Pipeline::recycle`); `None` when none is spare.
+    pub fn take_spare_page(&mut self) -> Option<Vec<u8>> {
+        self.spare.pages.pop()
     }
 
     /// Records handed out so far.

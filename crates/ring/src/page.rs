@@ -13,12 +13,10 @@
 //! stamp (the same 59 bits, with the top 5 bits taken from the page time
 //! stamp as `rb_fix_abs_ts()` does). The layout (endianness, `sizeof(long)`,
 //! data offset and sub-buffer size) comes from `events/header_page` and is
-//! never assumed. This module is pure code over bytes; reading files is
-//! [`crate::reader`].
+//! never assumed. This module is pure code over bytes; reading the buffers
+//! is [`crate::reader`].
 
 use crate::{Endian, Error};
-use std::io::Read;
-use std::path::Path;
 
 /// Commit flag: events were lost before this page.
 pub const RB_MISSED_EVENTS: u64 = 1 << 31;
@@ -129,14 +127,6 @@ impl PageLayout {
         })
     }
 
-    /// Reads `<tracefs>/events/header_page` (and checks `header_event`) of
-    /// the running kernel; the byte order is this machine's.
-    pub fn from_tracefs(tracefs: &Path) -> Result<PageLayout, Error> {
-        let hp = read_whole(&tracefs.join("events/header_page"))?;
-        check_header_event(&read_whole(&tracefs.join("events/header_event"))?)?;
-        PageLayout::from_header_page(&hp, Endian::native())
-    }
-
     /// The same layout for sub-buffers of another size (instances with
     /// `buffer_subbuf_size_kb` set; `header_page` shows the default size).
     pub fn with_subbuf_size(self, subbuf_size: usize) -> PageLayout {
@@ -145,24 +135,6 @@ impl PageLayout {
             ..self
         }
     }
-}
-
-/// Reads a small tracefs file in one `read()` call.
-///
-/// Measured on 6.18: `events/header_page` and `events/header_event` return
-/// only the first chunk when read in small pieces (a 32-byte read gets 32
-/// bytes, the next read returns 0), which is what `read_to_string` does
-/// first on a file whose size is 0. One read into a 64 KiB buffer gets it all.
-pub fn read_whole(path: &Path) -> Result<String, Error> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut f = std::fs::File::open(path).map_err(io)?;
-    let mut buf = vec![0u8; 1 << 16];
-    let n = f.read(&mut buf).map_err(io)?;
-    buf.truncate(n);
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// Checks `events/header_event` describes the record header this crate

@@ -11,16 +11,15 @@
 //! is up to the instance owner (ktrace-tracefs). This module does not decode
 //! pages ([`crate::Page`]) or order them ([`crate::Merger`]).
 
-use crate::{CpuStats, Error, Page, PageLayout};
+use crate::{Error, Page, PageLayout};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::OwnedFd;
-use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, Sender, SyncSender, channel, sync_channel};
 use std::time::Duration;
 
 /// One sub-buffer read from one CPU.
@@ -50,15 +49,9 @@ fn io_err(path: &Path, e: Errno) -> Error {
 }
 
 impl CpuReader {
-    /// Opens `<instance>/per_cpu/cpu<cpu>/trace_pipe_raw`.
-    pub fn open(instance: &Path, cpu: usize, layout: &PageLayout) -> Result<CpuReader, Error> {
-        let path = instance.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-        let fd = rustix::fs::open(
-            &path,
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| io_err(&path, e))?;
+    /// A reader of one CPU's `trace_pipe_raw`, already opened non-blocking
+    /// (ktrace-tracefs opens it); `path` names it in messages.
+    pub fn new(cpu: usize, fd: OwnedFd, path: PathBuf, layout: &PageLayout) -> CpuReader {
         let pipe = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
             .ok()
             .and_then(|(r, w)| {
@@ -67,13 +60,13 @@ impl CpuReader {
                 }
                 Some((r, w))
             });
-        Ok(CpuReader {
+        CpuReader {
             cpu,
             path,
             fd,
             pipe,
             subbuf_size: layout.subbuf_size,
-        })
+        }
     }
 
     /// The CPU this reads.
@@ -104,8 +97,11 @@ impl CpuReader {
             }
             Err(e) => return Err(io_err(&self.path, e)),
         };
-        buf.clear();
-        buf.resize(n, 0);
+        // a reused buffer keeps its old bytes; the read overwrites them
+        if buf.len() < n {
+            buf.resize(n, 0);
+        }
+        buf.truncate(n);
         let mut got = 0;
         while got < n {
             match rustix::io::read(r, &mut buf[got..]) {
@@ -122,8 +118,10 @@ impl CpuReader {
     /// Takes whatever the kernel has, partial pages included (use when
     /// draining). Returns false when there is nothing.
     pub fn read_partial(&mut self, buf: &mut Vec<u8>) -> Result<bool, Error> {
-        buf.clear();
-        buf.resize(self.subbuf_size, 0);
+        if buf.len() < self.subbuf_size {
+            buf.resize(self.subbuf_size, 0);
+        }
+        buf.truncate(self.subbuf_size);
         match rustix::io::read(&self.fd, &mut buf[..]) {
             Ok(0) | Err(Errno::AGAIN) | Err(Errno::INTR) => {
                 buf.clear();
@@ -138,37 +136,46 @@ impl CpuReader {
     }
 }
 
+/// The trace clock of the instance being read, now (see
+/// [`Reader::new`]); `None` when it cannot be read.
+pub type Clock = Box<dyn FnMut() -> Option<u64> + Send>;
+
 /// Readers for every CPU of an instance.
-#[derive(Debug)]
 pub struct Reader {
     readers: Vec<CpuReader>,
     layout: PageLayout,
-    root: PathBuf,
+    clock: Clock,
+    /// Page buffers handed back by the consumer, reused for the next reads.
+    free: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("readers", &self.readers)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Reader {
-    /// Opens `per_cpu/cpu*/trace_pipe_raw` of the instance at `instance`
-    /// (e.g. `/sys/kernel/tracing/instances/ktrace_1234`).
-    pub fn open(instance: &Path, layout: PageLayout) -> Result<Reader, Error> {
-        let dir = instance.join("per_cpu");
-        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        let mut cpus: Vec<usize> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
-            .collect();
-        cpus.sort_unstable();
-        let readers = cpus
-            .into_iter()
-            .map(|c| CpuReader::open(instance, c, &layout))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Reader {
+    /// Readers of the given CPUs' `trace_pipe_raw` files, with `clock`
+    /// giving the instance's trace clock now (the `now ts:` of a CPU's
+    /// `stats`, read through ktrace-tracefs), which orders the rounds.
+    pub fn new(readers: Vec<CpuReader>, layout: PageLayout, clock: Clock) -> Reader {
+        Reader {
             readers,
             layout,
-            root: instance.to_path_buf(),
-        })
+            clock,
+            free: Vec::new(),
+        }
+    }
+
+    /// A page buffer: a recycled one when there is one.
+    fn buffer(&mut self) -> Vec<u8> {
+        self.free
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(self.layout.subbuf_size))
     }
 
     /// The CPUs being read.
@@ -179,11 +186,6 @@ impl Reader {
     /// The page layout.
     pub fn layout(&self) -> PageLayout {
         self.layout
-    }
-
-    /// The instance directory.
-    pub fn root(&self) -> &Path {
-        &self.root
     }
 
     /// Waits until some CPU's buffer is readable or `timeout` passes.
@@ -199,16 +201,17 @@ impl Reader {
         };
         match rustix::event::poll(&mut fds, Some(&ts)) {
             Ok(_) | Err(Errno::INTR) => Ok(()),
-            Err(e) => Err(io_err(&self.root, e)),
+            Err(e) => Err(Error::Io {
+                path: "poll of the per-CPU buffers".into(),
+                source: e.into(),
+            }),
         }
     }
 
-    /// The instance's trace clock now, from the `now ts:` line of the first
-    /// CPU's `stats` (see [`CpuStats::now_ts`]); `None` when unreadable.
-    pub fn clock_now(&self) -> Option<u64> {
-        let cpu = self.readers.first()?.cpu;
-        let path = self.root.join(format!("per_cpu/cpu{cpu}/stats"));
-        CpuStats::now_ts(&std::fs::read_to_string(path).ok()?)
+    /// The instance's trace clock now (the [`Clock`] given to
+    /// [`Reader::new`]).
+    pub fn clock_now(&mut self) -> Option<u64> {
+        (self.clock)()
     }
 
     /// One reading round after the trace clock read `now`: from each CPU,
@@ -228,15 +231,17 @@ impl Reader {
         let mut total = 0;
         let mut behind: Option<u64> = None;
         let layout = self.layout;
-        for r in &mut self.readers {
+        for i in 0..self.readers.len() {
             let mut n = 0;
             loop {
-                let mut buf = Vec::with_capacity(layout.subbuf_size);
+                let mut buf = self.buffer();
+                let r = &mut self.readers[i];
                 let partial = if r.read_full(&mut buf)? {
                     false
                 } else if r.read_partial(&mut buf)? {
                     true
                 } else {
+                    self.free.push(buf);
                     break;
                 };
                 n += 1;
@@ -245,7 +250,7 @@ impl Reader {
                 // by the consumer)
                 let first = Page::parse(layout, &buf).ok().map(|p| p.timestamp);
                 if !sink(RawPage {
-                    cpu: r.cpu,
+                    cpu: self.readers[i].cpu,
                     bytes: buf,
                 }) {
                     return Ok((total + n, behind));
@@ -274,15 +279,17 @@ impl Reader {
     /// number of pages read.
     pub fn drain(&mut self, sink: &mut dyn FnMut(RawPage) -> bool) -> Result<usize, Error> {
         let mut total = 0;
-        for r in &mut self.readers {
+        for i in 0..self.readers.len() {
             loop {
-                let mut buf = Vec::with_capacity(self.layout.subbuf_size);
+                let mut buf = self.buffer();
+                let r = &mut self.readers[i];
                 if !(r.read_full(&mut buf)? || r.read_partial(&mut buf)?) {
+                    self.free.push(buf);
                     break;
                 }
                 total += 1;
                 if !sink(RawPage {
-                    cpu: r.cpu,
+                    cpu: self.readers[i].cpu,
                     bytes: buf,
                 }) {
                     return Ok(total);
@@ -296,8 +303,10 @@ impl Reader {
 /// What the reader thread of a [`Pipeline`] sends.
 #[derive(Debug)]
 pub enum PipelineMsg {
-    /// A sub-buffer.
-    Page(RawPage),
+    /// Sub-buffers read from one CPU in a row (at most `max_per_cpu` of
+    /// [`Pipeline::spawn`]): one message, so the consumer wakes once per
+    /// batch rather than once per page.
+    Pages(Vec<RawPage>),
     /// A reading round has been sent. `complete_to: Some(t)`: every record
     /// with a time stamp up to `t` has now been delivered, from every CPU
     /// (the trace clock read `t` before the round, and each CPU was read to
@@ -315,15 +324,19 @@ pub enum PipelineMsg {
 
 /// A reader thread feeding a bounded channel.
 ///
-/// Memory is bounded by `capacity` pages plus one round of at most
-/// `max_per_cpu` pages per CPU in the consumer. When the consumer falls
+/// Memory is bounded by `capacity` messages of at most `max_per_cpu` pages
+/// each plus one round of at most `max_per_cpu` pages per CPU in the
+/// consumer. When the consumer falls
 /// behind, the thread blocks, the kernel buffer fills and the kernel
 /// overwrites (overwrite mode) or drops (non-overwrite) events, which shows
-/// up in page missed counts and [`crate::CpuStats`].
+/// up in page missed counts and the instance's `per_cpu/cpuN/stats`.
+/// Page buffers go back to the thread through [`Pipeline::recycle`], so a
+/// steady run allocates none.
 #[derive(Debug)]
 pub struct Pipeline {
     /// Receives pages and round markers.
     pub rx: Receiver<PipelineMsg>,
+    free: Sender<Vec<u8>>,
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -341,15 +354,31 @@ impl Pipeline {
         poll_interval: Duration,
     ) -> Pipeline {
         let (tx, rx) = sync_channel(capacity.max(1));
+        let (free, free_rx) = channel();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let handle =
-            std::thread::spawn(move || run(&mut reader, &tx, &stop2, max_per_cpu, poll_interval));
+        let keep = (capacity.max(1) + reader.readers.len().max(1)) * max_per_cpu.max(1);
+        let handle = std::thread::spawn(move || {
+            run(
+                &mut reader,
+                &tx,
+                (&free_rx, keep),
+                &stop2,
+                max_per_cpu,
+                poll_interval,
+            )
+        });
         Pipeline {
             rx,
+            free,
             stop,
             handle: Some(handle),
         }
+    }
+
+    /// Hands a page buffer back to the reader thread for reuse.
+    pub fn recycle(&self, page: Vec<u8>) {
+        let _ = self.free.send(page);
     }
 
     /// Asks the thread to drain what is left and finish; the channel closes
@@ -370,24 +399,41 @@ impl Pipeline {
 fn run(
     reader: &mut Reader,
     tx: &SyncSender<PipelineMsg>,
+    (free, keep): (&Receiver<Vec<u8>>, usize),
     stop: &AtomicBool,
     max_per_cpu: usize,
     poll_interval: Duration,
 ) {
-    let mut send = |p: RawPage| tx.send(PipelineMsg::Page(p)).is_ok();
+    let mut batch = Batch {
+        tx,
+        pages: Vec::new(),
+        max: max_per_cpu.max(1),
+    };
     loop {
+        while let Ok(b) = free.try_recv() {
+            if reader.free.len() < keep {
+                reader.free.push(b);
+            }
+        }
         if stop.load(Ordering::SeqCst) {
-            let msg = match reader.drain(&mut send) {
+            let res = reader.drain(&mut |p| batch.push(p));
+            let msg = match res {
                 Ok(_) => PipelineMsg::Round { complete_to: None },
                 Err(e) => PipelineMsg::Failed(e),
             };
-            let _ = tx.send(msg);
+            if batch.send() {
+                let _ = tx.send(msg);
+            }
             return;
         }
         // the clock first: every record stamped before it is committed by
         // the time its CPU is read below
         let now = reader.clock_now();
-        let (complete_to, behind) = match reader.read_round(max_per_cpu, now, &mut send) {
+        let res = reader.read_round(max_per_cpu, now, &mut |p| batch.push(p));
+        if !batch.send() {
+            return;
+        }
+        let (complete_to, behind) = match res {
             Ok((_, behind)) => match (now, behind) {
                 (Some(now), Some(b)) => (Some(now.min(b)), true),
                 (Some(now), None) => (Some(now), false),
@@ -407,5 +453,33 @@ fn run(
             let _ = tx.send(PipelineMsg::Failed(e));
             return;
         }
+    }
+}
+
+/// Pages on their way to the consumer, sent a CPU's run at a time.
+struct Batch<'a> {
+    tx: &'a SyncSender<PipelineMsg>,
+    pages: Vec<RawPage>,
+    max: usize,
+}
+
+impl Batch<'_> {
+    /// Adds a page; sends the batch when it changes CPU or is full.
+    /// False when the consumer is gone.
+    fn push(&mut self, p: RawPage) -> bool {
+        if self.pages.last().is_some_and(|l| l.cpu != p.cpu) && !self.send() {
+            return false;
+        }
+        self.pages.push(p);
+        self.pages.len() < self.max || self.send()
+    }
+
+    /// Sends what is batched. False when the consumer is gone.
+    fn send(&mut self) -> bool {
+        if self.pages.is_empty() {
+            return true;
+        }
+        let pages = std::mem::replace(&mut self.pages, Vec::with_capacity(self.max));
+        self.tx.send(PipelineMsg::Pages(pages)).is_ok()
     }
 }

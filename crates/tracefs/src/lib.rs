@@ -1,12 +1,15 @@
 //! ktrace-tracefs: the only part of ktrace that touches tracefs.
 //!
 //! Mount discovery, instances, dynamic events, enable/filter/trigger files,
-//! error_log, profiles and README feature detection. The tracefs root is always
+//! error_log, profiles and README feature detection, and the files the
+//! reading path opens ([`buffers`]: per-CPU ring buffers, stats, clocks,
+//! formats, saved_cmdlines). The tracefs root is always
 //! a parameter so tests can point it anywhere. Ownership rules live in
 //! [`owner`]: everything this crate creates is named after its owning
 //! process, and nothing else is ever removed or reconfigured. It does not
 //! read ring buffers (ktrace-ring) nor parse fetch arguments (ktrace-probe).
 
+pub mod buffers;
 pub mod discover;
 pub mod dynevent;
 pub mod error;
@@ -19,6 +22,7 @@ pub mod pin;
 pub mod profile;
 pub mod tables;
 
+pub use buffers::{CpuBuffer, EventById};
 pub use discover::ProbeFile;
 pub use dynevent::{DynEvent, DynEvents, NewEvent};
 pub use error::{Error, ErrorKind, Result};

@@ -5,9 +5,11 @@
 //! RB_MISSED_STORED, see ktrace-ring) and the per-CPU counters of
 //! `per_cpu/cpuN/stats` (overrun, commit overrun, dropped events). The
 //! larger of the two per CPU is the loss; pages that only said "some" are
-//! counted separately. It prints nothing by itself beyond [`LostSummary::line`].
+//! counted separately. It prints nothing by itself beyond [`LostSummary::line`]
+//! and reads no files (the stats come from ktrace-tracefs).
 
-use ktrace_ring::{CpuStats, Missed};
+use ktrace_ring::Missed;
+use ktrace_tracefs::CpuStats;
 use std::collections::BTreeMap;
 
 /// Counts of events seen and lost, per CPU.
@@ -101,7 +103,7 @@ mod tests {
             1,
             &CpuStats {
                 overrun: 3,
-                dropped: 1,
+                dropped_events: 1,
                 ..CpuStats::default()
             },
         );

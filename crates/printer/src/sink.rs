@@ -1,0 +1,240 @@
+//! The text, JSON and raw outputs as [`ktrace_stream::Sink`]s.
+//!
+//! Each formats the records ktrace-stream hands it (already decoded and
+//! filtered) into a buffer and writes the buffer to its `Write` when it
+//! grows past 64 KiB and at the end of every reading round, so output
+//! appears within a round of the event and a full disk or a closed pipe is
+//! seen at once: the write error is returned and ends the run. Lost-events
+//! notices are the kernel's (`CPU:N [LOST M EVENTS]`) in text, objects in
+//! JSON, `lost CPU N` lines in raw. Mirrors nothing in the kernel beyond
+//! what the printers mirror.
+
+use std::io::{self, Write};
+
+use ktrace_ring::Missed;
+use ktrace_stream::{Event, EventTable, Flow, Sink};
+
+use crate::{FlagStyle, JsonPrinter, Symbolizer, TextPrinter};
+
+/// Bytes buffered before a write.
+const CHUNK: usize = 1 << 16;
+
+/// A buffer in front of a `Write`.
+struct Out<W: Write> {
+    w: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> Out<W> {
+    fn new(w: W) -> Out<W> {
+        Out {
+            w,
+            buf: Vec::with_capacity(CHUNK + 4096),
+        }
+    }
+
+    #[inline]
+    fn maybe_write(&mut self) -> io::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            let r = self.w.write_all(&self.buf);
+            self.buf.clear();
+            r?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.write()?;
+        self.w.flush()
+    }
+}
+
+/// The kernel's `trace` text.
+pub struct TextSink<'a, W: Write> {
+    out: Out<W>,
+    symbols: &'a dyn Symbolizer,
+    style: FlagStyle,
+    time_in_ns: bool,
+    printer: Option<TextPrinter<'a>>,
+}
+
+impl<'a, W: Write> TextSink<'a, W> {
+    /// Text to `w`, with the flag column in `style`, kernel addresses
+    /// resolved by `symbols`, and time stamps printed as `secs.usecs` when
+    /// `time_in_ns` (see [`crate::clock_in_ns`]), raw otherwise.
+    pub fn new(
+        w: W,
+        style: FlagStyle,
+        symbols: &'a dyn Symbolizer,
+        time_in_ns: bool,
+    ) -> TextSink<'a, W> {
+        TextSink {
+            out: Out::new(w),
+            symbols,
+            style,
+            time_in_ns,
+            printer: None,
+        }
+    }
+}
+
+impl<W: Write> Sink for TextSink<'_, W> {
+    fn begin(&mut self, table: &EventTable) -> io::Result<()> {
+        let mut p = TextPrinter::new(
+            table.events(),
+            ktrace_ring::Endian::native(),
+            self.style,
+            self.symbols,
+            ktrace_stream::Comms::new(),
+        );
+        p.time_in_ns = self.time_in_ns;
+        self.printer = Some(p);
+        Ok(())
+    }
+
+    #[inline]
+    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        let p = printer(&mut self.printer)?;
+        p.write_line(
+            &mut self.out.buf,
+            ev.cpu,
+            ev.ts,
+            ev.data,
+            ev.common,
+            Some(&ev.info.event),
+            ev.names,
+        );
+        self.out.maybe_write()?;
+        Ok(Flow::Continue)
+    }
+
+    fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
+        printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
+        self.out.maybe_write()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn printer<T>(p: &mut Option<T>) -> io::Result<&mut T> {
+    p.as_mut()
+        .ok_or_else(|| io::Error::other("sink used before begin"))
+}
+
+/// JSON lines with typed values.
+pub struct JsonSink<'a, W: Write> {
+    out: Out<W>,
+    symbols: &'a dyn Symbolizer,
+    printer: Option<JsonPrinter<'a>>,
+}
+
+impl<'a, W: Write> JsonSink<'a, W> {
+    /// JSON lines to `w`, kernel addresses resolved by `symbols`.
+    pub fn new(w: W, symbols: &'a dyn Symbolizer) -> JsonSink<'a, W> {
+        JsonSink {
+            out: Out::new(w),
+            symbols,
+            printer: None,
+        }
+    }
+}
+
+impl<W: Write> Sink for JsonSink<'_, W> {
+    fn begin(&mut self, table: &EventTable) -> io::Result<()> {
+        self.printer = Some(JsonPrinter::new(
+            table.events(),
+            ktrace_ring::Endian::native(),
+            self.symbols,
+            ktrace_stream::Comms::new(),
+        ));
+        Ok(())
+    }
+
+    #[inline]
+    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        let p = printer(&mut self.printer)?;
+        p.write_line(
+            &mut self.out.buf,
+            ev.cpu,
+            ev.ts,
+            ev.data,
+            ev.common,
+            Some(&ev.info.event),
+            ev.names,
+        );
+        self.out.maybe_write()?;
+        Ok(Flow::Continue)
+    }
+
+    fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
+        printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
+        self.out.maybe_write()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// `ts cpu pid system:event field=value...` lines.
+pub struct RawSink<W: Write> {
+    out: Out<W>,
+}
+
+impl<W: Write> RawSink<W> {
+    /// Raw lines to `w`.
+    pub fn new(w: W) -> RawSink<W> {
+        RawSink { out: Out::new(w) }
+    }
+}
+
+impl<W: Write> Sink for RawSink<W> {
+    #[inline]
+    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        crate::json::write_raw_line(
+            &mut self.out.buf,
+            Some(&ev.info.event),
+            ev.common,
+            ev.endian,
+            ev.cpu,
+            ev.ts,
+            ev.data,
+        );
+        self.out.maybe_write()?;
+        Ok(Flow::Continue)
+    }
+
+    fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
+        match missed {
+            Missed::None => {}
+            Missed::Unknown => writeln!(self.out.buf, "lost {cpu} ?")?,
+            Missed::Count(n) => writeln!(self.out.buf, "lost {cpu} {n}")?,
+        }
+        self.out.maybe_write()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.out.flush()
+    }
+}

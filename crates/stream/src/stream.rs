@@ -1,0 +1,439 @@
+//! The live stream of one instance: reader thread, merge, decode, filters,
+//! sinks.
+//!
+//! [`Stream::open`] reads the sub-buffer layout (`events/header_page`,
+//! `header_event`, the instance's `buffer_subbuf_size_kb`) and the event
+//! table through ktrace-tracefs, opens the per-CPU buffers and starts the
+//! reader thread ([`ktrace_ring::Pipeline`]: each round takes the full
+//! pages and what is committed on the page being written, so a rare event
+//! shows within about 0.1 s). Each [`Stream::poll`] turns at most one
+//! reading round into sink calls, so memory stays bounded by the
+//! pipeline's capacity: a slow sink blocks this thread, then the reader
+//! thread, and the kernel overwrites (counted in page headers and
+//! `per_cpu/cpuN/stats`, reported at [`Stream::finish`]) instead of ktrace
+//! growing. It does not create, enable or remove anything.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::time::Duration;
+
+use ktrace_event::Common;
+use ktrace_ring::{CpuReader, Merged, Merger, Page, PageLayout, Pipeline, PipelineMsg, Reader};
+use ktrace_tracefs::Instance;
+
+use crate::{EndOfRun, Error, Event, EventTable, Flow, LostSummary, ProbeSpec, Sink, TaskNames};
+
+/// How a run reads and what it lets through.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Records of these pids are dropped (with their stacks).
+    pub skip_pids: Vec<i32>,
+    /// Stop after this many events (stacks not counted).
+    pub limit: Option<u64>,
+    /// Batches (of at most `round_pages_per_cpu` pages each) the channel
+    /// between the reader thread and the consumer holds.
+    pub channel_batches: usize,
+    /// Pages taken from one CPU in one reading round.
+    pub round_pages_per_cpu: usize,
+    /// The longest wait between reading rounds when the buffer stays below
+    /// the instance's `buffer_percent` (the latency of a rare event).
+    pub quiet: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            skip_pids: Vec::new(),
+            limit: None,
+            channel_batches: 4,
+            round_pages_per_cpu: 64,
+            quiet: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What [`Stream::poll`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Still reading.
+    Running,
+    /// The reader has finished (after [`Stream::stop`]) and everything was
+    /// handed over.
+    Finished,
+    /// A sink said stop, or the count was reached.
+    Stopped,
+}
+
+/// The sub-buffer layout of the instance at `instance` (byte order: this
+/// machine's), read through ktrace-tracefs.
+pub fn page_layout(root: &Path, instance: &Instance) -> Result<PageLayout, Error> {
+    let hp = ktrace_tracefs::buffers::header_page(root)?;
+    ktrace_ring::check_header_event(&ktrace_tracefs::buffers::header_event(root)?)?;
+    let layout = PageLayout::from_header_page(&hp, ktrace_ring::Endian::native())?;
+    Ok(match instance.subbuf_size() {
+        Some(s) if s != layout.subbuf_size => layout.with_subbuf_size(s),
+        _ => layout,
+    })
+}
+
+/// The binary ring-buffer stream of one instance.
+pub struct Stream {
+    pipeline: Option<Pipeline>,
+    merger: Merger,
+    layout: PageLayout,
+    table: EventTable,
+    names: TaskNames,
+    opts: Options,
+    instance: Instance,
+    cpus: Vec<usize>,
+    summary: LostSummary,
+    /// Events delivered, per id.
+    shown: Vec<u64>,
+    counted: u64,
+    /// ktrace's own threads: the kernel leaves out their events
+    /// (set_event_notrace_pid) but not the stacks a `stacktrace` trigger
+    /// takes for them.
+    own: Vec<i32>,
+    stopped: bool,
+    warnings: Vec<String>,
+}
+
+impl Stream {
+    /// Prepares reading `instance` (under the tracefs at `root`) for the
+    /// session's `probes`, and starts the reader thread. Call before
+    /// enabling the events.
+    pub fn open(
+        root: &Path,
+        instance: &Instance,
+        probes: &[ProbeSpec],
+        opts: Options,
+    ) -> Result<Stream, Error> {
+        let layout = page_layout(root, instance)?;
+        let table = EventTable::load(root, layout.long_size, probes)?;
+        let buffers = instance.open_cpu_buffers()?;
+        let cpus: Vec<usize> = buffers.iter().map(|b| b.cpu).collect();
+        let readers = buffers
+            .into_iter()
+            .map(|b| CpuReader::new(b.cpu, b.fd, b.path, &layout))
+            .collect();
+        let clock_inst = instance.clone();
+        let first = cpus.first().copied().unwrap_or(0);
+        let clock = Box::new(move || clock_inst.clock_now(first));
+        let pipeline = Pipeline::spawn(
+            Reader::new(readers, layout, clock),
+            opts.channel_batches,
+            opts.round_pages_per_cpu,
+            opts.quiet,
+        );
+        let own = own_threads();
+        Ok(Stream {
+            pipeline: Some(pipeline),
+            merger: Merger::new(layout),
+            layout,
+            table,
+            names: TaskNames::new(Some(root)),
+            opts,
+            instance: instance.clone(),
+            cpus,
+            summary: LostSummary::new(),
+            shown: Vec::new(),
+            counted: 0,
+            own,
+            stopped: false,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// The event table (more events may be registered as they are met).
+    pub fn table(&self) -> &EventTable {
+        &self.table
+    }
+
+    /// The sub-buffer layout.
+    pub fn layout(&self) -> PageLayout {
+        self.layout
+    }
+
+    /// Events delivered so far (stacks not counted).
+    pub fn events(&self) -> u64 {
+        self.counted
+    }
+
+    /// Messages about records that could not be decoded, since the last
+    /// call.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Calls [`Sink::begin`] with the table.
+    pub fn begin(&mut self, sink: &mut dyn Sink) -> Result<(), Error> {
+        sink.begin(&self.table).map_err(Error::Output)
+    }
+
+    /// Waits up to `timeout` for a reading round and hands it to `sink`.
+    pub fn poll(&mut self, timeout: Duration, sink: &mut dyn Sink) -> Result<Status, Error> {
+        if self.stopped {
+            return Ok(Status::Stopped);
+        }
+        let Some(pipeline) = &self.pipeline else {
+            return Ok(Status::Finished);
+        };
+        let mut msg = match pipeline.rx.recv_timeout(timeout) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => return Ok(Status::Running),
+            Err(RecvTimeoutError::Disconnected) => return Ok(self.finish_reader()),
+        };
+        loop {
+            match msg {
+                PipelineMsg::Pages(pages) => {
+                    for p in pages {
+                        if self.page(p.cpu, p.bytes, sink)? == Flow::Stop {
+                            return self.stop_now(sink);
+                        }
+                    }
+                }
+                PipelineMsg::Round { complete_to } => {
+                    return self.flush(complete_to.unwrap_or(u64::MAX), sink);
+                }
+                PipelineMsg::Failed(e) => return Err(Error::Ring(e)),
+            }
+            let Some(pipeline) = &self.pipeline else {
+                return Ok(Status::Finished);
+            };
+            msg = match pipeline.rx.try_recv() {
+                Ok(m) => m,
+                // The round marker follows its pages; wait for it briefly.
+                Err(TryRecvError::Empty) => match pipeline.rx.recv_timeout(timeout) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => return Ok(Status::Running),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.flush(u64::MAX, sink)?;
+                        return Ok(self.finish_reader());
+                    }
+                },
+                Err(TryRecvError::Disconnected) => {
+                    self.flush(u64::MAX, sink)?;
+                    return Ok(self.finish_reader());
+                }
+            };
+        }
+    }
+
+    fn stop_now(&mut self, sink: &mut dyn Sink) -> Result<Status, Error> {
+        self.stopped = true;
+        sink.flush().map_err(Error::Output)?;
+        Ok(Status::Stopped)
+    }
+
+    /// One page from the reader: to the page sinks, then to the merger
+    /// (or straight back to the reader when nobody wants events).
+    fn page(&mut self, cpu: usize, bytes: Vec<u8>, sink: &mut dyn Sink) -> Result<Flow, Error> {
+        let flow = if sink.wants_pages() {
+            sink.page(cpu, &bytes).map_err(Error::Output)?
+        } else {
+            Flow::Continue
+        };
+        if sink.wants_events() {
+            self.merger.push(cpu, bytes);
+        } else {
+            if let Ok(p) = Page::parse(self.layout, &bytes)
+                && p.missed != ktrace_ring::Missed::None
+            {
+                self.summary.add_missed(cpu, p.missed);
+                sink.lost(cpu, p.missed).map_err(Error::Output)?;
+            }
+            if let Some(pl) = &self.pipeline {
+                pl.recycle(bytes);
+            }
+        }
+        Ok(flow)
+    }
+
+    fn finish_reader(&mut self) -> Status {
+        if let Some(p) = self.pipeline.take() {
+            p.join();
+        }
+        Status::Finished
+    }
+
+    /// Asks the reader thread to take the partial pages left and finish
+    /// (call after recording stopped); keep calling [`Stream::poll`] until
+    /// it returns [`Status::Finished`].
+    pub fn stop(&self) {
+        if let Some(p) = &self.pipeline {
+            p.stop();
+        }
+    }
+
+    /// Stops the reader and throws away what it still delivers.
+    pub fn discard(&mut self) {
+        self.stop();
+        if let Some(p) = self.pipeline.take() {
+            while p.rx.recv().is_ok() {}
+            p.join();
+        }
+    }
+
+    /// Hands the records up to time stamp `limit` to `sink` in order;
+    /// later ones stay in the merger for the next round.
+    fn flush(&mut self, limit: u64, sink: &mut dyn Sink) -> Result<Status, Error> {
+        let Stream {
+            merger,
+            table,
+            names,
+            opts,
+            summary,
+            shown,
+            counted,
+            own,
+            stopped,
+            warnings,
+            layout,
+            ..
+        } = self;
+        let endian = layout.endian;
+        let mut failed: Option<std::io::Error> = None;
+        merger.flush_until(limit, &mut |m| {
+            if *stopped || failed.is_some() {
+                return;
+            }
+            let res = match m {
+                Merged::Record { cpu, ts, data } => {
+                    let Some(common) = Common::read(data, endian) else {
+                        warnings.push(format!(
+                            "CPU {cpu}: record too short ({} bytes)",
+                            data.len()
+                        ));
+                        return;
+                    };
+                    let info = match table.get(common.type_id) {
+                        Some(_) => table.get(common.type_id),
+                        None => {
+                            let (info, warning) = table.find(common.type_id);
+                            warnings.extend(warning);
+                            info
+                        }
+                    };
+                    let Some(info) = info else {
+                        return;
+                    };
+                    let pid = common.pid;
+                    if opts.skip_pids.contains(&pid) {
+                        return;
+                    }
+                    let stack = info.is_stack();
+                    if stack && own.contains(&pid) {
+                        return;
+                    }
+                    if !stack && opts.limit.is_some_and(|n| *counted >= n) {
+                        *stopped = true;
+                        return;
+                    }
+                    names.see(pid);
+                    let ev = Event {
+                        cpu,
+                        ts,
+                        common,
+                        info,
+                        data,
+                        names: names.comms(),
+                        endian,
+                    };
+                    let r = sink.event(&ev);
+                    if !stack {
+                        *counted += 1;
+                        let id = usize::from(common.type_id);
+                        if shown.len() <= id {
+                            shown.resize(id + 1, 0);
+                        }
+                        shown[id] += 1;
+                    }
+                    match r {
+                        Ok(Flow::Stop) => {
+                            *stopped = true;
+                            Ok(())
+                        }
+                        Ok(Flow::Continue) => Ok(()),
+                        Err(e) => Err(e),
+                    }
+                }
+                Merged::Lost { cpu, missed } => {
+                    summary.add_missed(cpu, missed);
+                    sink.lost(cpu, missed)
+                }
+                Merged::Bad { cpu, error } => {
+                    warnings.push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
+                    Ok(())
+                }
+            };
+            if let Err(e) = res {
+                failed = Some(e);
+            }
+        });
+        if let Some(pl) = &self.pipeline {
+            while let Some(page) = self.merger.take_spare_page() {
+                pl.recycle(page);
+            }
+        }
+        if let Some(e) = failed {
+            self.stopped = true;
+            return Err(Error::Output(e));
+        }
+        sink.flush().map_err(Error::Output)?;
+        if self.opts.limit.is_some_and(|n| self.counted >= n) {
+            self.stopped = true;
+        }
+        Ok(if self.stopped {
+            Status::Stopped
+        } else {
+            Status::Running
+        })
+    }
+
+    /// Ends the run: reads every CPU's `per_cpu/cpuN/stats` into the loss
+    /// account, calls [`Sink::finish`] and returns the account. Stats that
+    /// cannot be read are reported in the warnings.
+    pub fn finish(&mut self, sink: &mut dyn Sink) -> Result<EndOfRun, Error> {
+        self.discard();
+        for &cpu in &self.cpus {
+            match self.instance.cpu_stats(cpu as u32) {
+                Ok(s) => self.summary.add_stats(cpu, &s),
+                Err(e) => self.warnings.push(e.to_string()),
+            }
+        }
+        self.summary.events = self.counted;
+        let shown = self
+            .shown
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .filter_map(|(id, n)| {
+                let info = self.table.get(id as u16)?;
+                Some((info.system().to_string(), info.name().to_string(), *n))
+            })
+            .collect();
+        let end = EndOfRun {
+            summary: self.summary.clone(),
+            shown,
+        };
+        sink.finish(&end).map_err(Error::Output)?;
+        Ok(end)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
+/// The thread ids of this process now.
+fn own_threads() -> Vec<i32> {
+    let dir = PathBuf::from("/proc/self/task");
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
