@@ -7,6 +7,7 @@
 //! process, and nothing else is ever removed or reconfigured. It does not
 //! read ring buffers (ktrace-ring) nor parse fetch arguments (ktrace-probe).
 
+pub mod debugfs;
 pub mod discover;
 pub mod dynevent;
 pub mod error;
