@@ -104,11 +104,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     if let Err(e) = ktrace_disasm::boundary(f.arch, &f.bytes, off) {
-        crate::say!(
-            "{}: {e}; the kernel would answer {:?}",
-            f.title,
-            e.kernel_message
-        );
+        if f.kernel {
+            crate::say!(
+                "{}: {e}; the kernel would answer {:?}",
+                f.title,
+                e.kernel_message
+            );
+        } else {
+            crate::say!(
+                "{}: {e}; a uprobe there would replace the middle of an instruction",
+                f.title
+            );
+        }
         return Ok(ExitCode::from(1));
     }
     let at = insns.iter().position(|i| i.offset == off);
@@ -149,10 +156,10 @@ fn verdict(f: &Function, insn: &Insn) -> Option<String> {
     if let Some((_, why)) = f.extra.iter().find(|(o, _)| *o == insn.offset) {
         return Some(why.clone());
     }
-    if let Some(r) = &insn.refusal {
-        if f.kernel || !insn.valid {
-            return Some(r.reason.to_string());
-        }
+    if let Some(r) = &insn.refusal
+        && (f.kernel || !insn.valid)
+    {
+        return Some(r.reason.to_string());
     }
     if !insn.valid {
         return Some("does not decode".to_string());
