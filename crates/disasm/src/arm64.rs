@@ -10,7 +10,8 @@
 //! encodings of arch/arm64/include/asm/insn.h, written again here:
 //! - in the branch/exception/system class, everything is stepped except
 //!   branches that are not simulated, `msr`, exception generation (`svc`,
-//!   `brk`, ...), `eret`/`eretaa`, `mrs` of anything but `daif`, and hints
+//!   `brk`, ...), `eret`/`eretaa`, `mrs` of `daif` (the one system register
+//!   whose value stepping would change), and hints
 //!   other than `nop`, the PAC `paci*`/`xpaclri` and `bti` forms;
 //!   branches the kernel simulates (`b`, `bl`, `b.cond`, `cbz`, `tbz`,
 //!   `br`, `blr`, `ret`) are taken, their pointer-auth forms are not;
@@ -160,8 +161,8 @@ pub fn refusal_of(i: u32) -> Option<&'static str> {
         if is_eret(i) {
             return Some("eret: not single-stepped (aarch64_insn_is_steppable)");
         }
-        if is_mrs(i) && !is_mrs_daif(i) {
-            return Some("mrs of a register other than daif: not single-stepped");
+        if is_mrs_daif(i) {
+            return Some("mrs of daif: not single-stepped (aarch64_insn_is_steppable)");
         }
         if is_hint(i) && !is_steppable_hint(i) {
             return Some("a hint the kernel does not single-step (aarch64_insn_is_steppable_hint)");
@@ -338,8 +339,9 @@ mod tests {
             (0xd400_0001, "svc #0x0", true),
             (0xd69f_03e0, "eret", true),
             (0xd51b_4220, "msr daif, x0", true),
-            (0xd53b_4220, "mrs x0, daif", false),
-            (0xd538_d080, "mrs x0, tpidr_el1", true),
+            (0xd53b_4220, "mrs x0, daif", true),
+            (0xd538_d080, "mrs x0, tpidr_el1", false),
+            (0xd538_4103, "mrs x3, sp_el0", false),
             (0x885f_7c01, "ldxr w1, [x0]", true),
             (0x8802_7c01, "stxr w2, w1, [x0]", true),
             (0x58000040, "ldr x0, $+0x8", false),
