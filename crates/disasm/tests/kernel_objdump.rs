@@ -54,6 +54,8 @@ fn load(name: &str) -> Fixture {
 /// address (`call 0xffff...`, `bl 0xffff...`, `adrp x0, 0xffff...`,
 /// `cbz x1, 0xffff...`, `tbnz w0, #3, 0xffff...`).
 fn objdump_target(arch: Arch, text: &str) -> Option<u64> {
+    // arm64 objdump adds `// b.any`-style comments.
+    let text = text.split("//").next()?;
     let mnemonic = text.split_whitespace().next()?;
     let branchy = match arch {
         Arch::X86_64 => mnemonic.starts_with('j') || mnemonic.starts_with("call"),
@@ -97,6 +99,10 @@ fn check(name: &str) {
         }
     }
     assert!(targets >= 10, "{name}: only {targets} targets compared");
+    eprintln!(
+        "{name}: {} instructions, {targets} targets agree with objdump",
+        ours.len()
+    );
 }
 
 #[test]
@@ -107,4 +113,14 @@ fn x86_64_do_sys_openat2() {
 #[test]
 fn x86_64_vfs_read() {
     check("kernel-x86_64-vfs_read.txt");
+}
+
+#[test]
+fn arm64_do_sys_openat2() {
+    check("kernel-arm64-do_sys_openat2.txt");
+}
+
+#[test]
+fn arm64_vfs_read() {
+    check("kernel-arm64-vfs_read.txt");
 }
