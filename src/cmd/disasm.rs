@@ -243,6 +243,9 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
                 .to_string(),
         ));
     }
+    if let Some(line) = btf_prototype(name, arch) {
+        notes.push(line);
+    }
     let names = move |addr: u64| {
         ks.lookup(addr).map(|l| {
             format!(
@@ -266,6 +269,37 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         notes,
         names: Box::new(names),
     })
+}
+
+/// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the
+/// running kernel's BTF, when it has BTF and the function (not for
+/// module functions, whose types are in split BTF).
+fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
+    let btf = ktrace_symbols::btf::open(Path::new("/sys/kernel/btf/vmlinux")).ok()?;
+    let (ret, params) = btf.func_params(name)?;
+    let regs: &[&str] = match arch {
+        Arch::X86_64 => &["%di", "%si", "%dx", "%cx", "%r8", "%r9"],
+        Arch::Arm64 => &["%x0", "%x1", "%x2", "%x3", "%x4", "%x5", "%x6", "%x7"],
+        _ => &[],
+    };
+    let decl = |t: &str, n: &str| {
+        if t.ends_with('*') {
+            format!("{t}{n}")
+        } else {
+            format!("{t} {n}")
+        }
+    };
+    let proto: Vec<String> = params.iter().map(|(n, t)| decl(t, n)).collect();
+    let at_entry: Vec<String> = params
+        .iter()
+        .zip(regs)
+        .map(|((n, _), r)| format!("{n}={r}"))
+        .collect();
+    let mut line = format!("prototype (BTF): {ret} {name}({})", proto.join(", "));
+    if !at_entry.is_empty() {
+        line.push_str(&format!("; at +0x0: {}", at_entry.join(" ")));
+    }
+    Some(line)
 }
 
 fn module_suffix(module: Option<&str>) -> String {
@@ -423,7 +457,7 @@ fn print_offsets(insns: &[Insn], verdicts: &[Option<String>]) {
 fn print_listing(f: &Function, insns: &[Insn], verdicts: &[Option<String>]) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
-    let mut head = format!(
+    let head = format!(
         "{} at {:#x}, {:#x} bytes from {}, {}",
         f.title,
         f.addr,
@@ -431,15 +465,12 @@ fn print_listing(f: &Function, insns: &[Insn], verdicts: &[Option<String>]) {
         f.source,
         f.arch
     );
-    for n in &f.notes {
-        head.push_str("; ");
-        head.push_str(n);
-    }
     let what = if f.kernel { "kprobe" } else { "uprobe" };
-    let mut lines = vec![
-        head,
-        format!("* = a {what} can go here, - = refused (why after ;)"),
-    ];
+    let mut lines = vec![head];
+    lines.extend(f.notes.iter().map(|n| format!("  {n}")));
+    lines.push(format!(
+        "* = a {what} can go here, - = refused (why after ;)"
+    ));
     if f.kernel && !f.arch.knows_kprobe_rules() {
         lines.push(format!(
             "note: {} kprobe rules are not known here: * only means an instruction boundary",
@@ -490,6 +521,21 @@ mod tests {
         assert!(!is_user_target("do_sys_openat2"));
         assert!(!is_user_target("dummy:dummy_init+4"));
         assert!(!is_user_target("vfs_read+0x10"));
+    }
+
+    #[test]
+    fn prototype_from_the_host_btf() {
+        // The host kernel (6.18) has BTF; do_sys_openat2 takes
+        // (int dfd, const char *filename, struct open_how *how).
+        let line = btf_prototype("do_sys_openat2", Arch::X86_64).expect("host BTF");
+        assert!(line.contains("do_sys_openat2(int dfd, "), "{line}");
+        assert!(
+            line.ends_with("at +0x0: dfd=%di filename=%si how=%dx"),
+            "{line}"
+        );
+        let arm = btf_prototype("do_sys_openat2", Arch::Arm64).unwrap();
+        assert!(arm.ends_with("dfd=%x0 filename=%x1 how=%x2"), "{arm}");
+        assert_eq!(btf_prototype("no_such_function_xyz", Arch::X86_64), None);
     }
 
     #[test]
