@@ -29,9 +29,8 @@ pub fn decode(bytes: &[u8], address: u64, thumb: bool) -> Vec<Insn> {
     while off < bytes.len() {
         let pc = address.wrapping_add(off as u64);
         let rest = &bytes[off..];
-        let mut reader = U8Reader::new(rest);
         let decoded = if rest.len() >= unit {
-            decoder.decode(&mut reader).ok()
+            decode_one(&decoder, rest)
         } else {
             None
         };
@@ -92,6 +91,19 @@ pub fn decode(bytes: &[u8], address: u64, thumb: bool) -> Vec<Insn> {
     out
 }
 
+/// One instruction, or None when it does not decode. yaxpeax-arm 0.5's
+/// ARMv7 decoder panics ("register number out of range") on some byte
+/// sequences (found by tests/never_panic.rs); a panic is taken as bytes
+/// that do not decode, so no input can bring ktrace down.
+fn decode_one(decoder: &InstDecoder, bytes: &[u8]) -> Option<yaxpeax_arm::armv7::Instruction> {
+    std::panic::catch_unwind(|| {
+        let mut reader = U8Reader::new(bytes);
+        decoder.decode(&mut reader).ok()
+    })
+    .ok()
+    .flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +123,23 @@ mod tests {
         let v = decode(&[0x10, 0xb5, 0x00, 0xf0, 0x02, 0xf8, 0x00, 0xbf], 0, true);
         let offs: Vec<u64> = v.iter().map(|i| i.offset).collect();
         assert_eq!(offs, vec![0, 2, 6], "{v:?}");
+    }
+
+    #[test]
+    fn decoder_panics_become_bad_bytes() {
+        // Words on which yaxpeax-arm 0.5's ARMv7 decoder panics (found by
+        // scanning): the raw decoder panics, ours says (bad).
+        for w in [0xc14d_fef6u32, 0x218c_f5f6, 0x70cb_fdfd, 0xc16c_fddd] {
+            let bytes = w.to_le_bytes();
+            let raw = std::panic::catch_unwind(|| {
+                let mut r = U8Reader::new(&bytes);
+                let _ = InstDecoder::default().decode(&mut r);
+            });
+            assert!(raw.is_err(), "{w:#x} no longer panics in yaxpeax-arm");
+            let v = decode(&bytes, 0, false);
+            assert_eq!(v.len(), 1);
+            assert!(!v[0].valid);
+            assert_eq!(v[0].text, "(bad)");
+        }
     }
 }
