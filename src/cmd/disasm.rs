@@ -239,7 +239,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
     {
         extra.push((
             site,
-            "the ftrace patch site (arm64 has no KPROBES_ON_FTRACE before 6.14: check_ftrace_location)"
+            "the ftrace patch site (no KPROBES_ON_FTRACE on arm64 6.1/6.12: check_ftrace_location)"
                 .to_string(),
         ));
     }
@@ -356,7 +356,7 @@ fn vmlinux_function(args: &Args, path: &Path, arch: Option<Arch>) -> anyhow::Res
     {
         f.extra.push((
             site,
-            "the ftrace patch site (arm64 has no KPROBES_ON_FTRACE before 6.14)".to_string(),
+            "the ftrace patch site (no KPROBES_ON_FTRACE on arm64 6.1/6.12)".to_string(),
         ));
     }
     Ok(f)
