@@ -7,6 +7,7 @@ use clap::Subcommand;
 
 pub mod check;
 pub mod clean;
+pub mod disasm;
 pub mod docs;
 pub mod list;
 pub mod profile;
@@ -24,6 +25,8 @@ pub enum Command {
     List(list::Args),
     /// Create probes in a private session, stream their events, clean up.
     Trace(trace::Args),
+    /// Show a function's instructions and the offsets a probe can take.
+    Disasm(disasm::Args),
     /// Show per-probe hits and misses.
     Profile(profile::Args),
     /// Remove what ktrace sessions whose process is gone left behind.
@@ -41,6 +44,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Syms(args) => syms::run(args),
         Command::List(args) => list::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),
         Command::Completions(args) => docs::completions(args),

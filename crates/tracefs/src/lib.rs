@@ -10,6 +10,7 @@
 //! read ring buffers (ktrace-ring) nor parse fetch arguments (ktrace-probe).
 
 pub mod buffers;
+pub mod debugfs;
 pub mod discover;
 pub mod dynevent;
 pub mod error;

@@ -1,0 +1,576 @@
+//! `ktrace disasm`: a function's instructions, and where a probe can go.
+//!
+//! Kernel functions (`SYM[+OFF]`, `MOD:SYM[+OFF]`) are read from the
+//! running kernel: address and size from /proc/kallsyms, bytes from
+//! /proc/kcore, the kprobe blacklist from debugfs (through ktrace-tracefs);
+//! or offline from `--vmlinux FILE` (its ELF symbols and segments). User
+//! functions (`PATH:SYM[+OFF]`, `LIB:SYM[+OFF]`) are resolved the way
+//! `ktrace trace` resolves uprobes, and each line shows the uprobe file
+//! offset. Each line is marked `*` when a kprobe can go there (an
+//! instruction boundary, not refused by the architecture's rules in
+//! ktrace-disasm, not blacklisted, not an arm64 ftrace patch site) and `-`
+//! otherwise, with the reason. Read-only: nothing is written to the kernel.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use ktrace_disasm::{Arch, Insn, kcore};
+use ktrace_symbols::blacklist::{self, BlacklistEntry};
+use ktrace_symbols::{elf, kallsyms, library};
+
+/// Where ld.so.cache lives (LIB:SYM lookups).
+const LD_SO_CACHE: &str = "/etc/ld.so.cache";
+
+/// Arguments of `ktrace disasm`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  ktrace disasm do_sys_openat2             the running kernel's code, probe-able offsets marked *
+  ktrace disasm vfs_read+0x1c              is +0x1c a place a kprobe can take? (exit 1 if not)
+  ktrace disasm vfs_read --offsets         OFFSET LENGTH ok|refused lines for scripts
+  ktrace disasm do_sys_openat2 --vmlinux ./vmlinux --arch x86_64
+  ktrace disasm /bin/bash:readline         user code, with the uprobe file offset per line
+  ktrace disasm libc:getenv")]
+pub struct Args {
+    /// `SYM[+OFF]` or `MOD:SYM[+OFF]` (kernel), or `PATH:SYM[+OFF]` /
+    /// `LIB:SYM[+OFF]` (user code; PATH contains a `/`, LIB starts with
+    /// `lib`).
+    pub target: String,
+    /// Decode as this architecture (x86_64, arm64, arm, thumb, riscv64);
+    /// default: the ELF file's, or this machine's for the running kernel.
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+    /// Read the kernel function from this vmlinux (ELF with symbols)
+    /// instead of /proc/kallsyms and /proc/kcore.
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<PathBuf>,
+    /// Kernel symbols from this file instead of /proc/kallsyms.
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+    /// Kernel memory from this ELF core instead of /proc/kcore.
+    #[arg(long, value_name = "FILE")]
+    pub kcore: Option<PathBuf>,
+    /// With LIB:SYM, find the library in this process's maps first.
+    #[arg(long, short = 'p')]
+    pub pid: Option<u32>,
+    /// Print `OFFSET LENGTH ok|refused[: reason]` per instruction instead
+    /// of the listing.
+    #[arg(long)]
+    pub offsets: bool,
+}
+
+/// One function's code and how to name addresses around it.
+struct Function {
+    /// What to call it in the header.
+    title: String,
+    /// Its first address.
+    addr: u64,
+    /// Its bytes.
+    bytes: Vec<u8>,
+    arch: Arch,
+    /// Where the bytes came from.
+    source: String,
+    /// The offset asked for, if any.
+    offset: Option<u64>,
+    /// For user code: the file offset of the first byte.
+    file_offset: Option<u64>,
+    /// Kernel: whether kprobe rules apply (false for user code).
+    kernel: bool,
+    /// Extra refusals by offset (blacklist, ftrace site).
+    extra: Vec<(u64, String)>,
+    /// Notes for the header.
+    notes: Vec<String>,
+    names: Box<dyn Fn(u64) -> Option<String>>,
+}
+
+/// Runs `ktrace disasm`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let arch = args.arch.as_deref().map(Arch::parse).transpose()?;
+    let f = if is_user_target(&args.target) {
+        user_function(&args, arch)?
+    } else if let Some(vmlinux) = &args.vmlinux {
+        vmlinux_function(&args, vmlinux, arch)?
+    } else {
+        kernel_function(&args, arch)?
+    };
+    let insns = ktrace_disasm::decode(f.arch, &f.bytes, f.addr);
+    let verdicts: Vec<Option<String>> = insns.iter().map(|i| verdict(&f, i)).collect();
+    if args.offsets {
+        print_offsets(&insns, &verdicts);
+    } else {
+        print_listing(&f, &insns, &verdicts);
+    }
+    let Some(off) = f.offset else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    if let Err(e) = ktrace_disasm::boundary(f.arch, &f.bytes, off) {
+        if f.kernel {
+            crate::say!(
+                "{}: {e}; the kernel would answer {:?}",
+                f.title,
+                e.kernel_message
+            );
+        } else {
+            crate::say!(
+                "{}: {e}; a uprobe there would replace the middle of an instruction",
+                f.title
+            );
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let at = insns.iter().position(|i| i.offset == off);
+    if let Some(Some(why)) = at.map(|n| &verdicts[n]) {
+        crate::say!(
+            "{}+{off:#x}: refused: {why}; the kernel would answer {:?}",
+            f.title,
+            ktrace_disasm::FAIL_REG_MESSAGE
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `PATH:SYM` (PATH has a `/`) and `LIB:SYM` (LIB starts with `lib`) are
+/// user code; `MOD:SYM` and `SYM` are the kernel's.
+fn is_user_target(target: &str) -> bool {
+    match target.split_once(':') {
+        Some((file, _)) => library::is_path(file) || file.starts_with("lib"),
+        None => false,
+    }
+}
+
+/// Splits `NAME+OFF` (OFF decimal or 0x hex).
+fn split_offset(spec: &str) -> anyhow::Result<(&str, Option<u64>)> {
+    match spec.split_once('+') {
+        Some((name, off)) => {
+            let o = elf::parse_number(off)
+                .with_context(|| format!("{spec:?}: bad offset {off:?} (decimal or 0x hex)"))?;
+            Ok((name, Some(o)))
+        }
+        None => Ok((spec, None)),
+    }
+}
+
+/// Why a kprobe (or uprobe) cannot go on this instruction, or None.
+fn verdict(f: &Function, insn: &Insn) -> Option<String> {
+    if let Some((_, why)) = f.extra.iter().find(|(o, _)| *o == insn.offset) {
+        return Some(why.clone());
+    }
+    if let Some(r) = &insn.refusal
+        && (f.kernel || !insn.valid)
+    {
+        return Some(r.reason.to_string());
+    }
+    if !insn.valid {
+        return Some("does not decode".to_string());
+    }
+    None
+}
+
+fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> {
+    let arch = match arch {
+        Some(a) => a,
+        None => Arch::host().context("unknown machine architecture: pass --arch")?,
+    };
+    let (spec, offset) = split_offset(&args.target)?;
+    let (module, name) = match spec.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, spec),
+    };
+    let kpath = args
+        .kallsyms
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
+    let ks = kallsyms::open(&kpath).with_context(|| format!("reading {}", kpath.display()))?;
+    if ks.addresses_hidden() {
+        bail!(
+            "{} shows no addresses (kptr_restrict): run as root",
+            kpath.display()
+        );
+    }
+    let found: Vec<_> = ks
+        .by_name(name, module)
+        .into_iter()
+        .filter(|s| s.is_text())
+        .collect();
+    let sym = match found.as_slice() {
+        [] => bail!("no kernel function {spec:?} in {}", kpath.display()),
+        [one] => (*one).clone(),
+        many => bail!(
+            "{spec:?} names {} functions in {}: {}",
+            many.len(),
+            kpath.display(),
+            many.iter()
+                .map(|s| format!("{:#x}{}", s.addr, module_suffix(s.module.as_deref())))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let size = ks.extent(&sym).with_context(|| {
+        format!("the size of {name} is unknown (it is the last symbol of its region)")
+    })?;
+    let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
+    let core = args
+        .kcore
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/proc/kcore"));
+    let bytes = kcore::read(&core, sym.addr, size).with_context(|| {
+        format!(
+            "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
+        )
+    })?;
+    let mut notes = Vec::new();
+    let mut extra = Vec::new();
+    match ktrace_tracefs::debugfs::read_kprobe_blacklist(Path::new(
+        ktrace_tracefs::debugfs::DEBUGFS,
+    ))
+    .map_err(anyhow::Error::from)
+    .and_then(|t| blacklist::parse(&t).map_err(anyhow::Error::from))
+    {
+        Ok(list) => {
+            let hits = blacklisted(&list, &sym.name, sym.module.as_deref(), sym.addr, size);
+            notes.push(format!("kprobe blacklist read ({} ranges)", list.len()));
+            extra.extend(hits);
+        }
+        Err(e) => notes.push(format!("kprobe blacklist not read: {e:#}")),
+    }
+    if arch == Arch::Arm64
+        && let Some(site) = ktrace_disasm::arm64::ftrace_site(&bytes)
+    {
+        extra.push((
+            site,
+            "the ftrace patch site (no KPROBES_ON_FTRACE on arm64 6.1/6.12: check_ftrace_location)"
+                .to_string(),
+        ));
+    }
+    if let Some(line) = btf_prototype(name, arch) {
+        notes.push(line);
+    }
+    let names = move |addr: u64| {
+        ks.lookup(addr).map(|l| {
+            format!(
+                "{}+{:#x}{}",
+                l.symbol.name,
+                l.offset,
+                module_suffix(l.symbol.module.as_deref())
+            )
+        })
+    };
+    Ok(Function {
+        title: format!("{name}{}", module_suffix(sym.module.as_deref())),
+        addr: sym.addr,
+        bytes,
+        arch,
+        source: core.display().to_string(),
+        offset,
+        file_offset: None,
+        kernel: true,
+        extra,
+        notes,
+        names: Box::new(names),
+    })
+}
+
+/// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the
+/// running kernel's BTF, when it has BTF and the function (not for
+/// module functions, whose types are in split BTF).
+fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
+    let btf = ktrace_symbols::btf::open(Path::new("/sys/kernel/btf/vmlinux")).ok()?;
+    let (ret, params) = btf.func_params(name)?;
+    let regs: &[&str] = match arch {
+        Arch::X86_64 => &["%di", "%si", "%dx", "%cx", "%r8", "%r9"],
+        Arch::Arm64 => &["%x0", "%x1", "%x2", "%x3", "%x4", "%x5", "%x6", "%x7"],
+        _ => &[],
+    };
+    let decl = |t: &str, n: &str| {
+        if t.ends_with('*') {
+            format!("{t}{n}")
+        } else {
+            format!("{t} {n}")
+        }
+    };
+    let proto: Vec<String> = params.iter().map(|(n, t)| decl(t, n)).collect();
+    let at_entry: Vec<String> = params
+        .iter()
+        .zip(regs)
+        .map(|((n, _), r)| format!("{n}={r}"))
+        .collect();
+    let mut line = format!("prototype (BTF): {ret} {name}({})", proto.join(", "));
+    if !at_entry.is_empty() {
+        line.push_str(&format!("; at +0x0: {}", at_entry.join(" ")));
+    }
+    Some(line)
+}
+
+fn module_suffix(module: Option<&str>) -> String {
+    module.map(|m| format!(" [{m}]")).unwrap_or_default()
+}
+
+/// The offsets of `[addr, addr+size)` inside blacklisted ranges; when the
+/// blacklist shows zero addresses (read without CAP_SYSLOG), a range whose
+/// name is the function's covers all of it.
+fn blacklisted(
+    list: &[BlacklistEntry],
+    name: &str,
+    module: Option<&str>,
+    addr: u64,
+    size: usize,
+) -> Vec<(u64, String)> {
+    let end = addr.saturating_add(size as u64);
+    let mut out = std::collections::BTreeMap::new();
+    for e in list {
+        let (from, to) = if e.start == 0 && e.end == 0 {
+            if e.name != name || e.module.as_deref() != module {
+                continue;
+            }
+            (addr, end)
+        } else {
+            (e.start.max(addr), e.end.min(end))
+        };
+        for a in from..to {
+            out.entry(a - addr)
+                .or_insert_with(|| format!("in the kprobe blacklist ({})", e.name));
+        }
+    }
+    out.into_iter().collect()
+}
+
+fn vmlinux_function(args: &Args, path: &Path, arch: Option<Arch>) -> anyhow::Result<Function> {
+    let image = elf::open(path)?;
+    let arch = match arch.or_else(|| Arch::from_elf_machine(image.machine)) {
+        Some(a) => a,
+        None => bail!(
+            "{}: machine {} is not one ktrace decodes: pass --arch",
+            path.display(),
+            image.machine
+        ),
+    };
+    let target = image.resolve(&args.target)?;
+    let mut f = elf_function(path, image, target, arch)?;
+    f.kernel = true;
+    f.file_offset = None;
+    f.notes
+        .push("offline: the kprobe blacklist is the running kernel's, not read".to_string());
+    if arch == Arch::Arm64
+        && let Some(site) = ktrace_disasm::arm64::ftrace_site(&f.bytes)
+    {
+        f.extra.push((
+            site,
+            "the ftrace patch site (no KPROBES_ON_FTRACE on arm64 6.1/6.12)".to_string(),
+        ));
+    }
+    Ok(f)
+}
+
+fn user_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> {
+    let probe = library::resolve_user_probe(&args.target, args.pid, Path::new(LD_SO_CACHE))?;
+    let image = elf::open_with_debug(&probe.path)?;
+    let arch = match arch.or_else(|| Arch::from_elf_machine(image.machine)) {
+        Some(a) => a,
+        None => bail!(
+            "{}: machine {} is not one ktrace decodes: pass --arch",
+            probe.path.display(),
+            image.machine
+        ),
+    };
+    let mut f = elf_function(&probe.path, image, probe.target, arch)?;
+    f.notes.push(
+        "uprobes: instruction boundaries only (the kernel's uprobe rules are not checked)"
+            .to_string(),
+    );
+    Ok(f)
+}
+
+/// The code of an ELF symbol: `st_size` bytes (or up to the next symbol,
+/// at most 4 KiB, when the size is 0) through its `PT_LOAD` segment.
+fn elf_function(
+    path: &Path,
+    image: elf::ElfImage,
+    target: elf::UprobeTarget,
+    arch: Arch,
+) -> anyhow::Result<Function> {
+    let sym = &target.symbol;
+    let seg = *image
+        .segment_of_vaddr(sym.value)
+        .with_context(|| format!("{} is in no PT_LOAD segment", sym.name))?;
+    let seg_left = seg.filesz - (sym.value - seg.vaddr);
+    let size = if sym.size > 0 {
+        sym.size
+    } else {
+        let next = image
+            .symbols
+            .iter()
+            .map(|s| s.value)
+            .filter(|&v| v > sym.value)
+            .min()
+            .unwrap_or(u64::MAX);
+        (next - sym.value).min(4096)
+    }
+    .min(seg_left)
+    .min(1 << 20);
+    let start = seg.offset + (sym.value - seg.vaddr);
+    let bytes = read_range(path, start, size as usize)?;
+    let title = sym.display_name();
+    let names = move |addr: u64| {
+        image
+            .symbolize(addr)
+            .map(|(s, off)| format!("{}+{off:#x}", s.name))
+    };
+    Ok(Function {
+        title,
+        addr: sym.value,
+        bytes,
+        arch,
+        source: path.display().to_string(),
+        offset: (target.offset > 0 || target.vaddr != sym.value).then_some(target.offset),
+        file_offset: Some(start),
+        kernel: false,
+        extra: Vec::new(),
+        notes: Vec::new(),
+        names: Box::new(names),
+    })
+}
+
+fn read_range(path: &Path, offset: u64, len: usize) -> anyhow::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut out = vec![0u8; len];
+    file.read_exact_at(&mut out, offset)
+        .with_context(|| format!("reading {len} bytes at {offset:#x} of {}", path.display()))?;
+    Ok(out)
+}
+
+fn print_offsets(insns: &[Insn], verdicts: &[Option<String>]) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    for (i, v) in insns.iter().zip(verdicts) {
+        let verdict = match v {
+            None => "ok".to_string(),
+            Some(why) => format!("refused: {why}"),
+        };
+        if writeln!(out, "{:#x} {} {verdict}", i.offset, i.len).is_err() {
+            return;
+        }
+    }
+}
+
+fn print_listing(f: &Function, insns: &[Insn], verdicts: &[Option<String>]) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let head = format!(
+        "{} at {:#x}, {:#x} bytes from {}, {}",
+        f.title,
+        f.addr,
+        f.bytes.len(),
+        f.source,
+        f.arch
+    );
+    let what = if f.kernel { "kprobe" } else { "uprobe" };
+    let mut lines = vec![head];
+    lines.extend(f.notes.iter().map(|n| format!("  {n}")));
+    lines.push(format!(
+        "* = a {what} can go here, - = refused (why after ;)"
+    ));
+    if f.kernel && !f.arch.knows_kprobe_rules() {
+        lines.push(format!(
+            "note: {} kprobe rules are not known here: * only means an instruction boundary",
+            f.arch
+        ));
+    }
+    for (i, v) in insns.iter().zip(verdicts) {
+        let mark = if v.is_none() { '*' } else { '-' };
+        let file = match f.file_offset {
+            Some(base) => format!("{:#010x}  ", base + i.offset),
+            None => String::new(),
+        };
+        let target = i
+            .target
+            .and_then(|t| (f.names)(t))
+            .map(|n| format!(" <{n}>"))
+            .unwrap_or_default();
+        let why = v.as_ref().map(|w| format!("  ; {w}")).unwrap_or_default();
+        let here = if f.offset == Some(i.offset) {
+            "  <=="
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "{mark} {:<8} {file}{:<26} {}{target}{why}{here}",
+            format!("+{:#x}", i.offset),
+            ktrace_disasm::hex_bytes(i.bytes(&f.bytes)),
+            i.text
+        ));
+    }
+    for l in lines {
+        if writeln!(out, "{}", l.trim_end()).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_and_kernel_targets() {
+        assert!(is_user_target("/bin/bash:readline"));
+        assert!(is_user_target("./a.out:main+4"));
+        assert!(is_user_target("libc:getenv"));
+        assert!(is_user_target("libc.so.6:getenv"));
+        assert!(!is_user_target("do_sys_openat2"));
+        assert!(!is_user_target("dummy:dummy_init+4"));
+        assert!(!is_user_target("vfs_read+0x10"));
+    }
+
+    #[test]
+    fn prototype_from_the_host_btf() {
+        // The host kernel (6.18) has BTF; do_sys_openat2 takes
+        // (int dfd, const char *filename, struct open_how *how).
+        let line = btf_prototype("do_sys_openat2", Arch::X86_64).expect("host BTF");
+        assert!(line.contains("do_sys_openat2(int dfd, "), "{line}");
+        assert!(
+            line.ends_with("at +0x0: dfd=%di filename=%si how=%dx"),
+            "{line}"
+        );
+        let arm = btf_prototype("do_sys_openat2", Arch::Arm64).unwrap();
+        assert!(arm.ends_with("dfd=%x0 filename=%x1 how=%x2"), "{arm}");
+        assert_eq!(btf_prototype("no_such_function_xyz", Arch::X86_64), None);
+    }
+
+    #[test]
+    fn offsets_split() {
+        assert_eq!(split_offset("vfs_read").unwrap(), ("vfs_read", None));
+        assert_eq!(
+            split_offset("vfs_read+0x1c").unwrap(),
+            ("vfs_read", Some(0x1c))
+        );
+        assert_eq!(split_offset("vfs_read+12").unwrap(), ("vfs_read", Some(12)));
+        assert!(split_offset("vfs_read+x").is_err());
+    }
+
+    #[test]
+    fn blacklist_by_range_and_by_name() {
+        let list = vec![
+            BlacklistEntry {
+                start: 0x1000,
+                end: 0x1004,
+                name: "a".to_string(),
+                module: None,
+            },
+            BlacklistEntry {
+                start: 0,
+                end: 0,
+                name: "b".to_string(),
+                module: None,
+            },
+        ];
+        let hits: Vec<u64> = blacklisted(&list, "a", None, 0x1000, 8)
+            .into_iter()
+            .map(|(o, _)| o)
+            .collect();
+        assert_eq!(hits, vec![0, 1, 2, 3]);
+        assert_eq!(blacklisted(&list, "b", None, 0x2000, 3).len(), 3);
+        assert!(blacklisted(&list, "c", None, 0x3000, 3).is_empty());
+    }
+}

@@ -1,0 +1,102 @@
+# `ktrace disasm` against the kernel's own verdicts (issue 13): every offset
+# it marks probe-able in a few functions is accepted by kprobe_events, every
+# offset between instruction boundaries is refused with the kernel's message
+# for that architecture, every boundary it marks refused is refused, and a
+# probe placed with its help in the middle of a function reads a value that
+# is known there. The listings go to $KTEST_OUT for the host-side
+# comparison with objdump.
+. "$KTEST_LIB"
+
+mkdir -p "$KTEST_OUT/disasm"
+case $KTEST_ARCH in
+    arm64) boundary_msg="Failed to register probe event" ;;
+    *) boundary_msg="Probe point is not an instruction boundary" ;;
+esac
+
+# try_probe FUNC+OFF — 0 when the kernel takes a kprobe there (removed at
+# once); else 1 with the error_log message in $errmsg
+try_probe() {
+    : >"$TRACEFS/error_log"
+    if (echo "p:ktest/dis $1" >>"$TRACEFS/kprobe_events") 2>/dev/null; then
+        echo "-:ktest/dis" >>"$TRACEFS/kprobe_events"
+        return 0
+    fi
+    errmsg=$(sed -n 's/.*error: //p' "$TRACEFS/error_log" | tail -n 1)
+    return 1
+}
+
+check_function() { # FUNC
+    f=$1
+    ktest "verdicts_$f"
+    if ! ktrace disasm "$f" >"$KTEST_OUT/disasm/$f.txt" 2>&1; then
+        fail "ktrace disasm $f: $(_kt_short "$(cat "$KTEST_OUT/disasm/$f.txt")")"
+        return
+    fi
+    if ! list=$(ktrace disasm "$f" --offsets 2>&1); then
+        fail "ktrace disasm $f --offsets: $(_kt_short "$list")"
+        return
+    fi
+    ok=0 refused=0 inner=0 bad=""
+    while read -r off len verdict; do
+        if [ "$verdict" = ok ]; then
+            if try_probe "$f+$off"; then ok=$((ok + 1)); else bad="$bad $off marked ok, kernel: $errmsg;"; fi
+        else
+            if try_probe "$f+$off"; then bad="$bad $off marked '$verdict', kernel took it;"; else refused=$((refused + 1)); fi
+        fi
+        # one byte inside each instruction (its middle; +2 on arm64): every
+        # byte would take minutes of TCG time for the same answer
+        if [ "$len" -gt 1 ]; then
+            o=$(printf '0x%x' $((off + len / 2)))
+            if try_probe "$f+$o"; then
+                bad="$bad $o not a boundary, kernel took it;"
+            elif [ "$errmsg" != "$boundary_msg" ]; then
+                bad="$bad $o not a boundary, kernel said '$errmsg';"
+            else
+                inner=$((inner + 1))
+            fi
+        fi
+    done <<END
+$list
+END
+    echo "$f: $ok probe-able accepted, $refused refused as marked, $inner non-boundaries refused" >>"$KTEST_OUT/disasm/summary.txt"
+    expect_empty "disagreements with the kernel" "$bad" &&
+        expect_gt "probe-able offsets" "$ok" 5 &&
+        expect_gt "non-boundaries tried" "$inner" 0 &&
+        pass "$ok accepted, $refused refused as marked, $inner non-boundaries refused with '$boundary_msg'"
+}
+
+check_function do_sys_openat2
+check_function vfs_read
+
+ktest offset_check_exit_status
+# The second byte is never a boundary on x86 (do_sys_openat2 starts with a
+# 5-byte instruction) nor on arm64 (4-byte instructions).
+out=$(ktrace disasm do_sys_openat2+1 2>&1 >/dev/null)
+st=$?
+expect_eq "exit status for +1" "$st" 1 &&
+    expect_match "says why and where to go" "$out" "is not an instruction boundary \\(nearest: \\+0x0 or \\+0x[458]\\); the kernel would answer \"$boundary_msg\"" &&
+    pass
+
+ktest mid_function_register
+# After `call getname` (x86) / `bl getname` (arm64) the return register
+# holds the struct filename whose first member points at the kernel copy of
+# the path: a probe at the next instruction reads it.
+listing=$(cat "$KTEST_OUT/disasm/do_sys_openat2.txt")
+next=$(printf '%s\n' "$listing" | awk '
+    found && $1 == "*" { print $2; exit }
+    found && $1 != "*" { exit }
+    /<getname\+0x0>/ { found = 1 }')
+if [ -z "$next" ]; then
+    fail "no probe-able instruction after a call to getname in do_sys_openat2: $(_kt_short "$listing")"
+else
+    reg=$(retreg)
+    kprobe_add "p:ktest/mid do_sys_openat2$next name=+0(+0($reg)):string" || exit 0
+    inst=$(instance_new mid)
+    event_enable "$inst" ktest/mid
+    cat /ktest/env >/dev/null
+    event_enable "$inst" ktest/mid 0
+    out=$(trace_lines "$inst")
+    teardown "$inst" ktest/mid
+    expect_match "the path at do_sys_openat2$next" "$out" "mid: \\(do_sys_openat2\\+${next#+}/0x[0-9a-f]+\\) name=\"/ktest/env\"" &&
+        pass "do_sys_openat2$next name=+0(+0($reg)):string read /ktest/env"
+fi
