@@ -5,6 +5,8 @@
 # check` against the live kernel. Every run must leave nothing behind
 # (`pass` checks dynamic_events and instances).
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip entry_argn_registers_and_filename return_value_with_maxactive do_wait_struct_fields offset_inside_function filter_keeps_one_filename stack_on_kprobe wildcard_50_functions profile_hits_in_summary check_live_kernel
 
 # kt ARGS... — runs `ktrace trace ARGS` in the background until it says it is
 # tracing (or exits); output in /tmp/kt.out, /tmp/kt.err; sets $kpid.
@@ -27,7 +29,8 @@ expect_eq "exit status" "$code" 0 &&
     pass "$(grep -m1 'filename="/ktest/env"' /tmp/kt.out | tr -s ' ')"
 
 ktest return_value_with_maxactive
-kt 'r16:oret do_sys_openat2%return' 'ret=$retval:s64' -d 3
+# $retval is the kernel's long: s64 on 64-bit kernels, s32 on arm
+kt 'r16:oret do_sys_openat2%return' "ret=\$retval:s$(long_bits)" -d 3
 during=$(cat "$TRACEFS/dynamic_events")
 cat /ktest/env >/dev/null
 cat /ktest/no-such-file 2>/dev/null
@@ -56,7 +59,7 @@ fi
 ktest offset_inside_function
 # x86_64 refuses offsets that are not instruction boundaries: ktrace passes
 # the kernel's refusal on, leaving nothing, and the next offset is tried.
-case $KTEST_ARCH in arm64) step=4 ;; *) step=1 ;; esac
+step=$(insn_step)
 off=$step
 refused=0
 code=1
@@ -100,7 +103,9 @@ expect_eq "exit status" "$code" 0 &&
     expect_ge "events" "$nev" 2 &&
     expect_eq "one stack per kept event" "$nst" "$nev" &&
     expect_eq "each stack follows its event, same task" "$after" "$nev" &&
-    expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall)' &&
+    # (on arm the kernel's unwinder stops at an optimized probe's trampoline:
+    # "unwind: Index not found" -- the stack then ends in optimized_callback)
+    expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall|handle_exception|do_trap_ecall_u|optimized_callback)' &&
     pass "$nev events, $nst stacks, $(grep -c '^ => ' /tmp/kt.out) frames; $(grep -m3 '^ => ' /tmp/kt.out | tr '\n' ' ')"
 
 ktest wildcard_50_functions
@@ -133,7 +138,9 @@ expect_eq "exit status" "$code" 0 &&
     pass "prof hits $hits"
 
 ktest check_live_kernel
-expect_ok "existing symbol" ktrace check 'p do_sys_openat2 dfd=$arg1' &&
+# $arg1 where the kernel has $argN, the register where it has not
+if has_argN; then a1='$arg1'; else a1=$(argreg 1); fi
+expect_ok "existing symbol" ktrace check "p do_sys_openat2 dfd=$a1" &&
     expect_fail "missing symbol" ktrace check 'p ktrace_no_such_function_x' &&
     expect_match "live message" "$(ktrace check 'p ktrace_no_such_function_x' 2>&1)" 'rejected|error' &&
     expect_ok "offline accepts it" ktrace check --offline 'p ktrace_no_such_function_x' &&

@@ -5,6 +5,8 @@
 # the timestamp (each instance stamps its own copy). JSON lines carry the
 # probe address as number and symbol.
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip text_equals_kernel_trace stack_equals_kernel_trace json_symbol_and_numbers
 
 OPEN="p:op do_sys_openat2 dfd=$(argreg 1):s32 path=+0($(argreg 2)):ustring flags=+0($(argreg 3)):x64"
 RET='r:opr do_sys_openat2 ret=$retval:s32'
@@ -74,7 +76,8 @@ expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
 ktest json_symbol_and_numbers
 ktrace trace "$OPEN" --json -n 1 -d 20 >/tmp/kt.json 2>/tmp/kt.err &
 kpid=$!
-sleep 1
+# (not a fixed sleep: ktrace's startup takes over a second on riscv64 TCG)
+wait_tracing /tmp/kt.err $kpid
 cat /ktest/env >/dev/null
 wait $kpid
 expect_match "typed json" "$(cat /tmp/kt.json)" '"event":"op".*"__probe_ip":\{"addr":[0-9]+,"sym":"do_sys_openat2\+0x[04]/0x[0-9a-f]+"\},"dfd":-?[0-9]+,"path":"[^"]*"' &&
