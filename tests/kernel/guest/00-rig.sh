@@ -20,4 +20,4 @@ expect_eq "uname -m" "$(uname -m)" "$(uname_m)" && pass "$(uname -r) $KTEST_KERN
 
 # what the other suites decide from (a test that needs a missing one skips)
 ktest kernel_features
-pass "hist=$(has_hist && echo y || echo n) argN=$(has_argN && echo y || echo n) btf=$(has_btf && echo y || echo n) entry_kprobe=$([ -z "$(entry_probe_refused)" ] && echo y || echo "n: $(entry_probe_refused)")"
+pass "hist=$(has_hist && echo y || echo n) argN=$(has_argN && echo y || echo n) btf=$(has_btf && echo y || echo n) entry_kprobe=$([ -z "$(entry_probe_refused)" ] && echo y || echo "n: $(entry_probe_refused)") records=$([ -z "$(kprobe_records_missing)" ] && echo y || echo "n: $(kprobe_records_missing)")"

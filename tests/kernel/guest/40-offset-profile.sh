@@ -9,6 +9,7 @@ profile_hits() { # EVENT -> nhit column of kprobe_profile (it names events
 }
 
 ktest offset_in_function
+need_kprobe_records || exit 0
 step=$(insn_step)
 off=$step
 accepted=
