@@ -78,6 +78,8 @@ expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
 [ "$(same)" = same ] || { echo "--- ours"; head -12 /tmp/ours; echo "--- kernel"; head -12 /tmp/kernel; }
 
 ktest json_symbol_and_numbers
+# (a fresh stderr file: the previous test's still says "Ctrl-C to stop")
+rm -f /tmp/kt.err
 ktrace trace "$OPEN" --json -n 1 -d 20 >/tmp/kt.json 2>/tmp/kt.err &
 kpid=$!
 # (not a fixed sleep: ktrace's startup takes over a second on riscv64 TCG)
