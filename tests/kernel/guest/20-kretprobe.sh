@@ -2,6 +2,8 @@
 . "$KTEST_LIB"
 
 ktest retval_openat2
+# a return probe is a kprobe on the function's entry too
+need_entry_probe && {
 kprobe_add "r4:ktest/openret do_sys_openat2 ret=\$retval:s32" || exit 0
 # the listing keeps the maxactive the kernel accepted
 expect_match "kprobe_events listing" "$(tfs_read kprobe_events)" '^r4:ktest/openret do_sys_openat2 ret=\$retval:s32$'
@@ -17,6 +19,7 @@ expect_match "successful open returns an fd" "$out" \
     expect_match "missing file returns -ENOENT" "$out" \
         '^ *cat-[0-9]+ .* openret: \([a-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=-2$' &&
     pass
+}
 
 # maxactive above the kernel's limit (KRETPROBE_MAXACTIVE_MAX = 4096) is refused
 ktest maxactive_limit

@@ -5,6 +5,7 @@
 . "$KTEST_LIB"
 
 ktest do_wait_deref
+need_entry_probe || exit 0
 if ! grep -q ' do_wait$' /proc/kallsyms; then
     fail "do_wait not in /proc/kallsyms"
     exit 0

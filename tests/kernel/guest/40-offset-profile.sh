@@ -9,7 +9,8 @@ profile_hits() { # EVENT -> nhit column of kprobe_profile (it names events
 }
 
 ktest offset_in_function
-case $KTEST_ARCH in arm64) step=4 ;; *) step=1 ;; esac
+need_kprobe_records || exit 0
+step=$(insn_step)
 off=$step
 accepted=
 rejected=0
@@ -37,6 +38,7 @@ expect_match "fires at the offset" "$out" "^ *cat-[0-9]+ .* off: \\(do_sys_opena
     pass "+$accepted accepted after $rejected rejected"
 
 ktest kprobe_profile_hits
+need_entry_probe || exit 0
 kprobe_add "p:ktest/prof do_sys_openat2" || exit 0
 inst=$(instance_new prof)
 before=$(profile_hits prof)

@@ -2,6 +2,8 @@
 # the session's instance, removed without leftovers; the cleanup time is
 # reported (and kept in $KTEST_OUT) for comparison with uprobes on the host.
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip fifty_kprobes_created_and_removed
 
 ktest fifty_kprobes_created_and_removed
 funcs=$(grep -E '^vfs_[a-z_]+$' "$TRACEFS/available_filter_functions" | sort -u | head -n 50)

@@ -4,6 +4,8 @@
 # definition leaves tracefs as it was and shows the kernel's caret, profiles
 # report hits and kretprobe misses.
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip normal_end_events_and_summary sigINT_cleans_up sigTERM_cleans_up sigHUP_cleans_up broken_pipe_cleans_up sigkill_then_next_run_reaps sigkill_then_clean_reaps concurrent_raw_user_untouched two_sessions_at_once rejected_definition_leaves_nothing rejected_filter_leaves_nothing rejected_hist_trigger_shows_kernel_message kretprobe_profile_misses kprobes_disabled_globally_is_explained finds_tracefs_in_debugfs_and_mounts_it_when_absent features_and_kprobes_switch
 
 OPEN="p:open do_sys_openat2 path=+0($(argreg 2)):ustring"
 

@@ -2,17 +2,21 @@
 # dereference +uOFF, a bitfield, @SYMBOL memory, the symbol type on the
 # instruction pointer, and an event filter on a string field.
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip argN_matches_register user_deref_and_bitfield at_symbol_memory symbol_type_on_ip filter_on_string_field
 
 ktest argN_matches_register
-kprobe_add "p:ktest/args do_sys_openat2 a=+0(\$arg2):ustring r=+0($(argreg 2)):ustring" || exit 0
-inst=$(instance_new args)
-event_enable "$inst" ktest/args
-cat /ktest/env >/dev/null
-event_enable "$inst" ktest/args 0
-out=$(trace_lines "$inst")
-teardown "$inst" ktest/args
-expect_match "\$arg2 and $(argreg 2) agree" "$out" ' args: '"$(at_entry do_sys_openat2)"' a="/ktest/env" r="/ktest/env"$' &&
-    pass
+if need_argN; then
+    kprobe_add "p:ktest/args do_sys_openat2 a=+0(\$arg2):ustring r=+0($(argreg 2)):ustring" || exit 0
+    inst=$(instance_new args)
+    event_enable "$inst" ktest/args
+    cat /ktest/env >/dev/null
+    event_enable "$inst" ktest/args 0
+    out=$(trace_lines "$inst")
+    teardown "$inst" ktest/args
+    expect_match "\$arg2 and $(argreg 2) agree" "$out" ' args: '"$(at_entry do_sys_openat2)"' a="/ktest/env" r="/ktest/env"$' &&
+        pass
+fi
 
 # "/ktest/env" starts with the bytes 2f 6b 74 65: as a little-endian u32
 # 0x65746b2f; bits 8..15 of it are 0x6b = 107 ('k')
@@ -55,7 +59,7 @@ fi
 # pt_regs say: on x86_64 6.1 (ftrace-based probe at +0) it reads +0x1.
 # Check it resolves inside the function and report the offset seen.
 ktest symbol_type_on_ip
-case $KTEST_ARCH in arm64) ip=%pc ;; *) ip=%ip ;; esac
+ip=$(ipreg)
 kprobe_add "p:ktest/ip do_sys_openat2 ip=$ip:symbol" || exit 0
 inst=$(instance_new ip)
 event_enable "$inst" ktest/ip

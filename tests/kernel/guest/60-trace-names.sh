@@ -5,11 +5,13 @@
 # check` against the live kernel. Every run must leave nothing behind
 # (`pass` checks dynamic_events and instances).
 . "$KTEST_LIB"
+# every test here places a kprobe on a function entry
+entry_probes_or_skip entry_argn_registers_and_filename return_value_with_maxactive do_wait_struct_fields offset_inside_function filter_keeps_one_filename stack_on_kprobe wildcard_50_functions profile_hits_in_summary check_live_kernel
 
 short() { tr -s ' ' <"$1" | tr '\n' ';' | cut -c1-400; }
 
 ktest entry_argn_registers_and_filename
-kt do_sys_openat2 "dfd=$(argreg 1):s32" 'flags=arg3:x64' 'filename=+0(arg2):ustring' -d 3
+kt do_sys_openat2 "dfd=$(argreg 1):s32" 'flags=arg3:x64' 'filename=+0(arg2):ustring' -d 60
 cat /ktest/env >/dev/null
 ktwait
 expect_eq "exit status" "$code" 0 &&
@@ -17,7 +19,10 @@ expect_eq "exit status" "$code" 0 &&
     pass "$(grep -m1 'filename="/ktest/env"' /tmp/kt.out | tr -s ' ')"
 
 ktest return_value_with_maxactive
-kt 'r16:oret do_sys_openat2%return' 'ret=$retval:s64' -d 3
+# s32: do_sys_openat2 returns long up to 6.x but int on 7.2, where the
+# upper half of the return register is zero and s64 reads -2 as 4294967294
+# (the kernel's own trace shows the same; arm's long is 32 bits anyway)
+kt 'r16:oret do_sys_openat2%return' 'ret=$retval:s32' -d 60
 during=$(cat "$TRACEFS/dynamic_events")
 cat /ktest/env >/dev/null
 cat /ktest/no-such-file 2>/dev/null
@@ -34,7 +39,7 @@ if ! grep -q ' do_wait$' /proc/kallsyms; then
     skip "no do_wait in kallsyms (inlined)"
 else
     a=$(argreg 1)
-    kt "p:w do_wait wo_type=+0($a):u32 wo_flags=+4($a):u32" -d 3
+    kt "p:w do_wait wo_type=+0($a):u32 wo_flags=+4($a):u32" -d 60
     sh -c 'true' &
     wait $!
     ktwait
@@ -46,12 +51,12 @@ fi
 ktest offset_inside_function
 # x86_64 refuses offsets that are not instruction boundaries: ktrace passes
 # the kernel's refusal on, leaving nothing, and the next offset is tried.
-case $KTEST_ARCH in arm64) step=4 ;; *) step=1 ;; esac
+step=$(insn_step)
 off=$step
 refused=0
 code=1
 while [ "$off" -le 32 ]; do
-    kt "do_sys_openat2+$off" -n 1 -d 3
+    kt "do_sys_openat2+$off" -n 1 -d 60
     cat /ktest/env >/dev/null
     ktwait
     [ "$code" = 0 ] && break
@@ -64,7 +69,7 @@ expect_eq "accepted an offset" "$code" 0 &&
     pass "+$off after $refused refused by the kernel"
 
 ktest filter_keeps_one_filename
-kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' -d 3
+kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' -d 60
 cat /proc/version >/dev/null
 cat /ktest/env >/dev/null
 cat /proc/cmdline >/dev/null
@@ -77,7 +82,7 @@ expect_eq "exit status" "$code" 0 &&
 
 ktest stack_on_kprobe
 # With a filter: only the kept events get a stack, each right after its event.
-kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' --stack -d 3
+kt do_sys_openat2 'fn=+0(arg2):ustring' -f 'fn == "/ktest/env"' --stack -d 60
 cat /proc/version >/dev/null
 cat /ktest/env >/dev/null
 cat /ktest/env >/dev/null
@@ -90,7 +95,9 @@ expect_eq "exit status" "$code" 0 &&
     expect_ge "events" "$nev" 2 &&
     expect_eq "one stack per kept event" "$nst" "$nev" &&
     expect_eq "each stack follows its event, same task" "$after" "$nev" &&
-    expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall)' &&
+    # (on arm the kernel's unwinder stops at an optimized probe's trampoline:
+    # "unwind: Index not found" -- the stack then ends in optimized_callback)
+    expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall|handle_exception|do_trap_ecall_u|optimized_callback)' &&
     pass "$nev events, $nst stacks, $(grep -c '^ => ' /tmp/kt.out) frames; $(grep -m3 '^ => ' /tmp/kt.out | tr '\n' ' ')"
 
 ktest stack_follows_its_event_without_filter
@@ -121,7 +128,7 @@ done
 if [ -z "$pat" ]; then
     fail "no pattern with 50 probe-able functions"
 else
-    kt "$pat" -d 2
+    kt "$pat" -d 60
     cat /ktest/env >/dev/null
     during=$(grep -c "ktrace_p${kpid}_" "$TRACEFS/dynamic_events")
     ktwait
@@ -133,7 +140,7 @@ else
 fi
 
 ktest profile_hits_in_summary
-kt 'p:prof do_sys_openat2' -d 3
+kt 'p:prof do_sys_openat2' -d 60
 for i in 1 2 3 4 5; do cat /ktest/env >/dev/null; done
 ktwait
 hits=$(awk '$1 == "prof" && $2 == "hits" { print $3 }' /tmp/kt.err)
@@ -142,7 +149,9 @@ expect_eq "exit status" "$code" 0 &&
     pass "prof hits $hits"
 
 ktest check_live_kernel
-expect_ok "existing symbol" ktrace check 'p do_sys_openat2 dfd=$arg1' &&
+# $arg1 where the kernel has $argN, the register where it has not
+if has_argN; then a1='$arg1'; else a1=$(argreg 1); fi
+expect_ok "existing symbol" ktrace check "p do_sys_openat2 dfd=$a1" &&
     expect_fail "missing symbol" ktrace check 'p ktrace_no_such_function_x' &&
     expect_match "live message" "$(ktrace check 'p ktrace_no_such_function_x' 2>&1)" 'rejected|error' &&
     expect_ok "offline accepts it" ktrace check --offline 'p ktrace_no_such_function_x' &&
