@@ -33,7 +33,7 @@ impl Symbolizer for KernelSymbols<'_> {
             Ok(t) => t,
             Err(e) => {
                 self.warned.call_once(|| {
-                    eprintln!("ktrace: kernel symbols unavailable ({e}); addresses print as hex");
+                    crate::say!("kernel symbols unavailable ({e}); addresses print as hex");
                 });
                 return None;
             }

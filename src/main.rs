@@ -15,6 +15,44 @@ macro_rules! say {
 }
 pub(crate) use say;
 
+/// `eprintln!` that never panics (see [`say!`]), without the prefix.
+macro_rules! eline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use eline;
+
+/// `eprint!` that never panics.
+macro_rules! eput {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut e = std::io::stderr();
+        let _ = write!(e, $($arg)*);
+        let _ = e.flush();
+    }};
+}
+pub(crate) use eput;
+
+/// `println!` for listings on stdout: a reader that went away (`| head`)
+/// ends the program quietly (exit 0); any other write error (a full disk)
+/// is reported and ends it with exit 1. Never a panic. Only for commands
+/// that hold nothing in tracefs when they print.
+macro_rules! oline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($arg)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            $crate::say!("cannot write to standard output: {e}");
+            std::process::exit(1);
+        }
+    }};
+}
+pub(crate) use oline;
+
 mod btfroute;
 mod cli;
 mod cmd;

@@ -42,19 +42,19 @@ pub fn reap_and_report(root: &Path) -> usize {
         Ok(reaped) => {
             for r in &reaped {
                 match &r.result {
-                    Ok(t) => eprintln!(
+                    Ok(t) => crate::eline!(
                         "ktrace: removed leftovers of dead session {} ({} event(s){})",
                         r.name,
                         t.events_removed,
                         if t.instance_removed { ", instance" } else { "" }
                     ),
-                    Err(e) => eprintln!("ktrace: cannot remove dead session {}: {e}", r.name),
+                    Err(e) => crate::say!("cannot remove dead session {}: {e}", r.name),
                 }
             }
             reaped.len()
         }
         Err(e) => {
-            eprintln!("ktrace: cannot look for leftovers of dead sessions: {e}");
+            crate::say!("cannot look for leftovers of dead sessions: {e}");
             0
         }
     }
@@ -347,7 +347,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Err(e) = self.destroy() {
-            eprintln!("ktrace: cleanup of {} failed: {e:#}", self.name);
+            crate::say!("cleanup of {} failed: {e:#}", self.name);
         }
     }
 }

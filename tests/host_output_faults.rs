@@ -168,3 +168,62 @@ fn sigterm_is_honoured_while_waiting_for_a_fifo_reader() {
     assert_eq!(st.code(), Some(143));
     assert_eq!(state(&root), before);
 }
+
+#[test]
+fn a_full_or_closed_stderr_is_not_a_panic() {
+    // Regression: `… 2>/dev/full` and `… 2>&1 | head -1` panicked (exit
+    // 101) at the first message.
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("stderr");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let st = common::ktrace()
+        .arg("trace")
+        .arg(format!("p:hot {} a=%di", p.place()))
+        .arg("--")
+        .args(["sh", "-c"])
+        .arg(format!("{} 5; exit 0", p.bin.display()))
+        .stdout(Stdio::null())
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0), "stderr on /dev/full");
+    let mut child = common::ktrace()
+        .arg("trace")
+        .arg(format!("p:hot {} a=%di", p.place()))
+        .arg("--")
+        .args(["sh", "-c"])
+        .arg(format!("sleep 0.5; {} 5; exit 0", p.bin.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // the reader is gone (as `| head -1` would be)
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "stderr closed after: {first}");
+    let out = common::ktrace()
+        .args(["list", "--probes"])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot write to standard output"));
+    assert!(
+        state(&root)
+            .instances
+            .iter()
+            .all(|i| !i.contains("_stderr"))
+    );
+}

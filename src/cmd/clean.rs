@@ -27,13 +27,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Some(false) => "dead (would be removed)",
                 None => "unknown owner (left alone)",
             };
-            println!("{name}\t{state}");
+            crate::oline!("{name}\t{state}");
         }
         return Ok(ExitCode::SUCCESS);
     }
     let n = crate::session::reap_and_report(&root);
     if n == 0 {
-        eprintln!("ktrace: nothing to clean");
+        crate::say!("nothing to clean");
     }
     Ok(ExitCode::SUCCESS)
 }

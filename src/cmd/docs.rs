@@ -72,7 +72,7 @@ pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
                 written.push(path);
             }
             for p in &written {
-                println!("{}", p.display());
+                crate::oline!("{}", p.display());
             }
         }
     }

@@ -78,14 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ks = view.kallsyms().map_err(|e| anyhow::anyhow!("{e}"))?;
     if ks.addresses_hidden() {
-        eprintln!(
+        crate::eline!(
             "ktrace: warning: {} shows only zero addresses (kptr_restrict); sizes and the notrace check need root",
             view.kallsyms_path().display()
         );
     }
     match view.blacklist() {
         Some(Err(e)) if args.blacklist.is_some() => anyhow::bail!("{e}"),
-        Some(Err(e)) => eprintln!("ktrace: note: {e}"),
+        Some(Err(e)) => crate::say!("note: {e}"),
         _ => {}
     }
     if let Some(f) = &args.filter_functions
@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let rules = view.rules();
     if view.is_running() && !view.features().is_some_and(|f| f.kprobe_events) {
-        eprintln!(
+        crate::eline!(
             "ktrace: note: this kernel has no kprobe events ({} has no kprobe_events); the list shows what its symbols would allow",
             tracefs
                 .as_deref()
@@ -106,13 +106,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exp = probeable::expand(ks, &rules, pattern);
     for s in &exp.accepted {
         match &s.module {
-            Some(m) => println!("{} [{m}]", s.name),
-            None => println!("{}", s.name),
+            Some(m) => crate::oline!("{} [{m}]", s.name),
+            None => crate::oline!("{}", s.name),
         }
     }
     if args.verbose {
         for (s, why) in &exp.excluded {
-            eprintln!(
+            crate::eline!(
                 "excluded: {}{}: {why}",
                 s.name,
                 s.module
@@ -123,7 +123,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let count = |f: fn(&Exclusion) -> bool| exp.excluded.iter().filter(|(_, w)| f(w)).count();
-    eprintln!(
+    crate::eline!(
         "{} probe-able functions match {pattern:?}; excluded: {} blacklisted, {} notrace, {} not unique, {} preambles, {} not text",
         exp.accepted.len(),
         count(|w| matches!(w, Exclusion::Blacklisted(_))),
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         count(|w| matches!(w, Exclusion::NotText)),
     );
     for r in &exp.skipped_rules {
-        eprintln!("ktrace: note: rule not checked: {r}");
+        crate::say!("note: rule not checked: {r}");
     }
     if exp.accepted.is_empty() {
         return Ok(ExitCode::from(1));
@@ -149,7 +149,7 @@ fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
     for d in &listed {
         let ours = d.group.starts_with("ktrace_");
         let rest = d.line.split_once(' ').map_or("", |(_, r)| r.trim());
-        println!(
+        crate::oline!(
             "{} {:<4} {}/{} {}",
             if ours { "ktrace" } else { "-     " },
             kind_name(&d.line),
@@ -158,7 +158,7 @@ fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
             rest
         );
     }
-    eprintln!("{} dynamic events in {}", listed.len(), root.display());
+    crate::eline!("{} dynamic events in {}", listed.len(), root.display());
     Ok(ExitCode::SUCCESS)
 }
 

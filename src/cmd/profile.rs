@@ -30,20 +30,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(g) => &p.group == g,
         None => args.all || SessionName::parse(&p.group).is_some(),
     });
-    println!(
+    crate::oline!(
         "{:<40} {:<32} {:>12} {:>10}",
-        "GROUP", "EVENT", "HITS", "MISSES"
+        "GROUP",
+        "EVENT",
+        "HITS",
+        "MISSES"
     );
     for p in &rows {
         let misses = p.misses.map_or_else(|| "-".to_string(), |m| m.to_string());
-        println!(
+        crate::oline!(
             "{:<40} {:<32} {:>12} {:>10}",
-            p.group, p.event, p.hits, misses
+            p.group,
+            p.event,
+            p.hits,
+            misses
         );
     }
     for p in &rows {
         if let Some(w) = p.warning() {
-            eprintln!("ktrace: warning: {w}");
+            crate::say!("warning: {w}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let u = s
             .symbolize(addr)
             .with_context(|| format!("{addr:#x} is not mapped in process {pid}"))?;
-        println!("{u}");
+        crate::oline!("{u}");
         return Ok(ExitCode::SUCCESS);
     }
     match &args.elf {
@@ -124,7 +124,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             String::new()
         };
-        println!(
+        crate::oline!(
             "+{off}  {}{bits}",
             declare(&b.type_name(m.type_id), &m.name)
         );
@@ -134,7 +134,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
     if !is_type && let Some((ret, params)) = b.func_params(name) {
         let regs = arch.arg_registers();
         let list: Vec<String> = params.iter().map(|(n, t)| declare(t, n)).collect();
-        println!("{ret} {name}({});", list.join(", "));
+        crate::oline!("{ret} {name}({});", list.join(", "));
         for (i, (n, t)) in params.iter().enumerate() {
             let at = match regs.get(i) {
                 Some(r) => format!("%{r}"),
@@ -143,9 +143,9 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
                 }
                 None => "(stack: no register)".to_string(),
             };
-            println!("  $arg{:<2} {:<8} {}", i + 1, at, declare(t, n));
+            crate::oline!("  $arg{:<2} {:<8} {}", i + 1, at, declare(t, n));
         }
-        println!("  return   %{:<7} {ret}", arch.retval_register());
+        crate::oline!("  return   %{:<7} {ret}", arch.retval_register());
         return Ok(ExitCode::SUCCESS);
     }
     let (_, t) = b
@@ -158,7 +158,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
                 args.btf_file.display()
             )
         })?;
-    println!(
+    crate::oline!(
         "{} {} {{",
         if t.kind == Kind::Union {
             "union"
@@ -176,7 +176,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
             declare(&ty, &m.name)
         };
         if m.bitfield_size > 0 {
-            println!(
+            crate::oline!(
                 "    {:<40} /* {:>5}:{:<2} {:>4} */",
                 format!("{decl}:{};", m.bitfield_size),
                 m.bit_offset / 8,
@@ -184,7 +184,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
                 size
             );
         } else {
-            println!(
+            crate::oline!(
                 "    {:<40} /* {:>5}    {:>4} */",
                 format!("{decl};"),
                 m.bit_offset / 8,
@@ -192,7 +192,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    println!("}};  /* size: {} */", t.size);
+    crate::oline!("}};  /* size: {} */", t.size);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -224,7 +224,7 @@ fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
     let (base, _) = args.pattern.split_once('@').unwrap_or((&args.pattern, ""));
     if !glob::is_glob(base) {
         let t = img.resolve(&args.pattern)?;
-        println!(
+        crate::oline!(
             "{}  vaddr {:#x}  size {:#x}  {}{}",
             t.symbol.display_name(),
             t.vaddr,
@@ -233,12 +233,12 @@ fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
             if t.symbol.local { " LOCAL" } else { "" }
         );
         if t.symbol.kind == SymbolKind::Ifunc {
-            eprintln!(
+            crate::eline!(
                 "ktrace: note: {} is an IFUNC: this is its resolver, which runs once at load time, not the implementation it picks",
                 t.symbol.name
             );
         }
-        println!("{}:{:#x}", path.display(), t.file_offset);
+        crate::oline!("{}:{:#x}", path.display(), t.file_offset);
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows: Vec<&ElfSymbol> = img
@@ -260,15 +260,19 @@ fn run_elf(args: &Args, file: &str) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    println!(
+    crate::oline!(
         "{:>18} {:>18} {:>8} {:<6} {:<6} NAME",
-        "FILE_OFFSET", "VADDR", "SIZE", "TYPE", "TABLE"
+        "FILE_OFFSET",
+        "VADDR",
+        "SIZE",
+        "TYPE",
+        "TABLE"
     );
     for s in rows {
         let off = img
             .vaddr_to_file_offset(s.value)
             .map_or_else(|| "-".to_string(), |o| format!("{o:#x}"));
-        println!(
+        crate::oline!(
             "{off:>18} {:>18} {:>8} {:<6} {:<6} {}{}",
             format!("{:#x}", s.value),
             s.size,
@@ -295,7 +299,7 @@ fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{e}"))
         .context("kernel symbols (use --kallsyms FILE or --elf PATH)")?;
     if ks.addresses_hidden() {
-        eprintln!(
+        crate::eline!(
             "ktrace: warning: {} shows only zero addresses (kptr_restrict); run as root",
             path.display()
         );
@@ -308,7 +312,7 @@ fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
         let l = ks
             .lookup(addr)
             .with_context(|| format!("no kernel symbol contains {addr:#x}"))?;
-        println!("{}", l.to_kernel_string());
+        crate::oline!("{}", l.to_kernel_string());
         return Ok(ExitCode::SUCCESS);
     }
     let (module, pat) = ktrace_symbols::probeable::split_module(&args.pattern);
@@ -340,7 +344,7 @@ fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
         let l = ks
             .lookup(addr)
             .with_context(|| format!("no kernel symbol contains {addr:#x}"))?;
-        println!("{addr:#x} {}", l.to_kernel_string());
+        crate::oline!("{addr:#x} {}", l.to_kernel_string());
         return Ok(ExitCode::SUCCESS);
     }
     let mut n = 0;
@@ -352,14 +356,14 @@ fn run_kernel(args: &Args) -> anyhow::Result<ExitCode> {
             continue;
         }
         if n == 0 {
-            println!("{:>18} T {:>8} NAME", "ADDRESS", "SIZE");
+            crate::oline!("{:>18} T {:>8} NAME", "ADDRESS", "SIZE");
         }
         n += 1;
         let size = ks
             .extent(s)
             .map_or_else(|| "?".to_string(), |z| format!("{z:#x}"));
         let same = ks.count_same(&s.name, None);
-        println!(
+        crate::oline!(
             "{:>18} {} {size:>8} {}{}{}",
             format!("{:#x}", s.addr),
             s.kind,

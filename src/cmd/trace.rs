@@ -127,6 +127,9 @@ struct Run {
     /// The command's exit status, once it has exited.
     status: Option<std::process::ExitStatus>,
     kernel_probes: bool,
+    /// The header of the instance's `trace` file, read before enabling
+    /// (opening `trace` pauses recording while it is open).
+    trace_header: Option<String>,
 }
 
 /// Runs `ktrace trace`.
@@ -190,7 +193,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .into_owned();
             Box::new(TextSink::new(
                 writer,
-                FlagStyle::for_release(&release),
+                run.trace_header
+                    .as_deref()
+                    .map_or(FlagStyle::for_release(&release), |h| {
+                        FlagStyle::from_trace_header(h, &release)
+                    }),
                 symbols,
                 in_ns,
             ))
@@ -388,8 +395,9 @@ fn setup(args: &Args, root: &std::path::Path, view: &KernelView) -> anyhow::Resu
         // buffer again.
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
     }
+    let trace_header = inst.trace_header();
     sess.enable()?;
-    eprintln!(
+    crate::eline!(
         "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
         sess.probes().len(),
         sess.name()
@@ -410,6 +418,7 @@ fn setup(args: &Args, root: &std::path::Path, view: &KernelView) -> anyhow::Resu
         child,
         status: None,
         kernel_probes,
+        trace_header,
     })
 }
 
@@ -522,7 +531,7 @@ fn failed(e: ktrace_stream::Error) -> (Stop, Option<anyhow::Error>) {
 
 fn warn(stream: &mut Stream) {
     for w in stream.take_warnings() {
-        eprintln!("ktrace: {w}");
+        crate::say!("{w}");
     }
 }
 
@@ -577,13 +586,13 @@ fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Resu
         // Measured on 6.18: each enabled uprobe costs ~40-50 ms to switch off
         // (the kernel waits for a grace period per event), instance removal
         // included; the group delete afterwards is ~30 ms for 1000.
-        eprintln!("ktrace: removing {uprobes} uprobes; the kernel takes ~50 ms for each");
+        crate::say!("removing {uprobes} uprobes; the kernel takes ~50 ms for each");
     }
     let cleanup_started = Instant::now();
     let teardown = run.sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
-    eprintln!(
+    crate::eline!(
         "ktrace: cleanup removed {} probe(s){} in {} ms",
         teardown.events_removed,
         if teardown.instance_removed {
@@ -705,9 +714,9 @@ fn summary(
     let line = lost.line();
     let per_cpu = line.split_once(", ").map_or("", |(_, d)| d);
     if lost.lost() == 0 && per_cpu == "0 lost" {
-        eprintln!("ktrace: {} event(s), 0 lost ({why})", tally.events);
+        crate::say!("{} event(s), 0 lost ({why})", tally.events);
     } else {
-        eprintln!(
+        crate::eline!(
             "ktrace: {} event(s), {} lost ({why}): {per_cpu}",
             tally.events,
             lost.lost()
@@ -716,7 +725,7 @@ fn summary(
     match profile {
         Some(p) => {
             if !p.is_empty() {
-                eprintln!(
+                crate::eline!(
                     "  (hits: every hit of the probe by any task, ktrace's own included, \
                      before filters and pid lists; shown: events printed)"
                 );
@@ -724,15 +733,18 @@ fn summary(
             for pr in &p {
                 let seen = tally.per_event.get(&pr.event).copied().unwrap_or(0);
                 let misses = pr.misses.map_or_else(|| "-".to_string(), |m| m.to_string());
-                eprintln!(
+                crate::eline!(
                     "  {:<32} hits {:>10}  misses {:>6}  shown {:>10}",
-                    pr.event, pr.hits, misses, seen
+                    pr.event,
+                    pr.hits,
+                    misses,
+                    seen
                 );
                 if let Some(w) = pr.warning() {
-                    eprintln!("ktrace: warning: {w}");
+                    crate::say!("warning: {w}");
                 }
             }
         }
-        None => eprintln!("ktrace: probe profile unavailable"),
+        None => crate::say!("probe profile unavailable"),
     }
 }

@@ -44,7 +44,7 @@ pub fn build(
     };
     let outcome = resolver.resolve(specs)?;
     for n in &outcome.notes {
-        eprintln!("ktrace: {n}");
+        crate::say!("{n}");
     }
     // The checks need counts of a few kernel names: one cheap kallsyms pass.
     let wanted: Vec<&str> = outcome
@@ -84,7 +84,7 @@ pub fn build(
                         .collect()
                 });
                 if c.uses_btf && native.is_none() {
-                    eprintln!("ktrace: {} compiled with BTF: {}", r.input, c.classic);
+                    crate::say!("{} compiled with BTF: {}", r.input, c.classic);
                 }
                 (c.checked, native)
             }
@@ -96,10 +96,11 @@ pub fn build(
             Err(e) => bail!("{}", rejection_text(&r.input, &e)),
         };
         if def.ignored_args > 0 {
-            eprintln!(
+            crate::eline!(
                 "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
                  and ignores the other {} without a word; they will not be recorded",
-                r.input, def.ignored_args
+                r.input,
+                def.ignored_args
             );
         }
         if def.auto_event {
@@ -141,10 +142,10 @@ pub fn create(
         let tail = rest.split_off(rest.len().min(CHUNK));
         done += rest.len();
         sess.create(rest)?;
-        eprint!("\rktrace: created {done}/{total} probes");
+        crate::eput!("\rktrace: created {done}/{total} probes");
         rest = tail;
     }
-    eprintln!();
+    crate::eline!("");
     Ok(())
 }
 
@@ -183,12 +184,12 @@ pub fn enable_stacks(
     }
     if user {
         if !inst.dir().join("options/userstacktrace").exists() {
-            eprintln!(
+            crate::eline!(
                 "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
                  built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"
             );
         } else if let Err(e) = inst.set_option("userstacktrace", true) {
-            eprintln!("ktrace: note: user stacks unavailable: {e}");
+            crate::say!("note: user stacks unavailable: {e}");
         }
     }
     Ok(())

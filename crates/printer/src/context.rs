@@ -29,6 +29,9 @@ pub enum FlagStyle {
     Classic,
     /// 6.13 and later: 0x02 is NEED_RESCHED_LAZY, resched is `B N L b n l p`.
     Lazy,
+    /// Kernels before the migrate-disable column (5.10: `d.h.`, four
+    /// characters): otherwise as [`FlagStyle::Classic`].
+    ClassicFour,
 }
 
 impl FlagStyle {
@@ -45,7 +48,24 @@ impl FlagStyle {
         }
     }
 
-    /// Writes the 5-character column for `flags` and `preempt_count`.
+    /// The style the running kernel prints, from the header of an
+    /// instance's (empty) `trace` file: one `=>` line per flag column, so
+    /// four lines mean no migrate-disable column (5.10); otherwise the
+    /// release decides what bit 0x02 means.
+    pub fn from_trace_header(header: &str, release: &str) -> FlagStyle {
+        let columns = header
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .filter(|l| l.contains("=>"))
+            .count();
+        match columns {
+            4 => FlagStyle::ClassicFour,
+            _ => FlagStyle::for_release(release),
+        }
+    }
+
+    /// Writes the 5-character column (4 for [`FlagStyle::ClassicFour`]) for
+    /// `flags` and `preempt_count`.
     pub fn write(self, out: &mut Vec<u8>, flags: u8, preempt_count: u8) {
         let irqs_off = flags & IRQS_OFF != 0;
         let bh_off = flags & BH_OFF != 0;
@@ -55,18 +75,20 @@ impl FlagStyle {
             b'd'
         } else if bh_off {
             b'b'
-        } else if self == FlagStyle::Classic && flags & BIT_02 != 0 {
+        } else if self != FlagStyle::Lazy && flags & BIT_02 != 0 {
             b'X'
         } else {
             b'.'
         };
         let c2 = match self {
-            FlagStyle::Classic => match flags & (NEED_RESCHED | PREEMPT_RESCHED) {
-                x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
-                NEED_RESCHED => b'n',
-                PREEMPT_RESCHED => b'p',
-                _ => b'.',
-            },
+            FlagStyle::Classic | FlagStyle::ClassicFour => {
+                match flags & (NEED_RESCHED | PREEMPT_RESCHED) {
+                    x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
+                    NEED_RESCHED => b'n',
+                    PREEMPT_RESCHED => b'p',
+                    _ => b'.',
+                }
+            }
             FlagStyle::Lazy => match flags & (NEED_RESCHED | BIT_02 | PREEMPT_RESCHED) {
                 x if x == NEED_RESCHED | BIT_02 | PREEMPT_RESCHED => b'B',
                 x if x == NEED_RESCHED | PREEMPT_RESCHED => b'N',
@@ -94,7 +116,9 @@ impl FlagStyle {
         let lo = preempt_count & 0xf;
         let hi = preempt_count >> 4;
         out.push(if lo != 0 { hex[lo as usize] } else { b'.' });
-        out.push(if hi != 0 { hex[hi as usize] } else { b'.' });
+        if self != FlagStyle::ClassicFour {
+            out.push(if hi != 0 { hex[hi as usize] } else { b'.' });
+        }
     }
 }
 
@@ -130,6 +154,47 @@ pub fn write_task_cpu(out: &mut Vec<u8>, comm: &str, pid: i32, cpu: usize) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn flag_columns_come_from_the_trace_header() {
+        // The header print_func_help_header_irq() writes before 5.13 (four
+        // columns) and after (five, with migrate-disable).
+        let h510 = "# tracer: nop\n#\n# entries-in-buffer/entries-written: 0/0   #P:2\n#\n\
+#                              _-----=> irqs-off\n\
+#                             / _----=> need-resched\n\
+#                            | / _---=> hardirq/softirq\n\
+#                            || / _--=> preempt-depth\n\
+#                            ||| /     delay\n\
+#           TASK-PID   CPU#  ||||   TIMESTAMP  FUNCTION\n\
+#              | |       |   ||||      |         |\n";
+        let h61 = "# tracer: nop\n#\n\
+#                                _-----=> irqs-off/BH-disabled\n\
+#                               / _----=> need-resched\n\
+#                              | / _---=> hardirq/softirq\n\
+#                              || / _--=> preempt-depth\n\
+#                              ||| / _-=> migrate-disable\n\
+#                              |||| /     delay\n";
+        assert_eq!(
+            FlagStyle::from_trace_header(h510, "5.10.0-33-cloud-amd64"),
+            FlagStyle::ClassicFour
+        );
+        assert_eq!(
+            FlagStyle::from_trace_header(h61, "6.1.0-56-cloud-amd64"),
+            FlagStyle::Classic
+        );
+        assert_eq!(FlagStyle::from_trace_header(h61, "6.18.4"), FlagStyle::Lazy);
+        assert_eq!(
+            FlagStyle::from_trace_header("", "6.1.0"),
+            FlagStyle::Classic
+        );
+        let mut out = Vec::new();
+        FlagStyle::ClassicFour.write(&mut out, IRQS_OFF | HARDIRQ, 0x21);
+        assert_eq!(out, b"d.h1", "5.10 prints four characters");
+        out.clear();
+        FlagStyle::Classic.write(&mut out, IRQS_OFF | HARDIRQ, 0x21);
+        assert_eq!(out, b"d.h12");
+    }
+
     use super::*;
 
     #[test]

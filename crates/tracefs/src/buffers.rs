@@ -175,6 +175,27 @@ impl Instance {
         sel.ok_or_else(|| Error::new(ErrorKind::Parse, "trace_clock names no selected clock"))
     }
 
+    /// The header of the instance's `trace` file (the `#` lines the kernel
+    /// prints before any event; read while the instance is still empty):
+    /// it shows which flag columns this kernel prints.
+    pub fn trace_header(&self) -> Option<String> {
+        use std::io::Read;
+        let mut f = fs::File::open(self.dir().join("trace")).ok()?;
+        let mut buf = vec![0u8; 4096];
+        let n = f.read(&mut buf).ok()?;
+        buf.truncate(n);
+        let text = String::from_utf8_lossy(&buf);
+        Some(
+            text.lines()
+                .take_while(|l| l.starts_with('#'))
+                .fold(String::new(), |mut s, l| {
+                    s.push_str(l);
+                    s.push('\n');
+                    s
+                }),
+        )
+    }
+
     /// The sub-buffer size in bytes (`buffer_subbuf_size_kb`, 6.8 and
     /// later); `None` on kernels that have one page per sub-buffer.
     pub fn subbuf_size(&self) -> Option<usize> {
