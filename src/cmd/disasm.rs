@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use ktrace_disasm::{Arch, Insn, kcore};
 use ktrace_symbols::blacklist::{self, BlacklistEntry};
-use ktrace_symbols::{elf, kallsyms, library};
+use ktrace_symbols::{elf, library};
 
 /// Where ld.so.cache lives (LIB:SYM lookups).
 const LD_SO_CACHE: &str = "/etc/ld.so.cache";
@@ -177,11 +177,15 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         Some((m, n)) => (Some(m), n),
         None => (None, spec),
     };
-    let kpath = args
-        .kallsyms
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc/kallsyms"));
-    let ks = kallsyms::open(&kpath).with_context(|| format!("reading {}", kpath.display()))?;
+    // The kernel view reads kallsyms (the running kernel's, or --kallsyms).
+    let view = match &args.kallsyms {
+        Some(p) => ktrace_symbols::KernelView::running(None).with_kallsyms_file(p),
+        None => ktrace_symbols::KernelView::running(None),
+    };
+    let kpath = view.kallsyms_path().to_path_buf();
+    let ks = view
+        .kallsyms()
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", kpath.display()))?;
     if ks.addresses_hidden() {
         bail!(
             "{} shows no addresses (kptr_restrict): run as root",
@@ -247,7 +251,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         notes.push(line);
     }
     let names = move |addr: u64| {
-        ks.lookup(addr).map(|l| {
+        view.kallsyms().ok()?.lookup(addr).map(|l| {
             format!(
                 "{}+{:#x}{}",
                 l.symbol.name,

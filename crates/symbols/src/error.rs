@@ -11,12 +11,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {}", crate::error::in_words(reason))]
     Io {
         /// The file.
         path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
+        /// What the operating system said (in the message, not repeated as
+        /// a source: a chain printer would show it twice).
+        reason: std::io::Error,
     },
     /// The bytes are not an ELF file this crate can read.
     #[error("{path}: not a readable elf file: {reason}")]
@@ -99,6 +100,37 @@ pub enum Error {
     Tracefs(#[from] ktrace_tracefs::Error),
 }
 
+/// An I/O error in words, without Rust's " (os error N)" suffix.
+pub(crate) fn in_words(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn io_errors_say_the_reason_once() {
+        // Regression: "(os error 2): …(os error 2)" was printed twice.
+        let e = super::Error::io("/nonexistent", std::io::Error::from_raw_os_error(2));
+        let chain = format!("{:#}", anyhow_like(&e));
+        assert_eq!(chain, "cannot read /nonexistent: No such file or directory");
+    }
+
+    /// What `{:#}` of an error chain shows: the message, then each source.
+    fn anyhow_like(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut src = e.source();
+        while let Some(x) = src {
+            s.push_str(&format!(": {x}"));
+            src = x.source();
+        }
+        s
+    }
+}
+
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -106,7 +138,7 @@ impl Error {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            reason: source,
         }
     }
 
