@@ -209,7 +209,8 @@ fn a_full_or_closed_stderr_is_not_a_panic() {
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(0), "stderr closed after: {first}");
     let out = common::ktrace()
-        .args(["list", "--probes"])
+        .args(["syms", "getenv", "--elf"])
+        .arg(common::libc())
         .stdout(
             std::fs::OpenOptions::new()
                 .write(true)

@@ -109,6 +109,26 @@ pub(crate) fn in_words(e: &std::io::Error) -> String {
     }
 }
 
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            reason: source,
+        }
+    }
+
+    pub(crate) fn parse(what: &'static str, at: impl ToString, reason: impl Into<String>) -> Self {
+        Error::Parse {
+            what,
+            at: at.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -128,25 +148,5 @@ mod tests {
             src = x.source();
         }
         s
-    }
-}
-
-/// Result with this crate's [`Error`].
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-impl Error {
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            reason: source,
-        }
-    }
-
-    pub(crate) fn parse(what: &'static str, at: impl ToString, reason: impl Into<String>) -> Self {
-        Error::Parse {
-            what,
-            at: at.to_string(),
-            reason: reason.into(),
-        }
     }
 }
