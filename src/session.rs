@@ -124,6 +124,19 @@ impl Signals {
     }
 }
 
+/// Setup was stopped by signal N before tracing began (the session is
+/// torn down as it is dropped).
+#[derive(Debug, Clone, Copy)]
+pub struct Interrupted(pub i32);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped by signal {} while setting up", self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// One probe of the session: its checked, typed definition (group = the
 /// session's name, event named by `resolve::build`). The text written to the
 /// kernel is rendered from it; nothing re-parses it.

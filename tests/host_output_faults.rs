@@ -228,3 +228,54 @@ fn a_full_or_closed_stderr_is_not_a_panic() {
             .all(|i| !i.contains("_stderr"))
     );
 }
+
+#[test]
+fn ctrl_c_while_creating_many_probes_stops_before_enabling() {
+    // Regression: 200 uprobes and SIGINT at 5 ms: ktrace created and enabled
+    // them all, then spent 9.4 s removing them (the kernel takes a grace
+    // period for each enabled uprobe).
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("manyint");
+    let defs: Vec<String> = (0..1000)
+        .map(|i| format!("p:e{i} {} a=%di", p.place()))
+        .collect();
+    let mut child = common::ktrace()
+        .arg("trace")
+        .args(&defs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tag = format!("ktrace_p{}_", child.id());
+    // SIGINT as soon as the first probes exist.
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(root.join("dynamic_events"))
+        .unwrap_or_default()
+        .contains(&tag)
+    {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no probe appeared");
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+    }
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        Signal::INT,
+    )
+    .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert!(
+        err.contains("while setting up") && !err.contains("Ctrl-C to stop"),
+        "stopped before enabling anything: {err}"
+    );
+    assert!(state(&root).of_pid(child.id()).is_empty(), "{err}");
+}

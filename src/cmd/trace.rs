@@ -168,7 +168,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Some(Output::new(out_file, stop_check));
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let mut run = setup(&args, &root, &view)?;
+    let mut run = match setup(&args, &root, &view, &signals) {
+        Ok(r) => r,
+        Err(e) => {
+            // A signal during setup: what was created is gone (the session
+            // was dropped); exit as for that signal.
+            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
+                crate::say!("{e}; nothing was traced and everything created was removed");
+                return Ok(signal_exit(*sig));
+            }
+            return Err(e);
+        }
+    };
     let symbols = crate::kview::KernelSymbols::new(&view);
     let symbols: &dyn Symbolizer = if run.kernel_probes {
         &symbols
@@ -301,13 +312,26 @@ fn signal_exit(sig: i32) -> ExitCode {
 /// Creates the probes, the instance and its settings, opens the stream,
 /// keeps ktrace's own threads out, enables the probes and starts the
 /// command.
-fn setup(args: &Args, root: &std::path::Path, view: &KernelView) -> anyhow::Result<Run> {
+fn setup(
+    args: &Args,
+    root: &std::path::Path,
+    view: &KernelView,
+    signals: &Signals,
+) -> anyhow::Result<Run> {
+    let stop = || signals.caught();
+    let check = || match stop() {
+        Some(sig) => Err(anyhow::Error::new(session::Interrupted(sig))),
+        None => Ok(()),
+    };
     let mut sess = Session::new(root)?;
     let probes = crate::resolve::build(&sess, &args.defs, args.pid, view)?;
-    crate::resolve::create(&mut sess, probes)?;
+    check()?;
+    crate::resolve::create(&mut sess, probes, &stop)?;
     let inst = sess.create_instance()?.clone();
+    check()?;
     if let Some(kb) = args.buffer_size {
         inst.set_buffer_size_kb(kb)?;
+        check()?;
     }
     if let Some(clock) = &args.clock {
         inst.set_trace_clock(clock)?;
@@ -396,6 +420,9 @@ fn setup(args: &Args, root: &std::path::Path, view: &KernelView) -> anyhow::Resu
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
     }
     let trace_header = inst.trace_header();
+    // The last moment to stop cheaply: removing enabled uprobes costs the
+    // kernel a grace period each (~50 ms), unenabled ones almost nothing.
+    check()?;
     sess.enable()?;
     crate::eline!(
         "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",

@@ -129,23 +129,31 @@ pub fn build(
 pub fn create(
     sess: &mut crate::session::Session,
     probes: Vec<crate::session::Probe>,
+    stop: &dyn Fn() -> Option<i32>,
 ) -> anyhow::Result<()> {
     use std::io::IsTerminal;
-    const CHUNK: usize = 100;
+    // Chunks small enough that a signal is seen within a few ms of writes;
+    // the progress line only on a terminal.
+    const CHUNK: usize = 25;
     let total = probes.len();
-    if total <= CHUNK || !std::io::stderr().is_terminal() {
-        return sess.create(probes);
-    }
+    let progress = total > 100 && std::io::stderr().is_terminal();
     let mut done = 0;
     let mut rest = probes;
     while !rest.is_empty() {
+        if let Some(sig) = stop() {
+            return Err(crate::session::Interrupted(sig).into());
+        }
         let tail = rest.split_off(rest.len().min(CHUNK));
         done += rest.len();
         sess.create(rest)?;
-        crate::eput!("\rktrace: created {done}/{total} probes");
+        if progress {
+            crate::eput!("\rktrace: created {done}/{total} probes");
+        }
         rest = tail;
     }
-    crate::eline!("");
+    if progress {
+        crate::eline!("");
+    }
     Ok(())
 }
 
