@@ -158,3 +158,59 @@ fn too_many_arguments_are_refused_as_the_host_kernel_does() {
     );
     assert!(out.status.success(), "{stdout}");
 }
+
+#[test]
+fn a_bad_group_is_refused_not_silently_dropped() {
+    // Regression (issue 14 #20): `p:../evil` silently lost its group.
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("badgroup");
+    let before = state(&root);
+    let (out, _, err) = run(
+        &root,
+        &[
+            "trace".into(),
+            t.def("p:../evil", ""),
+            "-d".into(),
+            "1".into(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("Group name must follow the same rules as C identifiers"),
+        "{err}"
+    );
+    assert_eq!(state(&root), before);
+    let (out, _, err) = run(
+        &root,
+        &[
+            "trace".into(),
+            t.def("p:mine/ev", ""),
+            "-d".into(),
+            "0.5".into(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("replaced by the session's own group"), "{err}");
+}
+
+#[test]
+fn a_uprobe_on_an_elf_of_another_architecture_is_refused() {
+    // Regression (issue 14 #20): an aarch64 ELF was accepted on x86_64 (the
+    // probe can never fire). The copy of /bin/true is marked aarch64
+    // (e_machine 183) in its header.
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("foreign");
+    let mut bytes = std::fs::read(&t.path).unwrap();
+    bytes[18..20].copy_from_slice(&183u16.to_le_bytes());
+    std::fs::write(&t.path, &bytes).unwrap();
+    let before = state(&root);
+    let (out, _, err) = run(
+        &root,
+        &["trace".into(), t.def("p:ev", ""), "-d".into(), "1".into()],
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is an ELF file for arm64"), "{err}");
+    assert_eq!(state(&root), before);
+}

@@ -26,7 +26,7 @@ use ktrace_probe::Arch;
 use ktrace_symbols::KernelView;
 use ktrace_symbols::glob;
 use ktrace_symbols::probeable::{self, Exclusion};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where ld.so.cache lives.
 pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
@@ -332,6 +332,48 @@ pub struct Resolver<'k> {
     pub group: String,
 }
 
+/// Refuses a uprobe on an ELF file built for another architecture than
+/// this machine's: the kernel takes it (an offset is only an offset) but it
+/// can never fire, since the file cannot run here. Files that are not ELF
+/// or cannot be read are left to the kernel's own check.
+fn refuse_foreign_elf(path: &Path, arch: Arch) -> anyhow::Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 20];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Ok(());
+    };
+    if f.read_exact(&mut head).is_err() || &head[..4] != b"\x7fELF" {
+        return Ok(());
+    }
+    let machine = match head[5] {
+        2 => u16::from_be_bytes([head[18], head[19]]),
+        _ => u16::from_le_bytes([head[18], head[19]]),
+    };
+    let (want, name) = match arch {
+        Arch::X86_64 => (62, "x86_64"),
+        Arch::Arm64 => (183, "arm64"),
+        Arch::Arm => (40, "arm"),
+        Arch::Riscv64 => (243, "riscv64"),
+        _ => return Ok(()),
+    };
+    let theirs = match machine {
+        62 => "x86_64",
+        183 => "arm64",
+        40 => "arm",
+        243 => "riscv",
+        3 => "i386",
+        _ => "another architecture",
+    };
+    if machine != want {
+        bail!(
+            "{} is an ELF file for {theirs} (e_machine {machine}); this machine is {name}, \
+             so it never runs here and a uprobe on it would never fire",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// The event of a written `EVENT` or `GROUP/EVENT` name.
 fn event_part(name: &str) -> &str {
     name.rsplit_once('/').map_or(name, |(_, e)| e)
@@ -375,6 +417,25 @@ impl Resolver<'_> {
             });
             return Ok(());
         };
+        if let Some((group, _)) = spec.name.as_deref().and_then(|n| n.rsplit_once('/')) {
+            // ktrace puts every probe in its own group; a group written
+            // anyway is checked as the kernel would, never silently dropped.
+            let good = group
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && group.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !good {
+                bail!(
+                    "{input:?}: group {group:?}: Group name must follow the same rules as C \
+                     identifiers (the kernel's verdict); ktrace puts every probe in its own \
+                     group, so leave the group out"
+                );
+            }
+            out.notes.push(format!(
+                "{input:?}: group {group:?} replaced by the session's own group"
+            ));
+        }
         let place = classify(&spec.place, &|m| self.kernel.is_module(m));
         let user = matches!(place, Place::UserOffset | Place::UserSymbol);
         let args = spec
@@ -401,12 +462,19 @@ impl Resolver<'_> {
             spec.kernel_symbols()
         };
         match place {
-            Place::Kernel | Place::UserOffset => out.defs.push(Resolved {
-                input: input.to_string(),
-                line: line(&spec.place),
-                auto_name: None,
-                symbols,
-            }),
+            Place::Kernel | Place::UserOffset => {
+                if place == Place::UserOffset
+                    && let Some((path, _)) = spec.place.rsplit_once(':')
+                {
+                    refuse_foreign_elf(Path::new(path), self.arch)?;
+                }
+                out.defs.push(Resolved {
+                    input: input.to_string(),
+                    line: line(&spec.place),
+                    auto_name: None,
+                    symbols,
+                })
+            }
             Place::UserSymbol => {
                 let up = ktrace_symbols::library::resolve_user_probe(
                     &spec.place,
@@ -414,6 +482,7 @@ impl Resolver<'_> {
                     &self.ldcache,
                 )
                 .with_context(|| format!("cannot resolve {:?}", spec.place))?;
+                refuse_foreign_elf(&up.path, self.arch)?;
                 let location = up.to_kernel_location();
                 out.notes.push(format!(
                     "{} -> {location} ({} at {:#x})",
