@@ -56,6 +56,41 @@ impl<W: Write> Out<W> {
     }
 }
 
+/// The `Sink` methods the text and JSON sinks share: both printers write a
+/// record with `write_line` and a loss notice with `write_lost`.
+macro_rules! line_sink_methods {
+    () => {
+        #[inline]
+        fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+            let p = printer(&mut self.printer)?;
+            p.write_line(
+                &mut self.out.buf,
+                ev.cpu,
+                ev.ts,
+                ev.data,
+                ev.common,
+                Some(&ev.info.event),
+                ev.names,
+            );
+            self.out.maybe_write()?;
+            Ok(Flow::Continue)
+        }
+
+        fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
+            printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
+            self.out.maybe_write()
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            self.out.flush()
+        }
+
+        fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+            self.out.flush()
+        }
+    };
+}
+
 /// The kernel's `trace` text.
 pub struct TextSink<'a, W: Write> {
     out: Out<W>,
@@ -99,34 +134,7 @@ impl<W: Write> Sink for TextSink<'_, W> {
         Ok(())
     }
 
-    #[inline]
-    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
-        let p = printer(&mut self.printer)?;
-        p.write_line(
-            &mut self.out.buf,
-            ev.cpu,
-            ev.ts,
-            ev.data,
-            ev.common,
-            Some(&ev.info.event),
-            ev.names,
-        );
-        self.out.maybe_write()?;
-        Ok(Flow::Continue)
-    }
-
-    fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
-        printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
-        self.out.maybe_write()
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-
-    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
-        self.out.flush()
-    }
+    line_sink_methods!();
 }
 
 fn printer<T>(p: &mut Option<T>) -> io::Result<&mut T> {
@@ -163,34 +171,7 @@ impl<W: Write> Sink for JsonSink<'_, W> {
         Ok(())
     }
 
-    #[inline]
-    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
-        let p = printer(&mut self.printer)?;
-        p.write_line(
-            &mut self.out.buf,
-            ev.cpu,
-            ev.ts,
-            ev.data,
-            ev.common,
-            Some(&ev.info.event),
-            ev.names,
-        );
-        self.out.maybe_write()?;
-        Ok(Flow::Continue)
-    }
-
-    fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
-        printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
-        self.out.maybe_write()
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-
-    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
-        self.out.flush()
-    }
+    line_sink_methods!();
 }
 
 /// `ts cpu pid system:event field=value...` lines.
