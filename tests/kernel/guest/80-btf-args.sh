@@ -30,7 +30,7 @@ fi
 # write_def DEF — write what `ktrace check --json` says to write; prints it
 write_def() {
     _w=$(ktrace check --json "$1" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
-    [ -n "$_w" ] || { fail "ktrace check did not accept '$1': $(ktrace check "$1" 2>&1)"; return 1; }
+    [ -n "$_w" ] || { echo "ktrace check did not accept '$1': $(ktrace check "$1" 2>&1)" >&2; return 1; }
     echo "$_w"
 }
 
@@ -40,15 +40,22 @@ if [ ! -e /sys/kernel/btf/vmlinux ]; then
 else
     echo hello >"$KNOWN"
     ino=$(stat -c %i "$KNOWN")
-    w=$(write_def "$DEF") || exit 0
-    r=$(write_def "$RDEF") || exit 0
-    o=$(write_def "$ODEF") || exit 0
+    # do_filp_open is inlined on some kernels (x86_64 7.2): no return probe
+    # on it there, and the f_flags-of-the-returned-file check is left out.
+    if grep -q ' [tT] do_filp_open$' /proc/kallsyms; then
+        o=$(write_def "$ODEF") || o=FAILED
+    else
+        o=
+    fi
+    w=$(write_def "$DEF") || w=FAILED
+    r=$(write_def "$RDEF") || r=FAILED
     echo "written: $w" | tee -a "$KTEST_OUT/btf-written.txt"
     echo "written: $r" | tee -a "$KTEST_OUT/btf-written.txt"
-    echo "written: $o" | tee -a "$KTEST_OUT/btf-written.txt"
+    echo "written: ${o:-(no do_filp_open: inlined)}" | tee -a "$KTEST_OUT/btf-written.txt"
+    case "$w $r $o" in *FAILED*) fail "ktrace check did not accept a definition (console above)"; exit 0 ;; esac
     kprobe_add "$w" || exit 0
     kprobe_add "$r" || exit 0
-    kprobe_add "$o" || exit 0
+    if [ -n "$o" ]; then kprobe_add "$o" || exit 0; fi
     # ktrace's readback equals the kernel's, on either route
     kread=$(grep ' vfs_read name=' "$TRACEFS/kprobe_events")
     oread=$(ktrace check "$DEF" | sed -n 's/^ok: //p')
@@ -56,7 +63,7 @@ else
     inst=$(instance_new btf)
     event_enable "$inst" ktest/btfrd
     event_enable "$inst" ktest/btfret
-    event_enable "$inst" ktest/btfopen
+    [ -z "$o" ] || event_enable "$inst" ktest/btfopen
     exec 3<"$KNOWN"
     flags=$(sed -n 's/^flags:[[:space:]]*//p' /proc/$$/fdinfo/3)
     # dd reads with read(2) (busybox cat may use sendfile, which vfs_read never sees)
@@ -64,7 +71,7 @@ else
     exec 3<&-
     event_enable "$inst" ktest/btfrd 0
     event_enable "$inst" ktest/btfret 0
-    event_enable "$inst" ktest/btfopen 0
+    [ -z "$o" ] || event_enable "$inst" ktest/btfopen 0
     # busybox may run an applet inside the shell (a NOFORK applet): match the return
     # probe to the reader by the pid of the entry event that saw the file.
     all=$(trace_lines "$inst")
@@ -76,16 +83,20 @@ else
     fmt=$(cat "$TRACEFS/events/ktest/btfrd/format")
     echo "$fmt" >"$KTEST_OUT/btf-format.txt"
     echo "$opens" | sed 's/^.*: \(btf[a-z]*: \)/\1/' | tee -a "$KTEST_OUT/btf-fields.txt"
-    teardown "$inst" ktest/btfrd ktest/btfret ktest/btfopen
+    if [ -n "$o" ]; then
+        teardown "$inst" ktest/btfrd ktest/btfret ktest/btfopen
+    else
+        teardown "$inst" ktest/btfrd ktest/btfret
+    fi
     fdec=$(printf %d "0$flags")
     expect_eq "readback" "$oread" "$kread" &&
     expect_match "basename, inode, f_flags, count field" "$out" \
         ' btfrd: '"$(at_entry vfs_read)"' name="btf-known-name.txt" ino='"$ino"' arg3='"$fdec"' count=[0-9]+$' &&
-        expect_match "f_flags of the returned file" "$opens" ' btfopen: \(.*<- do_filp_open\) arg1='"$fdec"' arg2=0x[0-9a-f]+$' &&
+        { [ -z "$o" ] || expect_match "f_flags of the returned file" "$opens" ' btfopen: \(.*<- do_filp_open\) arg1='"$fdec"' arg2=0x[0-9a-f]+$'; } &&
         # $retval alone is classic: typed (s64) where the kernel reads BTF, the
         # raw register (x64) on 6.1, as the kernel itself prints it
         expect_match "retval of the read of 6 bytes" "$out" ' btfret: \(.*<- .*\) arg1=(6|0x6)$' &&
-        pass "ino=$ino f_flags=$fdec"
+        pass "ino=$ino f_flags=$fdec${o:+; do_filp_open's return checked}"
 fi
 
 # Misuse: the kernel's messages and carets. On a kernel that reads BTF names,
