@@ -151,6 +151,9 @@ pub struct Rules<'a> {
     /// Whether the kernel refuses notrace functions (true unless the kernel
     /// has `CONFIG_KPROBE_EVENTS_ON_NOTRACE=y`).
     pub notrace_refused: bool,
+    /// Whether the kernel refuses a name several symbols carry ("The symbol
+    /// is not unique", 6.6, backported to 6.1; Debian's 5.10 takes the first).
+    pub unique_required: bool,
 }
 
 /// The outcome of checking one symbol or expanding one pattern.
@@ -232,7 +235,7 @@ pub fn check(
         None
     };
     let count = ks.count_same(&sym.name, scope);
-    if count > 1 {
+    if count > 1 && rules.unique_required {
         return Some(Exclusion::NotUnique(count));
     }
     None
@@ -328,6 +331,7 @@ ffffffffc0001100 t other\t[foo]
         let ks = Kallsyms::parse(TABLE).unwrap();
         let rules = Rules {
             notrace_refused: true,
+            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "vfs_*");
@@ -367,6 +371,7 @@ ffffffffc0001100 t other\t[foo]
             blacklist: Some(&bl),
             ftrace: Some(&ft),
             notrace_refused: true,
+            unique_required: true,
         };
         let e = expand(&ks, &rules, "vfs_*");
         assert_eq!(names(&e), ["vfs_read", "vfs_write"]);
@@ -407,6 +412,7 @@ ffffffffc0001100 t other\t[foo]
         let rules = Rules {
             ftrace: Some(&ft),
             notrace_refused: true,
+            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "vfs_*");
@@ -437,6 +443,7 @@ ffffffffc0001100 t other\t[foo]
         let rules = Rules {
             ftrace: Some(&ft),
             notrace_refused: true,
+            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "__softirqentry_text_*");
