@@ -152,7 +152,9 @@ pub struct Rules<'a> {
     /// has `CONFIG_KPROBE_EVENTS_ON_NOTRACE=y`).
     pub notrace_refused: bool,
     /// Whether the kernel refuses a name several symbols carry ("The symbol
-    /// is not unique", 6.6, backported to 6.1; Debian's 5.10 takes the first).
+    /// is not unique", 6.6, backported to 6.1). Without it (Debian's 5.10)
+    /// the kernel probes the first symbol of the name, so only that one
+    /// counts, with its own verdict.
     pub unique_required: bool,
 }
 
@@ -235,8 +237,20 @@ pub fn check(
         None
     };
     let count = ks.count_same(&sym.name, scope);
-    if count > 1 && rules.unique_required {
-        return Some(Exclusion::NotUnique(count));
+    if count > 1 {
+        if rules.unique_required {
+            return Some(Exclusion::NotUnique(count));
+        }
+        // A kernel without the uniqueness check probes the first symbol of
+        // that name (kallsyms_lookup_name walks the table in address order):
+        // the others of the name can never be probed by it.
+        let first = ks
+            .by_name(&sym.name, scope)
+            .into_iter()
+            .min_by_key(|s| (s.module.is_some(), s.addr));
+        if first.is_some_and(|f| f.addr != sym.addr || f.module != sym.module) {
+            return Some(Exclusion::NotUnique(count));
+        }
     }
     None
 }
