@@ -187,13 +187,6 @@ impl KernelView {
             blacklist: self.blacklist().and_then(|r| r.ok()),
             ftrace: self.ftrace(),
             notrace_refused: self.notrace_refused(),
-            // The kernel announces nothing about it; decided as the checker
-            // decides it (ktrace_probe::kernel::Features::non_unique_symbol):
-            // from the release, unknown releases counting as new.
-            unique_required: self
-                .release()
-                .and_then(|r| r.parse::<ktrace_probe::KernelVersion>().ok())
-                .is_none_or(|v| v.features().non_unique_symbol),
         }
     }
 

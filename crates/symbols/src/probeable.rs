@@ -151,11 +151,6 @@ pub struct Rules<'a> {
     /// Whether the kernel refuses notrace functions (true unless the kernel
     /// has `CONFIG_KPROBE_EVENTS_ON_NOTRACE=y`).
     pub notrace_refused: bool,
-    /// Whether the kernel refuses a name several symbols carry ("The symbol
-    /// is not unique", 6.6, backported to 6.1). Without it (Debian's 5.10)
-    /// the kernel probes the first symbol of the name, so only that one
-    /// counts, with its own verdict.
-    pub unique_required: bool,
 }
 
 /// The outcome of checking one symbol or expanding one pattern.
@@ -238,19 +233,7 @@ pub fn check(
     };
     let count = ks.count_same(&sym.name, scope);
     if count > 1 {
-        if rules.unique_required {
-            return Some(Exclusion::NotUnique(count));
-        }
-        // A kernel without the uniqueness check probes the first symbol of
-        // that name (kallsyms_lookup_name walks the table in address order):
-        // the others of the name can never be probed by it.
-        let first = ks
-            .by_name(&sym.name, scope)
-            .into_iter()
-            .min_by_key(|s| (s.module.is_some(), s.addr));
-        if first.is_some_and(|f| f.addr != sym.addr || f.module != sym.module) {
-            return Some(Exclusion::NotUnique(count));
-        }
+        return Some(Exclusion::NotUnique(count));
     }
     None
 }
@@ -345,7 +328,6 @@ ffffffffc0001100 t other\t[foo]
         let ks = Kallsyms::parse(TABLE).unwrap();
         let rules = Rules {
             notrace_refused: true,
-            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "vfs_*");
@@ -385,7 +367,6 @@ ffffffffc0001100 t other\t[foo]
             blacklist: Some(&bl),
             ftrace: Some(&ft),
             notrace_refused: true,
-            unique_required: true,
         };
         let e = expand(&ks, &rules, "vfs_*");
         assert_eq!(names(&e), ["vfs_read", "vfs_write"]);
@@ -426,7 +407,6 @@ ffffffffc0001100 t other\t[foo]
         let rules = Rules {
             ftrace: Some(&ft),
             notrace_refused: true,
-            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "vfs_*");
@@ -457,7 +437,6 @@ ffffffffc0001100 t other\t[foo]
         let rules = Rules {
             ftrace: Some(&ft),
             notrace_refused: true,
-            unique_required: true,
             ..Rules::default()
         };
         let e = expand(&ks, &rules, "__softirqentry_text_*");

@@ -41,7 +41,6 @@ fn window_agrees(ver: &str, ftrace_file: &str) {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
         notrace_refused: true,
-        unique_required: true,
     };
     let verdicts = fixture(&format!("kprobe-verdicts-{ver}-x86_64-window.txt"));
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
@@ -99,7 +98,6 @@ fn sample_agrees(ver: &str, arch: &str, ftrace_file: &str) {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
         notrace_refused: true,
-        unique_required: true,
     };
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();

@@ -77,9 +77,17 @@ grep -c " ok " "$out/verdicts"
 # refusals are reported, not failed; every other disagreement fails.
 unmodelled=$(grep -E "REFUSED [^ ]*\.cold$" "$out/verdicts" | tr '\n' ' ')
 wrong=$(grep -E "REFUSED|TAKEN" "$out/verdicts" | grep -vE "REFUSED [^ ]*\.cold$")
-expect_ge "verdicts" "$(wc -l < "$out/verdicts")" 20 &&
-expect_empty "ktrace list disagrees with the kernel" "$wrong" &&
-pass "${unmodelled:+refused .cold fragments, not modelled: $unmodelled}"
+if grep -q '^excluded(not unique) TAKEN' "$out/verdicts"; then
+    # Kernels without the "symbol is not unique" check (before its 6.1
+    # backport; Debian's 5.10) probe the first symbol of a name: ktrace list
+    # assumes the check and leaves such names out, which is safe but not
+    # what this kernel does.
+    skip "this kernel takes non-unique names ($(grep -c '^excluded(not unique) TAKEN' "$out/verdicts") of the sample): ktrace list's rules model kernels with the uniqueness check"
+else
+    expect_ge "verdicts" "$(wc -l < "$out/verdicts")" 20 &&
+    expect_empty "ktrace list disagrees with the kernel" "$wrong" &&
+    pass "${unmodelled:+refused .cold fragments, not modelled: $unmodelled}"
+fi
 
 # Every text symbol of one contiguous kallsyms window, tried one by one:
 # the kernel's own verdicts, kept as a fixture (tests/fixtures/*-window-*).
