@@ -146,7 +146,8 @@ i=1
 while [ "$i" -le 129 ]; do many="$many \\$i"; i=$((i + 1)); done
 # What this kernel does with 129 (6.1 keeps 128 silently; 6.15+ refuses
 # "Too many arguments are specified"): asked of the kernel, in a scratch group.
-if echo "p:ktmany/m${many#p:many}" >>"$TRACEFS/kprobe_events" 2>/dev/null; then
+echo >"$TRACEFS/error_log"
+if printf '%s\n' "p:ktmany/m${many#p:many}" >>"$TRACEFS/kprobe_events" 2>/dev/null; then
     echo "-:ktmany/m" >>"$TRACEFS/kprobe_events"
     kt "$many" -n 1 -d 5
     cat /ktest/env >/dev/null
@@ -156,8 +157,9 @@ if echo "p:ktmany/m${many#p:many}" >>"$TRACEFS/kprobe_events" 2>/dev/null; then
         expect_match "event recorded" "$(cat /tmp/kt.out)" " many: " &&
         expect_ok "check agrees (the kernel keeps 128)" ktrace check "$many" &&
         pass "$(grep -m1 'warning' /tmp/kt.err)"
+elif ! grep -q 'Too many arguments' "$TRACEFS/error_log"; then
+    skip "the kernel refused the 129-argument probe for another reason: $(sed -n 's/.*error: //p' "$TRACEFS/error_log" | head -n 1)"
 else
-    echo >"$TRACEFS/error_log"
     kt "$many" -n 1 -d 5
     ktwait
     expect_eq "exit status" "$code" 1 &&
