@@ -158,7 +158,7 @@ if printf '%s\n' "p:ktmany/m${many#p:many}" >>"$TRACEFS/kprobe_events" 2>/dev/nu
         expect_ok "check agrees (the kernel keeps 128)" ktrace check "$many" &&
         pass "$(grep -m1 'warning' /tmp/kt.err)"
 elif ! grep -q 'Too many arguments' "$TRACEFS/error_log"; then
-    skip "the kernel refused the 129-argument probe for another reason: $(sed -n 's/.*error: //p' "$TRACEFS/error_log" | head -n 1)"
+    skip "the kernel refused a raw 129-argument probe without saying \"Too many arguments\" (error_log: $(sed -n 's/.*error: //p' "$TRACEFS/error_log" | head -n 1))"
 else
     kt "$many" -n 1 -d 5
     ktwait
