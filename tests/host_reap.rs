@@ -10,7 +10,7 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Target, serial, start_trace, state, tracefs};
+use common::{Target, serial, state, tracefs};
 use rustix::process::Signal;
 
 fn clean(extra: &[&str]) -> (bool, String) {
@@ -35,11 +35,7 @@ fn zombie_owner_is_reaped_before_its_parent_waits() {
     let Some(root) = tracefs() else { return };
     let _s = serial();
     let t = Target::new("zombie");
-    let run = start_trace(
-        &[t.def("p:ev", ""), "-d".into(), "60".into()],
-        Stdio::null(),
-        &[],
-    );
+    let run = common::start_minute_session(&t);
     let pid = run.child.id();
     run.signal(Signal::KILL);
     // Not waited for: the dead ktrace stays a zombie until `finish` below.
@@ -173,11 +169,7 @@ fn a_reaper_in_another_pid_namespace_leaves_live_sessions_alone() {
     let Some(root) = tracefs() else { return };
     let _s = serial();
     let t = Target::new("nsreaper");
-    let run = start_trace(
-        &[t.def("p:ev", ""), "-d".into(), "60".into()],
-        Stdio::null(),
-        &[],
-    );
+    let run = common::start_minute_session(&t);
     let pid = run.child.id();
     let before = state(&root);
     let out = Command::new("unshare")
@@ -205,11 +197,7 @@ fn two_concurrent_cleans_report_one_removal() {
     let Some(root) = tracefs() else { return };
     let _s = serial();
     let t = Target::new("twoclean");
-    let run = start_trace(
-        &[t.def("p:ev", ""), "-d".into(), "60".into()],
-        Stdio::null(),
-        &[],
-    );
+    let run = common::start_minute_session(&t);
     let pid = run.child.id();
     run.signal(Signal::KILL);
     let (code, _) = run.finish();

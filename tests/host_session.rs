@@ -72,11 +72,7 @@ fn signal_case(sig: Signal, tag: &str, want_code: i32) {
     let Some(root) = tracefs() else { return };
     let _s = serial();
     let t = Target::new(tag);
-    let run = start_trace(
-        &[t.def("p:ev", ""), "-d".into(), "60".into()],
-        Stdio::null(),
-        &[],
-    );
+    let run = common::start_minute_session(&t);
     let pid = run.child.id();
     assert_eq!(state(&root).of_pid(pid).len(), 2);
     t.hit(2);
@@ -156,11 +152,7 @@ fn sigkill_leftovers_are_reaped_by_the_next_run_and_by_clean() {
     let _s = serial();
     let t = Target::new("kill");
     for reaper in [["clean"].as_slice(), ["profile"].as_slice()] {
-        let run = start_trace(
-            &[t.def("p:ev", ""), "-d".into(), "60".into()],
-            Stdio::null(),
-            &[],
-        );
+        let run = common::start_minute_session(&t);
         let pid = run.child.id();
         run.signal(Signal::KILL);
         let (code, _) = run.finish();

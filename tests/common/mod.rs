@@ -351,3 +351,13 @@ pub fn session_pid(stderr: &str) -> u32 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no session name in: {stderr}"))
 }
+
+/// `ktrace trace` of one entry probe `p:ev` on `t`, up to a minute long,
+/// stdout discarded: the session the lifecycle tests signal or kill.
+pub fn start_minute_session(t: &Target) -> Running {
+    start_trace(
+        &[t.def("p:ev", ""), "-d".into(), "60".into()],
+        Stdio::null(),
+        &[],
+    )
+}
