@@ -11,25 +11,22 @@
 //! count, the traced command's exit, or SIGINT/SIGTERM/SIGHUP; the summary
 //! goes to stderr.
 //!
-//! Test-only: when the environment variable `KTRACE_TEST_PANIC` is set, the
-//! run loop panics once the probes are enabled, so tests can prove that a
-//! panic still tears the session down. It has no other use.
+//! The lifecycle (setup, stream loop, drain, teardown, summary) is
+//! crate::live's, shared with the other tracing commands; this module
+//! chooses the sink and the destination.
 
 use std::io;
-use std::process::{Child, ExitCode};
+use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use ktrace_printer::{FlagStyle, JsonSink, NoSymbols, RawSink, Symbolizer, TextSink, clock_in_ns};
-use ktrace_stream::{EndOfRun, Options, ProbeSpec, Sink, Status, Stream};
+use ktrace_stream::Sink;
 use ktrace_symbols::KernelView;
 
+use crate::live::{self, RunArgs, Stop};
 use crate::output::{self, Output, Target};
-use crate::session::{self, Session, Signals, Tally};
-
-/// How full (percent) a CPU's buffer must be before its reader wakes.
-const BUFFER_PERCENT: u32 = 25;
+use crate::session::{self, Signals};
 
 /// Arguments of `ktrace trace`.
 #[derive(Debug, clap::Args)]
@@ -46,28 +43,10 @@ pub struct Args {
     /// options/userstacktrace.
     #[arg(long)]
     pub stack: bool,
-    /// Event filter applied to every probe (the kernel's filter language).
-    #[arg(short = 'f', long)]
-    pub filter: Option<String>,
-    /// Trigger added to every probe (e.g. 'traceoff:1', 'stacktrace').
-    #[arg(long)]
-    pub trigger: Option<String>,
-    /// Stop after this many seconds (a finite number above zero).
-    #[arg(short = 'd', long, value_name = "SECONDS", value_parser = crate::cli::seconds)]
-    pub duration: Option<f64>,
-    /// Stop after this many events (at least 1).
-    #[arg(short = 'n', long, value_name = "COUNT", value_parser = crate::cli::count)]
-    pub count: Option<u64>,
-    /// Only events of this process (its threads and the children it forks).
-    #[arg(short = 'p', long)]
-    pub pid: Option<u32>,
-    /// Per-CPU buffer size of the session's instance, in KiB (at most the
-    /// machine's memory).
-    #[arg(long, value_name = "KB", value_parser = crate::cli::buffer_kb)]
-    pub buffer_size: Option<u64>,
-    /// Trace clock of the session's instance (see tracefs trace_clock).
-    #[arg(long)]
-    pub clock: Option<String>,
+    /// The options of the run (filter, trigger, -d, -n, -p, buffer, clock,
+    /// the command).
+    #[command(flatten)]
+    pub run: RunArgs,
     /// Print events as JSON lines (typed values) instead of the kernel's
     /// text.
     #[arg(long, conflicts_with = "raw")]
@@ -79,32 +58,6 @@ pub struct Args {
     /// Write events to FILE instead of stdout (the summary stays on stderr).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
-    /// Command to run and trace (with the processes it forks); tracing
-    /// stops when it exits, and ktrace exits with its status (128+N when a
-    /// signal N killed it). When -d, -n or a signal ends tracing first, the
-    /// command is left running, not killed.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
-
-/// Why the run loop stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    Duration,
-    Count,
-    CommandExited,
-    /// The process of `-p PID` is gone.
-    ProcessExited,
-    Signal(i32),
-    /// The output's reader went away (EPIPE): a quiet stop.
-    OutputClosed,
-    /// A write was given up because a stop was asked for (a signal, the
-    /// deadline) while the output was not being read.
-    Stopped,
-    /// Writing the output failed (a full disk, an I/O error): exit 1.
-    OutputFailed,
-    /// Reading the ring buffer failed: exit 1.
-    ReadFailed,
 }
 
 /// The output format.
@@ -113,23 +66,6 @@ enum Format {
     Text,
     Json,
     Raw,
-}
-
-/// What setup made: the session with its probes enabled, the stream
-/// reading its instance, and the traced command.
-/// (Fields drop in order: the stream, closing the per-CPU buffers, before
-/// the session, whose teardown removes the instance.)
-struct Run {
-    stream: Stream,
-    sess: Session,
-    inst: ktrace_tracefs::Instance,
-    child: Option<Child>,
-    /// The command's exit status, once it has exited.
-    status: Option<std::process::ExitStatus>,
-    kernel_probes: bool,
-    /// The header of the instance's `trace` file, read before enabling
-    /// (opening `trace` pauses recording while it is open).
-    trace_header: Option<String>,
 }
 
 /// Runs `ktrace trace`.
@@ -149,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => match signals.caught() {
             Some(sig) => {
                 crate::say!("{e:#}");
-                return Ok(signal_exit(sig));
+                return Ok(live::signal_exit(sig));
             }
             None => return Err(e),
         },
@@ -168,14 +104,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Some(Output::new(out_file, stop_check));
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let mut run = match setup(&args, &root, &view, &signals) {
+    let mut run = match live::setup(&args.defs, args.stack, &args.run, &root, &view, &signals) {
         Ok(r) => r,
         Err(e) => {
             // A signal during setup: what was created is gone (the session
             // was dropped); exit as for that signal.
             if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
                 crate::say!("{e}; nothing was traced and everything created was removed");
-                return Ok(signal_exit(*sig));
+                return Ok(live::signal_exit(*sig));
             }
             return Err(e);
         }
@@ -216,14 +152,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Json => Box::new(JsonSink::new(writer, symbols)),
         Format::Raw => Box::new(RawSink::new(writer)),
     };
-    let deadline = args
-        .duration
-        .map(|d| Instant::now() + Duration::from_secs_f64(d));
+    let deadline = args.run.deadline();
     if let Some(d) = deadline {
         let _ = deadline_cell.set(d);
     }
-    let (stop, error) = stream_loop(&args, &signals, deadline, &mut run, sink.as_mut());
-    let end = finish(&mut run, sink.as_mut(), stop);
+    let (stop, error) = live::stream_loop(&args.run, &signals, deadline, &mut run, sink.as_mut());
+    let end = live::finish(&mut run, sink.as_mut(), stop);
     let stop = match (stop, signals.caught()) {
         // a write given up while the output was not read: for the reason
         // that asked for the stop
@@ -248,35 +182,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (_, Err(e)) => Some(output::describe(&e)),
         (_, Ok(())) => None,
     };
-    let summary_error = end.as_ref().err().map(|e| format!("{e:#}"));
-    let uprobes = run
-        .sess
-        .probes()
-        .iter()
-        .filter(|p| p.kind().is_uprobe())
-        .count();
-    let status = run.status;
-    teardown_and_summary(run, end.unwrap_or_default(), stop)?;
-    if let Some(e) = error {
-        return Err(e.context(format!("cannot write events to {out_name}")));
-    }
-    if let Some(e) = output_error {
-        anyhow::bail!(
-            "cannot write events to {out_name}: {e}; events after the failure were not written"
-        );
-    }
-    if let Some(e) = summary_error {
-        anyhow::bail!("{e}");
-    }
-    let fate = status.and_then(|st| command_fate(st, uprobes > 0));
-    if let Some((line, _)) = &fate {
-        crate::say!("{line}");
-    }
-    Ok(match (stop, fate) {
-        (Stop::Signal(sig), _) => signal_exit(sig),
-        (_, Some((_, code))) => ExitCode::from(code),
-        _ => ExitCode::SUCCESS,
-    })
+    live::conclude(run, end, stop, error, output_error, &out_name)
 }
 
 /// The sinks' writer: the [`Output`] held by `run`, which takes it back at
@@ -296,482 +202,5 @@ impl io::Write for OutputRef<'_> {
             Some(o) => o.flush(),
             None => Ok(()),
         }
-    }
-}
-
-/// The exit code after signal `sig`: 0 for SIGINT (Ctrl-C is the normal
-/// way to stop), 128 + N otherwise.
-fn signal_exit(sig: i32) -> ExitCode {
-    if sig == signal_hook::consts::SIGINT {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(128u8.saturating_add(sig as u8))
-    }
-}
-
-/// Creates the probes, the instance and its settings, opens the stream,
-/// keeps ktrace's own threads out, enables the probes and starts the
-/// command.
-fn setup(
-    args: &Args,
-    root: &std::path::Path,
-    view: &KernelView,
-    signals: &Signals,
-) -> anyhow::Result<Run> {
-    let stop = || signals.caught();
-    let check = || match stop() {
-        Some(sig) => Err(anyhow::Error::new(session::Interrupted(sig))),
-        None => Ok(()),
-    };
-    let mut sess = Session::new(root)?;
-    let probes = crate::resolve::build(&sess, &args.defs, args.pid, view)?;
-    check()?;
-    crate::resolve::create(&mut sess, probes, &stop)?;
-    let inst = sess.create_instance()?.clone();
-    check()?;
-    if let Some(kb) = args.buffer_size {
-        inst.set_buffer_size_kb(kb)?;
-        check()?;
-    }
-    if let Some(clock) = &args.clock {
-        inst.set_trace_clock(clock)?;
-    }
-    inst.set_buffer_percent(BUFFER_PERCENT)?;
-    let specs = probe_specs(&sess);
-    let kernel_probes = specs.iter().any(|p| {
-        matches!(
-            p.kind,
-            ktrace_event::ProbeKind::Kprobe | ktrace_event::ProbeKind::Kretprobe
-        )
-    });
-    let own_pid = std::process::id();
-    let opts = Options {
-        // tracing a command: ktrace's own records (before the fork) go
-        skip_pids: if args.command.is_empty() {
-            Vec::new()
-        } else {
-            vec![own_pid as i32]
-        },
-        limit: args.count,
-        ..Options::default()
-    };
-    // The reader thread starts before the pid lists are written, so
-    // `event-fork` does not add it to the traced pids.
-    let stream = Stream::open(root, &inst, &specs, opts)?;
-    // ktrace's own threads (main, reader, output) are kept out in the
-    // kernel: by the event filter, and by a condition on every trigger.
-    // An unconditional trigger runs before the kernel's pid lists are
-    // applied, so without one it would fire on ktrace's own reads of
-    // tracefs (a `traceoff` stopped the session at its first stats read).
-    let own = own_exclusion(&threads_of(own_pid)?);
-    let filter = match &args.filter {
-        Some(f) => {
-            // The user's text first, so a rejection shows the kernel's
-            // message for what the user wrote.
-            sess.set_filter(f)?;
-            format!("({f}) && {own}")
-        }
-        None => own.clone(),
-    };
-    sess.set_filter(&filter)?;
-    if let Some(t) = &args.trigger {
-        if let Some((_, cond)) = t.split_once(" if ") {
-            for p in sess.probes() {
-                if let Some(e) = inst.diagnose_filter(sess.name(), p.event(), cond.trim()) {
-                    return Err(anyhow::Error::new(e).context(format!(
-                        "the kernel rejected the condition of the trigger {t:?} on {}",
-                        p.event()
-                    )));
-                }
-            }
-        }
-        let written = trigger_without_own(t, &own);
-        if let Err(e) = sess.add_trigger(&written) {
-            // Show the kernel's verdict on what the user wrote: the added
-            // condition comes after it, so carets into it stay right.
-            let text = format!("{e:#}")
-                .replace(&format!("{written:?}"), &format!("{t:?}"))
-                .replace(&written, t);
-            anyhow::bail!("{text}");
-        }
-    }
-    if args.stack {
-        crate::resolve::enable_stacks(&sess, &inst, Some(&filter))?;
-    }
-    if let Some(pid) = args.pid {
-        let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
-        if !args.command.is_empty() {
-            // `-p PID -- CMD`: both, the command through ktrace's own pid
-            // (its children are added as they fork; ktrace's own records
-            // are left out by the filter).
-            tids.push(own_pid);
-        }
-        inst.set_option("event-fork", true)?;
-        inst.set_event_pids(&tids)?;
-    } else if !args.command.is_empty() {
-        // Children of listed pids are added as they fork, so the command is
-        // traced from its first instruction; our own records are dropped.
-        inst.set_option("event-fork", true)?;
-        inst.set_event_pids(&[own_pid])?;
-    } else {
-        // ktrace's own reads of the ring buffer (main and reader thread)
-        // would otherwise feed probes on read/write paths, which feed the
-        // buffer again.
-        inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
-    }
-    let trace_header = inst.trace_header();
-    // The last moment to stop cheaply: removing enabled uprobes costs the
-    // kernel a grace period each (~50 ms), unenabled ones almost nothing.
-    check()?;
-    sess.enable()?;
-    crate::eline!(
-        "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
-        sess.probes().len(),
-        sess.name()
-    );
-    let child = match args.command.split_first() {
-        Some((cmd, rest)) => Some(
-            std::process::Command::new(cmd)
-                .args(rest)
-                .spawn()
-                .with_context(|| format!("cannot run {cmd}"))?,
-        ),
-        None => None,
-    };
-    Ok(Run {
-        stream,
-        sess,
-        inst,
-        child,
-        status: None,
-        kernel_probes,
-        trace_header,
-    })
-}
-
-/// The session's probes as the event table needs them (group = session,
-/// event name, how the kernel prints its header).
-fn probe_specs(sess: &Session) -> Vec<ProbeSpec> {
-    sess.probes()
-        .iter()
-        .map(|p| ProbeSpec {
-            group: sess.name().to_string(),
-            event: p.event().to_string(),
-            kind: ktrace_event::ProbeKind::from(p.kind()),
-            target: match p.kind() {
-                ktrace_probe::ProbeKind::Eprobe { system, event, .. } => {
-                    Some(format!("{system}.{event}"))
-                }
-                _ => None,
-            },
-        })
-        .collect()
-}
-
-/// Hands records to `sink` until the duration, the count, the command's
-/// exit, a signal or an output error; then stops recording and drains what
-/// is left. Returns why, and the error to exit with (if any).
-fn stream_loop(
-    args: &Args,
-    signals: &Signals,
-    deadline: Option<Instant>,
-    run: &mut Run,
-    sink: &mut dyn Sink,
-) -> (Stop, Option<anyhow::Error>) {
-    if let Err(e) = run.stream.begin(sink) {
-        return failed(e);
-    }
-    let test_panic = std::env::var_os("KTRACE_TEST_PANIC").is_some();
-    let stop = loop {
-        if let Some(sig) = signals.caught() {
-            break Stop::Signal(sig);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break Stop::Duration;
-        }
-        if test_panic {
-            // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
-            panic!("KTRACE_TEST_PANIC set: panicking mid-run");
-        }
-        let exited = match child_exited(&mut run.child, &mut run.status) {
-            Ok(e) => e,
-            Err(e) => return (Stop::ReadFailed, Some(e)),
-        };
-        if run.child.is_none() && args.pid.is_some_and(|p| !process_exists(p)) {
-            // `-p PID` ends when the process does; take what is left.
-            break Stop::ProcessExited;
-        }
-        let wait = deadline.map_or(Duration::from_millis(100), |d| {
-            d.saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100))
-        });
-        let polled = run
-            .stream
-            .poll(if exited { Duration::ZERO } else { wait }, sink);
-        warn(&mut run.stream);
-        match polled {
-            Ok(Status::Running) => {}
-            Ok(Status::Stopped) => break Stop::Count,
-            Ok(Status::Finished) => {
-                return (
-                    Stop::ReadFailed,
-                    Some(anyhow::anyhow!(
-                        "the ring-buffer reader stopped unexpectedly"
-                    )),
-                );
-            }
-            Err(e) => return failed(e),
-        }
-        if exited {
-            break Stop::CommandExited;
-        }
-    };
-    run.sess.stop();
-    if stop != Stop::Count {
-        // Recording has stopped: take the partial pages left.
-        run.stream.stop();
-        loop {
-            let polled = run.stream.poll(Duration::from_millis(100), sink);
-            warn(&mut run.stream);
-            match polled {
-                Ok(Status::Running) => {}
-                Ok(Status::Finished | Status::Stopped) => break,
-                Err(e) => return failed(e),
-            }
-        }
-    }
-    (stop, None)
-}
-
-/// The stop and exit error for a stream error: a closed pipe is a quiet
-/// stop; any other output error or a reader failure is an error.
-fn failed(e: ktrace_stream::Error) -> (Stop, Option<anyhow::Error>) {
-    match &e {
-        ktrace_stream::Error::Output(io) if io.kind() == io::ErrorKind::BrokenPipe => {
-            (Stop::OutputClosed, None)
-        }
-        ktrace_stream::Error::Output(io) if output::is_stopped(io) => (Stop::Stopped, None),
-        ktrace_stream::Error::Output(_) => (Stop::OutputFailed, Some(e.into())),
-        _ => (Stop::ReadFailed, Some(e.into())),
-    }
-}
-
-fn warn(stream: &mut Stream) {
-    for w in stream.take_warnings() {
-        crate::say!("{w}");
-    }
-}
-
-/// Stops reading and takes the end-of-run account (per-CPU stats).
-fn finish(run: &mut Run, sink: &mut dyn Sink, stop: Stop) -> anyhow::Result<EndOfRun> {
-    run.sess.stop();
-    let end = match stop {
-        // the output is gone: account without writing to it
-        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped => run.stream.finish(&mut Discard),
-        _ => run.stream.finish(sink),
-    };
-    warn(&mut run.stream);
-    Ok(end?)
-}
-
-/// A sink that keeps nothing (the end of a run whose output failed).
-struct Discard;
-
-impl Sink for Discard {
-    fn event(&mut self, _: &ktrace_stream::Event<'_>) -> io::Result<ktrace_stream::Flow> {
-        Ok(ktrace_stream::Flow::Continue)
-    }
-}
-
-/// Prints the summary, removes the session and reports the cleanup.
-fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<()> {
-    let profile = run.sess.profile();
-    if let Some(c) = run.child.as_mut()
-        && run.status.is_none()
-    {
-        // Reap it if it is done; a command still running (we were signalled
-        // alone, or -d ended first) is the user's and is left to run.
-        run.status = c.try_wait().ok().flatten();
-    }
-    drop(run.stream);
-    let mut tally = Tally::default();
-    for (_, name, n) in &end.shown {
-        // one count registers the name, the rest are added at once
-        tally.count(name);
-        *tally.per_event.entry(name.clone()).or_default() += n - 1;
-    }
-    tally.events = end.summary.events;
-    // The summary first: teardown can take a while with many uprobes.
-    summary(&tally, &end.summary, profile.ok(), stop);
-    let uprobes = run
-        .sess
-        .probes()
-        .iter()
-        .filter(|p| p.kind().is_uprobe())
-        .count();
-    if uprobes >= 20 {
-        // Measured on 6.18: each enabled uprobe costs ~40-50 ms to switch off
-        // (the kernel waits for a grace period per event), instance removal
-        // included; the group delete afterwards is ~30 ms for 1000.
-        crate::say!("removing {uprobes} uprobes; the kernel takes ~50 ms for each");
-    }
-    let cleanup_started = Instant::now();
-    let teardown = run.sess.destroy();
-    let cleanup_time = cleanup_started.elapsed();
-    let teardown = teardown.context("cleanup failed")?;
-    crate::eline!(
-        "ktrace: cleanup removed {} probe(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        cleanup_time.as_millis()
-    );
-    Ok(())
-}
-
-/// A filter that is false for ktrace's own threads.
-fn own_exclusion(tids: &[u32]) -> String {
-    let parts: Vec<String> = tids.iter().map(|t| format!("common_pid != {t}")).collect();
-    parts.join(" && ")
-}
-
-/// The user's trigger with a condition that leaves ktrace's own threads
-/// out: `T` becomes `T if OWN`, `T if C` becomes `T if (C) && OWN`. A
-/// conditional trigger runs only on a recorded event, after the pid lists.
-fn trigger_without_own(trigger: &str, own: &str) -> String {
-    match trigger.split_once(" if ") {
-        Some((head, cond)) => format!("{} if ({}) && {own}", head.trim_end(), cond.trim()),
-        None => format!("{} if {own}", trigger.trim_end()),
-    }
-}
-
-fn child_exited(
-    child: &mut Option<Child>,
-    status: &mut Option<std::process::ExitStatus>,
-) -> anyhow::Result<bool> {
-    match child {
-        Some(c) => {
-            if status.is_none() {
-                *status = c.try_wait()?;
-            }
-            Ok(status.is_some())
-        }
-        None => Ok(false),
-    }
-}
-
-/// Whether a process `pid` exists (and is not a zombie).
-fn process_exists(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| ktrace_tracefs::owner::stat_is_live(&s))
-}
-
-/// What became of the traced command, when it did not simply succeed: a
-/// line for the user and the exit code ktrace passes on (the command's own
-/// status, or 128 + N for a signal, as a shell does).
-fn command_fate(status: std::process::ExitStatus, uprobes: bool) -> Option<(String, u8)> {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(code) = status.code() {
-        return (code != 0).then(|| {
-            (
-                format!("the command exited with status {code}"),
-                u8::try_from(code).unwrap_or(1),
-            )
-        });
-    }
-    let sig = status.signal()?;
-    let name = signal_name(sig);
-    let mut line = format!("the command was killed by signal {sig} ({name})");
-    if uprobes && matches!(sig, 4 | 5 | 7 | 11) {
-        line.push_str(
-            "; a uprobe placed inside an instruction (not on an instruction boundary) \
-             corrupts the probed code: check the offsets against the disassembly",
-        );
-    }
-    Some((line, 128u8.saturating_add(sig as u8)))
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        15 => "SIGTERM",
-        _ => "signal",
-    }
-}
-
-fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
-    let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_unstable();
-    Ok(tids)
-}
-
-fn summary(
-    tally: &Tally,
-    lost: &ktrace_stream::LostSummary,
-    profile: Option<Vec<ktrace_tracefs::profile::ProbeProfile>>,
-    stop: Stop,
-) {
-    let why = match stop {
-        Stop::Duration => "duration reached".to_string(),
-        Stop::Count => "count reached".to_string(),
-        Stop::CommandExited => "command exited".to_string(),
-        Stop::ProcessExited => "process exited".to_string(),
-        Stop::Stopped => "stopped".to_string(),
-        Stop::Signal(s) => format!("signal {s}"),
-        Stop::OutputClosed => "output closed".to_string(),
-        Stop::OutputFailed => "output failed".to_string(),
-        Stop::ReadFailed => "reading failed".to_string(),
-    };
-    // "N events, M lost on CPU k, ..." from page headers and per-CPU stats.
-    let line = lost.line();
-    let per_cpu = line.split_once(", ").map_or("", |(_, d)| d);
-    if lost.lost() == 0 && per_cpu == "0 lost" {
-        crate::say!("{} event(s), 0 lost ({why})", tally.events);
-    } else {
-        crate::eline!(
-            "ktrace: {} event(s), {} lost ({why}): {per_cpu}",
-            tally.events,
-            lost.lost()
-        );
-    }
-    match profile {
-        Some(p) => {
-            if !p.is_empty() {
-                crate::eline!(
-                    "  (hits: every hit of the probe by any task, ktrace's own included, \
-                     before filters and pid lists; shown: events printed)"
-                );
-            }
-            for pr in &p {
-                let seen = tally.per_event.get(&pr.event).copied().unwrap_or(0);
-                let misses = pr.misses.map_or_else(|| "-".to_string(), |m| m.to_string());
-                crate::eline!(
-                    "  {:<32} hits {:>10}  misses {:>6}  shown {:>10}",
-                    pr.event,
-                    pr.hits,
-                    misses,
-                    seen
-                );
-                if let Some(w) = pr.warning() {
-                    crate::say!("warning: {w}");
-                }
-            }
-        }
-        None => crate::say!("probe profile unavailable"),
     }
 }
