@@ -7,8 +7,11 @@
 //! The run loop writes into an [`Output`] like into any `Write`; full
 //! buffers go to the writer thread through a bounded channel. When the
 //! channel is full, the writer waits, asking its stop check every few
-//! milliseconds; once the check says stop, writes fail with [`Stopped`]
-//! and the run ends. The first error of the
+//! milliseconds; once the check says stop *and* the writer thread has
+//! written nothing for [`STALL`] (a reader that went away, a FIFO nobody
+//! opened), writes fail with [`Stopped`] and the run ends. An output that
+//! still moves (a file, a slow but live pipe) is never given up: Ctrl-C
+//! ends tracing, not the writing of what was traced. The first error of the
 //! writer thread (a full disk, a closed pipe) is kept and returned by every
 //! later write and by [`Output::finish`]. It is not the formatting of events
 //! (that is the sinks) and does not decide when to stop (that is the caller,
@@ -18,10 +21,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Bytes gathered before a buffer is handed to the writer thread.
 const BUFFER: usize = 1 << 16;
@@ -29,6 +33,9 @@ const BUFFER: usize = 1 << 16;
 const IN_FLIGHT: usize = 16;
 /// How often a blocked writer asks its stop check.
 const TICK: Duration = Duration::from_millis(10);
+/// How long an output must have written nothing, once a stop is asked
+/// for, before what is left is given up.
+const STALL: Duration = Duration::from_millis(500);
 
 /// A stop check: true once the run must end (a signal, the deadline).
 pub type StopCheck = Box<dyn Fn() -> bool + Send>;
@@ -158,6 +165,34 @@ pub struct Output {
     done: Receiver<()>,
     thread: Option<JoinHandle<()>>,
     stop: StopCheck,
+    /// Buffers the writer thread has finished with.
+    written: Arc<AtomicU64>,
+}
+
+/// Whether an output stopped moving: the writer thread's count of
+/// finished buffers has not changed for [`STALL`].
+struct Stall {
+    seen: u64,
+    since: Instant,
+}
+
+impl Stall {
+    fn new(written: &AtomicU64) -> Stall {
+        Stall {
+            seen: written.load(Ordering::Relaxed),
+            since: Instant::now(),
+        }
+    }
+
+    fn stalled(&mut self, written: &AtomicU64) -> bool {
+        let now = written.load(Ordering::Relaxed);
+        if now != self.seen {
+            self.seen = now;
+            self.since = Instant::now();
+            return false;
+        }
+        self.since.elapsed() >= STALL
+    }
 }
 
 impl Output {
@@ -167,8 +202,10 @@ impl Output {
         let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT + 1);
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
         let failed = Arc::new(Mutex::new(None));
+        let written = Arc::new(AtomicU64::new(0));
         let thread = {
             let failed = Arc::clone(&failed);
+            let written = Arc::clone(&written);
             std::thread::Builder::new()
                 .name("ktrace-output".into())
                 .spawn(move || {
@@ -186,6 +223,7 @@ impl Output {
                             }
                         }
                         chunk.clear();
+                        written.fetch_add(1, Ordering::Relaxed);
                         let _ = back_tx.try_send(chunk);
                     }
                     // Regular files: make sure the data reached the file
@@ -210,6 +248,7 @@ impl Output {
             done: done_rx,
             thread: Some(thread),
             stop,
+            written,
         }
     }
 
@@ -235,6 +274,7 @@ impl Output {
         let Some(tx) = &self.tx else {
             return Err(io::Error::other("output already closed"));
         };
+        let mut stall = Stall::new(&self.written);
         loop {
             match tx.try_send(chunk) {
                 Ok(()) => return Ok(()),
@@ -243,7 +283,7 @@ impl Output {
                     if let Some(e) = self.error() {
                         return Err(e);
                     }
-                    if (self.stop)() {
+                    if (self.stop)() && stall.stalled(&self.written) {
                         // Keep the bytes: `finish` may still get them out.
                         self.buf = chunk;
                         return Err(io::Error::other(Stopped));
@@ -260,12 +300,13 @@ impl Output {
     }
 
     /// Hands over what is buffered and waits until the writer thread has
-    /// written everything, or `stop` says to give up (then what is still
-    /// in flight is dropped with the process). Returns the first write
-    /// error.
+    /// written everything, or `stop` says to give up and the output has
+    /// not moved for [`STALL`] (then what is still in flight is dropped
+    /// with the process). Returns the first write error.
     pub fn finish(mut self, stop: &dyn Fn() -> bool) -> io::Result<()> {
         let handed = self.hand_over();
         drop(self.tx.take());
+        let mut stall = Stall::new(&self.written);
         loop {
             match self.done.recv_timeout(Duration::from_millis(50)) {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => {

@@ -88,6 +88,40 @@ fn sigterm_is_honoured_while_the_output_pipe_is_full() {
     assert!(state(&root).of_pid(pid).is_empty(), "{stderr}");
 }
 
+/// Regression: Ctrl-C gave up the output at once, so events formatted but
+/// still on their way to a slow reader were dropped ("the output was not
+/// read to the end"). An output that still moves is written to the end.
+#[test]
+fn ctrl_c_keeps_events_on_their_way_to_a_slow_reader() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let p = Prog::build("slowpipe");
+    let mut run = start_trace(&[format!("p:hot {} a=%di", p.place())], Stdio::piped(), &[]);
+    let mut out = run.child.stdout.take().unwrap();
+    // A reader that keeps reading, slowly: 16 KiB every 10 ms.
+    let reader = std::thread::spawn(move || {
+        let mut lines = 0usize;
+        let mut buf = vec![0u8; 16 << 10];
+        loop {
+            match out.read(&mut buf) {
+                Ok(0) | Err(_) => break lines,
+                Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count(),
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    p.run(30000);
+    let pid = run.child.id();
+    run.signal(Signal::INT);
+    let (code, stderr) = run.finish();
+    let lines = reader.join().unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("not read to the end"), "{stderr}");
+    assert!(stderr.contains("30000 event(s), 0 lost"), "{stderr}");
+    assert_eq!(lines, 30000, "{stderr}");
+    assert!(state(&root).of_pid(pid).is_empty(), "{stderr}");
+}
+
 #[test]
 fn duration_is_honoured_while_the_output_pipe_is_full() {
     let Some(root) = tracefs() else { return };
