@@ -316,7 +316,7 @@ impl Output {
                     break;
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    if stop() {
+                    if stop() && stall.stalled(&self.written) {
                         return Err(io::Error::other(Stopped));
                     }
                 }
@@ -326,6 +326,27 @@ impl Output {
             Some(e) => Err(e),
             None => handed,
         }
+    }
+}
+
+/// The sinks format straight into the output's buffer, which goes to the
+/// writer thread without a copy when full.
+impl ktrace_printer::Dest for Output {
+    #[inline]
+    fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    #[inline]
+    fn filled(&mut self) -> io::Result<()> {
+        if self.buf.len() >= BUFFER {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.hand_over()
     }
 }
 

@@ -20,7 +20,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use ktrace_printer::{FlagStyle, JsonSink, NoSymbols, RawSink, Symbolizer, TextSink, clock_in_ns};
+use ktrace_printer::{
+    Dest, FlagStyle, JsonSink, NoSymbols, RawSink, Symbolizer, TextSink, clock_in_ns,
+};
 use ktrace_stream::Sink;
 use ktrace_symbols::KernelView;
 
@@ -129,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Format::Text
     };
-    let writer = OutputRef(&mut out);
+    let writer = OutputRef(&mut out, Vec::new());
     let mut sink: Box<dyn Sink + '_> = match format {
         Format::Text => {
             // counting clocks print raw, as the kernel's `trace` does
@@ -138,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .release()
                 .to_string_lossy()
                 .into_owned();
-            Box::new(TextSink::new(
+            Box::new(TextSink::with_dest(
                 writer,
                 run.trace_header
                     .as_deref()
@@ -149,8 +151,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 in_ns,
             ))
         }
-        Format::Json => Box::new(JsonSink::new(writer, symbols)),
-        Format::Raw => Box::new(RawSink::new(writer)),
+        Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
+        Format::Raw => Box::new(RawSink::with_dest(writer)),
     };
     let deadline = args.run.deadline();
     if let Some(d) = deadline {
@@ -185,21 +187,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     live::conclude(run, end, stop, error, output_error, &out_name)
 }
 
-/// The sinks' writer: the [`Output`] held by `run`, which takes it back at
-/// the end to wait for the writer thread.
-struct OutputRef<'a>(&'a mut Option<Output>);
+/// The sinks' destination: the [`Output`] held by `run`, which takes it
+/// back at the end to wait for the writer thread (then a spare buffer
+/// takes what is still formatted, and writing it fails).
+struct OutputRef<'a>(&'a mut Option<Output>, Vec<u8>);
 
-impl io::Write for OutputRef<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+impl Dest for OutputRef<'_> {
+    #[inline]
+    fn buf(&mut self) -> &mut Vec<u8> {
         match self.0 {
-            Some(o) => o.write(data),
+            Some(o) => o.buf(),
+            None => &mut self.1,
+        }
+    }
+
+    #[inline]
+    fn filled(&mut self) -> io::Result<()> {
+        match self.0 {
+            Some(o) => o.filled(),
             None => Err(io::Error::other("output closed")),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
         match self.0 {
-            Some(o) => o.flush(),
+            Some(o) => Dest::flush(o),
             None => Ok(()),
         }
     }

@@ -26,7 +26,7 @@ mod text;
 pub use context::{FlagStyle, write_task_cpu, write_timestamp};
 pub use json::{JsonPrinter, write_raw};
 pub use ktrace_stream::{Comms, LostSummary};
-pub use sink::{JsonSink, RawSink, TextSink};
+pub use sink::{Buffered, Dest, JsonSink, RawSink, TextSink};
 pub use text::{TextPrinter, clock_in_ns};
 
 /// A kernel symbol covering an address.

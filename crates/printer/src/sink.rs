@@ -1,7 +1,7 @@
 //! The text, JSON and raw outputs as [`ktrace_stream::Sink`]s.
 //!
 //! Each formats the records ktrace-stream hands it (already decoded and
-//! filtered) into a buffer and writes the buffer to its `Write` when it
+//! filtered) into its [`Dest`]'s buffer, which is written out when it
 //! grows past 64 KiB and at the end of every reading round, so output
 //! appears within a round of the event and a full disk or a closed pipe is
 //! seen at once: the write error is returned and ends the run. Lost-events
@@ -19,26 +19,34 @@ use crate::{FlagStyle, JsonPrinter, Symbolizer, TextPrinter};
 /// Bytes buffered before a write.
 const CHUNK: usize = 1 << 16;
 
-/// A buffer in front of a `Write`.
-struct Out<W: Write> {
+/// Where a sink's lines go: a buffer the printers format straight into,
+/// written out when it is full enough and at every flush. A destination
+/// with a buffer of its own (ktrace's output thread) implements it to take
+/// the formatted bytes without copying them; any `Write` gets one through
+/// [`Buffered`].
+pub trait Dest {
+    /// The buffer to append formatted lines to.
+    fn buf(&mut self) -> &mut Vec<u8>;
+    /// Called after each record: writes out when the buffer is full
+    /// enough. An error ends the run.
+    fn filled(&mut self) -> io::Result<()>;
+    /// Writes out everything buffered.
+    fn flush(&mut self) -> io::Result<()>;
+}
+
+/// A 64 KiB buffer in front of a `Write`.
+pub struct Buffered<W: Write> {
     w: W,
     buf: Vec<u8>,
 }
 
-impl<W: Write> Out<W> {
-    fn new(w: W) -> Out<W> {
-        Out {
+impl<W: Write> Buffered<W> {
+    /// A buffer in front of `w`.
+    pub fn new(w: W) -> Buffered<W> {
+        Buffered {
             w,
             buf: Vec::with_capacity(CHUNK + 4096),
         }
-    }
-
-    #[inline]
-    fn maybe_write(&mut self) -> io::Result<()> {
-        if self.buf.len() >= CHUNK {
-            self.write()?;
-        }
-        Ok(())
     }
 
     fn write(&mut self) -> io::Result<()> {
@@ -46,6 +54,21 @@ impl<W: Write> Out<W> {
             let r = self.w.write_all(&self.buf);
             self.buf.clear();
             r?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Dest for Buffered<W> {
+    #[inline]
+    fn buf(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    #[inline]
+    fn filled(&mut self) -> io::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.write()?;
         }
         Ok(())
     }
@@ -64,7 +87,7 @@ macro_rules! line_sink_methods {
         fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
             let p = printer(&mut self.printer)?;
             p.write_line(
-                &mut self.out.buf,
+                self.out.buf(),
                 ev.cpu,
                 ev.ts,
                 ev.data,
@@ -72,13 +95,13 @@ macro_rules! line_sink_methods {
                 Some(&ev.info.event),
                 ev.names,
             );
-            self.out.maybe_write()?;
+            self.out.filled()?;
             Ok(Flow::Continue)
         }
 
         fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
-            printer(&mut self.printer)?.write_lost(&mut self.out.buf, cpu, missed);
-            self.out.maybe_write()
+            printer(&mut self.printer)?.write_lost(self.out.buf(), cpu, missed);
+            self.out.filled()
         }
 
         fn flush(&mut self) -> io::Result<()> {
@@ -92,15 +115,15 @@ macro_rules! line_sink_methods {
 }
 
 /// The kernel's `trace` text.
-pub struct TextSink<'a, W: Write> {
-    out: Out<W>,
+pub struct TextSink<'a, D: Dest> {
+    out: D,
     symbols: &'a dyn Symbolizer,
     style: FlagStyle,
     time_in_ns: bool,
     printer: Option<TextPrinter<'a>>,
 }
 
-impl<'a, W: Write> TextSink<'a, W> {
+impl<'a, W: Write> TextSink<'a, Buffered<W>> {
     /// Text to `w`, with the flag column in `style`, kernel addresses
     /// resolved by `symbols`, and time stamps printed as `secs.usecs` when
     /// `time_in_ns` (see [`crate::clock_in_ns`]), raw otherwise.
@@ -109,9 +132,21 @@ impl<'a, W: Write> TextSink<'a, W> {
         style: FlagStyle,
         symbols: &'a dyn Symbolizer,
         time_in_ns: bool,
-    ) -> TextSink<'a, W> {
+    ) -> TextSink<'a, Buffered<W>> {
+        TextSink::with_dest(Buffered::new(w), style, symbols, time_in_ns)
+    }
+}
+
+impl<'a, D: Dest> TextSink<'a, D> {
+    /// Text formatted straight into `dest`'s buffer (see [`TextSink::new`]).
+    pub fn with_dest(
+        dest: D,
+        style: FlagStyle,
+        symbols: &'a dyn Symbolizer,
+        time_in_ns: bool,
+    ) -> TextSink<'a, D> {
         TextSink {
-            out: Out::new(w),
+            out: dest,
             symbols,
             style,
             time_in_ns,
@@ -120,7 +155,7 @@ impl<'a, W: Write> TextSink<'a, W> {
     }
 }
 
-impl<W: Write> Sink for TextSink<'_, W> {
+impl<D: Dest> Sink for TextSink<'_, D> {
     fn begin(&mut self, table: &EventTable) -> io::Result<()> {
         let mut p = TextPrinter::new(
             table.events(),
@@ -143,24 +178,31 @@ fn printer<T>(p: &mut Option<T>) -> io::Result<&mut T> {
 }
 
 /// JSON lines with typed values.
-pub struct JsonSink<'a, W: Write> {
-    out: Out<W>,
+pub struct JsonSink<'a, D: Dest> {
+    out: D,
     symbols: &'a dyn Symbolizer,
     printer: Option<JsonPrinter<'a>>,
 }
 
-impl<'a, W: Write> JsonSink<'a, W> {
+impl<'a, W: Write> JsonSink<'a, Buffered<W>> {
     /// JSON lines to `w`, kernel addresses resolved by `symbols`.
-    pub fn new(w: W, symbols: &'a dyn Symbolizer) -> JsonSink<'a, W> {
+    pub fn new(w: W, symbols: &'a dyn Symbolizer) -> JsonSink<'a, Buffered<W>> {
+        JsonSink::with_dest(Buffered::new(w), symbols)
+    }
+}
+
+impl<'a, D: Dest> JsonSink<'a, D> {
+    /// JSON lines formatted straight into `dest`'s buffer.
+    pub fn with_dest(dest: D, symbols: &'a dyn Symbolizer) -> JsonSink<'a, D> {
         JsonSink {
-            out: Out::new(w),
+            out: dest,
             symbols,
             printer: None,
         }
     }
 }
 
-impl<W: Write> Sink for JsonSink<'_, W> {
+impl<D: Dest> Sink for JsonSink<'_, D> {
     fn begin(&mut self, table: &EventTable) -> io::Result<()> {
         self.printer = Some(JsonPrinter::new(
             table.events(),
@@ -175,22 +217,29 @@ impl<W: Write> Sink for JsonSink<'_, W> {
 }
 
 /// `ts cpu pid system:event field=value...` lines.
-pub struct RawSink<W: Write> {
-    out: Out<W>,
+pub struct RawSink<D: Dest> {
+    out: D,
 }
 
-impl<W: Write> RawSink<W> {
+impl<W: Write> RawSink<Buffered<W>> {
     /// Raw lines to `w`.
-    pub fn new(w: W) -> RawSink<W> {
-        RawSink { out: Out::new(w) }
+    pub fn new(w: W) -> RawSink<Buffered<W>> {
+        RawSink::with_dest(Buffered::new(w))
     }
 }
 
-impl<W: Write> Sink for RawSink<W> {
+impl<D: Dest> RawSink<D> {
+    /// Raw lines formatted straight into `dest`'s buffer.
+    pub fn with_dest(dest: D) -> RawSink<D> {
+        RawSink { out: dest }
+    }
+}
+
+impl<D: Dest> Sink for RawSink<D> {
     #[inline]
     fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
         crate::json::write_raw_line(
-            &mut self.out.buf,
+            self.out.buf(),
             Some(&ev.info.event),
             ev.common,
             ev.endian,
@@ -198,17 +247,17 @@ impl<W: Write> Sink for RawSink<W> {
             ev.ts,
             ev.data,
         );
-        self.out.maybe_write()?;
+        self.out.filled()?;
         Ok(Flow::Continue)
     }
 
     fn lost(&mut self, cpu: usize, missed: Missed) -> io::Result<()> {
         match missed {
             Missed::None => {}
-            Missed::Unknown => writeln!(self.out.buf, "lost {cpu} ?")?,
-            Missed::Count(n) => writeln!(self.out.buf, "lost {cpu} {n}")?,
+            Missed::Unknown => writeln!(self.out.buf(), "lost {cpu} ?")?,
+            Missed::Count(n) => writeln!(self.out.buf(), "lost {cpu} {n}")?,
         }
-        self.out.maybe_write()
+        self.out.filled()
     }
 
     fn flush(&mut self) -> io::Result<()> {

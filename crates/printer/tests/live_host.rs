@@ -64,7 +64,7 @@ impl Write for Scan {
 
 /// The text sink, checking the time order of what it is handed.
 struct Ordered<'a> {
-    text: TextSink<'a, &'a mut Scan>,
+    text: TextSink<'a, ktrace_printer::Buffered<&'a mut Scan>>,
     prev_ts: u64,
     out_of_order: u64,
 }
