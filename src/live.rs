@@ -28,6 +28,8 @@ use crate::session::{self, Session, Signals, Tally};
 
 /// How full (percent) a CPU's buffer must be before its reader wakes.
 const BUFFER_PERCENT: u32 = 25;
+/// The sub-buffer size asked for where the kernel lets it be set.
+const SUBBUF_KB: u32 = 16;
 
 /// The options of a live run that every tracing command takes.
 #[derive(Debug, Clone, clap::Args)]
@@ -139,12 +141,27 @@ pub(crate) fn setup(
     crate::resolve::create(&mut sess, probes, &stop)?;
     let inst = sess.create_instance()?.clone();
     check()?;
+    // Larger sub-buffers where the kernel offers them (6.8+): a quarter
+    // of the reads, page swaps and wakeups for the same events (measured:
+    // less reader CPU per million events). Not with a small --buffer-size,
+    // whose few sub-buffers would then be fewer still.
+    if args.buffer_size.is_none_or(|kb| kb >= 1024)
+        && inst.subbuf_size().is_some_and(|b| b < SUBBUF_KB as usize * 1024)
+    {
+        inst.set_subbuf_size_kb(SUBBUF_KB)?;
+    }
     if let Some(kb) = args.buffer_size {
         inst.set_buffer_size_kb(kb)?;
         check()?;
     }
     if let Some(clock) = &args.clock {
         inst.set_trace_clock(clock)?;
+    }
+    if let Some(kb) = std::env::var("KTRACE_EXP_SUBBUF")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        inst.set_subbuf_size_kb(kb)?;
     }
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     let specs = probe_specs(&sess);

@@ -12,11 +12,12 @@
 //! - [`PageLayout`] from `events/header_page` (+ [`check_header_event`]),
 //!   [`Page::parse`] and [`Page::records`]: pure decoding, no I/O.
 //! - [`CpuReader`] / [`Reader`]: non-blocking readers of every CPU's
-//!   `trace_pipe_raw` (descriptors opened by ktrace-tracefs). Live, they take only *full* sub-buffers (`splice`, which
-//!   the kernel serves only for full pages) and wait with `poll` (which wakes
-//!   when `buffer_percent` of the buffer is filled, set by whoever owns the
-//!   instance); [`Reader::drain`] then takes the partial pages at the end. A
-//!   read returning 0 while tracing is live means "poll again".
+//!   `trace_pipe_raw` (descriptors opened by ktrace-tracefs). Live, they read
+//!   full sub-buffers, then what is committed on the page being written,
+//!   once per round, and wait with `poll` (which wakes when
+//!   `buffer_percent` of the buffer is filled, set by whoever owns the
+//!   instance); [`Reader::drain`] takes what is left at the end. A read
+//!   returning 0 while tracing is live means "poll again".
 //! - [`Pipeline`]: a reader thread feeding a bounded channel, so a slow
 //!   consumer makes the kernel overwrite (counted, never hidden) instead of
 //!   ktrace growing without limit; page buffers come back to it through

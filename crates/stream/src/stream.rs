@@ -33,7 +33,8 @@ pub struct Options {
     /// Batches (of at most `round_pages_per_cpu` pages each) the channel
     /// between the reader thread and the consumer holds.
     pub channel_batches: usize,
-    /// Pages taken from one CPU in one reading round.
+    /// Pages taken from one CPU in one reading round, counted in 4 KiB
+    /// pages (a 16 KiB sub-buffer counts for four).
     pub round_pages_per_cpu: usize,
     /// The longest wait between reading rounds when the buffer stays below
     /// the instance's `buffer_percent` (the latency of a rare event).
@@ -119,10 +120,13 @@ impl Stream {
         let clock_inst = instance.clone();
         let first = cpus.first().copied().unwrap_or(0);
         let clock = Box::new(move || clock_inst.clock_now(first));
+        // the round's budget is in 4 KiB pages: larger sub-buffers count
+        // for several, so memory stays bounded the same
+        let per_round = (opts.round_pages_per_cpu * 4096 / layout.subbuf_size.max(1)).max(4);
         let pipeline = Pipeline::spawn(
             Reader::new(readers, layout, clock),
             opts.channel_batches,
-            opts.round_pages_per_cpu,
+            per_round,
             opts.quiet,
         );
         let own = own_threads();

@@ -222,6 +222,23 @@ impl Instance {
         Ok(true)
     }
 
+    /// Sets the sub-buffer size in KiB (`buffer_subbuf_size_kb`, 6.8+; the
+    /// kernel rounds it up to a power-of-two number of pages). Returns
+    /// `false`, writing nothing, when the kernel has one page per
+    /// sub-buffer. Write it before events are enabled: the kernel
+    /// reallocates the buffer.
+    pub fn set_subbuf_size_kb(&self, kb: u32) -> Result<bool> {
+        if !self.dir.join("buffer_subbuf_size_kb").exists() {
+            return Ok(false);
+        }
+        self.write(
+            Path::new("buffer_subbuf_size_kb"),
+            &kb.to_string(),
+            "cannot set the sub-buffer size",
+        )?;
+        Ok(true)
+    }
+
     /// The per-CPU buffer size in KiB.
     pub fn buffer_size_kb(&self) -> Result<u64> {
         let t = io::read(&self.dir.join("buffer_size_kb"), "cannot read buffer size")?;
