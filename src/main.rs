@@ -57,6 +57,7 @@ mod btfroute;
 mod cli;
 mod cmd;
 mod kview;
+mod modwatch;
 mod output;
 mod resolve;
 mod session;
