@@ -130,6 +130,12 @@ struct Run {
     /// The header of the instance's `trace` file, read before enabling
     /// (opening `trace` pauses recording while it is open).
     trace_header: Option<String>,
+    /// The modules the kernel probes live in (an unload is reported).
+    modules: crate::modwatch::ModuleWatch,
+    /// What someone else did to the session, once seen (reported, exit 1).
+    disturbed: Option<String>,
+    /// When the session was last checked for that.
+    checked: Instant,
 }
 
 /// Runs `ktrace trace`.
@@ -256,7 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .filter(|p| p.kind().is_uprobe())
         .count();
     let status = run.status;
-    teardown_and_summary(run, end.unwrap_or_default(), stop)?;
+    let disturbed = teardown_and_summary(run, end.unwrap_or_default(), stop)?;
     if let Some(e) = error {
         return Err(e.context(format!("cannot write events to {out_name}")));
     }
@@ -267,6 +273,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if let Some(e) = summary_error {
         anyhow::bail!("{e}");
+    }
+    if let Some(d) = disturbed {
+        anyhow::bail!("{d}");
     }
     let fate = status.and_then(|st| command_fate(st, uprobes > 0));
     if let Some((line, _)) = &fate {
@@ -423,6 +432,10 @@ fn setup(
     // The last moment to stop cheaply: removing enabled uprobes costs the
     // kernel a grace period each (~50 ms), unenabled ones almost nothing.
     check()?;
+    let modules = crate::modwatch::ModuleWatch::new(
+        sess.probes().iter().map(|p| (p.event(), p.kind())),
+        view,
+    );
     sess.enable()?;
     crate::eline!(
         "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
@@ -446,6 +459,9 @@ fn setup(
         status: None,
         kernel_probes,
         trace_header,
+        modules,
+        disturbed: None,
+        checked: Instant::now(),
     })
 }
 
@@ -509,6 +525,13 @@ fn stream_loop(
             .stream
             .poll(if exited { Duration::ZERO } else { wait }, sink);
         warn(&mut run.stream);
+        if run.disturbed.is_none() && run.checked.elapsed() >= Duration::from_secs(1) {
+            run.checked = Instant::now();
+            if let Some(m) = run.sess.disturbance(true) {
+                crate::say!("warning: {m}");
+                run.disturbed = Some(m);
+            }
+        }
         match polled {
             Ok(Status::Running) => {}
             Ok(Status::Stopped) => break Stop::Count,
@@ -583,8 +606,9 @@ impl Sink for Discard {
     }
 }
 
-/// Prints the summary, removes the session and reports the cleanup.
-fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<()> {
+/// Prints the summary, removes the session and reports the cleanup;
+/// returns what someone else did to the session, if anything.
+fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<Option<String>> {
     let profile = run.sess.profile();
     if let Some(c) = run.child.as_mut()
         && run.status.is_none()
@@ -603,6 +627,12 @@ fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Resu
     tally.events = end.summary.events;
     // The summary first: teardown can take a while with many uprobes.
     summary(&tally, &end.summary, profile.ok(), stop);
+    for (module, fate, events) in run.modules.changed() {
+        crate::say!(
+            "warning: {}",
+            crate::modwatch::message(&module, &fate, &events)
+        );
+    }
     let uprobes = run
         .sess
         .probes()
@@ -615,6 +645,7 @@ fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Resu
         // included; the group delete afterwards is ~30 ms for 1000.
         crate::say!("removing {uprobes} uprobes; the kernel takes ~50 ms for each");
     }
+    let disturbed = run.sess.disturbance(false).or(run.disturbed.take());
     let cleanup_started = Instant::now();
     let teardown = run.sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
@@ -629,7 +660,7 @@ fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Resu
         },
         cleanup_time.as_millis()
     );
-    Ok(())
+    Ok(disturbed)
 }
 
 /// A filter that is false for ktrace's own threads.
