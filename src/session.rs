@@ -329,6 +329,10 @@ impl Session {
     /// otherwise every probe's.
     pub fn disturbance(&self, quick: bool) -> Option<String> {
         let inst = self.instance.as_ref()?;
+        if let ktrace_tracefs::pin::Reach::Moved { .. } = self.pinned.reach() {
+            // tracefs itself went (unmounted): `destroy` says so
+            return None;
+        }
         if !inst.exists() {
             return Some(format!(
                 "ktrace's instance {} was removed by someone else while tracing; nothing was \
