@@ -49,6 +49,19 @@ pub fn find_or_mount() -> Result<PathBuf> {
             ));
         }
     }
+    if rustix::process::geteuid().is_root() {
+        // Mounted, but root sees no trace files in it: under
+        // lockdown=confidentiality the kernel creates none (measured on
+        // 6.1: `events/enable` "nonexistent", mounting again EBUSY).
+        let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+        if let Some(dir) = mount_points(&mounts, "tracefs").into_iter().next() {
+            return Err(Error::new(
+                ErrorKind::Permission,
+                format!("tracefs is mounted at {dir} but shows root no trace files"),
+            )
+            .with_hint(lockdown_hint(lockdown_mode().as_deref())));
+        }
+    }
     let target = Path::new(TRACEFS);
     let mounted = rustix::mount::mount(
         "nodev",
