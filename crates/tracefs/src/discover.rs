@@ -49,18 +49,8 @@ pub fn find_or_mount() -> Result<PathBuf> {
             ));
         }
     }
-    if rustix::process::geteuid().is_root() {
-        // Mounted, but root sees no trace files in it: under
-        // lockdown=confidentiality the kernel creates none (measured on
-        // 6.1: `events/enable` "nonexistent", mounting again EBUSY).
-        let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-        if let Some(dir) = mount_points(&mounts, "tracefs").into_iter().next() {
-            return Err(Error::new(
-                ErrorKind::Permission,
-                format!("tracefs is mounted at {dir} but shows root no trace files"),
-            )
-            .with_hint(lockdown_hint(lockdown_mode().as_deref())));
-        }
+    if let Some(e) = unusable_mount() {
+        return Err(e);
     }
     let target = Path::new(TRACEFS);
     let mounted = rustix::mount::mount(
@@ -155,6 +145,25 @@ fn explain_unavailable(err: io::Error) -> Error {
         );
     }
     base.with_hint(format!("try: mount -t tracefs nodev {TRACEFS}"))
+}
+
+/// For root, when no usable tracefs was found: a tracefs mount that shows
+/// no trace files. Under lockdown=confidentiality the kernel creates none
+/// (measured on 6.1: `events/enable` "nonexistent", mounting again EBUSY);
+/// the error says so, with the lockdown mode.
+pub fn unusable_mount() -> Option<Error> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let dir = mount_points(&mounts, "tracefs").into_iter().next()?;
+    Some(
+        Error::new(
+            ErrorKind::Permission,
+            format!("tracefs is mounted at {dir} but shows root no trace files"),
+        )
+        .with_hint(lockdown_hint(lockdown_mode().as_deref())),
+    )
 }
 
 /// Opens the tracefs `README` at `root` to find out, before anything is

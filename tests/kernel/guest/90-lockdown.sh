@@ -52,5 +52,6 @@ else
     expect_eq "clean exit status" "$c1" 1 &&
         expect_eq "list --probes exit status" "$c2" 1 &&
         expect_match "lockdown named" "$(cat /tmp/kt.err)" 'locked down' &&
+        expect_nomatch "not 'not mounted'" "$(cat /tmp/kt.err)" 'not mounted' &&
         pass "$(tr '\n' ' ' </tmp/kt.err | cut -c1-300)"
 fi
