@@ -107,6 +107,12 @@ pub(crate) struct Run {
     /// The header of the instance's `trace` file, read before enabling
     /// (opening `trace` pauses recording while it is open).
     pub(crate) trace_header: Option<String>,
+    /// The modules the kernel probes live in (an unload is reported).
+    pub(crate) modules: crate::modwatch::ModuleWatch,
+    /// What someone else did to the session, once seen (reported, exit 1).
+    pub(crate) disturbed: Option<String>,
+    /// When the session was last checked for that.
+    pub(crate) checked: Instant,
 }
 
 /// The exit code after signal `sig`: 0 for SIGINT (Ctrl-C is the normal
@@ -146,7 +152,9 @@ pub(crate) fn setup(
     // less reader CPU per million events). Not with a small --buffer-size,
     // whose few sub-buffers would then be fewer still.
     if args.buffer_size.is_none_or(|kb| kb >= 1024)
-        && inst.subbuf_size().is_some_and(|b| b < SUBBUF_KB as usize * 1024)
+        && inst
+            .subbuf_size()
+            .is_some_and(|b| b < SUBBUF_KB as usize * 1024)
     {
         inst.set_subbuf_size_kb(SUBBUF_KB)?;
     }
@@ -250,6 +258,10 @@ pub(crate) fn setup(
     // The last moment to stop cheaply: removing enabled uprobes costs the
     // kernel a grace period each (~50 ms), unenabled ones almost nothing.
     check()?;
+    let modules = crate::modwatch::ModuleWatch::new(
+        sess.probes().iter().map(|p| (p.event(), p.kind())),
+        view,
+    );
     sess.enable()?;
     crate::eline!(
         "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
@@ -273,6 +285,9 @@ pub(crate) fn setup(
         status: None,
         kernel_probes,
         trace_header,
+        modules,
+        disturbed: None,
+        checked: Instant::now(),
     })
 }
 
@@ -336,6 +351,13 @@ pub(crate) fn stream_loop(
             .stream
             .poll(if exited { Duration::ZERO } else { wait }, sink);
         warn(&mut run.stream);
+        if run.disturbed.is_none() && run.checked.elapsed() >= Duration::from_secs(1) {
+            run.checked = Instant::now();
+            if let Some(m) = run.sess.disturbance(true) {
+                crate::say!("warning: {m}");
+                run.disturbed = Some(m);
+            }
+        }
         match polled {
             Ok(Status::Running) => {}
             Ok(Status::Stopped) => break Stop::Count,
@@ -410,8 +432,13 @@ impl Sink for Discard {
     }
 }
 
-/// Prints the summary, removes the session and reports the cleanup.
-pub(crate) fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> anyhow::Result<()> {
+/// Prints the summary, removes the session and reports the cleanup;
+/// returns what someone else did to the session, if anything.
+pub(crate) fn teardown_and_summary(
+    mut run: Run,
+    end: EndOfRun,
+    stop: Stop,
+) -> anyhow::Result<Option<String>> {
     let profile = run.sess.profile();
     if let Some(c) = run.child.as_mut()
         && run.status.is_none()
@@ -430,6 +457,12 @@ pub(crate) fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> a
     tally.events = end.summary.events;
     // The summary first: teardown can take a while with many uprobes.
     summary(&tally, &end.summary, profile.ok(), stop);
+    for (module, fate, events) in run.modules.changed() {
+        crate::say!(
+            "warning: {}",
+            crate::modwatch::message(&module, &fate, &events)
+        );
+    }
     let uprobes = run
         .sess
         .probes()
@@ -442,6 +475,7 @@ pub(crate) fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> a
         // included; the group delete afterwards is ~30 ms for 1000.
         crate::say!("removing {uprobes} uprobes; the kernel takes ~50 ms for each");
     }
+    let disturbed = run.sess.disturbance(false).or(run.disturbed.take());
     let cleanup_started = Instant::now();
     let teardown = run.sess.destroy();
     let cleanup_time = cleanup_started.elapsed();
@@ -456,7 +490,7 @@ pub(crate) fn teardown_and_summary(mut run: Run, end: EndOfRun, stop: Stop) -> a
         },
         cleanup_time.as_millis()
     );
-    Ok(())
+    Ok(disturbed)
 }
 
 /// A filter that is false for ktrace's own threads.
@@ -627,7 +661,7 @@ pub(crate) fn conclude(
         .filter(|p| p.kind().is_uprobe())
         .count();
     let status = run.status;
-    teardown_and_summary(run, end.unwrap_or_default(), stop)?;
+    let disturbed = teardown_and_summary(run, end.unwrap_or_default(), stop)?;
     if let Some(e) = error {
         return Err(e.context(format!("cannot write events to {out_name}")));
     }
@@ -638,6 +672,9 @@ pub(crate) fn conclude(
     }
     if let Some(e) = summary_error {
         anyhow::bail!("{e}");
+    }
+    if let Some(d) = disturbed {
+        anyhow::bail!("{d}");
     }
     let fate = status.and_then(|st| command_fate(st, uprobes > 0));
     if let Some((line, _)) = &fate {

@@ -58,6 +58,7 @@ mod cli;
 mod cmd;
 mod kview;
 mod live;
+mod modwatch;
 mod output;
 mod resolve;
 mod session;

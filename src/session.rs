@@ -321,6 +321,69 @@ impl Session {
         }
     }
 
+    /// What someone else did to the session while it ran (`trace-cmd
+    /// reset` switches off the events of every instance and deletes every
+    /// dynamic event): the message, or `None` while it is intact. `quick`
+    /// reads only the group's `enable` file (one read, for a periodic
+    /// check; a soft-disabled event still counts as enabled there);
+    /// otherwise every probe's.
+    pub fn disturbance(&self, quick: bool) -> Option<String> {
+        let inst = self.instance.as_ref()?;
+        if let ktrace_tracefs::pin::Reach::Moved { .. } = self.pinned.reach() {
+            // tracefs itself went (unmounted): `destroy` says so
+            return None;
+        }
+        if !inst.exists() {
+            return Some(format!(
+                "ktrace's instance {} was removed by someone else while tracing; nothing was \
+                 recorded from then on",
+                self.name
+            ));
+        }
+        if quick {
+            let group = inst.dir().join("events").join(&self.name);
+            return match std::fs::metadata(&group) {
+                Err(_) => Some(format!(
+                    "ktrace's probes were removed by someone else while tracing: all of group \
+                     {} (trace-cmd reset deletes every dynamic event); nothing was recorded \
+                     for them from then on",
+                    self.name
+                )),
+                Ok(_) => None,
+            };
+        }
+        let mut deleted = Vec::new();
+        let mut off = Vec::new();
+        for p in &self.probes {
+            match inst.event_enabled(&self.name, p.event()) {
+                Ok(None) => deleted.push(p.event()),
+                Ok(Some(false)) => off.push(p.event()),
+                _ => {}
+            }
+        }
+        let mut parts = Vec::new();
+        if !deleted.is_empty() {
+            parts.push(format!(
+                "ktrace's probes were removed by someone else while tracing: {} (trace-cmd \
+                 reset deletes every dynamic event)",
+                deleted.join(", ")
+            ));
+        }
+        if !off.is_empty() {
+            parts.push(format!(
+                "ktrace's probes were switched off in its instance by someone else while \
+                 tracing: {}",
+                off.join(", ")
+            ));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "{}; nothing was recorded for them from then on",
+                parts.join("; ")
+            )
+        })
+    }
+
     /// Hits and misses of this session's probes.
     pub fn profile(&self) -> anyhow::Result<Vec<profile::ProbeProfile>> {
         Ok(profile::read_group(&self.root, &self.name)?)

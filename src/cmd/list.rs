@@ -142,8 +142,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
-    let root = tracefs_dir(args)
-        .context("tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)")?;
+    let Some(root) = tracefs_dir(args) else {
+        if let Some(e) = ktrace_tracefs::discover::unusable_mount() {
+            return Err(e.into());
+        }
+        anyhow::bail!(
+            "tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)"
+        );
+    };
     let dynev = ktrace_tracefs::DynEvents::new(&root);
     let listed = dynev.list().context("is tracefs mounted? run as root")?;
     for d in &listed {

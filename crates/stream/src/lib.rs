@@ -59,6 +59,7 @@
 
 mod event;
 mod names;
+mod pairing;
 mod stream;
 mod summary;
 mod table;
@@ -67,6 +68,7 @@ pub use event::Event;
 pub use ktrace_event::{Common, Endian, Int, ProbeKind, StrValue, Value};
 pub use ktrace_ring::Missed;
 pub use names::{Comms, TaskNames, saved_name};
+pub use pairing::StackPairing;
 pub use stream::{Options, Status, Stream, page_layout};
 pub use summary::LostSummary;
 pub use table::{EventInfo, EventTable, ProbeSpec, Role};

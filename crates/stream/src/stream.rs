@@ -21,7 +21,10 @@ use ktrace_event::Common;
 use ktrace_ring::{CpuReader, Merged, Merger, Page, PageLayout, Pipeline, PipelineMsg, Reader};
 use ktrace_tracefs::Instance;
 
-use crate::{EndOfRun, Error, Event, EventTable, Flow, LostSummary, ProbeSpec, Sink, TaskNames};
+use crate::pairing::StackPairing;
+use crate::{
+    EndOfRun, Error, Event, EventTable, Flow, LostSummary, ProbeSpec, Role, Sink, TaskNames,
+};
 
 /// How a run reads and what it lets through.
 #[derive(Debug, Clone)]
@@ -97,6 +100,8 @@ pub struct Stream {
     own: Vec<i32>,
     stopped: bool,
     warnings: Vec<String>,
+    /// Which stack records belong to an event shown.
+    pairing: StackPairing,
 }
 
 impl Stream {
@@ -145,6 +150,7 @@ impl Stream {
             own,
             stopped: false,
             warnings: Vec::new(),
+            pairing: StackPairing::new(),
         })
     }
 
@@ -161,6 +167,12 @@ impl Stream {
     /// Events delivered so far (stacks not counted).
     pub fn events(&self) -> u64 {
         self.counted
+    }
+
+    /// Stack records left out so far because they followed no event shown
+    /// (see [`StackPairing`]).
+    pub fn orphan_stacks(&self) -> u64 {
+        self.pairing.orphans()
     }
 
     /// Messages about records that could not be decoded, since the last
@@ -293,6 +305,7 @@ impl Stream {
             stopped,
             warnings,
             layout,
+            pairing,
             ..
         } = self;
         let endian = layout.endian;
@@ -322,16 +335,28 @@ impl Stream {
                         return;
                     };
                     let pid = common.pid;
-                    if opts.skip_pids.contains(&pid) {
-                        return;
-                    }
-                    let stack = info.is_stack();
-                    if stack && own.contains(&pid) {
+                    // A stack is shown only after the event it belongs to
+                    // (the kernel also writes stacks for events it discards).
+                    let stack = match info.role {
+                        Role::Stack { user } => {
+                            if !pairing.stack(cpu, pid, user) || own.contains(&pid) {
+                                return;
+                            }
+                            true
+                        }
+                        _ => false,
+                    };
+                    if !stack && opts.skip_pids.contains(&pid) {
+                        pairing.event(cpu, pid, false);
                         return;
                     }
                     if !stack && opts.limit.is_some_and(|n| *counted >= n) {
+                        pairing.event(cpu, pid, false);
                         *stopped = true;
                         return;
+                    }
+                    if !stack {
+                        pairing.event(cpu, pid, true);
                     }
                     names.see(pid);
                     let ev = Event {
@@ -362,6 +387,7 @@ impl Stream {
                     }
                 }
                 Merged::Lost { cpu, missed } => {
+                    pairing.lost(cpu);
                     summary.add_missed(cpu, missed);
                     sink.lost(cpu, missed)
                 }

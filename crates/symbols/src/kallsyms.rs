@@ -347,6 +347,18 @@ impl SymbolCounts {
         self.counts.get(name).copied()
     }
 
+    /// The modules with a symbol named `name` (asked for), sorted.
+    pub fn modules_of(&self, name: &str) -> Vec<&str> {
+        let mut m: Vec<&str> = self
+            .in_module
+            .iter()
+            .filter(|((_, n), c)| n == name && **c > 0)
+            .map(|((m, _), _)| m.as_str())
+            .collect();
+        m.sort_unstable();
+        m
+    }
+
     /// Whether module `module` has symbol `name`: `None` when `name` was not
     /// asked for, `Some(None)` when the module has no symbols (not loaded).
     pub fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
@@ -394,6 +406,9 @@ mod tests {
         assert_eq!(c.module_symbol("ext4", "dup"), Some(Some(true)));
         assert_eq!(c.module_symbol("ext4", "jiffies"), Some(Some(false)));
         assert_eq!(c.module_symbol("xfs", "dup"), Some(None));
+        assert_eq!(c.modules_of("ext4_file_open"), vec!["ext4"]);
+        assert_eq!(c.modules_of("dup"), vec!["ext4"]);
+        assert!(c.modules_of("do_sys_openat2").is_empty());
         assert_eq!(c.module_symbol("ext4", "vfs_read"), None);
         // A line the full parse refuses is skipped by the count.
         let bad = format!("{text}bad line\n");

@@ -28,6 +28,7 @@ pub fn is_tracefs(dir: &Path) -> bool {
 /// Finds a mounted tracefs, or mounts it at [`TRACEFS`] when permitted.
 pub fn find_or_mount() -> Result<PathBuf> {
     if let Some(found) = find_mounted() {
+        check_open(&found)?;
         return Ok(found);
     }
     if !rustix::process::geteuid().is_root() {
@@ -47,6 +48,9 @@ pub fn find_or_mount() -> Result<PathBuf> {
                  CAP_SYS_ADMIN (tracefs is readable by root only)",
             ));
         }
+    }
+    if let Some(e) = unusable_mount() {
+        return Err(e);
     }
     let target = Path::new(TRACEFS);
     let mounted = rustix::mount::mount(
@@ -143,6 +147,60 @@ fn explain_unavailable(err: io::Error) -> Error {
     base.with_hint(format!("try: mount -t tracefs nodev {TRACEFS}"))
 }
 
+/// For root, when no usable tracefs was found: a tracefs mount that shows
+/// no trace files. Under lockdown=confidentiality the kernel creates none
+/// (measured on 6.1: `events/enable` "nonexistent", mounting again EBUSY);
+/// the error says so, with the lockdown mode.
+pub fn unusable_mount() -> Option<Error> {
+    if !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let dir = mount_points(&mounts, "tracefs").into_iter().next()?;
+    Some(
+        Error::new(
+            ErrorKind::Permission,
+            format!("tracefs is mounted at {dir} but shows root no trace files"),
+        )
+        .with_hint(lockdown_hint(lockdown_mode().as_deref())),
+    )
+}
+
+/// Opens the tracefs `README` at `root` to find out, before anything is
+/// written, whether root may use tracefs at all: under
+/// `lockdown=confidentiality` the kernel mounts tracefs and lists its
+/// files but refuses to open them (`security_locked_down(LOCKDOWN_TRACEFS)`
+/// in `tracing_check_open_get_tr()`, EPERM), kprobes included.
+/// Not-root is left to the callers' own messages.
+pub fn check_open(root: &Path) -> Result<()> {
+    let path = root.join("README");
+    match fs::File::open(&path) {
+        Err(e)
+            if e.kind() == io::ErrorKind::PermissionDenied
+                && rustix::process::geteuid().is_root() =>
+        {
+            Err(Error::io("tracefs refuses root", &path, e)
+                .with_hint(lockdown_hint(lockdown_mode().as_deref())))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Why tracefs refuses root: the lockdown mode read from securityfs, or
+/// where to look when securityfs is not mounted.
+fn lockdown_hint(mode: Option<&str>) -> String {
+    match mode {
+        Some(m) if m != "none" => format!(
+            "the kernel is locked down ({m}, /sys/kernel/security/lockdown): lockdown=confidentiality \
+             forbids tracefs, kprobes and BPF to everyone, root included; nothing was changed"
+        ),
+        _ => "the kernel is probably locked down (lockdown=confidentiality forbids tracefs and \
+              kprobes to root; see /sys/kernel/security/lockdown, securityfs mounted); nothing \
+              was changed"
+            .to_string(),
+    }
+}
+
 /// The active lockdown mode from `/sys/kernel/security/lockdown`
 /// (`none`, `integrity` or `confidentiality`), if the file exists.
 pub fn lockdown_mode() -> Option<String> {
@@ -230,6 +288,18 @@ mod tests {
         assert_eq!(mount_points(text, "debugfs"), vec!["/sys/kernel/debug"]);
         assert!(mount_points("", "tracefs").is_empty());
         assert!(mount_points("short line\n", "tracefs").is_empty());
+    }
+
+    #[test]
+    fn lockdown_hint_names_the_mode() {
+        let h = lockdown_hint(Some("confidentiality"));
+        assert!(
+            h.starts_with("the kernel is locked down (confidentiality"),
+            "{h}"
+        );
+        let h = lockdown_hint(None);
+        assert!(h.contains("probably locked down"), "{h}");
+        assert!(lockdown_hint(Some("none")).contains("probably"));
     }
 
     #[test]

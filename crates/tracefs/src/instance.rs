@@ -165,6 +165,19 @@ impl Instance {
         self.write(&rel, if on { "1" } else { "0" }, "cannot switch event")
     }
 
+    /// Whether `group/event` records in this instance: `None` when the
+    /// event is not there (deleted), else whether its `enable` file starts
+    /// with `1` (`0*` is soft-disabled: kept registered for a trigger, not
+    /// recording).
+    pub fn event_enabled(&self, group: &str, event: &str) -> Result<Option<bool>> {
+        let dir = self.event_dir(group, event);
+        if !dir.exists() {
+            return Ok(None);
+        }
+        let t = io::read(&dir.join("enable"), "cannot read enable")?;
+        Ok(Some(t.trim_start().starts_with('1')))
+    }
+
     /// Sets the filter of `group/event` in this instance. The kernel's
     /// message (with caret) is attached when it rejects the filter.
     pub fn set_filter(&self, group: &str, event: &str, filter: &str) -> Result<()> {
