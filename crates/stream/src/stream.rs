@@ -122,9 +122,9 @@ impl Stream {
             .into_iter()
             .map(|b| CpuReader::new(b.cpu, b.fd, b.path, &layout))
             .collect();
-        let clock_inst = instance.clone();
         let first = cpus.first().copied().unwrap_or(0);
-        let clock = Box::new(move || clock_inst.clock_now(first));
+        let mut reader = instance.trace_clock_reader(first);
+        let clock = Box::new(move || reader.as_mut()?.now());
         // the round's budget is in 4 KiB pages: larger sub-buffers count
         // for several, so memory stays bounded the same
         let per_round = (opts.round_pages_per_cpu * 4096 / layout.subbuf_size.max(1)).max(4);

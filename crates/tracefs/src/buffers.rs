@@ -138,6 +138,23 @@ impl CpuStats {
     }
 }
 
+/// The trace clock of an instance, read through an open `stats` file
+/// ([`Instance::trace_clock_reader`]).
+#[derive(Debug)]
+pub struct TraceClock {
+    file: fs::File,
+    buf: Vec<u8>,
+}
+
+impl TraceClock {
+    /// The trace clock now (`now ts:`), or `None` when it cannot be read.
+    pub fn now(&mut self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let n = self.file.read_at(&mut self.buf, 0).ok()?;
+        CpuStats::now_ts(std::str::from_utf8(&self.buf[..n]).ok()?)
+    }
+}
+
 impl Instance {
     /// Opens every CPU's `per_cpu/cpuN/trace_pipe_raw` of this instance,
     /// non-blocking and close-on-exec, in CPU order.
@@ -167,6 +184,19 @@ impl Instance {
     pub fn clock_now(&self, cpu: usize) -> Option<u64> {
         let p = self.dir().join(format!("per_cpu/cpu{cpu}/stats"));
         CpuStats::now_ts(&fs::read_to_string(p).ok()?)
+    }
+
+    /// A reader of the instance's trace clock that keeps
+    /// `per_cpu/cpu<cpu>/stats` open: each [`TraceClock::now`] is one
+    /// `pread` (the kernel formats the file anew on every read), without
+    /// the path walk, open and close of [`Instance::clock_now`]. `None`
+    /// when the file cannot be opened.
+    pub fn trace_clock_reader(&self, cpu: usize) -> Option<TraceClock> {
+        let file = fs::File::open(self.dir().join(format!("per_cpu/cpu{cpu}/stats"))).ok()?;
+        Some(TraceClock {
+            file,
+            buf: vec![0u8; 1024],
+        })
     }
 
     /// The selected trace clock (`trace_clock`'s bracketed entry).
