@@ -96,6 +96,10 @@ pub fn features_from_readme(
     f.char_type = readme.has_type("char");
     f.symstr = readme.has_type("symstr");
     f.dentry_types = readme.has_type("%pd");
+    // BTF arguments (`<argname>` in the README) switch the argument parser to
+    // its BTF generation; it needs the function argument access API.
+    f.btf_args = readme.btf_args;
+    f.btf_parser |= readme.btf_args;
     f
 }
 

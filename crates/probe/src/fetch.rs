@@ -131,10 +131,72 @@ pub fn good_system_name(name: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
 }
 
+/// Whether the kernel parses arguments the BTF way (`CONFIG_PROBE_EVENTS_BTF_ARGS`,
+/// which needs `HAVE_FUNCTION_ARG_ACCESS_API`).
+fn btf_era(ctx: &ArgCtx) -> bool {
+    ctx.features.btf_args && ctx.arch.has_arg_access()
+}
+
+/// `tparg_is_function_entry()`.
+fn function_entry(f: ArgFlags) -> bool {
+    f.kernel && f.fentry && !f.ret && !f.tpoint
+}
+
+/// `tparg_is_function_return()`.
+fn function_return(f: ArgFlags) -> bool {
+    f.kernel && f.ret && !f.tpoint
+}
+
+/// Whether the outcome of an argument word depends on the probed function's
+/// BTF on a kernel with BTF arguments: a `$argN` word (expanded to the N-th
+/// parameter's name), a bare name (a BTF variable), a `$retval` (typed from BTF).
+pub fn btf_dependent(word: &str, ctx: &ArgCtx) -> bool {
+    if !btf_era(ctx) || !(function_entry(ctx.flags) || function_return(ctx.flags)) {
+        return false;
+    }
+    if let Some(rest) = word.strip_prefix("$arg") {
+        return rest.starts_with(|c: char| c.is_ascii_digit()) && !rest.starts_with('0')
+            || rest.starts_with('*');
+    }
+    let body = word.split_once('=').map_or(word, |(_, b)| b);
+    let arg = body.split(':').next().unwrap_or(body);
+    if arg.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return true;
+    }
+    function_return(ctx.flags)
+        && (arg == "$retval" || arg.starts_with("$retval->") || arg.starts_with("$retval."))
+}
+
 fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgError> {
     let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
     if ctx.flags.tpoint {
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
+    }
+    if ctx.features.btf_parser && ctx.flags.kernel {
+        // 6.5+ parse_probe_vars(): `$retval…` is a BTF lookup on return probes
+        // of kernels with BTF arguments, `$argN` also reads entry arguments from
+        // return probes.
+        if let Some(rest) = var.strip_prefix("retval") {
+            if !ctx.flags.ret {
+                return Err(ArgError::Logged(TpErr::RETVAL_ON_PROBE, offs));
+            }
+            if !btf_era(ctx) || rest.is_empty() || rest.starts_with("->") || rest.starts_with('.') {
+                return Ok((Fetch::Retval, Op::Retval));
+            }
+            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+        }
+        if ctx.arch.has_arg_access()
+            && let Some(rest) = var.strip_prefix("arg")
+        {
+            let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+            if n == 0 || n > ctx.arch.param_max_stack() {
+                return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
+            }
+            if function_entry(ctx.flags) || function_return(ctx.flags) {
+                return Ok((Fetch::Arg(n), Op::Arg));
+            }
+            return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
+        }
     }
     if var == "retval" {
         if ctx.flags.ret {
@@ -304,9 +366,38 @@ fn parse_probe_arg(
                 Some((Fetch::Imm(v), Op::Imm))
             }
         }
+        Some(c) if ctx.features.btf_parser && (c.is_ascii_alphabetic() || *c == b'_') => {
+            // A BTF variable: a parameter of the probed function (only its BTF
+            // knows; see `btf_dependent`).
+            if !btf_era(ctx) || !function_entry(ctx.flags) && !function_return(ctx.flags) {
+                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, offs));
+            }
+            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+        }
         _ => None,
     };
     res.ok_or(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs))
+}
+
+/// How far the kernel's parse offset moves for a dereference `+OFFS(…)`, `-OFFS(…)`
+/// or `+uOFFS(…)` at the start of `arg` (0 for anything else): the length of the
+/// text up to and including `(` after the `u` is dropped.
+fn deref_drift(arg: &str) -> usize {
+    let b = arg.as_bytes();
+    if !matches!(b.first(), Some(b'+') | Some(b'-')) {
+        return 0;
+    }
+    let shifted;
+    let mut s = arg;
+    if b.get(1) == Some(&b'u') {
+        shifted = format!("{}{}", &arg[..1], &arg[2..]);
+        s = &shifted;
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    match s.find('(') {
+        Some(p) => p + 1 + usize::from(!s.starts_with('-')),
+        None => 0,
+    }
 }
 
 /// State carried across the arguments of one definition.
@@ -326,6 +417,37 @@ pub fn parse_arg(
     ctx: &ArgCtx,
     state: &mut ArgsState,
 ) -> Result<ProbeArg, ArgError> {
+    if ctx.features.btf_parser
+        && ctx.flags.kernel
+        && !ctx.flags.tpoint
+        && let Some(rest) = word.strip_prefix("$arg")
+    {
+        // traceprobe_expand_meta_args(): `$argN` and `$arg*` words become the
+        // function's BTF parameter names before anything else is parsed.
+        if !function_entry(ctx.flags) && !function_return(ctx.flags) {
+            return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, 0));
+        }
+        if !btf_era(ctx) {
+            // No BTF: `$argN` is left to the classic parser, `$arg*` refused.
+            if rest.starts_with('*') {
+                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, 0));
+            }
+            if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+                return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
+            }
+        } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            let (n, used) = simple_strtoul(rest, 10, ctx.arch.bits());
+            let ty = &rest[used..];
+            if !ty.is_empty() && !ty.starts_with(':') {
+                return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
+            }
+            if n > ctx.arch.param_max_stack() {
+                return Err(ArgError::Logged(TpErr::NO_BTFARG, 0));
+            }
+        } else if !rest.starts_with('*') {
+            return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
+        }
+    }
     let (name, named, body, body_off) = match word.find('=') {
         Some(eq) => {
             if eq > MAX_ARG_NAME_LEN {
@@ -429,15 +551,31 @@ fn parse_body(
         }
     };
     let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
-    if ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+    let drift = ctx.features.deref_caret_drift;
+    if !drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
         return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
     }
 
     let mut slot = 0usize;
     let (fetch, op) = parse_probe_arg(arg, ctx, &mut slot, offset)?;
+    // 6.5+: the parse context's offset stays past the outermost `+OFFS(`, and
+    // every later error is reported from there.
+    let offset = if drift {
+        offset + deref_drift(arg)
+    } else {
+        offset
+    };
+    if drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+        return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
+    }
+    // 6.12 takes `$retval:string` on return probes (the BTF return type decides
+    // how it is fetched).
+    let btf_retval_string = btf_era(ctx) && op == Op::Retval && base.is_string();
 
     let too_many = ArgError::Logged(TpErr::TOO_MANY_OPS, offset);
-    let store = if base.is_string() {
+    let store = if btf_retval_string {
+        Store::String
+    } else if base.is_string() {
         if base == BaseType::SymStr {
             if !matches!(
                 op,

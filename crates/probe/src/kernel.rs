@@ -58,6 +58,33 @@ pub struct Features {
     /// arguments" (merged for 6.15); seen on the 6.18 host, and 6.1 guests keep
     /// 128 silently.
     pub too_many_args_error: bool,
+    /// The BTF-era argument parser (`CONFIG_PROBE_EVENTS_BTF_ARGS`, Debian's
+    /// kernels from 6.5 on; the README lists `<argname>`): `$argN` words are
+    /// expanded to the function's BTF parameter names (`p:e vfs_read $arg1`
+    /// reads back `file=file`), `$argN` also on return probes, bare names are
+    /// BTF variables ("This variable is not found at this probe point"),
+    /// `$retval` is typed from BTF, `$arg*` outside a function entry or exit is
+    /// "$arg* can be used only on function entry or exit", an event probe's
+    /// unknown field is "Invalid $-variable specified". Seen on Debian's 6.12.
+    pub btf_args: bool,
+    /// The parser generation that knows BTF names at all (6.5+), whether or not
+    /// the kernel was built with BTF arguments: a bare name is a BTF variable
+    /// ("BTF is not available or not supported" where there is none, and on
+    /// uprobes), `$arg…` words are looked at before anything else, and `$argN`
+    /// reads entry arguments from return probes too.
+    pub btf_parser: bool,
+    /// The caret of type errors after a dereference lands past the
+    /// dereference's `+OFFS(` (the parse context's offset is not restored):
+    /// `+0(%di):b8@1/8` is reported 3 bytes later than on 6.1. Seen on 6.12;
+    /// gated with the parse context rework (6.5).
+    pub deref_caret_drift: bool,
+    /// More than 128 arguments are refused without a log entry (6.12; older
+    /// kernels cut silently, 6.15 and later log "Too many arguments").
+    pub too_many_args_silent: bool,
+    /// A `dynamic_events` line no kind of event takes is logged by `dynevent`
+    /// ("No matching dynamic event type", caret at the start). Seen on 7.2; the
+    /// 6.18 host logs nothing. Gated at 7.0 (estimate between the two).
+    pub no_match_error: bool,
 }
 
 impl KernelVersion {
@@ -89,7 +116,34 @@ impl KernelVersion {
             uprobe_rejects_symbol_types: self.at_least(6, 10),
             newer_messages: self.at_least(6, 12),
             too_many_args_error: self.at_least(6, 15),
+            btf_args: self.at_least(6, 5),
+            btf_parser: self.at_least(6, 5),
+            deref_caret_drift: self.at_least(6, 5),
+            too_many_args_silent: self.at_least(6, 5) && !self.at_least(6, 15),
+            no_match_error: self.at_least(7, 0),
         }
+    }
+}
+
+impl KernelVersion {
+    /// The kernel series ktrace is checked against on real kernels (Debian's
+    /// bullseye, bookworm, trixie and sid kernels; see the corpus fixtures).
+    pub const SERIES: &'static [KernelVersion] = &[
+        KernelVersion::new(5, 10),
+        KernelVersion::new(6, 1),
+        KernelVersion::new(6, 12),
+        KernelVersion::new(7, 2),
+    ];
+
+    /// The newest of [`KernelVersion::SERIES`].
+    pub const NEWEST: KernelVersion = KernelVersion::new(7, 2);
+
+    /// The version an offline check targets when none is given: the running
+    /// kernel's series when it is one of [`KernelVersion::SERIES`], else the newest.
+    pub fn offline_default(running: Option<KernelVersion>) -> KernelVersion {
+        running
+            .filter(|r| Self::SERIES.contains(r))
+            .unwrap_or(Self::NEWEST)
     }
 }
 
@@ -142,6 +196,24 @@ mod tests {
         assert!("6".parse::<KernelVersion>().is_err());
         assert!("v6.1".parse::<KernelVersion>().is_err());
         assert!("6-1".parse::<KernelVersion>().is_err());
+    }
+
+    #[test]
+    fn offline_default_is_a_known_series() {
+        let v = |s: &str| s.parse::<KernelVersion>().ok();
+        assert_eq!(
+            KernelVersion::offline_default(v("6.12.117+deb13-cloud-arm64")),
+            KernelVersion::new(6, 12)
+        );
+        assert_eq!(
+            KernelVersion::offline_default(v("5.10.0-46-cloud-amd64")),
+            KernelVersion::new(5, 10)
+        );
+        assert_eq!(
+            KernelVersion::offline_default(v("6.18.44")),
+            KernelVersion::new(7, 2)
+        );
+        assert_eq!(KernelVersion::offline_default(None), KernelVersion::NEWEST);
     }
 
     #[test]

@@ -100,6 +100,10 @@ pub enum Unchecked {
     AddressName,
     /// The default maxactive of a return probe (depends on the number of CPUs).
     DefaultMaxactive,
+    /// What the target kernel's BTF says about the probed function: the names
+    /// `$argN` expands to, how many parameters there are, whether a bare name is
+    /// one of them, the type of `$retval` (kernels with BTF arguments).
+    Btf,
 }
 
 impl Unchecked {
@@ -120,6 +124,7 @@ impl Unchecked {
                 "the address as read back and any generated name (the kernel hashes %p)"
             }
             Unchecked::DefaultMaxactive => "the default maxactive shown on readback (give --cpus)",
+            Unchecked::Btf => "the probed function's BTF (parameter names and types; give --btf)",
         }
     }
 }
@@ -260,6 +265,19 @@ pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked 
     let result = dispatch(raw, &argv, &mut ctx);
     let definition = match result {
         Ok(d) => Ok(d),
+        Err(Fail::Cancel)
+            if target.interface == Interface::DynamicEvents && target.features().no_match_error =>
+        {
+            let err = TpErr::NO_MATCHING_TYPE;
+            Err(ProbeError {
+                kind: ErrorKind::Logged(err),
+                message: err.message(),
+                subsystem: Some("dynevent"),
+                pos: Some(0),
+                command: argv.joined.clone(),
+                hint: None,
+            })
+        }
         Err(Fail::Cancel) => Err(silent(
             if target.interface == Interface::DynamicEvents {
                 Silent::NotAProbe
@@ -407,8 +425,14 @@ fn parse_args(
     if ctx.target.features().too_many_args_error && words.len() > MAX_TRACE_ARGS {
         return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, first, 0));
     }
+    if ctx.target.features().too_many_args_silent && words.len() > MAX_TRACE_ARGS {
+        return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
+    }
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
+        if crate::fetch::btf_dependent(w, actx) {
+            ctx.note(Unchecked::Btf);
+        }
         match parse_arg(w, i, argv.span(index), actx, &mut state) {
             Ok(a) => args.push(a),
             Err(ArgError::Logged(e, off)) => return Err(ctx.logged(argv, e, index, off)),
@@ -853,6 +877,11 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                 && f != "COMM"
                 && !fields.iter().any(|x| x == f)
             {
+                if actx.features.btf_args {
+                    // 6.12: the field lookup fails inside the $-variable parser.
+                    let off = if a.named { a.name.len() + 1 } else { 0 };
+                    return Err(ctx.logged(argv, TpErr::BAD_VAR, i + 2, off));
+                }
                 return Err(ctx.logged(argv, TpErr::BAD_ATTACH_ARG, i + 2, 0));
             }
         }
