@@ -356,10 +356,15 @@ fn parse_probe_arg(
         Some(b'\\') => {
             if b.get(1) == Some(&b'"') {
                 let s = &arg[2..];
-                if !s.ends_with('"') {
-                    return Err(ArgError::Logged(TpErr::IMMSTR_NO_CLOSE, offs + 2 + s.len()));
+                // Older kernels read the byte before an empty string: `\"` passes.
+                if s.is_empty() && !ctx.features.name_and_imm_fixes {
+                    Some((Fetch::ImmString(String::new()), Op::Data))
+                } else {
+                    if !s.ends_with('"') {
+                        return Err(ArgError::Logged(TpErr::IMMSTR_NO_CLOSE, offs + 2 + s.len()));
+                    }
+                    Some((Fetch::ImmString(s[..s.len() - 1].to_string()), Op::Data))
                 }
-                Some((Fetch::ImmString(s[..s.len() - 1].to_string()), Op::Data))
             } else {
                 let v = str_to_immediate(&arg[1..], bits)
                     .ok_or(ArgError::Logged(TpErr::BAD_IMM, offs + 1))?;

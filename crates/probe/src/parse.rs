@@ -369,7 +369,12 @@ fn parse_event_name(
     offset: usize,
 ) -> Result<(Option<String>, Option<String>), Fail> {
     let mut offset = offset;
-    let slash = name.find('/').or_else(|| name.find('.'));
+    let newer = ctx.target.features().newer_event_names;
+    let slash = if newer {
+        name.find('/').or_else(|| name.find('.'))
+    } else {
+        name.find('/')
+    };
     let mut group = None;
     let mut event = name;
     if let Some(s) = slash {
@@ -379,7 +384,12 @@ fn parse_event_name(
         if s + 1 > MAX_EVENT_NAME_LEN {
             return Err(ctx.logged(argv, TpErr::GROUP_TOO_LONG, index, offset));
         }
-        if !good_system_name(&name[..s]) {
+        let good = if newer {
+            good_system_name(&name[..s])
+        } else {
+            good_name(&name[..s])
+        };
+        if !good {
             return Err(ctx.logged(argv, TpErr::BAD_GROUP_NAME, index, offset));
         }
         group = Some(name[..s].to_string());
@@ -387,12 +397,17 @@ fn parse_event_name(
         offset += s + 1;
     }
     if event.is_empty() {
-        if slash.is_some() {
+        if slash.is_some() && newer {
             return Ok((group, None));
         }
         return Err(ctx.logged(argv, TpErr::NO_EVENT_NAME, index, offset));
     }
-    if event.len() >= MAX_EVENT_NAME_LEN {
+    let limit = if ctx.target.features().name_and_imm_fixes {
+        MAX_EVENT_NAME_LEN
+    } else {
+        MAX_EVENT_NAME_LEN + 1
+    };
+    if event.len() >= limit {
         return Err(ctx.logged(argv, TpErr::EVENT_TOO_LONG, index, offset));
     }
     if !good_name(event) {
@@ -621,7 +636,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let shown_maxactive = match (is_return, maxactive, ctx.target.possible_cpus) {
         (false, _, _) => Some(0),
         (true, m, _) if m != 0 => Some(m),
-        (true, _, Some(cpus)) => Some(10.max(2 * cpus)),
+        (true, _, Some(cpus)) if ctx.target.features().maxactive_default_10 => {
+            Some(10.max(2 * cpus))
+        }
+        (true, _, Some(cpus)) => Some(cpus),
         (true, _, None) => {
             ctx.note(Unchecked::DefaultMaxactive);
             None

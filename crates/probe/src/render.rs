@@ -447,8 +447,14 @@ pub fn print_fmt(def: &ProbeDef) -> String {
     s
 }
 
-/// The event's `format` file as the kernel writes it, without the `ID:` line.
+/// The event's `format` file as Linux 6.1 writes it, without the `ID:` line.
 pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
+    format_file_for(def, arch, crate::KernelVersion::DEFAULT.features())
+}
+
+/// The event's `format` file as a kernel with `features` writes it, without the
+/// `ID:` line.
+pub fn format_file_for(def: &ProbeDef, arch: Arch, features: crate::kernel::Features) -> String {
     let mut s = format!("name: {}\nformat:\n", def.event);
     for (i, f) in fields(def, arch).iter().enumerate() {
         if i == 4 {
@@ -456,8 +462,14 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
         }
         let (ty, name) = match f.ty.find('[') {
             // Probe fields are defined without a length, so f_show() prints `[]`.
+            // (Debian's 5.10 keeps the length: `u8 arg1[4]`.)
             Some(p) if !f.ty.starts_with("__data_loc") => {
-                (f.ty[..p].to_string(), format!("{}[]", f.name))
+                let len = if features.array_fields_unsized {
+                    "[]"
+                } else {
+                    &f.ty[p..]
+                };
+                (f.ty[..p].to_string(), format!("{}{len}", f.name))
             }
             _ => (f.ty.clone(), f.name.clone()),
         };

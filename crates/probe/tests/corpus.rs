@@ -226,7 +226,7 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
                 {
                     {
                         let want = strip_id(f);
-                        let got = render::format_file(p, arch);
+                        let got = render::format_file_for(p, arch, kernel.features());
                         if want != got {
                             problems.push(format!("format:\n--kernel--\n{want}--ktrace--\n{got}"));
                         }
@@ -345,4 +345,30 @@ fn corpus_arm64_6_12() {
 #[test]
 fn corpus_arm64_7_2() {
     run_with(Arch::Arm64, "arm64-7.2", KernelVersion::new(7, 2), 500, 0);
+}
+
+/// Debian bullseye-security's 5.10 (cloud-amd64, 5.10.262).
+#[test]
+fn corpus_x86_64_5_10() {
+    run_with(
+        Arch::X86_64,
+        "x86_64-5.10",
+        KernelVersion::new(5, 10),
+        500,
+        0,
+    );
+}
+
+/// Debian bullseye's 5.10 (cloud-arm64): 5.10.223, older than the amd64 one
+/// (5.10.262) and without some of the fixes that came to 5.10 since, so checked
+/// as `--kernel 5.10.223`.
+#[test]
+fn corpus_arm64_5_10() {
+    run_with(
+        Arch::Arm64,
+        "arm64-5.10",
+        KernelVersion::with_sublevel(5, 10, 223),
+        500,
+        0,
+    );
 }
