@@ -123,6 +123,7 @@ tp_errors! {
     NO_RETVAL => "This function returns 'void' type",
     TOO_MANY_ARGS => "Too many arguments are specified",
     TOO_MANY_EARGS => "Too many entry arguments specified",
+    NO_TRACEPOINT => "Tracepoint is not found",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -266,7 +267,7 @@ mod tests {
         }
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h).
-        assert_eq!(TpErr::ALL.len(), 81);
+        assert_eq!(TpErr::ALL.len(), 82);
     }
 
     #[test]

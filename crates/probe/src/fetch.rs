@@ -54,6 +54,8 @@ pub struct ArgFlags {
     pub fentry: bool,
     /// Event probe (fields of a trace event).
     pub tpoint: bool,
+    /// fprobe or tracepoint probe (`f`, `t`): no registers.
+    pub fprobe: bool,
 }
 
 /// What parsing needs to know.
@@ -276,7 +278,7 @@ fn parse_probe_arg(
     let res: Option<(Fetch, Op)> = match b.first() {
         Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs)?),
         Some(b'%') => {
-            if ctx.flags.tpoint {
+            if ctx.flags.tpoint || ctx.flags.fprobe {
                 // The kernel logs BAD_VAR, then BAD_FETCH_ARG (the entry left last).
                 return Err(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs));
             }
@@ -689,6 +691,7 @@ mod tests {
                 kernel,
                 fentry: kernel && !ret,
                 tpoint: false,
+                fprobe: false,
             },
         }
     }

@@ -107,6 +107,9 @@ pub struct Features {
     /// empty immediate string `\"` is "String is not closed with '\"'";
     /// Debian's 5.10.223 takes both (seen), 5.10.262 refuses both (seen).
     pub name_and_imm_fixes: bool,
+    /// fprobe and tracepoint probe events (`f`, `t` in `dynamic_events`; the
+    /// README lists `f[:[<group>/][<event>]]`), from 6.5.
+    pub fprobes: bool,
 }
 
 impl KernelVersion {
@@ -174,6 +177,7 @@ impl KernelVersion {
             maxactive_default_10: self.at_least(6, 0),
             array_fields_unsized: self.at_least(6, 0),
             name_and_imm_fixes: self.after(5, 10, 223),
+            fprobes: self.at_least(6, 5),
         }
     }
 }

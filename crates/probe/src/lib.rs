@@ -89,6 +89,7 @@ impl Checked {
         match &self.definition {
             Ok(Definition::Probe(p)) => Some(render::readback(p, arch)),
             Ok(Definition::Remove(_)) => Some(self.command.clone()),
+            Ok(Definition::Fprobe(f)) => Some(render::fprobe_readback(f)),
             _ => None,
         }
     }

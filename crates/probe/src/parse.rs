@@ -9,7 +9,7 @@
 //! answer, the check is listed in [`Checked::unchecked`] instead of guessed.
 
 use crate::arch::Arch;
-use crate::ast::{Definition, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span};
+use crate::ast::{Definition, FprobeDef, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span};
 use crate::env::{Environment, FileKind};
 use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
 use crate::fetch::{
@@ -328,6 +328,12 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
                     other => return other.map(Definition::Probe),
                 }
             }
+            if ctx.target.features().fprobes {
+                match fprobe(argv, ctx) {
+                    Err(Fail::Cancel) => {}
+                    other => return other.map(Definition::Fprobe),
+                }
+            }
             if raw.starts_with("s:") {
                 return Err(Fail::Err(silent(Silent::Synthetic, &argv.joined)));
             }
@@ -606,6 +612,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             kernel: true,
             fentry,
             tpoint: false,
+            fprobe: false,
         },
     };
     let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
@@ -815,6 +822,7 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             kernel: false,
             fentry: false,
             tpoint: false,
+            fprobe: false,
         },
     };
     let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
@@ -880,6 +888,7 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             kernel: true,
             fentry: false,
             tpoint: true,
+            fprobe: false,
         },
     };
     let sub = Argv {
@@ -917,6 +926,125 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         },
         args,
         ignored_args,
+    })
+}
+
+/// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12): `f[N][:[GRP/][EVENT]]
+/// [MOD:]SYM[%return] [ARGS]` and `t[:[GRP/][EVENT]] TRACEPOINT [ARGS]`.
+fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
+    let w0 = argv.words[0];
+    let tracepoint = match w0.as_bytes()[0] {
+        b'f' => false,
+        b't' => true,
+        _ => return Err(Fail::Cancel),
+    };
+    if argv.words.len() < 2 {
+        return Err(Fail::Cancel);
+    }
+    ctx.subsystem = "trace_fprobe";
+    let event_at = w0[1..].find(':').map(|c| c + 2);
+    let mut maxactive = 0u32;
+    if w0.as_bytes().get(1).is_some_and(|c| c.is_ascii_digit()) {
+        let end = event_at.map_or(w0.len(), |e| e - 1);
+        let digits = &w0[1..end];
+        if digits.len() > MAX_EVENT_NAME_LEN - 1 {
+            return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
+        }
+        maxactive = kstrtouint(digits, 0)
+            .ok()
+            .filter(|m| *m != 0)
+            .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
+        if maxactive > KRETPROBE_MAXACTIVE_MAX {
+            return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
+        }
+    }
+    let w1 = argv.words[1];
+    let mut symbol = w1;
+    let mut is_return = false;
+    if let Some(pct) = w1.find('%') {
+        if !tracepoint && &w1[pct..] == "%return" {
+            symbol = &w1[..pct];
+            is_return = true;
+        } else {
+            return Err(ctx.logged(argv, TpErr::BAD_ADDR_SUFFIX, 1, pct));
+        }
+    }
+    if !is_return && maxactive != 0 {
+        return Err(ctx.logged(argv, TpErr::MAXACT_NO_RETURN, 0, 1));
+    }
+    let (group, event) = match event_at {
+        Some(at) => parse_event_name(ctx, argv, 0, &w0[at..], at)?,
+        None => (None, None),
+    };
+    let group =
+        group.unwrap_or_else(|| if tracepoint { "tracepoints" } else { "fprobes" }.to_string());
+    let auto_event = event.is_none();
+    let event = match event {
+        Some(e) => e,
+        None => {
+            let name = if tracepoint {
+                let lead = if symbol.starts_with(|c: char| c.is_ascii_digit()) {
+                    "_"
+                } else {
+                    ""
+                };
+                format!("{lead}{symbol}")
+            } else {
+                format!("{symbol}__{}", if is_return { "exit" } else { "entry" })
+            };
+            truncate_name(name)
+                .chars()
+                .map(|c| if c == ':' || c == '.' { '_' } else { c })
+                .collect()
+        }
+    };
+    if tracepoint {
+        // Whether the tracepoint exists only the running kernel knows.
+        ctx.note(Unchecked::SymbolExists);
+    }
+    let actx = ArgCtx {
+        arch: ctx.target.arch,
+        features: ctx.target.features(),
+        flags: ArgFlags {
+            ret: is_return,
+            kernel: true,
+            fentry: !is_return,
+            tpoint: false,
+            fprobe: true,
+        },
+    };
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    if !tracepoint {
+        match symbol_exists(ctx, symbol) {
+            Some(false) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(true) => {}
+            None => ctx.note(Unchecked::SymbolExists),
+        }
+        ctx.note(Unchecked::Probeable);
+    }
+    check_arg_symbols(ctx, argv, &args, false)?;
+    ctx.note(Unchecked::EventName);
+    Ok(FprobeDef {
+        tracepoint,
+        symbol: symbol.to_string(),
+        is_return,
+        maxactive,
+        probe: ProbeDef {
+            group,
+            event,
+            auto_event,
+            kind: ProbeKind::Kprobe {
+                place: KprobePlace::Symbol {
+                    symbol: symbol.to_string(),
+                    offset: 0,
+                },
+                is_return,
+                maxactive,
+                shown_maxactive: Some(maxactive),
+            },
+            args,
+            ignored_args,
+        },
     })
 }
 

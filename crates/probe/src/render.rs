@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use crate::arch::Arch;
 use crate::ast::{
-    ArgType, Definition, Fetch, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
+    ArgType, Definition, Fetch, FprobeDef, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
 };
 
 /// Appends ` SYMBOL`, ` SYMBOL+OFFSET` or ` 0xADDR` (hex zero-padded to
@@ -188,10 +188,44 @@ fn canonical_arg(a: &ProbeArg) -> String {
     s
 }
 
+/// The line `dynamic_events` lists for an fprobe or tracepoint probe
+/// (`trace_fprobe_show()`): `f[N]:GRP/EVENT SYM[%return] NAME=TEXT…`.
+pub fn fprobe_readback(f: &FprobeDef) -> String {
+    let mut s = String::from(if f.tracepoint { "t" } else { "f" });
+    if f.is_return && f.maxactive != 0 {
+        let _ = write!(s, "{}", f.maxactive);
+    }
+    let _ = write!(s, ":{}/{} {}", f.probe.group, f.probe.event, f.symbol);
+    if f.is_return {
+        s.push_str("%return");
+    }
+    for a in &f.probe.args {
+        let _ = write!(s, " {}={}", a.name, a.body);
+    }
+    s
+}
+
 /// The definition rebuilt from its syntax tree (what a user could have typed).
 pub fn canonical(def: &Definition, arch: Arch) -> String {
     match def {
         Definition::Empty => String::new(),
+        Definition::Fprobe(f) => {
+            let mut s = String::from(if f.tracepoint { "t" } else { "f" });
+            if f.maxactive != 0 {
+                let _ = write!(s, "{}", f.maxactive);
+            }
+            if !f.probe.auto_event {
+                let _ = write!(s, ":{}/{}", f.probe.group, f.probe.event);
+            }
+            let _ = write!(s, " {}", f.symbol);
+            if f.is_return {
+                s.push_str("%return");
+            }
+            for a in &f.probe.args {
+                let _ = write!(s, " {}", canonical_arg(a));
+            }
+            s
+        }
         Definition::Remove(RemoveDef { group, event, args }) => {
             let mut s = String::from("-:");
             if let Some(g) = group {

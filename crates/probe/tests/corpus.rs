@@ -205,12 +205,16 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
         if c.accepted() != k_ok {
             problems.push(format!("verdict: kernel {} ktrace {}", k_ok, c.accepted()));
         }
+        let shown = match &c.definition {
+            Ok(Definition::Probe(p)) => Some((p, render::readback(p, arch))),
+            Ok(Definition::Fprobe(f)) => Some((&f.probe, render::fprobe_readback(f))),
+            _ => None,
+        };
         if k_ok
             && c.accepted()
-            && let Ok(Definition::Probe(p)) = &c.definition
+            && let Some((p, ours)) = shown
         {
             {
-                let ours = render::readback(p, arch);
                 // A hashed address, or names and types only the BTF knows.
                 let addr = c.unchecked.contains(&Unchecked::AddressName)
                     || c.unchecked.contains(&Unchecked::Btf);
