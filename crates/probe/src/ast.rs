@@ -213,6 +213,16 @@ pub struct FprobeDef {
     pub probe: ProbeDef,
 }
 
+/// A synthetic event (`s:[synthetic/]NAME TYPE FIELD[; TYPE FIELD]…`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SynthDef {
+    /// Event name (the group is always `synthetic`).
+    pub name: String,
+    /// Fields as the kernel lists them: (type, name), an array's length moved
+    /// to the type (`char comm[16]` is `("char[16]", "comm")`).
+    pub fields: Vec<(String, String)>,
+}
+
 /// Any line the probe files accept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Definition {
@@ -222,6 +232,8 @@ pub enum Definition {
     Remove(RemoveDef),
     /// An fprobe or tracepoint probe to create (`dynamic_events` only).
     Fprobe(FprobeDef),
+    /// A synthetic event to create (`dynamic_events` only).
+    Synthetic(SynthDef),
     /// Nothing (blank or comment-only line).
     Empty,
 }

@@ -124,6 +124,11 @@ tp_errors! {
     TOO_MANY_ARGS => "Too many arguments are specified",
     TOO_MANY_EARGS => "Too many entry arguments specified",
     NO_TRACEPOINT => "Tracepoint is not found",
+    // Synthetic events' own entries (kernel/trace/trace_events_synth.c, subsystem
+    // `synthetic_events`).
+    SYNTH_CMD_INCOMPLETE => "Command must be of the form: <name> field[;field] ...",
+    SYNTH_INVALID_DYN_CMD => "Command must be of the form: s or -:[synthetic/]<name> field[;field] ...",
+    SYNTH_INVALID_TYPE => "Invalid type",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -267,7 +272,7 @@ mod tests {
         }
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h).
-        assert_eq!(TpErr::ALL.len(), 82);
+        assert_eq!(TpErr::ALL.len(), 85);
     }
 
     #[test]

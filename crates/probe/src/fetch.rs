@@ -235,7 +235,11 @@ fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgEr
         }
         return Ok((Fetch::Arg(n), Op::Arg));
     }
-    if ctx.features.nofentry_args_error && !ctx.flags.kernel && var.starts_with("arg") {
+    if ctx.features.nofentry_args_error
+        && ctx.arch.has_arg_access()
+        && !ctx.flags.kernel
+        && var.starts_with("arg")
+    {
         return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
     }
     Err(bad_var)
@@ -416,6 +420,68 @@ pub struct ArgsState {
     pub size: u32,
 }
 
+/// `traceprobe_expand_meta_args()` (6.5+), run over all argument words before
+/// any is parsed: `$arg…` words are checked first (`argv_has_var_arg()`), then,
+/// with BTF, `$argN` and `$arg*` become the function's parameter names. Returns
+/// the index of the offending word with the error.
+pub fn scan_meta_args(words: &[&str], ctx: &ArgCtx) -> Result<(), (usize, ArgError)> {
+    if !ctx.features.btf_parser || !ctx.flags.kernel || ctx.flags.tpoint {
+        return Ok(());
+    }
+    let logged = |i: usize, e: TpErr| Err((i, ArgError::Logged(e, 0)));
+    let mut star = None;
+    let mut last = None;
+    for (i, w) in words.iter().enumerate() {
+        let Some(rest) = w.strip_prefix("$arg") else {
+            continue;
+        };
+        last = Some(i);
+        if !function_entry(ctx.flags) && !function_return(ctx.flags) {
+            return logged(i, TpErr::NOFENTRY_ARGS);
+        }
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        if !rest.starts_with('*') {
+            return logged(i, TpErr::BAD_VAR);
+        }
+        if star.is_some() {
+            return logged(i, TpErr::DOUBLE_ARGS);
+        }
+        star = Some(i);
+    }
+    let Some(last) = last else {
+        return Ok(());
+    };
+    if !btf_era(ctx) {
+        // No BTF: `$arg*` is refused (at the last `$arg…` word, where the log
+        // index was left), `$argN` goes to the classic parser.
+        return match star {
+            Some(_) => logged(last, TpErr::NOSUP_BTFARG),
+            None => Ok(()),
+        };
+    }
+    for (i, w) in words.iter().enumerate() {
+        if Some(i) == star {
+            continue;
+        }
+        let Some(rest) = w.strip_prefix("$arg") else {
+            continue;
+        };
+        let (n, used) = simple_strtoul(rest, 10, ctx.arch.bits());
+        let ty = &rest[used..];
+        if !ty.is_empty() && !ty.starts_with(':') {
+            return logged(i, TpErr::BAD_VAR);
+        }
+        // Parameter N exists only in the function's BTF; no function has
+        // more than THREAD_SIZE / sizeof(long) of them.
+        if n > ctx.arch.param_max_stack() {
+            return logged(i, TpErr::NO_BTFARG);
+        }
+    }
+    Ok(())
+}
+
 /// `traceprobe_parse_probe_arg()`: the `index`-th (0-based) argument word.
 pub fn parse_arg(
     word: &str,
@@ -424,37 +490,6 @@ pub fn parse_arg(
     ctx: &ArgCtx,
     state: &mut ArgsState,
 ) -> Result<ProbeArg, ArgError> {
-    if ctx.features.btf_parser
-        && ctx.flags.kernel
-        && !ctx.flags.tpoint
-        && let Some(rest) = word.strip_prefix("$arg")
-    {
-        // traceprobe_expand_meta_args(): `$argN` and `$arg*` words become the
-        // function's BTF parameter names before anything else is parsed.
-        if !function_entry(ctx.flags) && !function_return(ctx.flags) {
-            return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, 0));
-        }
-        if !btf_era(ctx) {
-            // No BTF: `$argN` is left to the classic parser, `$arg*` refused.
-            if rest.starts_with('*') {
-                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, 0));
-            }
-            if !rest.starts_with(|c: char| c.is_ascii_digit()) {
-                return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
-            }
-        } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
-            let (n, used) = simple_strtoul(rest, 10, ctx.arch.bits());
-            let ty = &rest[used..];
-            if !ty.is_empty() && !ty.starts_with(':') {
-                return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
-            }
-            if n > ctx.arch.param_max_stack() {
-                return Err(ArgError::Logged(TpErr::NO_BTFARG, 0));
-            }
-        } else if !rest.starts_with('*') {
-            return Err(ArgError::Logged(TpErr::BAD_VAR, 0));
-        }
-    }
     let (name, named, body, body_off) = match word.find('=') {
         Some(eq) => {
             if eq > MAX_ARG_NAME_LEN {

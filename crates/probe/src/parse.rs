@@ -9,7 +9,9 @@
 //! answer, the check is listed in [`Checked::unchecked`] instead of guessed.
 
 use crate::arch::Arch;
-use crate::ast::{Definition, FprobeDef, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span};
+use crate::ast::{
+    Definition, FprobeDef, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span, SynthDef,
+};
 use crate::env::{Environment, FileKind};
 use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
 use crate::fetch::{
@@ -104,6 +106,9 @@ pub enum Unchecked {
     /// `$argN` expands to, how many parameters there are, whether a bare name is
     /// one of them, the type of `$retval` (kernels with BTF arguments).
     Btf,
+    /// The offsets of `struct dentry`'s name and `struct file`'s dentry in the
+    /// target's build, which `:%pd`/`:%pD` expand to.
+    StructLayout,
 }
 
 impl Unchecked {
@@ -125,6 +130,9 @@ impl Unchecked {
             }
             Unchecked::DefaultMaxactive => "the default maxactive shown on readback (give --cpus)",
             Unchecked::Btf => "the probed function's BTF (parameter names and types; give --btf)",
+            Unchecked::StructLayout => {
+                "the struct dentry/struct file offsets %pd and %pD expand to in the target's build"
+            }
         }
     }
 }
@@ -161,6 +169,22 @@ impl<'a> Argv<'a> {
             .split([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
             .filter(|w| !w.is_empty())
             .collect();
+        let mut starts = Vec::with_capacity(words.len());
+        let mut pos = 0;
+        for w in &words {
+            starts.push(pos);
+            pos += w.len() + 1;
+        }
+        Argv {
+            joined: words.join(" "),
+            words,
+            starts,
+        }
+    }
+
+    /// An argv of words already split.
+    fn split_words(words: &'a [String]) -> Argv<'a> {
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
         let mut starts = Vec::with_capacity(words.len());
         let mut pos = 0;
         for w in &words {
@@ -328,14 +352,16 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
                     other => return other.map(Definition::Probe),
                 }
             }
-            if ctx.target.features().fprobes {
+            // fprobes need ftrace with arguments (DYNAMIC_FTRACE_WITH_ARGS or
+            // _REGS), which 32-bit arm lacks: its 7.2 takes no `f`/`t` (seen).
+            if ctx.target.features().fprobes && ctx.target.arch != Arch::Arm {
                 match fprobe(argv, ctx) {
                     Err(Fail::Cancel) => {}
                     other => return other.map(Definition::Fprobe),
                 }
             }
             if raw.starts_with("s:") {
-                return Err(Fail::Err(silent(Silent::Synthetic, &argv.joined)));
+                return synthetic(argv, ctx).map(Definition::Synthetic);
             }
             Err(Fail::Cancel)
         }
@@ -433,12 +459,67 @@ fn truncate_name(mut s: String) -> String {
     s
 }
 
+/// `traceprobe_expand_dentry_args()` (6.9+): a `NAME=ARG:%pd` word becomes
+/// `NAME=+0x0(+0xD(ARG)):string` and `:%pD` `+0x0(+0xD(+0xF(ARG))):string`, with
+/// D and F the offsets of `struct dentry`'s name and `struct file`'s dentry in
+/// the target's build. The kernel rewrites the words in place, so later errors
+/// show the rewritten command. `None` when no word has such a type.
+fn expand_dentry_args(argv: &Argv, first: usize, ctx: &mut Ctx) -> Option<Vec<String>> {
+    if !ctx.target.features().dentry_types
+        || !argv.words[first..]
+            .iter()
+            .any(|w| w.ends_with(":%pd") || w.ends_with(":%pD"))
+    {
+        return None;
+    }
+    let (d_name, f_dentry) = match ctx.target.arch.dentry_offsets() {
+        Some(o) => o,
+        None => {
+            // The layout of the target's build is not known here: the offsets
+            // below are a 64-bit guess, and the readback is not checked.
+            ctx.note(Unchecked::StructLayout);
+            (0x28, 0x40)
+        }
+    };
+    let words = argv
+        .words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let is_d = w.ends_with(":%pd");
+            if i < first || !(is_d || w.ends_with(":%pD")) {
+                return w.to_string();
+            }
+            let w = &w[..w.len() - 4];
+            let (name, body) = match w.split_once('=') {
+                Some((n, b)) => (format!("{n}="), b),
+                None => (String::new(), w),
+            };
+            if is_d {
+                format!("{name}+0x0(+0x{d_name:x}({body})):string")
+            } else {
+                format!("{name}+0x0(+0x{d_name:x}(+0x{f_dentry:x}({body}))):string")
+            }
+        })
+        .collect();
+    Some(words)
+}
+
 fn parse_args(
     argv: &Argv,
     first: usize,
     actx: &ArgCtx,
     ctx: &mut Ctx,
 ) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
+    let expanded = expand_dentry_args(argv, first, ctx);
+    let rewritten;
+    let argv = match &expanded {
+        Some(words) => {
+            rewritten = Argv::split_words(words);
+            &rewritten
+        }
+        None => argv,
+    };
     let mut state = ArgsState::default();
     let mut args = Vec::new();
     let words = &argv.words[first..];
@@ -448,6 +529,12 @@ fn parse_args(
     }
     if ctx.target.features().too_many_args_silent && words.len() > MAX_TRACE_ARGS {
         return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
+    }
+    if let Err((i, e)) = crate::fetch::scan_meta_args(words, actx) {
+        return Err(match e {
+            ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+            ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+        });
     }
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
@@ -927,6 +1014,86 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         args,
         ignored_args,
     })
+}
+
+/// `synth_event_create()` / `__create_synth_event()` (trace_events_synth.c) as
+/// `dynamic_events` takes it: `s:[synthetic/]NAME TYPE FIELD[; TYPE FIELD]…`.
+fn synthetic(argv: &Argv, ctx: &mut Ctx) -> Result<SynthDef, Fail> {
+    ctx.subsystem = "synthetic_events";
+    let cmd = &argv.joined;
+    let w0 = argv.words[0];
+    let mut name = &w0[2..];
+    if let Some((g, n)) = name.split_once('/') {
+        if g != "synthetic" {
+            return Err(ctx.logged(argv, TpErr::SYNTH_INVALID_DYN_CMD, 0, 0));
+        }
+        name = n;
+    }
+    // The fields: the rest of the command, `;`-separated.
+    let rest = &cmd[w0.len()..];
+    let mut fields = Vec::new();
+    let mut at = w0.len();
+    for part in rest.split(';') {
+        let words: Vec<&str> = part.split_whitespace().collect();
+        let start = at + (part.len() - part.trim_start().len());
+        at += part.len() + 1;
+        if words.is_empty() && rest.trim().is_empty() {
+            break;
+        }
+        if words.len() < 2 {
+            return Err(ctx.logged(argv, TpErr::SYNTH_CMD_INCOMPLETE, 0, 0));
+        }
+        let (ty_words, fname) = words.split_at(words.len() - 1);
+        let mut ty = ty_words.join(" ");
+        let mut fname = fname[0].to_string();
+        if let Some(open) = fname.find('[') {
+            ty.push_str(&fname[open..]);
+            fname.truncate(open);
+        }
+        if !synth_type_known(&ty) {
+            return Err(Fail::Err(ProbeError {
+                kind: ErrorKind::Logged(TpErr::SYNTH_INVALID_TYPE),
+                message: TpErr::SYNTH_INVALID_TYPE.message(),
+                subsystem: Some(ctx.subsystem),
+                pos: Some(start),
+                command: cmd.clone(),
+                hint: None,
+            }));
+        }
+        fields.push((ty, fname));
+    }
+    if fields.is_empty() {
+        return Err(ctx.logged(argv, TpErr::SYNTH_CMD_INCOMPLETE, 0, 0));
+    }
+    ctx.note(Unchecked::EventName);
+    Ok(SynthDef {
+        name: name.to_string(),
+        fields,
+    })
+}
+
+/// `synth_field_size()`: the types a synthetic event field may have.
+fn synth_type_known(ty: &str) -> bool {
+    const SCALARS: &[&str] = &[
+        "s64",
+        "u64",
+        "s32",
+        "u32",
+        "s16",
+        "u16",
+        "s8",
+        "u8",
+        "char",
+        "unsigned char",
+        "int",
+        "unsigned int",
+        "long",
+        "unsigned long",
+        "bool",
+        "pid_t",
+        "gfp_t",
+    ];
+    SCALARS.contains(&ty) || ty.contains("char[") || ty.contains("long[")
 }
 
 /// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12): `f[N][:[GRP/][EVENT]]

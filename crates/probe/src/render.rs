@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use crate::arch::Arch;
 use crate::ast::{
     ArgType, Definition, Fetch, FprobeDef, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
+    SynthDef,
 };
 
 /// Appends ` SYMBOL`, ` SYMBOL+OFFSET` or ` 0xADDR` (hex zero-padded to
@@ -205,10 +206,21 @@ pub fn fprobe_readback(f: &FprobeDef) -> String {
     s
 }
 
+/// The line `dynamic_events` lists for a synthetic event
+/// (`synth_event_show()`): `s:synthetic/NAME<TAB>TYPE FIELD; TYPE FIELD`.
+pub fn synth_readback(d: &SynthDef) -> String {
+    let fields: Vec<String> = d.fields.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    format!("s:synthetic/{}\t{}", d.name, fields.join("; "))
+}
+
 /// The definition rebuilt from its syntax tree (what a user could have typed).
 pub fn canonical(def: &Definition, arch: Arch) -> String {
     match def {
         Definition::Empty => String::new(),
+        Definition::Synthetic(d) => {
+            let fields: Vec<String> = d.fields.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            format!("s:{} {}", d.name, fields.join("; "))
+        }
         Definition::Fprobe(f) => {
             let mut s = String::from(if f.tracepoint { "t" } else { "f" });
             if f.maxactive != 0 {

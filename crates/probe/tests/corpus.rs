@@ -212,12 +212,25 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
         };
         if k_ok
             && c.accepted()
+            && let Ok(Definition::Synthetic(d)) = &c.definition
+        {
+            let ours = render::synth_readback(d);
+            if r.readback.first() != Some(&ours) {
+                problems.push(format!(
+                    "readback: kernel {:?} ktrace {ours:?}",
+                    r.readback.first()
+                ));
+            }
+        }
+        if k_ok
+            && c.accepted()
             && let Some((p, ours)) = shown
         {
             {
                 // A hashed address, or names and types only the BTF knows.
                 let addr = c.unchecked.contains(&Unchecked::AddressName)
-                    || c.unchecked.contains(&Unchecked::Btf);
+                    || c.unchecked.contains(&Unchecked::Btf)
+                    || c.unchecked.contains(&Unchecked::StructLayout);
                 skipped = addr;
                 if !addr && r.readback.first() != Some(&ours) {
                     problems.push(format!(
@@ -375,4 +388,10 @@ fn corpus_arm64_5_10() {
         500,
         0,
     );
+}
+
+/// Debian sid's 7.2 (armmp, 32-bit arm).
+#[test]
+fn corpus_arm_7_2() {
+    run_with(Arch::Arm, "arm-7.2", KernelVersion::new(7, 2), 500, 0);
 }
