@@ -1323,9 +1323,16 @@ mod tests {
             err("p:only", t, &Offline).0,
             ErrorKind::Silent(Silent::NotAProbe)
         );
+        // Synthetic events are checked as trace_events_synth.c takes them
+        // (arm-7.2 corpus).
+        let c = check_line("s:syn int x; char comm[16]", t, &Offline);
         assert_eq!(
-            err("s:syn int x", t, &Offline).0,
-            ErrorKind::Silent(Silent::Synthetic)
+            c.normalized(Arch::X86_64).as_deref(),
+            Some("s:synthetic/syn\tint x; char[16] comm")
+        );
+        assert_eq!(
+            err("s:syn no_type x", t, &Offline),
+            (ErrorKind::Logged(TpErr::SYNTH_INVALID_TYPE), Some(6))
         );
     }
 
