@@ -100,6 +100,8 @@ pub fn features_from_readme(
     // its BTF generation; it needs the function argument access API.
     f.btf_args = readme.btf_args;
     f.btf_parser |= readme.btf_args;
+    // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
+    f.fprobes = readme.fprobes;
     f
 }
 
@@ -175,6 +177,11 @@ mod tests {
         let r = ktrace_tracefs::Features::from_readme(readme);
         assert!(features_from_readme(KernelVersion::new(6, 18), &r).too_many_args_error);
         assert!(!features_from_readme(KernelVersion::new(6, 1), &r).too_many_args_error);
+        // The 6.18 host's README lists no BTF arguments and no fprobes (its
+        // kernel has neither): a live check goes by that, not by the version.
+        let f = features_from_readme(KernelVersion::new(6, 18), &r);
+        assert!(!f.btf_args && !f.fprobes && f.btf_parser);
+        assert!(KernelVersion::new(6, 18).features().btf_args);
         let empty = ktrace_tracefs::Features::default();
         assert_eq!(
             features_from_readme(KernelVersion::new(6, 1), &empty),
