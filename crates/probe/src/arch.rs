@@ -141,17 +141,6 @@ impl Arch {
         }
     }
 
-    /// The offsets `:%pd`/`:%pD` expand to: `offsetof(struct dentry,
-    /// d_name.name)` and `offsetof(struct file, f_path.dentry)`, as seen in the
-    /// readback of Debian's kernels (corpus fixtures); `None` where not seen.
-    pub fn dentry_offsets(self) -> Option<(u64, u64)> {
-        match self {
-            // arm-7.2 corpus: `+0x0(+0x20(+0x2c(%r0))):string`.
-            Arch::Arm => Some((0x20, 0x2c)),
-            _ => None,
-        }
-    }
-
     /// The closest register name to a wrong one, for hints (`%rdi` -> `%di`).
     pub fn suggest_register(self, name: &str) -> Option<&'static str> {
         let lower = name.to_ascii_lowercase();

@@ -453,6 +453,17 @@ pub fn scan_meta_args(words: &[&str], ctx: &ArgCtx) -> Result<(), (usize, ArgErr
     let Some(last) = last else {
         return Ok(());
     };
+    // With BTF, `$arg*` expands to every parameter: a `$argN` before it has
+    // already taken the N-th one's name (the log index is the `$arg*` word's).
+    if btf_era(ctx)
+        && let Some(star) = star
+        && words[..star].iter().any(|w| {
+            w.strip_prefix("$arg")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && !r.starts_with('0'))
+        })
+    {
+        return logged(star, TpErr::USED_ARG_NAME);
+    }
     if !btf_era(ctx) {
         // No BTF: `$arg*` is refused (at the last `$arg…` word, where the log
         // index was left), `$argN` goes to the classic parser.

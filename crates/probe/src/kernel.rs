@@ -110,6 +110,12 @@ pub struct Features {
     /// fprobe and tracepoint probe events (`f`, `t` in `dynamic_events`; the
     /// README lists `f[:[<group>/][<event>]]`), from 6.5.
     pub fprobes: bool,
+    /// fprobes take no maxactive (`fN` is "Invalid maxactive number") and an
+    /// fprobe fetching `$retval` becomes an exit probe: seen on 7.2; gated at
+    /// 6.16 (estimate, between 6.12 and 7.2).
+    pub fprobe_no_maxactive: bool,
+    /// See `fprobe_no_maxactive`.
+    pub fprobe_auto_return: bool,
 }
 
 impl KernelVersion {
@@ -178,6 +184,8 @@ impl KernelVersion {
             array_fields_unsized: self.at_least(6, 0),
             name_and_imm_fixes: self.after(5, 10, 223),
             fprobes: self.at_least(6, 5),
+            fprobe_no_maxactive: self.at_least(6, 16),
+            fprobe_auto_return: self.at_least(6, 16),
         }
     }
 }

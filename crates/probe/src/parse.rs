@@ -459,6 +459,19 @@ fn truncate_name(mut s: String) -> String {
     s
 }
 
+/// The offsets `:%pd`/`:%pD` expand to, `offsetof(struct dentry, d_name.name)`
+/// and `offsetof(struct file, f_path.dentry)`, as the readback of Debian's
+/// kernels shows them (corpus fixtures); `None` where not seen.
+fn dentry_offsets(arch: Arch, kernel: KernelVersion) -> Option<(u64, u64)> {
+    match (arch, kernel.series()) {
+        // arm-7.2: `+0x0(+0x20(+0x2c(%r0))):string`.
+        (Arch::Arm, v) if v == KernelVersion::new(7, 2) => Some((0x20, 0x2c)),
+        // riscv64-7.2: `+0x0(+0x28(+0x48(%a0))):string`.
+        (Arch::Riscv64, v) if v == KernelVersion::new(7, 2) => Some((0x28, 0x48)),
+        _ => None,
+    }
+}
+
 /// `traceprobe_expand_dentry_args()` (6.9+): a `NAME=ARG:%pd` word becomes
 /// `NAME=+0x0(+0xD(ARG)):string` and `:%pD` `+0x0(+0xD(+0xF(ARG))):string`, with
 /// D and F the offsets of `struct dentry`'s name and `struct file`'s dentry in
@@ -472,7 +485,7 @@ fn expand_dentry_args(argv: &Argv, first: usize, ctx: &mut Ctx) -> Option<Vec<St
     {
         return None;
     }
-    let (d_name, f_dentry) = match ctx.target.arch.dentry_offsets() {
+    let (d_name, f_dentry) = match dentry_offsets(ctx.target.arch, ctx.target.kernel) {
         Some(o) => o,
         None => {
             // The layout of the target's build is not known here: the offsets
@@ -511,6 +524,8 @@ fn parse_args(
     actx: &ArgCtx,
     ctx: &mut Ctx,
 ) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
+    // The kernel expands `$arg…` words (BTF) before `%pd`/`%pD` ones.
+    let original = argv;
     let expanded = expand_dentry_args(argv, first, ctx);
     let rewritten;
     let argv = match &expanded {
@@ -530,7 +545,7 @@ fn parse_args(
     if ctx.target.features().too_many_args_silent && words.len() > MAX_TRACE_ARGS {
         return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
     }
-    if let Err((i, e)) = crate::fetch::scan_meta_args(words, actx) {
+    if let Err((i, e)) = crate::fetch::scan_meta_args(&original.words[first..], actx) {
         return Err(match e {
             ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
             ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
@@ -538,7 +553,7 @@ fn parse_args(
     }
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
-        if crate::fetch::btf_dependent(w, actx) {
+        if crate::fetch::btf_dependent(original.words[index], actx) {
             ctx.note(Unchecked::Btf);
         }
         match parse_arg(w, i, argv.span(index), actx, &mut state) {
@@ -724,6 +739,14 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         && offset % 4 != 0
     {
         return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+    }
+    // riscv64 instructions are 2 or 4 bytes, 2-byte aligned: an odd offset is
+    // never an instruction boundary (riscv64-7.2 corpus: `vfs_read+1`, `+3`).
+    if ctx.target.arch == Arch::Riscv64
+        && let KprobePlace::Symbol { offset, .. } = &place
+        && offset % 2 != 0
+    {
+        return Err(ctx.logged(argv, TpErr::BAD_INSN_BNDRY, 1, 0));
     }
     ctx.note(Unchecked::EventName);
     // register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()).
@@ -1112,6 +1135,9 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     let event_at = w0[1..].find(':').map(|c| c + 2);
     let mut maxactive = 0u32;
     if w0.as_bytes().get(1).is_some_and(|c| c.is_ascii_digit()) {
+        if ctx.target.features().fprobe_no_maxactive {
+            return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
+        }
         let end = event_at.map_or(w0.len(), |e| e - 1);
         let digits = &w0[1..end];
         if digits.len() > MAX_EVENT_NAME_LEN - 1 {
@@ -1138,6 +1164,14 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     }
     if !is_return && maxactive != 0 {
         return Err(ctx.logged(argv, TpErr::MAXACT_NO_RETURN, 0, 1));
+    }
+    // Newer kernels make an fprobe that fetches `$retval` an exit probe.
+    if !tracepoint
+        && !is_return
+        && ctx.target.features().fprobe_auto_return
+        && argv.words[2..].iter().any(|w| w.contains("$retval"))
+    {
+        is_return = true;
     }
     let (group, event) = match event_at {
         Some(at) => parse_event_name(ctx, argv, 0, &w0[at..], at)?,

@@ -395,3 +395,15 @@ fn corpus_arm64_5_10() {
 fn corpus_arm_7_2() {
     run_with(Arch::Arm, "arm-7.2", KernelVersion::new(7, 2), 500, 0);
 }
+
+/// Debian sid's 7.2 (riscv64).
+#[test]
+fn corpus_riscv64_7_2() {
+    run_with(
+        Arch::Riscv64,
+        "riscv64-7.2",
+        KernelVersion::new(7, 2),
+        500,
+        0,
+    );
+}
