@@ -428,6 +428,9 @@ pub fn scan_meta_args(words: &[&str], ctx: &ArgCtx) -> Result<(), (usize, ArgErr
     if !ctx.features.btf_parser || !ctx.flags.kernel || ctx.flags.tpoint {
         return Ok(());
     }
+    // Without BTF arguments, 6.12 still refuses `$arg…` off a function entry or
+    // exit but leaves the rest to the classic parser; 7.2 refuses `$arg*`.
+    let full = btf_era(ctx) || ctx.features.meta_args_without_btf;
     let logged = |i: usize, e: TpErr| Err((i, ArgError::Logged(e, 0)));
     let mut star = None;
     let mut last = None;
@@ -439,7 +442,7 @@ pub fn scan_meta_args(words: &[&str], ctx: &ArgCtx) -> Result<(), (usize, ArgErr
         if !function_entry(ctx.flags) && !function_return(ctx.flags) {
             return logged(i, TpErr::NOFENTRY_ARGS);
         }
-        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+        if rest.starts_with(|c: char| c.is_ascii_digit()) || !full {
             continue;
         }
         if !rest.starts_with('*') {

@@ -116,6 +116,11 @@ pub struct Features {
     pub fprobe_no_maxactive: bool,
     /// See `fprobe_no_maxactive`.
     pub fprobe_auto_return: bool,
+    /// `$arg…` words are scanned ("$arg* can be used only on function entry or
+    /// exit", "BTF is not available or not supported" for `$arg*`) also on
+    /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
+    /// the classic parser. Gated at 6.16 (estimate).
+    pub meta_args_without_btf: bool,
 }
 
 impl KernelVersion {
@@ -167,7 +172,11 @@ impl KernelVersion {
             eprobes: self.at_least(5, 15),
             non_unique_symbol: self.after(5, 10, 223),
             event_size_limit: self.after(5, 10, 223),
-            bad_var_spelling_fixed: self.after(5, 10, 223),
+            // Carried back late: Debian's 5.10.223 and 6.12.95 still have the
+            // typo, 5.10.262, 6.1.192 and 6.12.117 do not (corpus fixtures).
+            bad_var_spelling_fixed: self.at_least(5, 10)
+                && (self.series() != KernelVersion::new(5, 10) || self.after(5, 10, 223))
+                && (self.series() != KernelVersion::new(6, 12) || self.after(6, 12, 95)),
             char_type: self.at_least(6, 5),
             dentry_types: self.at_least(6, 9),
             nofentry_args_error: self.at_least(6, 5),
@@ -186,6 +195,7 @@ impl KernelVersion {
             fprobes: self.at_least(6, 5),
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
+            meta_args_without_btf: self.at_least(6, 16),
         }
     }
 }
