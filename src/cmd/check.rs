@@ -3,7 +3,7 @@
 //! rejections the kernel's `error_log` message with its caret, plus a hint.
 //!
 //! The language lives in `ktrace-probe`; this module only gathers input, loads
-//! `--kallsyms` and prints. Without `--arch`, `--kallsyms` or `--offline`, and
+//! `--kallsyms` and prints. Without `--arch`, `--kernel`, `--kallsyms` or `--offline`, and
 //! with tracefs mounted, the running kernel answers the target-dependent
 //! questions (`crate::resolve::live::LiveEnv`: kallsyms, files, existing
 //! events), its tracefs README says which language features it has, and its
@@ -30,7 +30,10 @@ pub struct Args {
     /// Target architecture (x86_64, arm64/aarch64, arm, riscv, i386); default: this machine's.
     #[arg(long)]
     pub arch: Option<String>,
-    /// Target kernel version (MAJOR.MINOR or `uname -r`), default 6.1.
+    /// Target kernel version (MAJOR.MINOR or `uname -r`; checked against 5.10,
+    /// 6.1, 6.12 and 7.2). Default: live, the running kernel (its README decides
+    /// the features); offline, this machine's series when it is one of those,
+    /// else the newest (7.2).
     #[arg(long)]
     pub kernel: Option<String>,
     /// A copy of the target's /proc/kallsyms, for symbol checks.
@@ -83,9 +86,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(a) => a.parse::<Arch>()?,
         None => Arch::native().context("unknown machine architecture: give --arch")?,
     };
+    // Offline, the version decides the language: the one given, else this
+    // machine's series when it is one ktrace is checked against, else the newest.
+    // Live (below), the running kernel's README decides the features.
     let kernel = match &args.kernel {
         Some(k) => k.parse::<KernelVersion>()?,
-        None => KernelVersion::DEFAULT,
+        None => KernelVersion::offline_default(
+            KernelView::running(None)
+                .release()
+                .and_then(|r| r.parse().ok()),
+        ),
     };
     let interface = match args.file {
         FileArg::Dynamic => Interface::DynamicEvents,
@@ -114,7 +124,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .collect();
     let wanted = wanted.iter().map(String::as_str);
 
-    let mounted = if args.offline || args.arch.is_some() || args.kallsyms.is_some() {
+    let mounted = if args.offline
+        || args.arch.is_some()
+        || args.kernel.is_some()
+        || args.kallsyms.is_some()
+    {
         None
     } else {
         ktrace_tracefs::discover::find_mounted()
@@ -140,10 +154,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Live: the kernel says what its language offers (README); its
         // version only fills in what the README does not list.
         let t = live_target(arch, v);
-        if args.kernel.is_none() {
-            target.kernel = t.kernel;
-            target.features = t.features;
-        }
+        target.kernel = t.kernel;
+        target.features = t.features;
         if args.cpus.is_none() {
             target.possible_cpus = t.possible_cpus;
         }
@@ -165,6 +177,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for input in &inputs {
         let checked = match route.compile(input, target, env) {
             None => check_line(input, target, env),
+            // Nothing BTF-specific went wrong, but the kernel would still
+            // refuse the line (a uprobe's BTF name, say): report that.
+            Some(Ok(c)) if !c.checked.accepted() => c.checked,
             Some(result) => {
                 let ok = result.is_ok();
                 all_ok &= ok;

@@ -96,6 +96,12 @@ pub fn features_from_readme(
     f.char_type = readme.has_type("char");
     f.symstr = readme.has_type("symstr");
     f.dentry_types = readme.has_type("%pd");
+    // BTF arguments (`<argname>` in the README) switch the argument parser to
+    // its BTF generation; it needs the function argument access API.
+    f.btf_args = readme.btf_args;
+    f.btf_parser |= readme.btf_args;
+    // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
+    f.fprobes = readme.fprobes;
     f
 }
 
@@ -103,6 +109,16 @@ pub fn features_from_readme(
 pub fn live_target(arch: Arch, view: &KernelView) -> Target {
     let mut t = Target::new(arch);
     if let Some(v) = view.release().and_then(|r| r.parse().ok()) {
+        t.kernel = v;
+    }
+    // Debian's `uname -r` has no stable sublevel (5.10.0-32); /proc/version
+    // names it (Debian 5.10.223-1), and fixes carried back within a series
+    // depend on it.
+    if let Some(v) = std::fs::read_to_string("/proc/version")
+        .ok()
+        .and_then(|text| KernelVersion::from_proc_version(&text))
+        .filter(|v| v.series() == t.kernel.series())
+    {
         t.kernel = v;
     }
     t.features = view.features().map(|r| features_from_readme(t.kernel, r));
@@ -161,6 +177,11 @@ mod tests {
         let r = ktrace_tracefs::Features::from_readme(readme);
         assert!(features_from_readme(KernelVersion::new(6, 18), &r).too_many_args_error);
         assert!(!features_from_readme(KernelVersion::new(6, 1), &r).too_many_args_error);
+        // The 6.18 host's README lists no BTF arguments and no fprobes (its
+        // kernel has neither): a live check goes by that, not by the version.
+        let f = features_from_readme(KernelVersion::new(6, 18), &r);
+        assert!(!f.btf_args && !f.fprobes && f.btf_parser);
+        assert!(KernelVersion::new(6, 18).features().btf_args);
         let empty = ktrace_tracefs::Features::default();
         assert_eq!(
             features_from_readme(KernelVersion::new(6, 1), &empty),

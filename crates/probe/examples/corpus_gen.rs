@@ -3,7 +3,7 @@
 //! line, for one architecture. The capture script
 //! (tests/kernel/guest/corpus/capture.sh) writes each to a real kernel.
 //!
-//! Usage: `cargo run -p ktrace-probe --example corpus_gen -- x86_64|arm64 > defs.txt`
+//! Usage: `cargo run -p ktrace-probe --example corpus_gen -- x86_64|arm64|arm|riscv64 > defs.txt`
 
 use ktrace_probe::Arch;
 
@@ -158,6 +158,10 @@ fn generate(arch: Arch) -> Vec<String> {
     }
     for r in [
         "rdi", "eax", "x31", "w0", "r0", "a0", "DI", "", "ip0", "pc0",
+        // Names other architectures' tables use, to see each kernel's own
+        // regs_query_register_offset() answer (arm, riscv64).
+        "r11", "r12", "r13", "r14", "r15", "psr", "spsr", "orig_r0", "ORIG_r0", "pc", "fp", "zero",
+        "x0", "s0", "status", "badaddr", "cause", "orig_a0", "ra", "lr", "epc",
     ] {
         if !arch.has_register(r) {
             fetches.push(format!("%{r}"));
@@ -444,6 +448,82 @@ fn generate(arch: Arch) -> Vec<String> {
         "e:/eev sched.sched_switch",
     ] {
         v.push(e.to_string());
+    }
+
+    // Newer dynamic_events kinds and types: fprobes (`f`), tracepoint probes (`t`),
+    // event-probe type casts, synthetic events (`s`), `%pd`/`%pD`. Captured from
+    // the arm and riscv64 cells on (generated after the x86_64/arm64 captures).
+    for d in [
+        "f vfs_read".to_string(),
+        "f:fev vfs_read".into(),
+        "f:fgrp/fev vfs_read".into(),
+        "f vfs_read%return".into(),
+        "f:fev vfs_read%return $retval".into(),
+        "f:fev vfs_read $arg1".into(),
+        "f:fev vfs_read $arg1:x32 $arg2".into(),
+        "f:fev vfs_read%return $arg1".into(),
+        "f:fev vfs_read $retval".into(),
+        "f:fev vfs_read $stack0".into(),
+        "f:fev vfs_read $comm".into(),
+        format!("f:fev vfs_read {a0}"),
+        "f:fev vfs_read+4".into(),
+        "f:fev vfs_read%hoge".into(),
+        "f:fev non_exist_func".into(),
+        "f:fev vfs_read file".into(),
+        "f:fev vfs_read no_such_param".into(),
+        "f2:fev vfs_read%return".into(),
+        "f2:fev vfs_read".into(),
+        "f:fev vfs_read @jiffies:u32".into(),
+        "f:fev vfs_read +0($arg1):u64".into(),
+        "t sched_switch".into(),
+        "t:tev sched_switch".into(),
+        "t:tgrp/tev sched_switch".into(),
+        "t:tev sched_switch prev".into(),
+        "t:tev sched_switch $arg1".into(),
+        "t:tev sched_switch $arg2".into(),
+        "t:tev sched_switch prev->pid".into(),
+        format!("t:tev sched_switch {a0}"),
+        "t:tev no_such_tracepoint".into(),
+        "t:tev sched_switch%return".into(),
+        "t:tev sched_switch $comm".into(),
+        "e:eev sched.sched_switch pid=$prev_pid:u16".into(),
+        "e:eev sched.sched_switch pid=$prev_pid:x32".into(),
+        "e:eev sched.sched_switch pid=$prev_pid:s64".into(),
+        "e:eev sched.sched_switch c=$prev_comm:string".into(),
+        "e:eev sched.sched_switch c=$prev_comm".into(),
+        "e:eev sched.sched_switch c=+0($prev_comm):u8".into(),
+        "e:eev sched.sched_switch $prev_pid".into(),
+        "e:eev sched.sched_switch pid=$prev_pid:u8[2]".into(),
+        "s:sev u64 lat".into(),
+        "s:synthetic/sev u64 lat".into(),
+        "s:sev u64 lat; char comm[16]".into(),
+        "s:sev pid_t pid; unsigned int prio".into(),
+        "s:sev no_such_type x".into(),
+        "s:sev".into(),
+        "s:sev u64".into(),
+        "s:grp/sev u64 lat".into(),
+        "s sev u64 lat".into(),
+        format!("p vfs_read {a0}:%pD"),
+        format!("p vfs_read f={a0}:%pD"),
+        "p vfs_read $arg1:%pD".into(),
+        format!("p vfs_read {a0}:%pd"),
+        format!("p vfs_read {a0}:%pX"),
+        "p vfs_read $arg*".into(),
+        "p vfs_read $arg1 $arg*".into(),
+        "r vfs_read $arg*".into(),
+        "p vfs_read file->f_flags".into(),
+        "p vfs_read file->f_flags:x32".into(),
+        "r vfs_read $retval:x64".into(),
+        "r vfs_read $retval:s32".into(),
+        "p vfs_read $arg1:x32".into(),
+        "p vfs_read $arg1x".into(),
+        "p vfs_read x=$arg1".into(),
+        "r vfs_read x=$arg1".into(),
+        "p vfs_read+4 x=$arg1".into(),
+        "p vfs_read count".into(),
+        "r vfs_read count".into(),
+    ] {
+        v.push(d);
     }
 
     // The selftests' error cases (kprobe_syntax_errors.tc, uprobe_syntax_errors.tc).

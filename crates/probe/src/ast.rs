@@ -196,6 +196,33 @@ pub struct RemoveDef {
     pub args: Vec<String>,
 }
 
+/// An fprobe (`f`: a function's entry or exit through ftrace) or a tracepoint
+/// probe (`t`: a tracepoint's raw arguments), kernels 6.5 and later.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct FprobeDef {
+    /// `t` (tracepoint) rather than `f`.
+    pub tracepoint: bool,
+    /// The function (`[MOD:]SYM`) or tracepoint name.
+    pub symbol: String,
+    /// `%return`.
+    pub is_return: bool,
+    /// `fN`: maxactive, 0 when not given.
+    pub maxactive: u32,
+    /// The event as a probe: group, event name, arguments (laid out and
+    /// printed as a kprobe's at `symbol`).
+    pub probe: ProbeDef,
+}
+
+/// A synthetic event (`s:[synthetic/]NAME TYPE FIELD[; TYPE FIELD]…`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SynthDef {
+    /// Event name (the group is always `synthetic`).
+    pub name: String,
+    /// Fields as the kernel lists them: (type, name), an array's length moved
+    /// to the type (`char comm[16]` is `("char[16]", "comm")`).
+    pub fields: Vec<(String, String)>,
+}
+
 /// Any line the probe files accept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Definition {
@@ -203,6 +230,10 @@ pub enum Definition {
     Probe(ProbeDef),
     /// Remove probes.
     Remove(RemoveDef),
+    /// An fprobe or tracepoint probe to create (`dynamic_events` only).
+    Fprobe(FprobeDef),
+    /// A synthetic event to create (`dynamic_events` only).
+    Synthetic(SynthDef),
     /// Nothing (blank or comment-only line).
     Empty,
 }

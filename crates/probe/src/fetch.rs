@@ -54,6 +54,8 @@ pub struct ArgFlags {
     pub fentry: bool,
     /// Event probe (fields of a trace event).
     pub tpoint: bool,
+    /// fprobe or tracepoint probe (`f`, `t`): no registers.
+    pub fprobe: bool,
 }
 
 /// What parsing needs to know.
@@ -131,10 +133,72 @@ pub fn good_system_name(name: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
 }
 
+/// Whether the kernel parses arguments the BTF way (`CONFIG_PROBE_EVENTS_BTF_ARGS`,
+/// which needs `HAVE_FUNCTION_ARG_ACCESS_API`).
+fn btf_era(ctx: &ArgCtx) -> bool {
+    ctx.features.btf_args && ctx.arch.has_arg_access()
+}
+
+/// `tparg_is_function_entry()`.
+fn function_entry(f: ArgFlags) -> bool {
+    f.kernel && f.fentry && !f.ret && !f.tpoint
+}
+
+/// `tparg_is_function_return()`.
+fn function_return(f: ArgFlags) -> bool {
+    f.kernel && f.ret && !f.tpoint
+}
+
+/// Whether the outcome of an argument word depends on the probed function's
+/// BTF on a kernel with BTF arguments: a `$argN` word (expanded to the N-th
+/// parameter's name), a bare name (a BTF variable), a `$retval` (typed from BTF).
+pub fn btf_dependent(word: &str, ctx: &ArgCtx) -> bool {
+    if !btf_era(ctx) || !(function_entry(ctx.flags) || function_return(ctx.flags)) {
+        return false;
+    }
+    if let Some(rest) = word.strip_prefix("$arg") {
+        return rest.starts_with(|c: char| c.is_ascii_digit()) && !rest.starts_with('0')
+            || rest.starts_with('*');
+    }
+    let body = word.split_once('=').map_or(word, |(_, b)| b);
+    let arg = body.split(':').next().unwrap_or(body);
+    if arg.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        return true;
+    }
+    function_return(ctx.flags)
+        && (arg == "$retval" || arg.starts_with("$retval->") || arg.starts_with("$retval."))
+}
+
 fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgError> {
     let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
     if ctx.flags.tpoint {
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
+    }
+    if ctx.features.btf_parser && ctx.flags.kernel {
+        // 6.5+ parse_probe_vars(): `$retval…` is a BTF lookup on return probes
+        // of kernels with BTF arguments, `$argN` also reads entry arguments from
+        // return probes.
+        if let Some(rest) = var.strip_prefix("retval") {
+            if !ctx.flags.ret {
+                return Err(ArgError::Logged(TpErr::RETVAL_ON_PROBE, offs));
+            }
+            if !btf_era(ctx) || rest.is_empty() || rest.starts_with("->") || rest.starts_with('.') {
+                return Ok((Fetch::Retval, Op::Retval));
+            }
+            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+        }
+        if ctx.arch.has_arg_access()
+            && let Some(rest) = var.strip_prefix("arg")
+        {
+            let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+            if n == 0 || n > ctx.arch.param_max_stack() {
+                return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
+            }
+            if function_entry(ctx.flags) || function_return(ctx.flags) {
+                return Ok((Fetch::Arg(n), Op::Arg));
+            }
+            return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
+        }
     }
     if var == "retval" {
         if ctx.flags.ret {
@@ -171,7 +235,11 @@ fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgEr
         }
         return Ok((Fetch::Arg(n), Op::Arg));
     }
-    if ctx.features.nofentry_args_error && !ctx.flags.kernel && var.starts_with("arg") {
+    if ctx.features.nofentry_args_error
+        && ctx.arch.has_arg_access()
+        && !ctx.flags.kernel
+        && var.starts_with("arg")
+    {
         return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
     }
     Err(bad_var)
@@ -214,7 +282,7 @@ fn parse_probe_arg(
     let res: Option<(Fetch, Op)> = match b.first() {
         Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs)?),
         Some(b'%') => {
-            if ctx.flags.tpoint {
+            if ctx.flags.tpoint || ctx.flags.fprobe {
                 // The kernel logs BAD_VAR, then BAD_FETCH_ARG (the entry left last).
                 return Err(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs));
             }
@@ -294,19 +362,53 @@ fn parse_probe_arg(
         Some(b'\\') => {
             if b.get(1) == Some(&b'"') {
                 let s = &arg[2..];
-                if !s.ends_with('"') {
-                    return Err(ArgError::Logged(TpErr::IMMSTR_NO_CLOSE, offs + 2 + s.len()));
+                // Older kernels read the byte before an empty string: `\"` passes.
+                if s.is_empty() && !ctx.features.name_and_imm_fixes {
+                    Some((Fetch::ImmString(String::new()), Op::Data))
+                } else {
+                    if !s.ends_with('"') {
+                        return Err(ArgError::Logged(TpErr::IMMSTR_NO_CLOSE, offs + 2 + s.len()));
+                    }
+                    Some((Fetch::ImmString(s[..s.len() - 1].to_string()), Op::Data))
                 }
-                Some((Fetch::ImmString(s[..s.len() - 1].to_string()), Op::Data))
             } else {
                 let v = str_to_immediate(&arg[1..], bits)
                     .ok_or(ArgError::Logged(TpErr::BAD_IMM, offs + 1))?;
                 Some((Fetch::Imm(v), Op::Imm))
             }
         }
+        Some(c) if ctx.features.btf_parser && (c.is_ascii_alphabetic() || *c == b'_') => {
+            // A BTF variable: a parameter of the probed function (only its BTF
+            // knows; see `btf_dependent`).
+            if !btf_era(ctx) || !function_entry(ctx.flags) && !function_return(ctx.flags) {
+                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, offs));
+            }
+            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+        }
         _ => None,
     };
     res.ok_or(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs))
+}
+
+/// How far the kernel's parse offset moves for a dereference `+OFFS(…)`, `-OFFS(…)`
+/// or `+uOFFS(…)` at the start of `arg` (0 for anything else): the length of the
+/// text up to and including `(` after the `u` is dropped.
+fn deref_drift(arg: &str) -> usize {
+    let b = arg.as_bytes();
+    if !matches!(b.first(), Some(b'+') | Some(b'-')) {
+        return 0;
+    }
+    let shifted;
+    let mut s = arg;
+    if b.get(1) == Some(&b'u') {
+        shifted = format!("{}{}", &arg[..1], &arg[2..]);
+        s = &shifted;
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    match s.find('(') {
+        Some(p) => p + 1 + usize::from(!s.starts_with('-')),
+        None => 0,
+    }
 }
 
 /// State carried across the arguments of one definition.
@@ -316,6 +418,82 @@ pub struct ArgsState {
     pub names: Vec<String>,
     /// Bytes of argument data so far.
     pub size: u32,
+}
+
+/// `traceprobe_expand_meta_args()` (6.5+), run over all argument words before
+/// any is parsed: `$arg…` words are checked first (`argv_has_var_arg()`), then,
+/// with BTF, `$argN` and `$arg*` become the function's parameter names. Returns
+/// the index of the offending word with the error.
+pub fn scan_meta_args(words: &[&str], ctx: &ArgCtx) -> Result<(), (usize, ArgError)> {
+    if !ctx.features.btf_parser || !ctx.flags.kernel || ctx.flags.tpoint {
+        return Ok(());
+    }
+    // Without BTF arguments, 6.12 still refuses `$arg…` off a function entry or
+    // exit but leaves the rest to the classic parser; 7.2 refuses `$arg*`.
+    let full = btf_era(ctx) || ctx.features.meta_args_without_btf;
+    let logged = |i: usize, e: TpErr| Err((i, ArgError::Logged(e, 0)));
+    let mut star = None;
+    let mut last = None;
+    for (i, w) in words.iter().enumerate() {
+        let Some(rest) = w.strip_prefix("$arg") else {
+            continue;
+        };
+        last = Some(i);
+        if !function_entry(ctx.flags) && !function_return(ctx.flags) {
+            return logged(i, TpErr::NOFENTRY_ARGS);
+        }
+        if rest.starts_with(|c: char| c.is_ascii_digit()) || !full {
+            continue;
+        }
+        if !rest.starts_with('*') {
+            return logged(i, TpErr::BAD_VAR);
+        }
+        if star.is_some() {
+            return logged(i, TpErr::DOUBLE_ARGS);
+        }
+        star = Some(i);
+    }
+    let Some(last) = last else {
+        return Ok(());
+    };
+    // With BTF, `$arg*` expands to every parameter: a `$argN` before it has
+    // already taken the N-th one's name (the log index is the `$arg*` word's).
+    if btf_era(ctx)
+        && let Some(star) = star
+        && words[..star].iter().any(|w| {
+            w.strip_prefix("$arg")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()) && !r.starts_with('0'))
+        })
+    {
+        return logged(star, TpErr::USED_ARG_NAME);
+    }
+    if !btf_era(ctx) {
+        // No BTF: `$arg*` is refused (at the last `$arg…` word, where the log
+        // index was left), `$argN` goes to the classic parser.
+        return match star {
+            Some(_) => logged(last, TpErr::NOSUP_BTFARG),
+            None => Ok(()),
+        };
+    }
+    for (i, w) in words.iter().enumerate() {
+        if Some(i) == star {
+            continue;
+        }
+        let Some(rest) = w.strip_prefix("$arg") else {
+            continue;
+        };
+        let (n, used) = simple_strtoul(rest, 10, ctx.arch.bits());
+        let ty = &rest[used..];
+        if !ty.is_empty() && !ty.starts_with(':') {
+            return logged(i, TpErr::BAD_VAR);
+        }
+        // Parameter N exists only in the function's BTF; no function has
+        // more than THREAD_SIZE / sizeof(long) of them.
+        if n > ctx.arch.param_max_stack() {
+            return logged(i, TpErr::NO_BTFARG);
+        }
+    }
+    Ok(())
 }
 
 /// `traceprobe_parse_probe_arg()`: the `index`-th (0-based) argument word.
@@ -429,15 +607,31 @@ fn parse_body(
         }
     };
     let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
-    if ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+    let drift = ctx.features.deref_caret_drift;
+    if !drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
         return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
     }
 
     let mut slot = 0usize;
     let (fetch, op) = parse_probe_arg(arg, ctx, &mut slot, offset)?;
+    // 6.5+: the parse context's offset stays past the outermost `+OFFS(`, and
+    // every later error is reported from there.
+    let offset = if drift {
+        offset + deref_drift(arg)
+    } else {
+        offset
+    };
+    if drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+        return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
+    }
+    // 6.12 takes `$retval:string` on return probes (the BTF return type decides
+    // how it is fetched).
+    let btf_retval_string = btf_era(ctx) && op == Op::Retval && base.is_string();
 
     let too_many = ArgError::Logged(TpErr::TOO_MANY_OPS, offset);
-    let store = if base.is_string() {
+    let store = if btf_retval_string {
+        Store::String
+    } else if base.is_string() {
         if base == BaseType::SymStr {
             if !matches!(
                 op,
@@ -546,6 +740,7 @@ mod tests {
                 kernel,
                 fentry: kernel && !ret,
                 tpoint: false,
+                fprobe: false,
             },
         }
     }

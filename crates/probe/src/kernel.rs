@@ -9,13 +9,20 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A kernel version, `MAJOR.MINOR`.
+/// A kernel version, `MAJOR.MINOR[.SUBLEVEL]`.
+///
+/// The sublevel matters within a long-term series, whose stable updates carry
+/// fixes back (Debian's 5.10.223 still spells "valiable" and has no
+/// non-unique-symbol check, 5.10.262 has both); without one the newest of the
+/// series is meant ([`KernelVersion::LATEST`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KernelVersion {
     /// Major number.
     pub major: u32,
     /// Minor number.
     pub minor: u32,
+    /// Stable sublevel, [`KernelVersion::LATEST`] when not given.
+    pub sublevel: u32,
 }
 
 /// Behaviour switches derived from a [`KernelVersion`].
@@ -58,15 +65,98 @@ pub struct Features {
     /// arguments" (merged for 6.15); seen on the 6.18 host, and 6.1 guests keep
     /// 128 silently.
     pub too_many_args_error: bool,
+    /// The BTF-era argument parser (`CONFIG_PROBE_EVENTS_BTF_ARGS`, Debian's
+    /// kernels from 6.5 on; the README lists `<argname>`): `$argN` words are
+    /// expanded to the function's BTF parameter names (`p:e vfs_read $arg1`
+    /// reads back `file=file`), `$argN` also on return probes, bare names are
+    /// BTF variables ("This variable is not found at this probe point"),
+    /// `$retval` is typed from BTF, `$arg*` outside a function entry or exit is
+    /// "$arg* can be used only on function entry or exit", an event probe's
+    /// unknown field is "Invalid $-variable specified". Seen on Debian's 6.12.
+    pub btf_args: bool,
+    /// The parser generation that knows BTF names at all (6.5+), whether or not
+    /// the kernel was built with BTF arguments: a bare name is a BTF variable
+    /// ("BTF is not available or not supported" where there is none, and on
+    /// uprobes), `$arg…` words are looked at before anything else, and `$argN`
+    /// reads entry arguments from return probes too.
+    pub btf_parser: bool,
+    /// The caret of type errors after a dereference lands past the
+    /// dereference's `+OFFS(` (the parse context's offset is not restored):
+    /// `+0(%di):b8@1/8` is reported 3 bytes later than on 6.1. Seen on 6.12;
+    /// gated with the parse context rework (6.5).
+    pub deref_caret_drift: bool,
+    /// More than 128 arguments are refused without a log entry (6.12; older
+    /// kernels cut silently, 6.15 and later log "Too many arguments").
+    pub too_many_args_silent: bool,
+    /// A `dynamic_events` line no kind of event takes is logged by `dynevent`
+    /// ("No matching dynamic event type", caret at the start). Seen on 7.2; the
+    /// 6.18 host logs nothing. Gated at 7.0 (estimate between the two).
+    pub no_match_error: bool,
+    /// Event names of the newer form: `.` also separates group and event, a
+    /// group may contain `-`, and `GRP/` with no event takes the default event
+    /// name. Debian's 5.10 has none of these (seen); 6.1 has all. Gated at 6.0.
+    pub newer_event_names: bool,
+    /// A return probe's default maxactive is `max(10, 2 × CPUs)`; older kernels
+    /// built without `CONFIG_PREEMPTION` (Debian's 5.10) take the number of
+    /// possible CPUs. Gated at 6.0.
+    pub maxactive_default_10: bool,
+    /// Array fields are listed without their length in the format file
+    /// (`u8 arg1[]`); Debian's 5.10 writes `u8 arg1[4]`. Gated at 6.0.
+    pub array_fields_unsized: bool,
+    /// Event names of 64 bytes are refused ("Event name is too long") and an
+    /// empty immediate string `\"` is "String is not closed with '\"'";
+    /// Debian's 5.10.223 takes both (seen), 5.10.262 refuses both (seen).
+    pub name_and_imm_fixes: bool,
+    /// fprobe and tracepoint probe events (`f`, `t` in `dynamic_events`; the
+    /// README lists `f[:[<group>/][<event>]]`), from 6.5.
+    pub fprobes: bool,
+    /// fprobes take no maxactive (`fN` is "Invalid maxactive number") and an
+    /// fprobe fetching `$retval` becomes an exit probe: seen on 7.2; gated at
+    /// 6.16 (estimate, between 6.12 and 7.2).
+    pub fprobe_no_maxactive: bool,
+    /// See `fprobe_no_maxactive`.
+    pub fprobe_auto_return: bool,
+    /// `$arg…` words are scanned ("$arg* can be used only on function entry or
+    /// exit", "BTF is not available or not supported" for `$arg*`) also on
+    /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
+    /// the classic parser. Gated at 6.16 (estimate).
+    pub meta_args_without_btf: bool,
 }
 
 impl KernelVersion {
     /// The conformance target: Linux 6.1 (Debian bookworm).
-    pub const DEFAULT: KernelVersion = KernelVersion { major: 6, minor: 1 };
+    pub const DEFAULT: KernelVersion = KernelVersion::new(6, 1);
 
-    /// A version from its numbers.
+    /// The sublevel meaning "the newest of the series".
+    pub const LATEST: u32 = u32::MAX;
+
+    /// A version from its numbers (the newest sublevel of the series).
     pub const fn new(major: u32, minor: u32) -> Self {
-        KernelVersion { major, minor }
+        KernelVersion {
+            major,
+            minor,
+            sublevel: Self::LATEST,
+        }
+    }
+
+    /// A version with its stable sublevel.
+    pub const fn with_sublevel(major: u32, minor: u32, sublevel: u32) -> Self {
+        KernelVersion {
+            major,
+            minor,
+            sublevel,
+        }
+    }
+
+    /// The series, without the sublevel.
+    pub const fn series(self) -> KernelVersion {
+        KernelVersion::new(self.major, self.minor)
+    }
+
+    /// Later than `major.minor.sublevel` (a later series, or the same series
+    /// with a later sublevel).
+    fn after(self, major: u32, minor: u32, sublevel: u32) -> bool {
+        (self.major, self.minor, self.sublevel) > (major, minor, sublevel)
     }
 
     fn at_least(self, major: u32, minor: u32) -> bool {
@@ -77,19 +167,59 @@ impl KernelVersion {
     pub fn features(self) -> Features {
         Features {
             symstr: self.at_least(6, 1),
-            return_suffix: self.at_least(5, 11),
+            return_suffix: self.at_least(5, 10),
             immediates: self.at_least(5, 7),
             eprobes: self.at_least(5, 15),
-            non_unique_symbol: self.at_least(6, 1),
-            event_size_limit: self.at_least(6, 1),
-            bad_var_spelling_fixed: self.at_least(6, 1),
+            non_unique_symbol: self.after(5, 10, 223),
+            event_size_limit: self.after(5, 10, 223),
+            // Carried back late: Debian's 5.10.223 and 6.12.95 still have the
+            // typo, 5.10.262, 6.1.192 and 6.12.117 do not (corpus fixtures).
+            bad_var_spelling_fixed: self.at_least(5, 10)
+                && (self.series() != KernelVersion::new(5, 10) || self.after(5, 10, 223))
+                && (self.series() != KernelVersion::new(6, 12) || self.after(6, 12, 95)),
             char_type: self.at_least(6, 5),
             dentry_types: self.at_least(6, 9),
             nofentry_args_error: self.at_least(6, 5),
             uprobe_rejects_symbol_types: self.at_least(6, 10),
             newer_messages: self.at_least(6, 12),
             too_many_args_error: self.at_least(6, 15),
+            btf_args: self.at_least(6, 5),
+            btf_parser: self.at_least(6, 5),
+            deref_caret_drift: self.at_least(6, 5),
+            too_many_args_silent: self.at_least(6, 5) && !self.at_least(6, 15),
+            no_match_error: self.at_least(7, 0),
+            newer_event_names: self.at_least(6, 0),
+            maxactive_default_10: self.at_least(6, 0),
+            array_fields_unsized: self.at_least(6, 0),
+            name_and_imm_fixes: self.after(5, 10, 223),
+            fprobes: self.at_least(6, 5),
+            fprobe_no_maxactive: self.at_least(6, 16),
+            fprobe_auto_return: self.at_least(6, 16),
+            meta_args_without_btf: self.at_least(6, 16),
         }
+    }
+}
+
+impl KernelVersion {
+    /// The kernel series ktrace is checked against on real kernels (Debian's
+    /// bullseye, bookworm, trixie and sid kernels; see the corpus fixtures).
+    pub const SERIES: &'static [KernelVersion] = &[
+        KernelVersion::new(5, 10),
+        KernelVersion::new(6, 1),
+        KernelVersion::new(6, 12),
+        KernelVersion::new(7, 2),
+    ];
+
+    /// The newest of [`KernelVersion::SERIES`].
+    pub const NEWEST: KernelVersion = KernelVersion::new(7, 2);
+
+    /// The version an offline check targets when none is given: the running
+    /// kernel's series when it is one of [`KernelVersion::SERIES`], else the newest.
+    pub fn offline_default(running: Option<KernelVersion>) -> KernelVersion {
+        running
+            .map(KernelVersion::series)
+            .filter(|r| Self::SERIES.contains(r))
+            .unwrap_or(Self::NEWEST)
     }
 }
 
@@ -101,7 +231,11 @@ impl Default for KernelVersion {
 
 impl fmt::Display for KernelVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
+        write!(f, "{}.{}", self.major, self.minor)?;
+        if self.sublevel != Self::LATEST {
+            write!(f, ".{}", self.sublevel)?;
+        }
+        Ok(())
     }
 }
 
@@ -122,7 +256,41 @@ impl FromStr for KernelVersion {
         if !s.starts_with(|c: char| c.is_ascii_digit()) || !s[major_len(s)..].starts_with('.') {
             return Err(bad());
         }
-        Ok(KernelVersion { major, minor })
+        // `5.10.223` (or `6.18.44-fc`) names a stable update; `6.1` and
+        // `5.10.0-32-cloud-arm64` (Debian's ABI: the sublevel is in
+        // /proc/version, see [`KernelVersion::from_proc_version`]) the newest
+        // of the series.
+        let rest = &s[major_len(s) + 1..];
+        let rest = &rest[rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len())..];
+        let sublevel = rest
+            .strip_prefix('.')
+            .map(|sub| &sub[..sub.find(|c: char| !c.is_ascii_digit()).unwrap_or(sub.len())])
+            .and_then(|d| d.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(Self::LATEST);
+        Ok(KernelVersion {
+            major,
+            minor,
+            sublevel,
+        })
+    }
+}
+
+impl KernelVersion {
+    /// The version `/proc/version` names: Debian's `… Debian 5.10.223-1 (…)`
+    /// carries the stable sublevel its `uname -r` (`5.10.0-32-cloud-arm64`)
+    /// does not; otherwise the release after `Linux version`.
+    pub fn from_proc_version(text: &str) -> Option<KernelVersion> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if let Some(i) = words.iter().position(|w| *w == "Debian")
+            && let Some(v) = words.get(i + 1).and_then(|w| w.parse().ok())
+        {
+            return Some(v);
+        }
+        let i = words.iter().position(|w| *w == "version")?;
+        words.get(i + 1)?.parse().ok()
     }
 }
 
@@ -139,9 +307,58 @@ mod tests {
         assert_eq!("6.1".parse(), Ok(KernelVersion::new(6, 1)));
         assert_eq!("6.1.0-13-cloud-amd64".parse(), Ok(KernelVersion::new(6, 1)));
         assert_eq!("5.15.0".parse(), Ok(KernelVersion::new(5, 15)));
+        assert_eq!(
+            "5.10.223".parse(),
+            Ok(KernelVersion::with_sublevel(5, 10, 223))
+        );
+        assert_eq!(
+            "5.10.0-32-cloud-arm64".parse(),
+            Ok(KernelVersion::new(5, 10))
+        );
+        assert_eq!(
+            KernelVersion::with_sublevel(5, 10, 223).to_string(),
+            "5.10.223"
+        );
+        assert_eq!(
+            "6.18.44-fc-v769".parse(),
+            Ok(KernelVersion::with_sublevel(6, 18, 44))
+        );
+        // The layout of Debian's /proc/version (an example line: the compiler's
+        // own "(Debian …)" must not be taken for the kernel's).
+        let debian = "Linux version 5.10.0-32-cloud-arm64 (debian-kernel@lists.debian.org) \
+            (gcc-10 (Debian 10.2.1-6) 10.2.1 20210110, GNU ld (GNU Binutils for Debian) \
+            2.35.2) #1 SMP Debian 5.10.223-1 (2024-08-10)";
+        assert_eq!(
+            KernelVersion::from_proc_version(debian),
+            Some(KernelVersion::with_sublevel(5, 10, 223))
+        );
+        assert!(
+            !KernelVersion::with_sublevel(5, 10, 223)
+                .features()
+                .non_unique_symbol
+        );
+        assert!(KernelVersion::new(5, 10).features().non_unique_symbol);
         assert!("6".parse::<KernelVersion>().is_err());
         assert!("v6.1".parse::<KernelVersion>().is_err());
         assert!("6-1".parse::<KernelVersion>().is_err());
+    }
+
+    #[test]
+    fn offline_default_is_a_known_series() {
+        let v = |s: &str| s.parse::<KernelVersion>().ok();
+        assert_eq!(
+            KernelVersion::offline_default(v("6.12.117+deb13-cloud-arm64")),
+            KernelVersion::new(6, 12)
+        );
+        assert_eq!(
+            KernelVersion::offline_default(v("5.10.0-46-cloud-amd64")),
+            KernelVersion::new(5, 10)
+        );
+        assert_eq!(
+            KernelVersion::offline_default(v("6.18.44")),
+            KernelVersion::new(7, 2)
+        );
+        assert_eq!(KernelVersion::offline_default(None), KernelVersion::NEWEST);
     }
 
     #[test]

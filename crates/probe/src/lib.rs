@@ -89,6 +89,8 @@ impl Checked {
         match &self.definition {
             Ok(Definition::Probe(p)) => Some(render::readback(p, arch)),
             Ok(Definition::Remove(_)) => Some(self.command.clone()),
+            Ok(Definition::Fprobe(f)) => Some(render::fprobe_readback(f)),
+            Ok(Definition::Synthetic(d)) => Some(render::synth_readback(d)),
             _ => None,
         }
     }

@@ -11,7 +11,8 @@ use std::fmt::Write as _;
 
 use crate::arch::Arch;
 use crate::ast::{
-    ArgType, Definition, Fetch, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
+    ArgType, Definition, Fetch, FprobeDef, KprobePlace, ProbeArg, ProbeDef, ProbeKind, RemoveDef,
+    SynthDef,
 };
 
 /// Appends ` SYMBOL`, ` SYMBOL+OFFSET` or ` 0xADDR` (hex zero-padded to
@@ -188,10 +189,55 @@ fn canonical_arg(a: &ProbeArg) -> String {
     s
 }
 
+/// The line `dynamic_events` lists for an fprobe or tracepoint probe
+/// (`trace_fprobe_show()`): `f[N]:GRP/EVENT SYM[%return] NAME=TEXT…`.
+pub fn fprobe_readback(f: &FprobeDef) -> String {
+    let mut s = String::from(if f.tracepoint { "t" } else { "f" });
+    if f.is_return && f.maxactive != 0 {
+        let _ = write!(s, "{}", f.maxactive);
+    }
+    let _ = write!(s, ":{}/{} {}", f.probe.group, f.probe.event, f.symbol);
+    if f.is_return {
+        s.push_str("%return");
+    }
+    for a in &f.probe.args {
+        let _ = write!(s, " {}={}", a.name, a.body);
+    }
+    s
+}
+
+/// The line `dynamic_events` lists for a synthetic event
+/// (`synth_event_show()`): `s:synthetic/NAME<TAB>TYPE FIELD; TYPE FIELD`.
+pub fn synth_readback(d: &SynthDef) -> String {
+    let fields: Vec<String> = d.fields.iter().map(|(t, n)| format!("{t} {n}")).collect();
+    format!("s:synthetic/{}\t{}", d.name, fields.join("; "))
+}
+
 /// The definition rebuilt from its syntax tree (what a user could have typed).
 pub fn canonical(def: &Definition, arch: Arch) -> String {
     match def {
         Definition::Empty => String::new(),
+        Definition::Synthetic(d) => {
+            let fields: Vec<String> = d.fields.iter().map(|(t, n)| format!("{t} {n}")).collect();
+            format!("s:{} {}", d.name, fields.join("; "))
+        }
+        Definition::Fprobe(f) => {
+            let mut s = String::from(if f.tracepoint { "t" } else { "f" });
+            if f.maxactive != 0 {
+                let _ = write!(s, "{}", f.maxactive);
+            }
+            if !f.probe.auto_event {
+                let _ = write!(s, ":{}/{}", f.probe.group, f.probe.event);
+            }
+            let _ = write!(s, " {}", f.symbol);
+            if f.is_return {
+                s.push_str("%return");
+            }
+            for a in &f.probe.args {
+                let _ = write!(s, " {}", canonical_arg(a));
+            }
+            s
+        }
         Definition::Remove(RemoveDef { group, event, args }) => {
             let mut s = String::from("-:");
             if let Some(g) = group {
@@ -447,8 +493,14 @@ pub fn print_fmt(def: &ProbeDef) -> String {
     s
 }
 
-/// The event's `format` file as the kernel writes it, without the `ID:` line.
+/// The event's `format` file as Linux 6.1 writes it, without the `ID:` line.
 pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
+    format_file_for(def, arch, crate::KernelVersion::DEFAULT.features())
+}
+
+/// The event's `format` file as a kernel with `features` writes it, without the
+/// `ID:` line.
+pub fn format_file_for(def: &ProbeDef, arch: Arch, features: crate::kernel::Features) -> String {
     let mut s = format!("name: {}\nformat:\n", def.event);
     for (i, f) in fields(def, arch).iter().enumerate() {
         if i == 4 {
@@ -456,8 +508,14 @@ pub fn format_file(def: &ProbeDef, arch: Arch) -> String {
         }
         let (ty, name) = match f.ty.find('[') {
             // Probe fields are defined without a length, so f_show() prints `[]`.
+            // (Debian's 5.10 keeps the length: `u8 arg1[4]`.)
             Some(p) if !f.ty.starts_with("__data_loc") => {
-                (f.ty[..p].to_string(), format!("{}[]", f.name))
+                let len = if features.array_fields_unsized {
+                    "[]"
+                } else {
+                    &f.ty[p..]
+                };
+                (f.ty[..p].to_string(), format!("{}{len}", f.name))
             }
             _ => (f.ty.clone(), f.name.clone()),
         };

@@ -85,16 +85,16 @@ fn last_error(log: &[String]) -> Option<(String, usize)> {
 }
 
 struct Guest {
-    syms: Kallsyms,
+    syms: Option<Kallsyms>,
     sched_switch: Vec<String>,
 }
 
 impl Environment for Guest {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.syms.symbol_count(name)
+        self.syms.as_ref()?.symbol_count(name)
     }
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.syms.module_symbol(module, name)
+        self.syms.as_ref()?.module_symbol(module, name)
     }
     fn file_kind(&self, path: &str) -> Option<FileKind> {
         Some(match path {
@@ -133,18 +133,39 @@ fn format_fields(format: &str) -> Vec<String> {
 /// or the readback differs only in the hashed address.
 fn undecidable(r: &Record, c: &ktrace_probe::Checked, k_ok: bool) -> bool {
     let has = |u: Unchecked| c.unchecked.contains(&u);
+    let msg = last_error(&r.error_log).map(|(m, _)| m);
+    // Only the probed function's BTF says whether a name or `$argN` exists.
+    let btf_msg = matches!(
+        msg.as_deref(),
+        Some("This variable is not found at this probe point")
+    );
+    if has(Unchecked::Btf) && (k_ok != c.accepted()) && (k_ok || btf_msg) {
+        return true;
+    }
+    // The kernel parsed the BTF names and failed only to register the probe
+    // (riscv64 6.12 refuses entry kprobes); ktrace's refusal came from names
+    // only the BTF knows.
+    if !k_ok
+        && !c.accepted()
+        && has(Unchecked::Btf)
+        && msg.as_deref() == Some("Failed to register probe event")
+    {
+        return true;
+    }
     if k_ok {
         return c.accepted() && has(Unchecked::AddressName);
     }
     if !c.accepted() {
         return false;
     }
-    let msg = last_error(&r.error_log).map(|(m, _)| m);
     let filter = r
         .error_log
         .iter()
         .any(|l| l.contains("event filter parse error"));
     match msg.as_deref() {
+        Some("Invalid probed address or symbol") | Some("The symbol is not unique") => {
+            has(Unchecked::SymbolExists) || has(Unchecked::ArgSymbols)
+        }
         Some("Failed to register probe event") => has(Unchecked::Probeable),
         Some("Probe point is not an instruction boundary") => has(Unchecked::InsnBoundary),
         Some("Retprobe address must be an function entry") => has(Unchecked::FunctionEntry),
@@ -173,8 +194,11 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
     let Ok(text) = std::fs::read_to_string(base.join("corpus.txt")) else {
         panic!("missing corpus fixture {}", base.display());
     };
-    let syms =
-        Kallsyms::parse(&std::fs::read_to_string(base.join("kallsyms.txt")).unwrap_or_default());
+    // A cell whose kallsyms did not come back has no kallsyms.txt: symbol
+    // checks are then "not checked", as offline.
+    let syms = std::fs::read_to_string(base.join("kallsyms.txt"))
+        .ok()
+        .map(|t| Kallsyms::parse(&t));
     let sched = std::fs::read_to_string(base.join("sched_switch.format")).unwrap_or_default();
     let env = Guest {
         syms,
@@ -193,16 +217,37 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
         let c = check_line(&r.def, target, &env);
         let k_ok = r.rc == 0;
         let mut problems = Vec::new();
+        let mut skipped = false;
         if c.accepted() != k_ok {
             problems.push(format!("verdict: kernel {} ktrace {}", k_ok, c.accepted()));
         }
+        let shown = match &c.definition {
+            Ok(Definition::Probe(p)) => Some((p, render::readback(p, arch))),
+            Ok(Definition::Fprobe(f)) => Some((&f.probe, render::fprobe_readback(f))),
+            _ => None,
+        };
         if k_ok
             && c.accepted()
-            && let Ok(Definition::Probe(p)) = &c.definition
+            && let Ok(Definition::Synthetic(d)) = &c.definition
+        {
+            let ours = render::synth_readback(d);
+            if r.readback.first() != Some(&ours) {
+                problems.push(format!(
+                    "readback: kernel {:?} ktrace {ours:?}",
+                    r.readback.first()
+                ));
+            }
+        }
+        if k_ok
+            && c.accepted()
+            && let Some((p, ours)) = shown
         {
             {
-                let ours = render::readback(p, arch);
-                let addr = c.unchecked.contains(&Unchecked::AddressName);
+                // A hashed address, or names and types only the BTF knows.
+                let addr = c.unchecked.contains(&Unchecked::AddressName)
+                    || c.unchecked.contains(&Unchecked::Btf)
+                    || c.unchecked.contains(&Unchecked::StructLayout);
+                skipped = addr;
                 if !addr && r.readback.first() != Some(&ours) {
                     problems.push(format!(
                         "readback: kernel {:?} ktrace {ours:?}",
@@ -214,7 +259,7 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
                 {
                     {
                         let want = strip_id(f);
-                        let got = render::format_file(p, arch);
+                        let got = render::format_file_for(p, arch, kernel.features());
                         if want != got {
                             problems.push(format!("format:\n--kernel--\n{want}--ktrace--\n{got}"));
                         }
@@ -241,7 +286,11 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
             }
         }
         let relevant = undecidable(r, &c, k_ok);
-        if problems.is_empty() {
+        if problems.is_empty() && skipped {
+            *stats
+                .entry("agree (verdict only: readback hashed or from BTF)")
+                .or_default() += 1;
+        } else if problems.is_empty() {
             *stats.entry("agree").or_default() += 1;
         } else if relevant {
             *stats
@@ -258,7 +307,10 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
             failures.push(format!("{:?}: {}", r.def, problems.join("; ")));
         }
     }
-    eprintln!("{arch}: {} definitions, {stats:?}", records.len());
+    eprintln!(
+        "{dir} ({arch}, {kernel}): {} definitions, {stats:?}",
+        records.len()
+    );
     for u in &undecided {
         eprintln!("undecided offline: {u}");
     }
@@ -296,9 +348,9 @@ fn corpus_host_uprobes() {
 }
 
 /// The same definitions on Debian's 6.12 kernel (x86_64), checked with `--kernel 6.12`.
-/// 6.12's parser is a later generation (BTF argument names, `$retvalN` lookups, other
-/// caret offsets for type errors); this crate models only part of it. The 49 known
-/// disagreements are printed by the test; the bound keeps them from growing.
+/// 6.12's parser is a later generation (BTF argument names, `$argN` on return
+/// probes, other caret offsets after a dereference); what only the function's BTF
+/// decides is counted as not checked.
 #[test]
 fn corpus_x86_64_6_12() {
     run_with(
@@ -306,6 +358,101 @@ fn corpus_x86_64_6_12() {
         "x86_64-6.12",
         KernelVersion::new(6, 12),
         500,
-        49,
+        0,
+    );
+}
+
+/// Debian sid's 7.2 (cloud-amd64).
+#[test]
+fn corpus_x86_64_7_2() {
+    run_with(Arch::X86_64, "x86_64-7.2", KernelVersion::new(7, 2), 500, 0);
+}
+
+/// Debian trixie's 6.12 (cloud-arm64).
+#[test]
+fn corpus_arm64_6_12() {
+    run_with(Arch::Arm64, "arm64-6.12", KernelVersion::new(6, 12), 500, 0);
+}
+
+/// Debian sid's 7.2 (cloud-arm64).
+#[test]
+fn corpus_arm64_7_2() {
+    run_with(Arch::Arm64, "arm64-7.2", KernelVersion::new(7, 2), 500, 0);
+}
+
+/// Debian bullseye-security's 5.10 (cloud-amd64, 5.10.262).
+#[test]
+fn corpus_x86_64_5_10() {
+    run_with(
+        Arch::X86_64,
+        "x86_64-5.10",
+        KernelVersion::new(5, 10),
+        500,
+        0,
+    );
+}
+
+/// Debian bullseye's 5.10 (cloud-arm64): 5.10.223, older than the amd64 one
+/// (5.10.262) and without some of the fixes that came to 5.10 since, so checked
+/// as `--kernel 5.10.223`.
+#[test]
+fn corpus_arm64_5_10() {
+    run_with(
+        Arch::Arm64,
+        "arm64-5.10",
+        KernelVersion::with_sublevel(5, 10, 223),
+        500,
+        0,
+    );
+}
+
+/// Debian sid's 7.2 (armmp, 32-bit arm).
+#[test]
+fn corpus_arm_7_2() {
+    run_with(Arch::Arm, "arm-7.2", KernelVersion::new(7, 2), 500, 0);
+}
+
+/// Debian sid's 7.2 (riscv64).
+#[test]
+fn corpus_riscv64_7_2() {
+    run_with(
+        Arch::Riscv64,
+        "riscv64-7.2",
+        KernelVersion::new(7, 2),
+        500,
+        0,
+    );
+}
+
+/// Debian bookworm-backports' 6.12 (armmp, 32-bit arm): 6.12.95, which still
+/// has the "valiable" typo 6.12.117 (x86_64, arm64) has not, so checked as
+/// `--kernel 6.12.95`.
+#[test]
+fn corpus_arm_6_12() {
+    run_with(
+        Arch::Arm,
+        "arm-6.12",
+        KernelVersion::with_sublevel(6, 12, 95),
+        500,
+        0,
+    );
+}
+
+/// Debian trixie's 6.12 (riscv64, 6.12.113). This kernel refuses kprobes at a
+/// function entry ("Failed to register probe event"), which offline checks
+/// count as not checked (probe-able). Its kallsyms did not come back from the
+/// guest (the rig's output transfer failed; corpus.txt is complete), so symbol
+/// checks are not checked either. The 40 known gaps are its `f`, `t` and `s`
+/// lines: this build has no fprobe or synthetic events (every such line is
+/// refused without a log entry), which `--kernel 6.12` cannot know; a live
+/// check reads it from the README.
+#[test]
+fn corpus_riscv64_6_12() {
+    run_with(
+        Arch::Riscv64,
+        "riscv64-6.12",
+        KernelVersion::new(6, 12),
+        500,
+        40,
     );
 }

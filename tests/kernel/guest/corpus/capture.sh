@@ -19,6 +19,7 @@ OUT=$KTEST_OUT/corpus.txt
 mkdir -p "$KTEST_OUT"
 [ -r "$DEFS" ] || { fail "no $DEFS"; exit 0; }
 uname -r > "$KTEST_OUT/uname.txt"
+cat /proc/version > "$KTEST_OUT/version.txt"
 gzip -c /proc/kallsyms > "$KTEST_OUT/kallsyms.gz"
 cat "$T/events/sched/sched_switch/format" > "$KTEST_OUT/sched_switch.format"
 : > "$OUT"

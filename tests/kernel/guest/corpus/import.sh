@@ -10,6 +10,7 @@ dst=crates/probe/fixtures/corpus/$arch
 mkdir -p "$dst"
 cp "$src/corpus.txt" "$dst/corpus.txt"
 cp "$src/uname.txt" "$dst/uname.txt"
+[ -f "$src/version.txt" ] && cp "$src/version.txt" "$dst/version.txt"
 [ -f "$src/sched_switch.format" ] && cp "$src/sched_switch.format" "$dst/sched_switch.format"
 awk '/^=== DEF$/ { getline; print }' "$src/corpus.txt" |
     tr -c 'A-Za-z0-9_\n' '\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' | sort -u > "$dst/.names"
