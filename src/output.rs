@@ -28,9 +28,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Bytes gathered before a buffer is handed to the writer thread.
-const BUFFER: usize = 1 << 16;
+const BUFFER: usize = 1 << 18;
+/// Room past [`BUFFER`] for the line that crosses it, so a buffer is
+/// never reallocated (and copied) on its way to the writer thread.
+const SLACK: usize = 1 << 14;
 /// Buffers the channel to the writer thread holds.
-const IN_FLIGHT: usize = 16;
+const IN_FLIGHT: usize = 8;
 /// How often a blocked writer asks its stop check.
 const TICK: Duration = Duration::from_millis(10);
 /// How long an output must have written nothing, once a stop is asked
@@ -241,7 +244,7 @@ impl Output {
                 .expect("spawn the output thread")
         };
         Output {
-            buf: Vec::with_capacity(BUFFER),
+            buf: Vec::with_capacity(BUFFER + SLACK),
             tx: Some(tx),
             recycle: back_rx,
             failed,
@@ -269,7 +272,7 @@ impl Output {
         let fresh = self
             .recycle
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(BUFFER));
+            .unwrap_or_else(|_| Vec::with_capacity(BUFFER + SLACK));
         let mut chunk = std::mem::replace(&mut self.buf, fresh);
         let Some(tx) = &self.tx else {
             return Err(io::Error::other("output already closed"));
