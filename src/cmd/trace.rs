@@ -46,6 +46,11 @@ pub struct Args {
     /// options/userstacktrace.
     #[arg(long)]
     pub stack: bool,
+    /// Every argument of each kernel function by its BTF name (`$arg*`):
+    /// passed through where the kernel reads BTF arguments (6.6 and later),
+    /// compiled with its BTF into registers and types elsewhere.
+    #[arg(long)]
+    pub args: bool,
     /// Event filter applied to every probe (the kernel's filter language).
     #[arg(short = 'f', long)]
     pub filter: Option<String>,
@@ -323,8 +328,12 @@ fn setup(
         Some(sig) => Err(anyhow::Error::new(session::Interrupted(sig))),
         None => Ok(()),
     };
+    let defs = match args.args {
+        true => crate::resolve::spec::with_all_args(&args.defs, &|m| view.is_module(m))?,
+        false => args.defs.clone(),
+    };
     let mut sess = Session::new(root)?;
-    let probes = crate::resolve::build(&sess, &args.defs, args.pid, view)?;
+    let probes = crate::resolve::build(&sess, &defs, args.pid, view)?;
     check()?;
     crate::resolve::create(&mut sess, probes, &stop)?;
     let inst = sess.create_instance()?.clone();
