@@ -1,0 +1,64 @@
+# BTF argument names on a module's function, with the module's split BTF
+# (/sys/kernel/btf/romfs over /sys/kernel/btf/vmlinux): issue 10. romfs.ko
+# comes from the kernel's own Debian package; `mount -t romfs` calls
+# romfs_init_fs_context(struct fs_context *fc) before it looks for a device,
+# with fc->fs_type pointing at romfs's own file_system_type (name "romfs")
+# and fc->purpose FS_CONTEXT_FOR_MOUNT (0). On a kernel that reads BTF
+# names itself (README lists <argname>) the definition goes through as it
+# is; elsewhere ktrace compiles it with the split BTF into +OFF(%reg).
+# The rig ships the module for this line (or give it with --file romfs.ko):
+# ktest-modules: romfs
+. "$KTEST_LIB"
+
+DEF='romfs:romfs_init_fs_context fs=fc->fs_type->name:string purpose=fc->purpose'
+ko=
+for k in /ktest/modules/romfs.ko /ktest/bin/romfs.ko; do [ -f "$k" ] && ko=$k && break; done
+
+ktest module_btf_check
+if [ -z "$ko" ]; then
+    skip "no romfs.ko shipped (the rig's '# ktest-modules: romfs', or --file romfs.ko from the kernel's package)"
+    ktest module_btf_trace
+    skip "no romfs.ko shipped"
+    exit 0
+fi
+if ! out=$(insmod "$ko" 2>&1); then
+    fail "insmod $ko: $out"
+    ktest module_btf_trace
+    skip "romfs.ko did not load"
+    exit 0
+fi
+if [ ! -r /sys/kernel/btf/romfs ]; then
+    skip "no /sys/kernel/btf/romfs (CONFIG_DEBUG_INFO_BTF_MODULES unset, or the module's BTF was refused: $(dmesg | grep -i btf | tail -n 1))"
+    ktest module_btf_trace
+    skip "no split BTF for romfs"
+    rmmod romfs
+    exit 0
+fi
+if grep -q '<argname>' "$TRACEFS/README"; then route=native; else route=compiled; fi
+out=$(ktrace check --explain "p:ktest/rfs $DEF" 2>&1)
+echo "$out" >"$KTEST_OUT/btf-module-explain.txt"
+# the kernel's verdict on what ktrace would write
+w=$(ktrace check --json "p:ktest/rfs $DEF" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
+kerr=
+if [ -n "$w" ]; then
+    kerr=$(tfs_write kprobe_events "$w" 2>&1) && tfs_write dynamic_events "-:ktest/rfs" >/dev/null
+fi
+expect_match "route" "$out" "btf route: $route" &&
+    expect_match "readback" "$out" '^ok: p:ktest/rfs romfs:romfs_init_fs_context fs=' &&
+    expect_ne "a definition to write" "$w" "" &&
+    expect_empty "the kernel's refusal of it" "$kerr" &&
+    pass "$route: $w"
+
+ktest module_btf_trace
+if need_entry_probe; then
+    mkdir -p /tmp/mnt
+    kt "$DEF" -d 30
+    mount -t romfs none /tmp/mnt 2>/dev/null
+    ktwait
+    line=$(grep ' fs="romfs"' /tmp/kt.out | head -n 1)
+    expect_eq "exit status" "$code" 0 &&
+        expect_match "the module's type by name, the enum" "$line" \
+            '\(romfs_init_fs_context\+0x[04]/0x[0-9a-f]+ \[romfs\]\) fs="romfs" purpose=(0|0x0)$' &&
+        pass "$route: $(echo "$line" | sed 's/.*) //') | $(grep -m1 BTF /tmp/kt.err)"
+fi
+rmmod romfs
