@@ -17,20 +17,17 @@ for k in /ktest/modules/romfs.ko /ktest/bin/romfs.ko; do [ -f "$k" ] && ko=$k &&
 ktest module_btf_check
 if [ -z "$ko" ]; then
     skip "no romfs.ko shipped (the rig's '# ktest-modules: romfs', or --file romfs.ko from the kernel's package)"
-    ktest module_btf_trace
-    skip "no romfs.ko shipped"
+    for t in module_btf_plain_name module_btf_trace; do ktest $t; skip "no romfs.ko shipped"; done
     exit 0
 fi
 if ! out=$(insmod "$ko" 2>&1); then
     fail "insmod $ko: $out"
-    ktest module_btf_trace
-    skip "romfs.ko did not load"
+    for t in module_btf_plain_name module_btf_trace; do ktest $t; skip "romfs.ko did not load"; done
     exit 0
 fi
 if [ ! -r /sys/kernel/btf/romfs ]; then
     skip "no /sys/kernel/btf/romfs (CONFIG_DEBUG_INFO_BTF_MODULES unset, or the module's BTF was refused: $(dmesg | grep -i btf | tail -n 1))"
-    ktest module_btf_trace
-    skip "no split BTF for romfs"
+    for t in module_btf_plain_name module_btf_trace; do ktest $t; skip "no split BTF for romfs"; done
     rmmod romfs
     exit 0
 fi
@@ -48,6 +45,13 @@ expect_match "route" "$out" "btf route: $route" &&
     expect_ne "a definition to write" "$w" "" &&
     expect_empty "the kernel's refusal of it" "$kerr" &&
     pass "$route: $w"
+
+ktest module_btf_plain_name
+# without MOD: the kernel finds the function in its module's BTF itself;
+# ktrace too (each loaded module's split BTF until one has it)
+out=$(ktrace check --explain "p:ktest/rfs2 romfs_init_fs_context fs=fc->fs_type->name:string" 2>&1)
+expect_match "accepted" "$out" '^ok: p:ktest/rfs2 romfs_init_fs_context fs=' &&
+    pass "$(printf '%s\n' "$out" | sed -n 1p)"
 
 ktest module_btf_trace
 if need_entry_probe; then
