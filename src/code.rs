@@ -197,9 +197,15 @@ pub fn vmlinux_arch(path: &Path) -> anyhow::Result<Arch> {
     }
 }
 
-/// `endbr64`: on an IBT kernel a probe at `+4` past it is at the function
-/// entry (`arch_adjust_kprobe_addr()` in arch/x86/kernel/kprobes/core.c).
-const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+/// What the kernel's `is_endbr()` (arch/x86/include/asm/ibt.h) takes for
+/// an `endbr` at a function's start: `endbr64` and `endbr32`. On an IBT
+/// kernel a probe at `+4` past it is at the function entry
+/// (`arch_adjust_kprobe_addr()`).
+const ENDBR: [[u8; 4]; 2] = [[0xf3, 0x0f, 0x1e, 0xfa], [0xf3, 0x0f, 0x1e, 0xfb]];
+/// The 4-byte nop the kernel writes over a sealed `endbr64` at boot
+/// (`osp nopl (%rax)`, `gen_endbr_poison()`): newer kernels' `is_endbr()`
+/// take it for one, older ones do not, so `+4` past it is left undecided.
+const ENDBR_POISON: [u8; 4] = [0x66, 0x0f, 0x1f, 0x00];
 
 /// Makes the code checks of an accepted kprobe at `SYM+OFF` that the
 /// checker left open ([`Unchecked::InsnBoundary`], and on x86
@@ -241,15 +247,22 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
         Err(why) => return Some(why),
     };
     if entry {
-        if bytes.starts_with(&ENDBR64) || !is_return {
+        if bytes.starts_with(&ENDBR_POISON) && is_return {
+            return Some(format!(
+                "{symbol} starts with the nop the kernel writes over a sealed endbr64: \
+                 whether +4 is its entry depends on the kernel's is_endbr()"
+            ));
+        }
+        if ENDBR.iter().any(|e| bytes.starts_with(e)) || !is_return {
             checked.unchecked.retain(|u| *u != Unchecked::FunctionEntry);
         } else {
             reject(
                 checked,
                 TpErr::BAD_RETPROBE,
                 format!(
-                    "{symbol} does not start with endbr64, so only +0 is its entry; \
-                     return probes must be placed on the function entry"
+                    "{symbol} starts with {} (no endbr64), so only +0 is its entry; \
+                     return probes must be placed on the function entry",
+                    ktrace_disasm::hex_bytes(&bytes[..bytes.len().min(4)])
                 ),
             );
             return None;
@@ -409,12 +422,14 @@ mod tests {
             c.definition.unwrap_err().message,
             "Retprobe address must be an function entry"
         );
-        // an IBT kernel's function: endbr64, then the nop5
-        let mut ibt = vec![0xf3, 0x0f, 0x1e, 0xfa];
-        ibt.extend_from_slice(&code);
-        let (c, why) = run("r:k/a vfs_read+4", Arch::X86_64, &ibt);
-        assert!(c.accepted());
-        assert_eq!(why, None);
+        // an IBT kernel's function: endbr64 (or FineIBT's nop), then the nop5
+        for endbr in ENDBR {
+            let mut ibt = endbr.to_vec();
+            ibt.extend_from_slice(&code);
+            let (c, why) = run("r:k/a vfs_read+4", Arch::X86_64, &ibt);
+            assert!(c.accepted());
+            assert_eq!(why, None);
+        }
         assert!(c.unchecked.is_empty() || !c.unchecked.contains(&Unchecked::FunctionEntry));
     }
 
