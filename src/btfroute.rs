@@ -162,3 +162,41 @@ impl Route {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ktrace_probe::{Arch, KernelVersion, Offline, Target, TpErr};
+
+    /// With the host's real BTF (/sys/kernel/btf/vmlinux, as a `--btf`
+    /// copy): a kernel that reads BTF names itself looks `MOD:FUNC` up as
+    /// written and refuses it (7.2 guest: "No BTF entry for this probe
+    /// point"); the compiled route resolves FUNC in the module's BTF.
+    #[test]
+    fn module_prefix_on_the_native_route_is_refused_as_the_kernel_does() {
+        let file = std::path::Path::new("/sys/kernel/btf/vmlinux");
+        let btf = ktrace_symbols::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
+        let mut target = Target::new(Arch::X86_64);
+        target.kernel = KernelVersion::new(7, 2);
+        let line = "p:k/a mymod:vfs_read count";
+        let native =
+            ktrace_probe::btfarg::compile(line, Some(&btf), target, &Offline, true).unwrap_err();
+        assert_eq!(
+            native.kind,
+            ktrace_probe::ErrorKind::Logged(TpErr::NO_BTF_ENTRY)
+        );
+        assert!(
+            native
+                .hint
+                .unwrap()
+                .contains("write vfs_read without the module")
+        );
+        let ok = ktrace_probe::btfarg::compile(
+            "p:k/a vfs_read count",
+            Some(&btf),
+            target,
+            &Offline,
+            true,
+        );
+        assert!(ok.is_ok());
+    }
+}

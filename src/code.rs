@@ -434,6 +434,16 @@ mod tests {
     }
 
     #[test]
+    fn retprobe_past_the_endbr_poison_is_undecided() {
+        let mut poisoned = ENDBR_POISON.to_vec();
+        poisoned.extend_from_slice(&vfs_read());
+        let (c, why) = run("r:k/a vfs_read+4", Arch::X86_64, &poisoned);
+        assert!(c.accepted());
+        assert!(c.unchecked.contains(&Unchecked::FunctionEntry));
+        assert!(why.unwrap().contains("sealed endbr64"));
+    }
+
+    #[test]
     fn what_cannot_be_decided_says_why() {
         let code = vfs_read();
         let (c, why) = run("p:k/a vfs_read+0x5000", Arch::X86_64, &code);
