@@ -198,13 +198,19 @@ pub fn vmlinux_arch(path: &Path) -> anyhow::Result<Arch> {
 }
 
 /// What the kernel's `is_endbr()` (arch/x86/include/asm/ibt.h) takes for
-/// an `endbr` at a function's start: `endbr64` and `endbr32`. On an IBT
-/// kernel a probe at `+4` past it is at the function entry
+/// an `endbr` at a function's start: `endbr64`, `endbr32`, and the nop
+/// newer kernels write over a sealed one (`nopl -0x2a(%rax)`: Debian's 7.2
+/// has it at vfs_read+0 and takes `r vfs_read+4`). On an IBT kernel a
+/// probe at `+4` past it is at the function entry
 /// (`arch_adjust_kprobe_addr()`).
-const ENDBR: [[u8; 4]; 2] = [[0xf3, 0x0f, 0x1e, 0xfa], [0xf3, 0x0f, 0x1e, 0xfb]];
-/// The 4-byte nop the kernel writes over a sealed `endbr64` at boot
-/// (`osp nopl (%rax)`, `gen_endbr_poison()`): newer kernels' `is_endbr()`
-/// take it for one, older ones do not, so `+4` past it is left undecided.
+const ENDBR: [[u8; 4]; 3] = [
+    [0xf3, 0x0f, 0x1e, 0xfa],
+    [0xf3, 0x0f, 0x1e, 0xfb],
+    [0x0f, 0x1f, 0x40, 0xd6],
+];
+/// The older nop written over a sealed `endbr64` at boot (`osp nopl
+/// (%rax)`): whether that kernel's `is_endbr()` takes it was not seen on a
+/// guest, so `+4` past it is left undecided.
 const ENDBR_POISON: [u8; 4] = [0x66, 0x0f, 0x1f, 0x00];
 
 /// Makes the code checks of an accepted kprobe at `SYM+OFF` that the

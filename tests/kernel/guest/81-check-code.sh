@@ -106,7 +106,7 @@ r:ktcheck/k $f+4"
             # kernel ("not checked: kprobe blacklist ...")
             :
         else
-            bad="$bad $def: kernel '$kmsg', ktrace '$tmsg' ($(printf '%s\n' "$tout" | grep -m1 -E 'hint|not checked'); $f starts: $(ktrace disasm "$f" 2>&1 | sed -n 2p));"
+            bad="$bad $def: kernel '$kmsg', ktrace '$tmsg' ($(printf '%s\n' "$tout" | grep -m1 -E 'hint|not checked'); $f starts: $(ktrace disasm "$f" 2>&1 | grep -m1 '+0x0 '));"
         fi
     done <<END
 $defs
