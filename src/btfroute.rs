@@ -101,6 +101,36 @@ impl Route {
         self.loaded.get(&key).and_then(Option::as_ref)
     }
 
+    /// The module whose split BTF has the probed function, when the
+    /// definition names it without `MOD:` and vmlinux's BTF lacks it (the
+    /// kernel itself searches every module's BTF). Live only: each loaded
+    /// module's /sys/kernel/btf/MOD is read until one has the function.
+    fn module_of(&mut self, line: &str) -> Option<String> {
+        let place = line.split_whitespace().nth(1)?;
+        let func = place.split(['+', '%']).next()?;
+        if self.single_file || func.is_empty() || func.starts_with(|c: char| c.is_ascii_digit()) {
+            return None;
+        }
+        use ktrace_probe::btfarg::BtfTypes;
+        if self.btf_for(None)?.function(None, func).is_some() {
+            return None;
+        }
+        let dir = self.source.clone()?;
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n != "vmlinux")
+            .collect();
+        names.sort();
+        let missing = self.missing.take();
+        let found = names.into_iter().find(|m| {
+            self.btf_for(Some(m))
+                .is_some_and(|b| b.function(Some(m), func).is_some())
+        });
+        self.missing = missing;
+        found
+    }
+
     /// Compiles one definition (or passes it through when it uses no BTF).
     pub fn compile(
         &mut self,
@@ -117,6 +147,10 @@ impl Route {
             .and_then(|place| place.split_once(':'))
             .filter(|(m, _)| !m.contains('/'))
             .map(|(m, _)| m.to_string());
+        let module = match module {
+            Some(m) => Some(m),
+            None => self.module_of(line),
+        };
         let native = self.native;
         let btf = self.btf_for(module.as_deref());
         Some(btfarg::compile(
@@ -126,5 +160,43 @@ impl Route {
             env,
             native,
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ktrace_probe::{Arch, KernelVersion, Offline, Target, TpErr};
+
+    /// With the host's real BTF (/sys/kernel/btf/vmlinux, as a `--btf`
+    /// copy): a kernel that reads BTF names itself looks `MOD:FUNC` up as
+    /// written and refuses it (7.2 guest: "No BTF entry for this probe
+    /// point"); the compiled route resolves FUNC in the module's BTF.
+    #[test]
+    fn module_prefix_on_the_native_route_is_refused_as_the_kernel_does() {
+        let file = std::path::Path::new("/sys/kernel/btf/vmlinux");
+        let btf = ktrace_symbols::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
+        let mut target = Target::new(Arch::X86_64);
+        target.kernel = KernelVersion::new(7, 2);
+        let line = "p:k/a mymod:vfs_read count";
+        let native =
+            ktrace_probe::btfarg::compile(line, Some(&btf), target, &Offline, true).unwrap_err();
+        assert_eq!(
+            native.kind,
+            ktrace_probe::ErrorKind::Logged(TpErr::NO_BTF_ENTRY)
+        );
+        assert!(
+            native
+                .hint
+                .unwrap()
+                .contains("write vfs_read without the module")
+        );
+        let ok = ktrace_probe::btfarg::compile(
+            "p:k/a vfs_read count",
+            Some(&btf),
+            target,
+            &Offline,
+            true,
+        );
+        assert!(ok.is_ok());
     }
 }

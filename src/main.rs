@@ -56,6 +56,7 @@ pub(crate) use oline;
 mod btfroute;
 mod cli;
 mod cmd;
+mod code;
 mod kview;
 mod live;
 mod modwatch;

@@ -59,6 +59,12 @@ pub struct Args {
     /// running kernel's /sys/kernel/btf is used.
     #[arg(long, value_name = "FILE")]
     pub btf: Option<std::path::PathBuf>,
+    /// The target's vmlinux (ELF with symbols): kprobes at `SYM+OFF` are
+    /// checked against its code (instruction boundary; on x86 whether `+4`
+    /// is the entry after `endbr64`), offline. Live, the running kernel's
+    /// code is read from /proc/kcore.
+    #[arg(long, value_name = "FILE")]
+    pub vmlinux: Option<std::path::PathBuf>,
     /// Also print how each BTF argument was compiled, and the classic definition.
     #[arg(long)]
     pub explain: bool,
@@ -82,9 +88,10 @@ pub enum FileArg {
 
 /// Runs `ktrace check`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let arch = match &args.arch {
-        Some(a) => a.parse::<Arch>()?,
-        None => Arch::native().context("unknown machine architecture: give --arch")?,
+    let arch = match (&args.arch, &args.vmlinux) {
+        (Some(a), _) => a.parse::<Arch>()?,
+        (None, Some(v)) => crate::code::vmlinux_arch(v)?,
+        (None, None) => Arch::native().context("unknown machine architecture: give --arch")?,
     };
     // Offline, the version decides the language: the one given, else this
     // machine's series when it is one ktrace is checked against, else the newest.
@@ -128,6 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         || args.arch.is_some()
         || args.kernel.is_some()
         || args.kallsyms.is_some()
+        || args.vmlinux.is_some()
     {
         None
     } else {
@@ -171,35 +179,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(root)) => crate::btfroute::Route::live(root),
         (None, None) => crate::btfroute::Route::none(target.kernel),
     };
+    // The functions' code, for kprobes at an offset.
+    let source = match (&args.vmlinux, &view) {
+        (Some(file), _) => crate::code::Source::Vmlinux(file),
+        (None, Some(v)) => crate::code::Source::live(v),
+        (None, None) => {
+            crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
+        }
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut all_ok = true;
     for input in &inputs {
-        let checked = match route.compile(input, target, env) {
-            None => check_line(input, target, env),
+        let (checked, why) = match route.compile(input, target, env) {
+            None => {
+                let mut c = check_line(input, target, env);
+                let why = crate::code::check(&mut c, arch, &source);
+                (c, why)
+            }
             // Nothing BTF-specific went wrong, but the kernel would still
             // refuse the line (a uprobe's BTF name, say): report that.
-            Some(Ok(c)) if !c.checked.accepted() => c.checked,
+            Some(Ok(c)) if !c.checked.accepted() => (c.checked, None),
+            Some(Ok(mut c)) => {
+                let why = crate::code::check(&mut c.checked, arch, &source);
+                if c.checked.accepted() {
+                    btf_report(&mut out, input, Ok(c), &route, &args, arch, why.as_deref())?;
+                    continue;
+                }
+                (c.checked, why)
+            }
             Some(result) => {
                 let ok = result.is_ok();
                 all_ok &= ok;
-                btf_report(
-                    &mut out,
-                    input,
-                    result,
-                    &route,
-                    args.json,
-                    args.explain,
-                    arch,
-                )?;
+                btf_report(&mut out, input, result, &route, &args, arch, None)?;
                 continue;
             }
         };
         all_ok &= checked.accepted();
         if args.json {
-            writeln!(out, "{}", json_line(input, &checked, arch))?;
+            writeln!(out, "{}", json_line(input, &checked, arch, why.as_deref()))?;
         } else {
-            human(&mut out, input, &checked, arch)?;
+            human(&mut out, input, &checked, arch, why.as_deref())?;
         }
     }
     Ok(if all_ok {
@@ -215,15 +235,16 @@ fn btf_report(
     input: &str,
     result: Result<ktrace_probe::btfarg::Compiled, ktrace_probe::ProbeError>,
     route: &crate::btfroute::Route,
-    json: bool,
-    explain: bool,
+    args: &Args,
     arch: Arch,
+    why: Option<&str>,
 ) -> std::io::Result<()> {
+    let (json, explain) = (args.json, args.explain);
     let route_name = if route.native { "native" } else { "compiled" };
     match result {
         Ok(c) => {
             if json {
-                let mut v = json_line(input, &c.checked, arch);
+                let mut v = json_line(input, &c.checked, arch, why);
                 v["normalized"] = c.readback.clone().into();
                 v["btf_route"] = route_name.into();
                 v["write"] = c.text.clone().into();
@@ -236,7 +257,7 @@ fn btf_report(
                 writeln!(out, "{}", c.explain())?;
             }
             if !c.checked.unchecked.is_empty() {
-                let list: Vec<&str> = c.checked.unchecked.iter().map(|u| u.describe()).collect();
+                let list = crate::code::not_checked(&c.checked, why);
                 writeln!(out, "  not checked: {}", list.join("; "))?;
             }
             Ok(())
@@ -252,17 +273,17 @@ fn btf_report(
                 unchecked: Vec::new(),
             };
             if json {
-                let mut v = json_line(input, &c, arch);
+                let mut v = json_line(input, &c, arch, None);
                 v["btf_route"] = route_name.into();
                 return writeln!(out, "{v}");
             }
-            human(out, input, &c, arch)
+            human(out, input, &c, arch, None)
         }
     }
 }
 
-fn json_line(input: &str, c: &Checked, arch: Arch) -> serde_json::Value {
-    let unchecked: Vec<&str> = c.unchecked.iter().map(|u| u.describe()).collect();
+fn json_line(input: &str, c: &Checked, arch: Arch, why: Option<&str>) -> serde_json::Value {
+    let unchecked = crate::code::not_checked(c, why);
     let error = match &c.definition {
         Ok(_) => serde_json::Value::Null,
         Err(e) => serde_json::json!({
@@ -289,7 +310,13 @@ fn json_line(input: &str, c: &Checked, arch: Arch) -> serde_json::Value {
     v
 }
 
-fn human(out: &mut impl Write, input: &str, c: &Checked, arch: Arch) -> std::io::Result<()> {
+fn human(
+    out: &mut impl Write,
+    input: &str,
+    c: &Checked,
+    arch: Arch,
+    why: Option<&str>,
+) -> std::io::Result<()> {
     match &c.definition {
         Ok(Definition::Empty) => writeln!(out, "ok: (nothing to do) {input}")?,
         Ok(_) => {
@@ -311,7 +338,7 @@ fn human(out: &mut impl Write, input: &str, c: &Checked, arch: Arch) -> std::io:
         }
     }
     if !c.unchecked.is_empty() {
-        let list: Vec<&str> = c.unchecked.iter().map(|u| u.describe()).collect();
+        let list = crate::code::not_checked(c, why);
         writeln!(out, "  not checked: {}", list.join("; "))?;
     }
     Ok(())
@@ -323,7 +350,7 @@ mod tests {
 
     fn json(line: &str) -> serde_json::Value {
         let c = check_line(line, Target::new(Arch::X86_64), &Offline);
-        json_line(line, &c, Arch::X86_64)
+        json_line(line, &c, Arch::X86_64, None)
     }
 
     #[test]
@@ -345,7 +372,7 @@ mod tests {
         let line = "p vfs_read $retval";
         let c = check_line(line, Target::new(Arch::X86_64), &Offline);
         let mut out = Vec::new();
-        human(&mut out, line, &c, Arch::X86_64).unwrap();
+        human(&mut out, line, &c, Arch::X86_64, None).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "rejected: p vfs_read $retval");

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use ktrace_disasm::{Arch, Insn, kcore};
+use ktrace_disasm::{Arch, Insn};
 use ktrace_symbols::blacklist::{self, BlacklistEntry};
 use ktrace_symbols::{elf, library};
 
@@ -186,47 +186,12 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         Some(p) => ktrace_symbols::KernelView::running(None).with_kallsyms_file(p),
         None => ktrace_symbols::KernelView::running(None),
     };
-    let kpath = view.kallsyms_path().to_path_buf();
-    let ks = view
-        .kallsyms()
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", kpath.display()))?;
-    if ks.addresses_hidden() {
-        bail!(
-            "{} shows no addresses (kptr_restrict): run as root",
-            kpath.display()
-        );
-    }
-    let found: Vec<_> = ks
-        .by_name(name, module)
-        .into_iter()
-        .filter(|s| s.is_text())
-        .collect();
-    let sym = match found.as_slice() {
-        [] => bail!("no kernel function {spec:?} in {}", kpath.display()),
-        [one] => (*one).clone(),
-        many => bail!(
-            "{spec:?} names {} functions in {}: {}",
-            many.len(),
-            kpath.display(),
-            many.iter()
-                .map(|s| format!("{:#x}{}", s.addr, module_suffix(s.module.as_deref())))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let size = ks.extent(&sym).with_context(|| {
-        format!("the size of {name} is unknown (it is the last symbol of its region)")
-    })?;
-    let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
     let core = args
         .kcore
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc/kcore"));
-    let bytes = kcore::read(&core, sym.addr, size).with_context(|| {
-        format!(
-            "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
-        )
-    })?;
+    let (sym, bytes) = crate::code::kernel_function(&view, &core, name, module)?;
+    let size = bytes.len();
     let mut notes = Vec::new();
     let mut extra = Vec::new();
     match ktrace_tracefs::debugfs::read_kprobe_blacklist(Path::new(
@@ -398,26 +363,7 @@ fn elf_function(
     arch: Arch,
 ) -> anyhow::Result<Function> {
     let sym = &target.symbol;
-    let seg = *image
-        .segment_of_vaddr(sym.value)
-        .with_context(|| format!("{} is in no PT_LOAD segment", sym.name))?;
-    let seg_left = seg.filesz - (sym.value - seg.vaddr);
-    let size = if sym.size > 0 {
-        sym.size
-    } else {
-        let next = image
-            .symbols
-            .iter()
-            .map(|s| s.value)
-            .filter(|&v| v > sym.value)
-            .min()
-            .unwrap_or(u64::MAX);
-        (next - sym.value).min(4096)
-    }
-    .min(seg_left)
-    .min(1 << 20);
-    let start = seg.offset + (sym.value - seg.vaddr);
-    let bytes = read_range(path, start, size as usize)?;
+    let (start, bytes) = crate::code::symbol_bytes(path, &image, sym)?;
     let title = sym.display_name();
     let names = move |addr: u64| {
         image
@@ -437,15 +383,6 @@ fn elf_function(
         notes: Vec::new(),
         names: Box::new(names),
     })
-}
-
-fn read_range(path: &Path, offset: u64, len: usize) -> anyhow::Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut out = vec![0u8; len];
-    file.read_exact_at(&mut out, offset)
-        .with_context(|| format!("reading {len} bytes at {offset:#x} of {}", path.display()))?;
-    Ok(out)
 }
 
 fn print_offsets(insns: &[Insn], verdicts: &[Option<String>]) {

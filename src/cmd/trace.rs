@@ -45,6 +45,11 @@ pub struct Args {
     /// options/userstacktrace.
     #[arg(long)]
     pub stack: bool,
+    /// Every argument of each kernel function by its BTF name (`$arg*`):
+    /// passed through where the kernel reads BTF arguments (6.6 and later),
+    /// compiled with its BTF into registers and types elsewhere.
+    #[arg(long)]
+    pub args: bool,
     /// The options of the run (filter, trigger, -d, -n, -p, buffer, clock,
     /// the command).
     #[command(flatten)]
@@ -106,7 +111,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = Some(Output::new(out_file, stop_check));
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let mut run = match live::setup(&args.defs, args.stack, &args.run, &root, &view, &signals) {
+    let defs = match args.args {
+        true => crate::resolve::spec::with_all_args(&args.defs, &|m| view.is_module(m))?,
+        false => args.defs.clone(),
+    };
+    let mut run = match live::setup(&defs, args.stack, &args.run, &root, &view, &signals) {
         Ok(r) => r,
         Err(e) => {
             // A signal during setup: what was created is gone (the session

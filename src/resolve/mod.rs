@@ -69,6 +69,7 @@ pub fn build(
     // through where the kernel's README says it reads them, else compiled
     // with the kernel's BTF into the classic fetch language.
     let mut route = crate::btfroute::Route::live(tracefs);
+    let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     let mut natives = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
@@ -90,6 +91,10 @@ pub fn build(
             }
         };
         natives.push(native);
+        // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
+        // function's code, before anything is written.
+        let mut checked = checked;
+        crate::code::check(&mut checked, arch, &code);
         let mut def = match checked.definition {
             Ok(Definition::Probe(p)) => p,
             Ok(_) => bail!("{:?} is not a probe definition", r.input),

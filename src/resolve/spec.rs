@@ -268,6 +268,44 @@ fn is_arg_word(w: &str) -> bool {
     first.contains('=') || first.starts_with(['$', '%', '+', '@'])
 }
 
+/// `ktrace trace --args`: `$arg*` (every argument by its BTF name) added
+/// to each kernel function's definition that does not have it yet. The
+/// words are joined into definitions first ([`join_words`]). Wildcards and
+/// uprobes are refused: `$arg*` names one kernel function's BTF arguments.
+pub fn with_all_args(
+    words: &[String],
+    is_module: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for def in join_words(words)? {
+        let Some(spec) = split(&def)? else {
+            bail!("{def:?}: --args adds $arg* to kprobes (p, r), not to this kind of definition");
+        };
+        match classify(&spec.place, is_module) {
+            Place::Kernel if spec.place.starts_with("0x") => {
+                bail!("{def:?}: --args needs a function name (BTF), not an address")
+            }
+            Place::Kernel => {}
+            Place::KernelGlob => bail!(
+                "{def:?}: --args takes named functions, not a wildcard (each function has its own arguments)"
+            ),
+            Place::UserOffset | Place::UserSymbol => {
+                bail!("{def:?}: --args uses the kernel's BTF; user code has none")
+            }
+        }
+        if spec
+            .args
+            .iter()
+            .any(|a| a.split_whitespace().any(|w| w == "$arg*"))
+        {
+            out.push(def);
+        } else {
+            out.push(format!("{def} $arg*"));
+        }
+    }
+    Ok(out)
+}
+
 /// Joins command-line words into definitions: a word that is a fetch
 /// argument belongs to the definition before it, so
 /// `ktrace trace do_sys_openat2 dfd=arg1` is one probe with one argument.
@@ -617,6 +655,37 @@ mod tests {
             ]
         );
         assert!(join_words(&w(&["x=%di", "vfs_read"])).is_err());
+    }
+
+    #[test]
+    fn all_args_added_once() {
+        let w = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let none = |_: &str| false;
+        assert_eq!(
+            with_all_args(
+                &w(&[
+                    "vfs_read",
+                    "r:ret vfs_read%return",
+                    "do_sys_openat2",
+                    "$arg*"
+                ]),
+                &none
+            )
+            .unwrap(),
+            vec![
+                "vfs_read $arg*",
+                "r:ret vfs_read%return $arg*",
+                "do_sys_openat2 $arg*"
+            ]
+        );
+        for bad in [
+            "vfs_*",
+            "/bin/sh:main",
+            "e:x sched/sched_switch",
+            "0xffffffff81000000",
+        ] {
+            assert!(with_all_args(&w(&[bad]), &none).is_err(), "{bad}");
+        }
     }
 
     #[test]

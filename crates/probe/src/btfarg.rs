@@ -274,6 +274,10 @@ impl Ctx<'_> {
     fn proto(&mut self) -> Option<BtfFunc> {
         if self.proto.is_none() {
             let p = match (self.btf, &self.func) {
+                // The kernel looks the probed symbol up in BTF as it is
+                // written: `MOD:FUNC` is no function name there
+                // (query_btf_context(): "No BTF entry for this probe point").
+                _ if self.native && self.module.is_some() => None,
                 (Some(b), Some(f)) => b.function(self.module.as_deref(), f),
                 _ => None,
             };
@@ -288,6 +292,12 @@ impl Ctx<'_> {
                 /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF) and no --btf FILE was given; \
                 write the raw form instead, e.g. +OFFSET(%REG):TYPE"
                 .to_string(),
+            (Some(_), Some(f)) if self.native && self.module.is_some() => format!(
+                "this kernel reads BTF names itself and looks the probe point up as written: \
+                 {}:{f} is no function name in BTF; write {f} without the module (the kernel \
+                 finds the function in its module's BTF)",
+                self.module.as_deref().unwrap_or_default()
+            ),
             (Some(_), Some(f)) => format!(
                 "the BTF has no prototype for {f} (static or inlined functions often have none); \
                  write the raw form instead, e.g. {}:x64",

@@ -64,6 +64,23 @@ pub fn hint_for(err: &ProbeError, words: &[&str], target: Target) -> Option<Stri
         ErrorKind::Logged(TpErr::BAD_EVENT_NAME) | ErrorKind::Logged(TpErr::BAD_GROUP_NAME) => {
             "names are C identifiers: letters, digits and _, not starting with a digit".to_string()
         }
+        ErrorKind::Logged(TpErr::FAIL_REG_PROBE) if arch == crate::Arch::Arm64 => {
+            // arch_prepare_kprobe(): a misaligned address is -EINVAL.
+            let w = words.get(1)?;
+            let w = w.split('%').next().unwrap_or(w);
+            let p = w.find('+')?;
+            let off = crate::kstrtox::kstrtoul(&w[p + 1..], 0, 64).ok()?;
+            if off % 4 == 0 {
+                return None;
+            }
+            let sym = &w[..p];
+            let below = off - off % 4;
+            format!(
+                "+{off:#x} is not an instruction boundary: arm64 instructions are 4 bytes; \
+                 the nearest boundaries are {sym}+{below:#x} and {sym}+{:#x}",
+                below + 4
+            )
+        }
         ErrorKind::Silent(Silent::CommType) => "write $comm or $comm:string".to_string(),
         _ => return None,
     };
@@ -117,5 +134,12 @@ mod tests {
                 .contains("$comm:string")
         );
         assert_eq!(hint("p vfs_read &1", Arch::X86_64), None);
+        assert_eq!(
+            hint("p vfs_read+6", Arch::Arm64).as_deref(),
+            Some(
+                "+0x6 is not an instruction boundary: arm64 instructions are 4 bytes; \
+                 the nearest boundaries are vfs_read+0x4 and vfs_read+0x8"
+            )
+        );
     }
 }

@@ -178,3 +178,22 @@ elif need_entry_probe; then
         expect_match "event" "$line" " name=\"btf-known-name.txt\" ino=$ino count=7\$" &&
         pass "$(echo "$line" | tr -s ' ') | $(grep -m1 'BTF' /tmp/kt.err)"
 fi
+
+# `ktrace trace FUNC --args` is `$arg*`: every argument by its BTF name, the
+# same fields on both routes (native where the README lists $arg*, compiled
+# with the kernel's BTF on 6.1 and 5.10). The count is known: dd reads 7.
+ktest trace_all_args
+if [ ! -e /sys/kernel/btf/vmlinux ]; then
+    skip "no BTF"
+elif need_entry_probe; then
+    echo hello >"$KNOWN"
+    kt vfs_read --args -f 'count == 7' -d 4
+    dd if="$KNOWN" of=/dev/null bs=7 count=1 2>/dev/null
+    ktwait
+    line=$(grep ' count=7 ' /tmp/kt.out | head -1)
+    if grep -q '<argname>' "$TRACEFS/README"; then route=native; else route=compiled; fi
+    echo "trace --args ($route): $line" >>"$KTEST_OUT/btf-written.txt"
+    expect_eq "exit status" "$code" 0 &&
+        expect_match "every argument by name" "$line" "$(at_entry vfs_read) file=0x[0-9a-f]+ buf=0x[0-9a-f]+ count=7 pos=0x[0-9a-f]+\$" &&
+        pass "$route: $(echo "$line" | sed 's/.*) //')"
+fi

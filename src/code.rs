@@ -1,0 +1,491 @@
+//! The checks of a kprobe at `SYM+OFF` that need the function's machine
+//! code: whether OFF is an instruction boundary, and on x86 whether `+4` is
+//! the function entry (an `endbr64` there). The kernel makes them only when
+//! the probe is registered, after the write: `register_kprobe()` answers
+//! `-EILSEQ` (`BAD_INSN_BNDRY`, "Probe point is not an instruction
+//! boundary") on x86, and `kprobe_on_func_entry()` decides `BAD_RETPROBE`
+//! ("Retprobe address must be an function entry") in
+//! kernel/trace/trace_kprobe.c. Both are logged against the probe point
+//! (word 1, offset 0), so the caret is where the kernel puts it.
+//!
+//! The code comes from the running kernel (the view's kallsyms for the
+//! address and size, /proc/kcore for the bytes) or from a vmlinux file
+//! (`--vmlinux`); the boundaries from ktrace-disasm, which decodes the
+//! function from its first byte as the kernel does. arm64 needs no bytes
+//! (4-byte instructions: the checker refuses a misaligned offset as the
+//! kernel does, with its own message); arm and riscv64 are not checked.
+//! Nothing here writes to the kernel.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use ktrace_probe::ast::{KprobePlace, ProbeKind};
+use ktrace_probe::error::{ErrorKind, TpErr};
+use ktrace_probe::{Arch, Checked, Definition, ProbeError, Unchecked};
+use ktrace_symbols::KernelView;
+use ktrace_symbols::elf;
+use ktrace_symbols::kallsyms::KernelSymbol;
+
+/// Where a function's code is read from.
+pub enum Source<'a> {
+    /// The running kernel: kallsyms through the view, bytes from this core
+    /// file (/proc/kcore).
+    Live(&'a KernelView, PathBuf),
+    /// A vmlinux (ELF with symbols).
+    Vmlinux(&'a Path),
+    /// No code can be read, for this reason.
+    None(String),
+    /// The code of the probed function, already read (any symbol).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Code(&'a [u8]),
+}
+
+impl Source<'_> {
+    /// The running kernel's code.
+    pub fn live(view: &KernelView) -> Source<'_> {
+        Source::Live(view, PathBuf::from("/proc/kcore"))
+    }
+
+    /// The bytes of kernel function `symbol` (`NAME` or `MOD:NAME`), or
+    /// why they cannot be read.
+    fn read(&self, symbol: &str) -> Result<Vec<u8>, String> {
+        let (module, name) = match symbol.split_once(':') {
+            Some((m, n)) => (Some(m), n),
+            None => (None, symbol),
+        };
+        match self {
+            Source::Live(view, core) => kernel_function(view, core, name, module)
+                .map(|(_, b)| b)
+                .map_err(|e| format!("{e:#}")),
+            Source::Vmlinux(path) => {
+                if module.is_some() {
+                    return Err(format!(
+                        "{symbol} is a module's function, not in {}",
+                        path.display()
+                    ));
+                }
+                vmlinux_function(path, name)
+                    .map(|(_, b)| b)
+                    .map_err(|e| format!("{e:#}"))
+            }
+            Source::None(why) => Err(why.clone()),
+            Source::Code(bytes) => Ok(bytes.to_vec()),
+        }
+    }
+}
+
+/// A kernel function's symbol and code through `view`'s kallsyms and the
+/// core file `core`: `st_size` is unknown to kallsyms, so the code runs to
+/// the next symbol (at most 1 MiB).
+pub fn kernel_function(
+    view: &KernelView,
+    core: &Path,
+    name: &str,
+    module: Option<&str>,
+) -> anyhow::Result<(KernelSymbol, Vec<u8>)> {
+    let kpath = view.kallsyms_path().to_path_buf();
+    let ks = view
+        .kallsyms()
+        .map_err(|e| anyhow::anyhow!("reading {}: {e}", kpath.display()))?;
+    if ks.addresses_hidden() {
+        bail!(
+            "{} shows no addresses (kptr_restrict): run as root",
+            kpath.display()
+        );
+    }
+    let spec = match module {
+        Some(m) => format!("{m}:{name}"),
+        None => name.to_string(),
+    };
+    let found: Vec<_> = ks
+        .by_name(name, module)
+        .into_iter()
+        .filter(|s| s.is_text())
+        .collect();
+    let sym = match found.as_slice() {
+        [] => bail!("no kernel function {spec:?} in {}", kpath.display()),
+        [one] => (*one).clone(),
+        many => bail!(
+            "{spec:?} names {} functions in {}: {}",
+            many.len(),
+            kpath.display(),
+            many.iter()
+                .map(|s| format!(
+                    "{:#x}{}",
+                    s.addr,
+                    s.module
+                        .as_deref()
+                        .map(|m| format!(" [{m}]"))
+                        .unwrap_or_default()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let size = ks.extent(&sym).with_context(|| {
+        format!("the size of {name} is unknown (it is the last symbol of its region)")
+    })?;
+    let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
+    let bytes = ktrace_disasm::kcore::read(core, sym.addr, size).with_context(|| {
+        format!(
+            "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
+        )
+    })?;
+    Ok((sym, bytes))
+}
+
+/// A function's code in a vmlinux (or any ELF with symbols): `st_size`
+/// bytes (or up to the next symbol, at most 4 KiB, when the size is 0)
+/// through its `PT_LOAD` segment. Also the file offset of the first byte.
+pub fn symbol_bytes(
+    path: &Path,
+    image: &elf::ElfImage,
+    sym: &elf::ElfSymbol,
+) -> anyhow::Result<(u64, Vec<u8>)> {
+    let seg = *image
+        .segment_of_vaddr(sym.value)
+        .with_context(|| format!("{} is in no PT_LOAD segment", sym.name))?;
+    let seg_left = seg.filesz - (sym.value - seg.vaddr);
+    let size = if sym.size > 0 {
+        sym.size
+    } else {
+        let next = image
+            .symbols
+            .iter()
+            .map(|s| s.value)
+            .filter(|&v| v > sym.value)
+            .min()
+            .unwrap_or(u64::MAX);
+        (next - sym.value).min(4096)
+    }
+    .min(seg_left)
+    .min(1 << 20);
+    let start = seg.offset + (sym.value - seg.vaddr);
+    Ok((start, read_range(path, start, size as usize)?))
+}
+
+fn read_range(path: &Path, offset: u64, len: usize) -> anyhow::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut out = vec![0u8; len];
+    file.read_exact_at(&mut out, offset)
+        .with_context(|| format!("reading {len} bytes at {offset:#x} of {}", path.display()))?;
+    Ok(out)
+}
+
+/// Function `name`'s ELF machine and code in the vmlinux at `path`.
+pub fn vmlinux_function(path: &Path, name: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+    let image = elf::open(path)?;
+    let target = image.resolve(name)?;
+    let (_, bytes) = symbol_bytes(path, &image, &target.symbol)?;
+    Ok((image.machine, bytes))
+}
+
+/// The ELF machine of a vmlinux, for its architecture.
+pub fn vmlinux_arch(path: &Path) -> anyhow::Result<Arch> {
+    let image = elf::open(path)?;
+    match image.machine {
+        62 => Ok(Arch::X86_64),
+        183 => Ok(Arch::Arm64),
+        40 => Ok(Arch::Arm),
+        243 => Ok(Arch::Riscv64),
+        3 => Ok(Arch::I386),
+        m => bail!(
+            "{}: ELF machine {m} is not one ktrace knows",
+            path.display()
+        ),
+    }
+}
+
+/// What the kernel's `is_endbr()` (arch/x86/include/asm/ibt.h) takes for
+/// an `endbr` at a function's start: `endbr64`, `endbr32`, and the nop
+/// newer kernels write over a sealed one (`nopl -0x2a(%rax)`: Debian's 7.2
+/// has it at vfs_read+0 and takes `r vfs_read+4`). On an IBT kernel a
+/// probe at `+4` past it is at the function entry
+/// (`arch_adjust_kprobe_addr()`).
+const ENDBR: [[u8; 4]; 3] = [
+    [0xf3, 0x0f, 0x1e, 0xfa],
+    [0xf3, 0x0f, 0x1e, 0xfb],
+    [0x0f, 0x1f, 0x40, 0xd6],
+];
+/// The older nop written over a sealed `endbr64` at boot (`osp nopl
+/// (%rax)`): whether that kernel's `is_endbr()` takes it was not seen on a
+/// guest, so `+4` past it is left undecided.
+const ENDBR_POISON: [u8; 4] = [0x66, 0x0f, 0x1f, 0x00];
+
+/// Makes the code checks of an accepted kprobe at `SYM+OFF` that the
+/// checker left open ([`Unchecked::InsnBoundary`], and on x86
+/// [`Unchecked::FunctionEntry`] for `+4`): a refusal replaces the
+/// definition with the kernel's error; a pass removes the open check.
+/// Returns why the checks stay open, when they do.
+pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<String> {
+    let Ok(Definition::Probe(p)) = &checked.definition else {
+        return None;
+    };
+    let ProbeKind::Kprobe {
+        place: KprobePlace::Symbol { symbol, offset },
+        is_return,
+        ..
+    } = &p.kind
+    else {
+        return None;
+    };
+    let (symbol, offset, is_return) = (symbol.clone(), *offset, *is_return);
+    let open = |c: &Checked, u| c.unchecked.contains(&u);
+    let boundary = open(checked, Unchecked::InsnBoundary);
+    let entry = open(checked, Unchecked::FunctionEntry);
+    if !boundary && !entry {
+        return None;
+    }
+    let darch = match arch {
+        Arch::X86_64 => ktrace_disasm::Arch::X86_64,
+        Arch::Arm64 => return None,
+        other => {
+            let name = match other {
+                Arch::Riscv64 => "riscv64",
+                other => other.name(),
+            };
+            return Some(format!("ktrace has no kprobe rules for {name}"));
+        }
+    };
+    let bytes = match source.read(&symbol) {
+        Ok(b) => b,
+        Err(why) => return Some(why),
+    };
+    if entry {
+        if bytes.starts_with(&ENDBR_POISON) && is_return {
+            return Some(format!(
+                "{symbol} starts with the nop the kernel writes over a sealed endbr64: \
+                 whether +4 is its entry depends on the kernel's is_endbr()"
+            ));
+        }
+        if ENDBR.iter().any(|e| bytes.starts_with(e)) || !is_return {
+            checked.unchecked.retain(|u| *u != Unchecked::FunctionEntry);
+        } else {
+            reject(
+                checked,
+                TpErr::BAD_RETPROBE,
+                format!(
+                    "{symbol} starts with {} (no endbr64), so only +0 is its entry; \
+                     return probes must be placed on the function entry",
+                    ktrace_disasm::hex_bytes(&bytes[..bytes.len().min(4)])
+                ),
+            );
+            return None;
+        }
+    }
+    if !boundary {
+        return None;
+    }
+    let len = bytes.len() as u64;
+    if offset >= len {
+        return Some(format!(
+            "+{offset:#x} is past the end of {symbol} ({len:#x} bytes)"
+        ));
+    }
+    // Another tool's kprobe shows as int3 in the live code; the kernel
+    // decodes the original instruction there, ktrace cannot. (An int3
+    // after a return or jump is the compiler's straight-line-speculation
+    // padding, not a probe.)
+    let insns = ktrace_disasm::decode(darch, &bytes, 0);
+    let before: Vec<_> = insns.iter().take_while(|i| i.offset < offset).collect();
+    if let Some(i) = before
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .find_map(|(prev, i)| {
+            let int3 = i.valid && i.len == 1 && bytes.get(i.offset as usize) == Some(&0xcc);
+            let falls_in = matches!(
+                prev.flow,
+                ktrace_disasm::Flow::Next
+                    | ktrace_disasm::Flow::Call
+                    | ktrace_disasm::Flow::CondJump
+            );
+            (int3 && falls_in).then_some(i)
+        })
+    {
+        return Some(format!(
+            "an int3 at +{:#x} (another kprobe?) hides the instruction there",
+            i.offset
+        ));
+    }
+    match ktrace_disasm::boundary(darch, &bytes, offset) {
+        Ok(()) => {
+            checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+            None
+        }
+        Err(nb) => {
+            let near: Vec<String> = [nb.nearest_before, nb.nearest_after]
+                .into_iter()
+                .flatten()
+                .map(|o| format!("{symbol}+{o:#x}"))
+                .collect();
+            reject(
+                checked,
+                TpErr::BAD_INSN_BNDRY,
+                format!(
+                    "+{offset:#x} is inside an instruction; the nearest boundaries are {} \
+                     (ktrace disasm {symbol} lists them all)",
+                    near.join(" and ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Replaces an accepted definition with the kernel's logged error `err`,
+/// the caret on the probe point as `trace_kprobe_create()` logs it.
+fn reject(checked: &mut Checked, err: TpErr, hint: String) {
+    let command = checked.command.clone();
+    let pos = command.find(' ').map(|p| p + 1);
+    checked.definition = Err(ProbeError {
+        kind: ErrorKind::Logged(err),
+        message: err.message(),
+        subsystem: Some("trace_kprobe"),
+        pos,
+        command,
+        hint: Some(hint),
+    });
+    checked.unchecked.clear();
+}
+
+/// The checks left open, described for a report; the instruction boundary
+/// (and function entry) with `why` they stayed open.
+pub fn not_checked(c: &Checked, why: Option<&str>) -> Vec<String> {
+    c.unchecked
+        .iter()
+        .map(|u| match (u, why) {
+            (Unchecked::InsnBoundary | Unchecked::FunctionEntry, Some(w)) => {
+                format!("{} ({w})", u.describe())
+            }
+            _ => u.describe().to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ktrace_probe::{Offline, Target, check_line};
+
+    /// vfs_read's bytes as Debian's 6.1 x86_64 kernel had them in
+    /// /proc/kcore (crates/disasm/tests/fixtures, with the capture command).
+    fn vfs_read() -> Vec<u8> {
+        let text = include_str!("../crates/disasm/tests/fixtures/kernel-x86_64-vfs_read.txt");
+        let line = text.lines().find_map(|l| l.strip_prefix("bytes ")).unwrap();
+        line.split(' ')
+            .map(|h| u8::from_str_radix(h, 16).unwrap())
+            .collect()
+    }
+
+    fn run(line: &str, arch: Arch, code: &[u8]) -> (Checked, Option<String>) {
+        let mut c = check_line(line, Target::new(arch), &Offline);
+        let why = check(&mut c, arch, &Source::Code(code));
+        (c, why)
+    }
+
+    #[test]
+    fn inside_an_instruction_is_refused_with_the_kernels_message_and_caret() {
+        let code = vfs_read();
+        // nop5 at +0, push %r15 at +5, push %r14 at +7
+        let (c, why) = run("p:k/a vfs_read+6", Arch::X86_64, &code);
+        assert_eq!(why, None);
+        let e = c.definition.unwrap_err();
+        assert_eq!(e.message, "Probe point is not an instruction boundary");
+        assert_eq!(e.caret_lines().unwrap().1, "      ^");
+        assert!(
+            e.hint
+                .unwrap()
+                .contains("nearest boundaries are vfs_read+0x5 and vfs_read+0x7")
+        );
+        for ok in [
+            "p:k/a vfs_read+5",
+            "p:k/a vfs_read+7",
+            "p:k/a vfs_read+0x13",
+        ] {
+            let (c, why) = run(ok, Arch::X86_64, &code);
+            assert!(c.accepted(), "{ok}");
+            assert_eq!(why, None);
+            assert!(!c.unchecked.contains(&Unchecked::InsnBoundary), "{ok}");
+        }
+    }
+
+    #[test]
+    fn every_offset_follows_the_decoder() {
+        let code = vfs_read();
+        let bounds = ktrace_disasm::boundaries(ktrace_disasm::Arch::X86_64, &code);
+        for off in 1..code.len() as u64 {
+            let (c, _) = run(&format!("p:k/a vfs_read+{off}"), Arch::X86_64, &code);
+            assert_eq!(c.accepted(), bounds.contains(&off), "+{off:#x}");
+        }
+    }
+
+    #[test]
+    fn retprobe_at_plus_4_needs_endbr64() {
+        let code = vfs_read();
+        let (c, _) = run("r:k/a vfs_read+4", Arch::X86_64, &code);
+        assert_eq!(
+            c.definition.unwrap_err().message,
+            "Retprobe address must be an function entry"
+        );
+        // an IBT kernel's function: endbr64 (or FineIBT's nop), then the nop5
+        for endbr in ENDBR {
+            let mut ibt = endbr.to_vec();
+            ibt.extend_from_slice(&code);
+            let (c, why) = run("r:k/a vfs_read+4", Arch::X86_64, &ibt);
+            assert!(c.accepted());
+            assert_eq!(why, None);
+        }
+        assert!(c.unchecked.is_empty() || !c.unchecked.contains(&Unchecked::FunctionEntry));
+    }
+
+    #[test]
+    fn retprobe_past_the_endbr_poison_is_undecided() {
+        let mut poisoned = ENDBR_POISON.to_vec();
+        poisoned.extend_from_slice(&vfs_read());
+        let (c, why) = run("r:k/a vfs_read+4", Arch::X86_64, &poisoned);
+        assert!(c.accepted());
+        assert!(c.unchecked.contains(&Unchecked::FunctionEntry));
+        assert!(why.unwrap().contains("sealed endbr64"));
+    }
+
+    #[test]
+    fn what_cannot_be_decided_says_why() {
+        let code = vfs_read();
+        let (c, why) = run("p:k/a vfs_read+0x5000", Arch::X86_64, &code);
+        assert!(c.accepted());
+        assert_eq!(
+            why.as_deref(),
+            Some("+0x5000 is past the end of vfs_read (0x310 bytes)")
+        );
+        let list = not_checked(&c, why.as_deref());
+        assert!(
+            list.iter()
+                .any(|l| l.starts_with("instruction boundary of the offset (+0x5000"))
+        );
+        let (c, why) = run("p:k/a vfs_read+2", Arch::Riscv64, &code);
+        assert!(c.accepted());
+        assert_eq!(
+            why.as_deref(),
+            Some("ktrace has no kprobe rules for riscv64")
+        );
+        let mut c = check_line("p:k/a vfs_read+6", Target::new(Arch::X86_64), &Offline);
+        let why = check(&mut c, Arch::X86_64, &Source::None("offline".into()));
+        assert_eq!(why.as_deref(), Some("offline"));
+        // another tool's int3 before the offset
+        let mut hit = code.clone();
+        hit[5] = 0xcc;
+        let (c, why) = run("p:k/a vfs_read+0x13", Arch::X86_64, &hit);
+        assert!(c.accepted());
+        assert!(why.unwrap().starts_with("an int3 at +0x5"));
+    }
+
+    #[test]
+    fn arm64_misalignment_is_the_checkers_with_a_hint() {
+        let (c, why) = run("p:k/a vfs_read+6", Arch::Arm64, &[]);
+        assert_eq!(why, None);
+        let e = c.definition.unwrap_err();
+        assert_eq!(e.message, "Failed to register probe event");
+        assert!(e.hint.unwrap().contains("vfs_read+0x4 and vfs_read+0x8"));
+    }
+}
