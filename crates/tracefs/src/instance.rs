@@ -178,6 +178,22 @@ impl Instance {
         self.write(&rel, trigger, "the kernel rejected the trigger")
     }
 
+    /// Removes trigger `trigger` (the text that installed it) from
+    /// `group/event` in this instance (`!TRIGGER`).
+    pub fn remove_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
+        let rel = Path::new("events").join(group).join(event).join("trigger");
+        self.write(&rel, &format!("!{trigger}"), "cannot remove the trigger")
+    }
+
+    /// The `hist` file of `group/event` in this instance (the tables of
+    /// its hist triggers).
+    pub fn read_hist(&self, group: &str, event: &str) -> Result<String> {
+        io::read(
+            &self.event_dir(group, event).join("hist"),
+            "cannot read the histogram",
+        )
+    }
+
     /// The kernel's verdict on `filter` for `group/event`, obtained by
     /// setting it as the event's filter in this instance and restoring the
     /// previous filter afterwards. The kernel writes no error_log entry for a
