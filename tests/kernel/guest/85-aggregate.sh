@@ -1,0 +1,180 @@
+# ktrace count / hist / latency on real kprobes: the kernel engine (hist
+# triggers, synthetic events fed by onmatch()) and the user engine (the
+# decoded stream) on the same workload give the same numbers; known call
+# counts are exact, known sleeps land in their bucket; everything created
+# (triggers, synthetic events, probes, instance) is gone after every run,
+# and after SIGKILL the next run reaps it.
+. "$KTEST_LIB"
+
+has_hist() { grep -q 'hist trigger' "$TRACEFS/README"; }
+# json_array KEY TEXT — the first JSON array after "KEY": in TEXT
+json_array() { printf '%s' "$2" | sed -n "s/.*\"$1\":\(\[[^]]*\]\).*/\1/p" | head -n 1; }
+
+N=40
+SYNCS="i=0; while [ \$i -lt $N ]; do sync; i=\$((i+1)); done"
+
+ktest count_engines_equal
+if ! has_hist; then
+    skip "no hist triggers (README lists none): kernel engine unavailable"
+else
+    k=$(ktrace count ksys_sync --by comm --json --engine kernel -- sh -c "$SYNCS" 2>/tmp/k.err)
+    kc=$?
+    u=$(ktrace count ksys_sync --by comm --json --engine user -- sh -c "$SYNCS" 2>/tmp/u.err)
+    uc=$?
+    echo "kernel: $k"
+    echo "user:   $u"
+    expect_eq "kernel engine exit ($(_kt_short "$(cat /tmp/k.err)"))" "$kc" 0 &&
+        expect_eq "user engine exit ($(_kt_short "$(cat /tmp/u.err)"))" "$uc" 0 &&
+        expect_match "kernel engine said so" "$(cat /tmp/k.err)" 'aggregating 1 probe\(s\) in the kernel' &&
+        expect_match "kernel engine: $N calls" "$k" "\"total\":$N," &&
+        expect_match "user engine: $N calls" "$u" "\"total\":$N," &&
+        expect_eq "same rows" "$(json_array rows "$k")" "$(json_array rows "$u")" &&
+        pass "$N calls of ksys_sync counted by both engines: $(json_array rows "$k")"
+fi
+
+ktest auto_engine_is_kernel
+if ! has_hist; then
+    skip "no hist triggers"
+else
+    k=$(ktrace count ksys_sync --json -- sh -c "$SYNCS" 2>/tmp/k.err)
+    expect_match "auto chose the kernel" "$(cat /tmp/k.err)" 'in the kernel' &&
+        expect_match "exact" "$k" "\"total\":$N," && pass
+fi
+
+ktest hist_engines_equal
+if ! has_hist; then
+    skip "no hist triggers"
+else
+    # busybox dd reads with read(2): 30 reads of 4096 bytes
+    P='ksys_read n=arg3:u64'
+    k=$(ktrace hist "$P" n --json --engine kernel -- dd if=/dev/zero of=/dev/null bs=4096 count=30 2>/tmp/k.err)
+    kc=$?
+    u=$(ktrace hist "$P" n --json --engine user -- dd if=/dev/zero of=/dev/null bs=4096 count=30 2>/tmp/u.err)
+    uc=$?
+    echo "kernel: $k"
+    echo "user:   $u"
+    expect_eq "kernel engine exit ($(_kt_short "$(cat /tmp/k.err)"))" "$kc" 0 &&
+        expect_eq "user engine exit ($(_kt_short "$(cat /tmp/u.err)"))" "$uc" 0 &&
+        expect_match "30 reads of 4096 in [4096, 8192)" "$k" '\{"lo":4096,"hi":8192,"count":30\}' &&
+        expect_eq "same buckets" "$(json_array buckets "$k")" "$(json_array buckets "$u")" &&
+        pass "$(json_array buckets "$k")"
+fi
+
+ktest hist_linear_engines_equal
+if ! has_hist; then
+    skip "no hist triggers"
+else
+    P='ksys_read n=arg3:u64'
+    k=$(ktrace hist "$P" n --linear 1000 --json --engine kernel -- dd if=/dev/zero of=/dev/null bs=2500 count=7 2>/tmp/k.err)
+    u=$(ktrace hist "$P" n --linear 1000 --json --engine user -- dd if=/dev/zero of=/dev/null bs=2500 count=7 2>/tmp/u.err)
+    echo "kernel: $k"
+    echo "user:   $u"
+    expect_match "7 reads of 2500 in [2000, 3000) ($(_kt_short "$(cat /tmp/k.err)"))" "$k" '\{"lo":2000,"hi":3000,"count":7\}' &&
+        expect_eq "same buckets" "$(json_array buckets "$k")" "$(json_array buckets "$u")" &&
+        pass "$(json_array buckets "$k")"
+fi
+
+SLEEPS='for i in 1 2 3 4 5; do usleep 40000; done'
+ktest latency_engines_equal
+if ! has_hist; then
+    skip "no hist triggers"
+elif ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
+    skip "no hrtimer_nanosleep in kallsyms"
+else
+    k=$(ktrace latency hrtimer_nanosleep --unit ms --json --engine kernel -- sh -c "$SLEEPS" 2>/tmp/k.err)
+    kc=$?
+    u=$(ktrace latency hrtimer_nanosleep --unit ms --json --engine user -- sh -c "$SLEEPS" 2>/tmp/u.err)
+    uc=$?
+    echo "kernel: $k"
+    echo "user:   $u"
+    expect_eq "kernel engine exit ($(_kt_short "$(cat /tmp/k.err)"))" "$kc" 0 &&
+        expect_eq "user engine exit ($(_kt_short "$(cat /tmp/u.err)"))" "$uc" 0 &&
+        expect_match "kernel: 5 sleeps of 40 ms in [32, 64) ms" "$k" '"buckets":\[\{"lo":32,"hi":64,"count":5\}\]' &&
+        expect_match "user: 5 sleeps of 40 ms in [32, 64) ms" "$u" '"buckets":\[\{"lo":32,"hi":64,"count":5\}\]' &&
+        expect_match "kernel: no unmatched return" "$k" '"unmatched_returns":0,' &&
+        expect_match "user: no unmatched return" "$u" '"unmatched_returns":0,' &&
+        pass "$(json_array buckets "$k")"
+fi
+
+ktest latency_us_and_ns_kernel
+if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
+    skip "no hist triggers or no hrtimer_nanosleep"
+else
+    us=$(ktrace latency hrtimer_nanosleep --unit us --json --engine kernel -- sh -c "$SLEEPS" 2>/tmp/k.err)
+    ns=$(ktrace latency hrtimer_nanosleep --unit ns --json --engine kernel -- sh -c "$SLEEPS" 2>>/tmp/k.err)
+    echo "us: $us"
+    echo "ns: $ns"
+    # 40 ms = 40000 us in [32768, 65536); 40e6 ns in [2^25, 2^26)
+    expect_match "us bucket ($(_kt_short "$(cat /tmp/k.err)"))" "$us" '"buckets":\[\{"lo":32768,"hi":65536,"count":5\}\]' &&
+        expect_match "ns bucket" "$ns" '"buckets":\[\{"lo":33554432,"hi":67108864,"count":5\}\]' &&
+        pass
+fi
+
+ktest count_by_stack_kernel
+if ! has_hist || ! grep -q "'stacktrace'" "$TRACEFS/README"; then
+    skip "no hist triggers or no stacktrace key"
+else
+    k=$(ktrace count ksys_sync --by stack --engine kernel -- sh -c "$SYNCS" 2>/tmp/k.err)
+    echo "$k"
+    expect_match "a stack with the syscall ($(_kt_short "$(cat /tmp/k.err)"))" "$k" 'sys_sync' &&
+        expect_match "all $N counted" "$k" "total $N hits" && pass
+fi
+
+ktest bad_input_writes_nothing
+before=$(cat "$TRACEFS/dynamic_events")
+out=$(ktrace hist 'ksys_read n=arg3:u64' nope -d 1 2>&1)
+rc1=$?
+out2=$(ktrace count ksys_read --by nope -d 1 2>&1)
+rc2=$?
+out3=$(ktrace hist 'do_sys_openat2 f=+0(arg2):ustring' f -d 1 2>&1)
+rc3=$?
+expect_eq "unknown field fails" "$rc1" 1 &&
+    expect_match "unknown field named" "$out" "no field 'nope'" &&
+    expect_eq "unknown key fails" "$rc2" 1 &&
+    expect_match "unknown key named" "$out2" "unknown key 'nope'" &&
+    expect_eq "string field fails" "$rc3" 1 &&
+    expect_match "string field said" "$out3" "it is a string field" &&
+    expect_eq "nothing written" "$(cat "$TRACEFS/dynamic_events")" "$before" &&
+    pass
+
+ktest sigkill_then_reaped
+if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
+    skip "no hist triggers or no hrtimer_nanosleep"
+else
+    rm -f /tmp/kt.err
+    ktrace latency hrtimer_nanosleep --engine kernel -d 120 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    during=$(cat "$TRACEFS/dynamic_events")
+    trig=$(cat "$TRACEFS"/instances/ktrace_*/events/ktrace_*/*/trigger 2>/dev/null | grep -c '^hist')
+    kill -9 $kpid
+    wait $kpid 2>/dev/null
+    left=$(cat "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances")
+    ktrace clean >/tmp/clean.out 2>&1
+    after=$(cat "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances")
+    echo "during: $during"
+    echo "left: $left"
+    expect_match "synthetic events while running" "$during" '^s:synthetic/ktrace_p[0-9]+_s[0-9]+_n[0-9]+(_[0-9]+)?__0_lat' &&
+        expect_ge "hist triggers on the probes" "$trig" 2 &&
+        expect_match "left behind after SIGKILL" "$left" 'synthetic/ktrace_' &&
+        expect_empty "reaped by the next run" "$after" &&
+        pass
+fi
+
+ktest ctrl_c_prints_final
+if ! has_hist; then
+    skip "no hist triggers"
+else
+    rm -f /tmp/kt.err
+    ktrace count ksys_sync --engine kernel -i 100 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    sh -c "$SYNCS"
+    kill -INT $kpid
+    wait $kpid
+    code=$?
+    expect_eq "exit 0 on Ctrl-C" "$code" 0 &&
+        expect_match "final block with a time" "$(cat /tmp/kt.out)" '^\[[0-9]{4}-[0-9]{2}-[0-9]{2} ' &&
+        expect_match "final count" "$(cat /tmp/kt.out)" "total $N hits" &&
+        pass
+fi
