@@ -312,22 +312,21 @@ pub(crate) struct KernelRun {
     pub(crate) status: Option<std::process::ExitStatus>,
 }
 
+/// What writes the kernel engine's triggers: given the instance, the
+/// user's `-f` and the filter leaving ktrace's own threads out.
+pub(crate) type Install<'a> =
+    dyn FnMut(&ktrace_tracefs::Instance, Option<&str>, &str) -> anyhow::Result<()> + 'a;
+
 /// The kernel engine's setup: the probes and the instance as for a stream
-/// run, the pid lists, then `install` (given the session, its instance and
-/// the user's `-f` and the filter that leaves ktrace's own threads out,
-/// which every trigger must carry) writes the triggers; then the command
-/// starts.
+/// run, the pid lists, then `install` (given the instance, the user's `-f`
+/// and the filter that leaves ktrace's own threads out, which every
+/// trigger must carry) writes the triggers; then the command starts.
 pub(crate) fn setup_kernel(
     mut sess: Session,
     probes: Vec<session::Probe>,
     args: &RunArgs,
     signals: &Signals,
-    install: &mut dyn FnMut(
-        &Session,
-        &ktrace_tracefs::Instance,
-        Option<&str>,
-        &str,
-    ) -> anyhow::Result<()>,
+    install: &mut Install<'_>,
 ) -> anyhow::Result<KernelRun> {
     let inst = create_objects(&mut sess, probes, args, signals)?;
     let own_pid = std::process::id();
@@ -339,7 +338,7 @@ pub(crate) fn setup_kernel(
     }
     pid_lists(&inst, args, own_pid)?;
     check(signals)?;
-    install(&sess, &inst, args.filter.as_deref(), &own)?;
+    install(&inst, args.filter.as_deref(), &own)?;
     crate::eline!(
         "ktrace: aggregating {} probe(s) in the kernel, session {}; Ctrl-C to stop",
         sess.probes().len(),

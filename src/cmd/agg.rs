@@ -691,29 +691,26 @@ fn run_kernel(
     let dynev = ktrace_tracefs::DynEvents::new(root);
     // What was written, so exactly that is removed (in reverse).
     let written: RefCell<Vec<Step>> = RefCell::new(Vec::new());
-    let mut install = |_: &Session,
-                       inst: &ktrace_tracefs::Instance,
-                       user: Option<&str>,
-                       own: &str|
-     -> anyhow::Result<()> {
-        add_filters(&mut kp, &group, user, own);
-        for step in kp.steps() {
-            match step {
-                Step::Synthetic { name, fields } => dynev
-                    .create_synthetic(name, fields, legacy)
-                    .with_context(|| format!("synthetic event {name}"))?,
-                Step::Trigger {
-                    system,
-                    event,
-                    command,
-                } => inst
-                    .add_trigger(system, event, command)
-                    .with_context(|| format!("hist trigger on {system}/{event}: {command}"))?,
+    let mut install =
+        |inst: &ktrace_tracefs::Instance, user: Option<&str>, own: &str| -> anyhow::Result<()> {
+            add_filters(&mut kp, &group, user, own);
+            for step in kp.steps() {
+                match step {
+                    Step::Synthetic { name, fields } => dynev
+                        .create_synthetic(name, fields, legacy)
+                        .with_context(|| format!("synthetic event {name}"))?,
+                    Step::Trigger {
+                        system,
+                        event,
+                        command,
+                    } => inst
+                        .add_trigger(system, event, command)
+                        .with_context(|| format!("hist trigger on {system}/{event}: {command}"))?,
+                }
+                written.borrow_mut().push(step.clone());
             }
-            written.borrow_mut().push(step.clone());
-        }
-        Ok(())
-    };
+            Ok(())
+        };
     let mut remove = |inst: &ktrace_tracefs::Instance| -> anyhow::Result<()> {
         let mut first_err = None;
         for step in written.borrow_mut().drain(..).rev() {
