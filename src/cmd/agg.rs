@@ -525,9 +525,6 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     let probes = crate::resolve::build(&sess, &defs, common.run.pid, &view)?;
     let group = sess.name().to_string();
     let checked = check(&job, &probes, &group)?;
-    if common.engine == EngineChoice::User && checked.keys.contains(&KeySpec::Stack) {
-        bail!("the user engine cannot key by stack yet; the kernel engine can (kernel probes)");
-    }
     let readme = ktrace_tracefs::buffers::read_whole(&root.join("README"), "cannot read README")
         .unwrap_or_default();
     let features = Features::from_readme(&readme);
@@ -549,13 +546,6 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         }
         (_, Some(Ok(p))) => Some(p),
         (_, Some(Err(u))) => {
-            if checked.keys.contains(&KeySpec::Stack) {
-                bail!(
-                    "cannot key by stack: the kernel engine cannot do this ({}) and the user \
-                     engine does not key by stack yet",
-                    u.reason
-                );
-            }
             crate::eline!("ktrace: aggregating in ktrace (user engine): {}", u.reason);
             None
         }
@@ -595,16 +585,20 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     };
     let code = match kplan {
         Some(kp) => run_kernel(sess, probes, kp, &common.run, &signals, &printer, &root),
-        None => run_user(
-            sess,
-            probes,
-            &job,
-            checked,
-            &common.run,
-            &signals,
-            &printer,
-            &root,
-        ),
+        None => {
+            let symbols = crate::kview::KernelSymbols::new(&view);
+            run_user(
+                sess,
+                probes,
+                &job,
+                checked,
+                &common.run,
+                &signals,
+                &printer,
+                &root,
+                &symbols,
+            )
+        }
     };
     if let Some(s) = server {
         s.stop();
@@ -802,18 +796,76 @@ fn run_kernel(
     }
 }
 
-/// The user engine's sink: each decoded record becomes a [`Sample`].
-struct AggSink {
+/// The user engine's sink: each decoded record becomes a [`Sample`]. With
+/// a `stack` key, a probe's sample waits for the stack record the kernel
+/// writes right after it (`stacktrace` trigger, `userstacktrace` option).
+struct AggSink<'s> {
     state: Rc<RefCell<UserState>>,
     /// `GROUP/EVENT` → the function.
     funcs: HashMap<String, String>,
     tgids: HashMap<u32, u32>,
+    /// Key by stack: samples wait for their stack record.
+    stacks: bool,
+    pending: Option<Pending>,
+    symbols: &'s dyn ktrace_printer::Symbolizer,
+}
+
+/// A field value that outlives its record.
+#[derive(Debug, Clone)]
+enum Owned {
+    Num(Value<'static>),
+    Text(String),
+}
+
+/// A sample waiting for its stack.
+#[derive(Debug, Clone)]
+struct Pending {
+    ts_ns: u64,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    comm: String,
+    event: String,
+    fields: Vec<(String, Owned)>,
 }
 
 struct UserState {
     agg: UserAgg,
     /// Never reset: what Prometheus serves.
     total: Option<UserAgg>,
+}
+
+impl UserState {
+    fn add(&mut self, p: &Pending, func: Option<&str>, stack: Option<&[String]>) {
+        let fields: Vec<(&str, Value<'_>)> = p
+            .fields
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str(),
+                    match v {
+                        Owned::Num(x) => *x,
+                        Owned::Text(t) => Value::Str(t.as_str()),
+                    },
+                )
+            })
+            .collect();
+        let s = Sample {
+            ts_ns: p.ts_ns,
+            cpu: p.cpu,
+            pid: p.pid,
+            tid: p.tid,
+            comm: &p.comm,
+            event: &p.event,
+            func,
+            stack,
+            fields: &fields,
+        };
+        self.agg.add(&s);
+        if let Some(t) = &mut self.total {
+            t.add(&s);
+        }
+    }
 }
 
 fn tgid_of(tid: u32) -> u32 {
@@ -827,70 +879,119 @@ fn tgid_of(tid: u32) -> u32 {
         .unwrap_or(tid)
 }
 
-impl Sink for AggSink {
-    fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<Flow> {
-        if !matches!(ev.info.role, Role::Probe) {
-            return Ok(Flow::Continue);
+impl AggSink<'_> {
+    /// The pending sample goes in (with `stack`, or without one).
+    fn settle(&mut self, stack: Option<&[String]>) {
+        if let Some(p) = self.pending.take() {
+            let func = self.funcs.get(&p.event).map(String::as_str);
+            self.state.borrow_mut().add(&p, func, stack);
         }
+    }
+
+    /// The frames of a `kernel_stack` / `user_stack` record: kernel
+    /// addresses as `sym+0xoff`, user addresses in hex.
+    fn frames(&self, ev: &ktrace_stream::Event<'_>) -> Vec<String> {
+        let user = ev.info.name() == "user_stack";
+        let fmt = ev.format();
+        let Some(caller) = fmt.fields.iter().find(|f| f.name == "caller") else {
+            return Vec::new();
+        };
+        let ls = caller.elem_size.max(1);
+        let end = if ls == 8 {
+            u64::MAX
+        } else {
+            u64::from(u32::MAX)
+        };
+        let mut out = Vec::new();
+        for b in ev.data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls) {
+            let addr = if ls == 8 {
+                ev.endian.u64(b)
+            } else {
+                u64::from(ev.endian.u32(b))
+            };
+            if (addr == 0 && user) || addr == end {
+                break;
+            }
+            if addr == 0 {
+                continue;
+            }
+            out.push(match (user, self.symbols.lookup(addr)) {
+                (false, Some(sym)) => format!("{}+0x{:x}", sym.name, sym.offset),
+                _ => format!("0x{addr:x}"),
+            });
+        }
+        out
+    }
+}
+
+impl Sink for AggSink<'_> {
+    fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<Flow> {
+        match ev.info.role {
+            Role::Probe => {}
+            Role::Stack { .. } => {
+                if self.pending.is_some() {
+                    let frames = self.frames(ev);
+                    self.settle(Some(&frames));
+                }
+                return Ok(Flow::Continue);
+            }
+            Role::Kernel => return Ok(Flow::Continue),
+        }
+        // a sample still waiting had no stack record
+        self.settle(None);
         let tid = ev.pid() as u32;
         let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
-        let name = format!("{}/{}", ev.info.system(), ev.info.name());
-        let mut texts: Vec<(usize, String)> = Vec::new();
-        let mut nums: Vec<(usize, Value<'static>)> = Vec::new();
+        let mut fields = Vec::new();
         for (i, f) in ev.fields() {
             if f.name.starts_with("__probe_")
                 || (f.is_array && !matches!(f.kind, FieldKind2::DataLoc { .. }))
             {
                 continue;
             }
-            match f.kind {
-                ktrace_event::FieldKind::Int => match ev.int(i, 0) {
-                    Some(ktrace_stream::Int::U(v)) => nums.push((i, Value::U64(v))),
-                    Some(ktrace_stream::Int::S(v)) => nums.push((i, Value::S64(v))),
-                    None => {}
+            let v = match f.kind {
+                FieldKind2::Int => match ev.int(i, 0) {
+                    Some(ktrace_stream::Int::U(v)) => Owned::Num(Value::U64(v)),
+                    Some(ktrace_stream::Int::S(v)) => Owned::Num(Value::S64(v)),
+                    None => continue,
                 },
-                ktrace_event::FieldKind::DataLoc { .. } => {
-                    if let ktrace_stream::StrValue::Ok(b) = ev.str(i, 0) {
-                        texts.push((i, String::from_utf8_lossy(b).into_owned()));
+                FieldKind2::DataLoc { .. } => match ev.str(i, 0) {
+                    ktrace_stream::StrValue::Ok(b) => {
+                        Owned::Text(String::from_utf8_lossy(b).into_owned())
                     }
-                }
-                ktrace_event::FieldKind::Bytes => {}
-            }
+                    _ => continue,
+                },
+                FieldKind2::Bytes => continue,
+            };
+            fields.push((f.name.clone(), v));
         }
-        let fmt = ev.format();
-        let mut fields: Vec<(&str, Value<'_>)> = Vec::with_capacity(nums.len() + texts.len());
-        for (i, v) in &nums {
-            fields.push((fmt.fields[*i].name.as_str(), *v));
-        }
-        for (i, t) in &texts {
-            fields.push((fmt.fields[*i].name.as_str(), Value::Str(t.as_str())));
-        }
-        let s = Sample {
+        self.pending = Some(Pending {
             ts_ns: ev.ts,
             cpu: ev.cpu as u32,
             pid,
             tid,
-            comm: ev.comm(),
-            event: &name,
-            func: self.funcs.get(&name).map(String::as_str),
-            stack: None,
-            fields: &fields,
-        };
-        let mut st = self.state.borrow_mut();
-        st.agg.add(&s);
-        if let Some(t) = &mut st.total {
-            t.add(&s);
+            comm: ev.comm().to_string(),
+            event: format!("{}/{}", ev.info.system(), ev.info.name()),
+            fields,
+        });
+        if !self.stacks {
+            self.settle(None);
         }
         Ok(Flow::Continue)
     }
 
     fn lost(&mut self, _cpu: usize, missed: Missed) -> io::Result<()> {
+        self.settle(None);
         let n = missed.count().max(1);
         let mut st = self.state.borrow_mut();
         st.agg.lost(n);
         if let Some(t) = &mut st.total {
             t.lost(n);
         }
+        Ok(())
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.settle(None);
         Ok(())
     }
 }
@@ -907,9 +1008,11 @@ fn run_user(
     signals: &Signals,
     printer: &Printer,
     root: &Path,
+    symbols: &dyn ktrace_printer::Symbolizer,
 ) -> anyhow::Result<ExitCode> {
     let group = sess.name().to_string();
     let ev = |p: &Probe| format!("{group}/{}", p.event());
+    let stacks = checked.keys.contains(&KeySpec::Stack);
     let funcs: HashMap<String, String> = probes.iter().map(|p| (ev(p), func_of(p))).collect();
     let kernel_returns = probes.iter().any(|p| is_return(p) && !p.kind().is_uprobe());
     let agg = match job {
@@ -940,8 +1043,11 @@ fn run_user(
         state: Rc::clone(&state),
         funcs,
         tgids: HashMap::new(),
+        stacks,
+        pending: None,
+        symbols,
     };
-    let mut run = match live::setup_built(sess, probes, false, args, root, signals) {
+    let mut run = match live::setup_built(sess, probes, stacks, args, root, signals) {
         Ok(r) => r,
         Err(e) => {
             if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
