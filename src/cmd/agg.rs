@@ -613,7 +613,9 @@ fn read_kernel(
     root: &Path,
     group: &str,
 ) -> anyhow::Result<Report> {
-    let table = |system: &str, event: &str| -> anyhow::Result<khist::HistTable> {
+    // the table of our trigger on system/event (the one with an onmatch()
+    // action, or the one without)
+    let table = |system: &str, event: &str, action: bool| -> anyhow::Result<khist::HistTable> {
         let text = inst.read_hist(system, event)?;
         let tables = khist::parse_hist(&text)?;
         let cmd = kp
@@ -624,7 +626,7 @@ fn read_kernel(
                     system: sy,
                     event: ev,
                     command,
-                } if sy == system && ev == event && !command.contains("onmatch(") => {
+                } if sy == system && ev == event && command.contains("onmatch(") == action => {
                     Some(command.clone())
                 }
                 _ => None,
@@ -638,18 +640,22 @@ fn read_kernel(
         KPlan::Count(p) => {
             let mut ts = Vec::new();
             for (sy, ev, _) in &p.events {
-                ts.push(table(sy, ev)?);
+                ts.push(table(sy, ev, false)?);
             }
             Report::Count(p.report(&ts.iter().collect::<Vec<_>>())?)
         }
-        KPlan::Hist(p) => Report::Hist(p.report(&table(&p.read.0, &p.read.1)?)?),
+        KPlan::Hist(p) => Report::Hist(p.report(&table(&p.read.0, &p.read.1, false)?)?),
         KPlan::Latency(ps) => {
             let profile = ktrace_tracefs::profile::read_group(root, group).unwrap_or_default();
             let mut all: Option<LatencyReport> = None;
             for p in ps {
-                let t = table(ktrace_tracefs::dynevent::SYNTHETIC, &p.read)?;
+                let t = table(ktrace_tracefs::dynevent::SYNTHETIC, &p.read, false)?;
+                // The returns that reached the return trigger (after the
+                // pid lists and the filter, unlike kprobe_profile's hits):
+                // its own table's hit count.
+                let returns = table(&p.return_event.0, &p.return_event.1, true)?.hits;
                 let ret = profile.iter().find(|x| x.event == p.return_event.1);
-                let r = p.report(&t, ret.map(|x| x.hits), ret.and_then(|x| x.misses))?;
+                let r = p.report(&t, Some(returns), ret.and_then(|x| x.misses))?;
                 all = Some(match all {
                     None => r,
                     Some(mut a) => {

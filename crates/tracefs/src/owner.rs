@@ -236,6 +236,9 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
             if e.kind() != ErrorKind::Busy {
                 return Err(e);
             }
+            // Hist triggers tied to synthetic events keep the instance busy
+            // (measured on 6.1 after a SIGKILL): clear ours first.
+            clear_own_triggers(&inst, name);
             let _ = inst.set_enabled(name, None, false);
             inst.remove()?;
         }
@@ -259,6 +262,35 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
         Err(e) => return Err(e),
     };
     Ok(out)
+}
+
+/// Clears the triggers of session `name` in its own instance `inst`: on
+/// the events of its group and on its synthetic events. In passes, since
+/// the kernel keeps a hist trigger whose variables another still uses.
+fn clear_own_triggers(inst: &Instance, name: &str) {
+    let mut events: Vec<(String, String)> = Vec::new();
+    for system in [name, crate::dynevent::SYNTHETIC] {
+        let Ok(rd) = fs::read_dir(inst.dir().join("events").join(system)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Some(ev) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if e.path().is_dir() && (system == name || session_of_synthetic(&ev) == Some(name)) {
+                events.push((system.to_string(), ev));
+            }
+        }
+    }
+    for _ in 0..4 {
+        let mut any = false;
+        for (system, ev) in &events {
+            any |= inst.clear_triggers(system, ev).unwrap_or(false);
+        }
+        if !any {
+            break;
+        }
+    }
 }
 
 /// Switches off the group `group` wherever it is enabled: top level and every
