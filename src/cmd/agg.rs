@@ -142,13 +142,20 @@ fn fields_of(p: &Probe) -> Vec<FieldInfo> {
         .collect()
 }
 
-/// The function a probe is on: the kernel symbol, else the event's name.
+/// The function a probe is on: the kernel symbol; for a uprobe named by
+/// ktrace (`p_SYMBOL`, `r_SYMBOL`), the symbol; else the event's name.
 fn func_of(p: &Probe) -> String {
     match p.kind() {
         ktrace_probe::ProbeKind::Kprobe {
             place: ktrace_probe::ast::KprobePlace::Symbol { symbol, .. },
             ..
         } => symbol.clone(),
+        ktrace_probe::ProbeKind::Uprobe { .. } if p.def.auto_event => p
+            .event()
+            .strip_prefix("p_")
+            .or_else(|| p.event().strip_prefix("r_"))
+            .unwrap_or(p.event())
+            .to_string(),
         _ => p.event().to_string(),
     }
 }

@@ -184,3 +184,25 @@ else
         expect_match "final count" "$(cat /tmp/kt.out)" "total $N hits" &&
         pass
 fi
+
+ktest prometheus_kernel_engine
+if ! has_hist; then
+    skip "no hist triggers"
+elif ! command -v wget >/dev/null 2>&1; then
+    skip "no wget in this busybox"
+else
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    rm -f /tmp/kt.err
+    ktrace count ksys_sync --by func --engine kernel --prometheus 127.0.0.1:9464 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    sh -c "$SYNCS"
+    sleep 2
+    m=$(wget -q -O - http://127.0.0.1:9464/metrics 2>&1)
+    kill -INT $kpid
+    wait $kpid
+    echo "$m"
+    expect_match "served ($(_kt_short "$(cat /tmp/kt.err)"))" "$m" "^ktrace_hits_total\{func=\"ksys_sync\"\} $N\$" &&
+        expect_match "a counter" "$m" '^# TYPE ktrace_hits_total counter$' &&
+        pass
+fi
