@@ -817,6 +817,8 @@ struct AggSink<'s> {
     /// `GROUP/EVENT` → the function.
     funcs: HashMap<String, String>,
     tgids: HashMap<u32, u32>,
+    /// `GROUP/EVENT` by event id.
+    names: HashMap<u16, String>,
     /// Key by stack: samples wait for their stack record.
     stacks: bool,
     pending: Option<Pending>,
@@ -848,7 +850,20 @@ struct UserState {
     total: Option<UserAgg>,
 }
 
+/// A field value borrowed from its record.
+enum Field<'a> {
+    Num(Value<'static>),
+    Text(std::borrow::Cow<'a, str>),
+}
+
 impl UserState {
+    fn add_sample(&mut self, s: &Sample<'_>) {
+        self.agg.add(s);
+        if let Some(t) = &mut self.total {
+            t.add(s);
+        }
+    }
+
     fn add(&mut self, p: &Pending, func: Option<&str>, stack: Option<&[String]>) {
         let fields: Vec<(&str, Value<'_>)> = p
             .fields
@@ -874,10 +889,7 @@ impl UserState {
             stack,
             fields: &fields,
         };
-        self.agg.add(&s);
-        if let Some(t) = &mut self.total {
-            t.add(&s);
-        }
+        self.add_sample(&s);
     }
 }
 
@@ -954,7 +966,7 @@ impl Sink for AggSink<'_> {
         self.settle(None);
         let tid = ev.pid() as u32;
         let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
-        let mut fields = Vec::new();
+        let mut vals: Vec<(&str, Field<'_>)> = Vec::new();
         for (i, f) in ev.fields() {
             if f.name.starts_with("__probe_")
                 || (f.is_array && !matches!(f.kind, FieldKind2::DataLoc { .. }))
@@ -963,32 +975,67 @@ impl Sink for AggSink<'_> {
             }
             let v = match f.kind {
                 FieldKind2::Int => match ev.int(i, 0) {
-                    Some(ktrace_stream::Int::U(v)) => Owned::Num(Value::U64(v)),
-                    Some(ktrace_stream::Int::S(v)) => Owned::Num(Value::S64(v)),
+                    Some(ktrace_stream::Int::U(v)) => Field::Num(Value::U64(v)),
+                    Some(ktrace_stream::Int::S(v)) => Field::Num(Value::S64(v)),
                     None => continue,
                 },
                 FieldKind2::DataLoc { .. } => match ev.str(i, 0) {
-                    ktrace_stream::StrValue::Ok(b) => {
-                        Owned::Text(String::from_utf8_lossy(b).into_owned())
-                    }
+                    ktrace_stream::StrValue::Ok(b) => Field::Text(String::from_utf8_lossy(b)),
                     _ => continue,
                 },
                 FieldKind2::Bytes => continue,
             };
-            fields.push((f.name.clone(), v));
+            vals.push((f.name.as_str(), v));
         }
-        self.pending = Some(Pending {
+        let event = self
+            .names
+            .entry(ev.info.id)
+            .or_insert_with(|| format!("{}/{}", ev.info.system(), ev.info.name()));
+        if self.stacks {
+            self.pending = Some(Pending {
+                ts_ns: ev.ts,
+                cpu: ev.cpu as u32,
+                pid,
+                tid,
+                comm: ev.comm().to_string(),
+                event: event.clone(),
+                fields: vals
+                    .into_iter()
+                    .map(|(n, v)| {
+                        let v = match v {
+                            Field::Num(x) => Owned::Num(x),
+                            Field::Text(t) => Owned::Text(t.into_owned()),
+                        };
+                        (n.to_string(), v)
+                    })
+                    .collect(),
+            });
+            return Ok(Flow::Continue);
+        }
+        let fields: Vec<(&str, Value<'_>)> = vals
+            .iter()
+            .map(|(n, v)| {
+                (
+                    *n,
+                    match v {
+                        Field::Num(x) => *x,
+                        Field::Text(t) => Value::Str(t),
+                    },
+                )
+            })
+            .collect();
+        let sample = Sample {
             ts_ns: ev.ts,
             cpu: ev.cpu as u32,
             pid,
             tid,
-            comm: ev.comm().to_string(),
-            event: format!("{}/{}", ev.info.system(), ev.info.name()),
-            fields,
-        });
-        if !self.stacks {
-            self.settle(None);
-        }
+            comm: ev.comm(),
+            event,
+            func: self.funcs.get(event.as_str()).map(String::as_str),
+            stack: None,
+            fields: &fields,
+        };
+        self.state.borrow_mut().add_sample(&sample);
         Ok(Flow::Continue)
     }
 
@@ -1056,6 +1103,7 @@ fn run_user(
         state: Rc::clone(&state),
         funcs,
         tgids: HashMap::new(),
+        names: HashMap::new(),
         stacks,
         pending: None,
         symbols,
