@@ -206,3 +206,22 @@ else
         expect_match "a counter" "$m" '^# TYPE ktrace_hits_total counter$' &&
         pass
 fi
+
+ktest kernel_intervals_partition
+if ! has_hist; then
+    skip "no hist triggers"
+else
+    # two bursts of N syncs 1.5 s apart, blocks every second: the blocks'
+    # totals (the kernel's tables read as differences) add up to 2N
+    ktrace count ksys_sync --engine kernel -i 1 --json -- sh -c "sleep 0.5; $SYNCS; sleep 1.5; $SYNCS; sleep 1" >/tmp/kt.out 2>/tmp/kt.err
+    code=$?
+    cat /tmp/kt.out
+    docs=$(grep -c '"type":"count"' /tmp/kt.out)
+    sum=0
+    for t in $(sed -n 's/.*"total":\([0-9]*\),.*/\1/p' /tmp/kt.out); do sum=$((sum + t)); done
+    expect_eq "exit ($(_kt_short "$(cat /tmp/kt.err)"))" "$code" 0 &&
+        expect_ge "several blocks" "$docs" 3 &&
+        expect_eq "blocks add up" "$sum" $((2 * N)) &&
+        expect_match "interval stated" "$(cat /tmp/kt.out)" '"interval_ns":1000000000' &&
+        pass "$docs blocks, $sum calls"
+fi
