@@ -79,6 +79,10 @@ else
 fi
 
 SLEEPS='for i in 1 2 3 4 5; do usleep 40000; done'
+# five sleeps of 40 ms: none below [32, 64) ms (a sleep never ends early);
+# a TCG guest on a busy host wakes late, a bucket or more higher (533 ms
+# seen once on x86_64 while the host ran other tests)
+AT_LEAST_32MS='"buckets":\[\{"lo":(32|64|128|256|512|1024|2048),"hi":[0-9]+,"count":[1-5]\}.*\],"count":5,"sum"'
 ktest latency_engines_equal
 if ! has_hist; then
     skip "no hist triggers"
@@ -93,8 +97,8 @@ else
     echo "user:   $u"
     expect_eq "kernel engine exit ($(_kt_short "$(cat /tmp/k.err)"))" "$kc" 0 &&
         expect_eq "user engine exit ($(_kt_short "$(cat /tmp/u.err)"))" "$uc" 0 &&
-        expect_match "kernel: 5 sleeps of 40 ms from [32, 64) ms up" "$k" '"buckets":\[\{"lo":32,"hi":64,"count":[1-5]\}.*\],"count":5,"sum"' &&
-        expect_match "user: 5 sleeps of 40 ms from [32, 64) ms up" "$u" '"buckets":\[\{"lo":32,"hi":64,"count":[1-5]\}.*\],"count":5,"sum"' &&
+        expect_match "kernel: 5 sleeps of 40 ms from [32, 64) ms up" "$k" "$AT_LEAST_32MS" &&
+        expect_match "user: 5 sleeps of 40 ms from [32, 64) ms up" "$u" "$AT_LEAST_32MS" &&
         expect_match "kernel: no unmatched return" "$k" '"unmatched_returns":0,' &&
         expect_match "user: no unmatched return" "$u" '"unmatched_returns":0,' &&
         pass "$(json_array buckets "$k")"
