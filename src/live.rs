@@ -136,41 +136,24 @@ pub(crate) fn setup(
     view: &KernelView,
     signals: &Signals,
 ) -> anyhow::Result<Run> {
-    let stop = || signals.caught();
-    let check = || match stop() {
-        Some(sig) => Err(anyhow::Error::new(session::Interrupted(sig))),
-        None => Ok(()),
-    };
-    let mut sess = Session::new(root)?;
+    let sess = Session::new(root)?;
     let probes = crate::resolve::build(&sess, defs, args.pid, view)?;
-    check()?;
-    crate::resolve::create(&mut sess, probes, &stop)?;
-    let inst = sess.create_instance()?.clone();
-    check()?;
-    // Larger sub-buffers where the kernel offers them (6.8+): a quarter
-    // of the reads, page swaps and wakeups for the same events (measured:
-    // less reader CPU per million events). Not with a small --buffer-size,
-    // whose few sub-buffers would then be fewer still.
-    if args.buffer_size.is_none_or(|kb| kb >= 1024)
-        && inst
-            .subbuf_size()
-            .is_some_and(|b| b < SUBBUF_KB as usize * 1024)
-    {
-        inst.set_subbuf_size_kb(SUBBUF_KB)?;
-    }
-    if let Some(kb) = args.buffer_size {
-        inst.set_buffer_size_kb(kb)?;
-        check()?;
-    }
-    if let Some(clock) = &args.clock {
-        inst.set_trace_clock(clock)?;
-    }
-    if let Some(kb) = std::env::var("KTRACE_EXP_SUBBUF")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        inst.set_subbuf_size_kb(kb)?;
-    }
+    setup_built(sess, probes, stack, args, root, view, signals)
+}
+
+/// [`setup`] for probes already built (checked, nothing written) into
+/// `sess` by `resolve::build`: commands that check their own input against
+/// the probes' fields first.
+pub(crate) fn setup_built(
+    mut sess: Session,
+    probes: Vec<session::Probe>,
+    stack: bool,
+    args: &RunArgs,
+    root: &std::path::Path,
+    view: &KernelView,
+    signals: &Signals,
+) -> anyhow::Result<Run> {
+    let inst = create_objects(&mut sess, probes, args, signals)?;
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     let specs = probe_specs(&sess);
     let kernel_probes = specs.iter().any(|p| {
@@ -233,6 +216,82 @@ pub(crate) fn setup(
     if stack {
         crate::resolve::enable_stacks(&sess, &inst, Some(&filter))?;
     }
+    pid_lists(&inst, args, own_pid)?;
+    let trace_header = inst.trace_header();
+    // The last moment to stop cheaply: removing enabled uprobes costs the
+    // kernel a grace period each (~50 ms), unenabled ones almost nothing.
+    check(signals)?;
+    let modules = crate::modwatch::ModuleWatch::new(
+        sess.probes().iter().map(|p| (p.event(), p.kind())),
+        view,
+    );
+    sess.enable()?;
+    crate::eline!(
+        "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
+        sess.probes().len(),
+        sess.name()
+    );
+    let child = start_command(args)?;
+    Ok(Run {
+        stream,
+        sess,
+        inst,
+        child,
+        status: None,
+        kernel_probes,
+        trace_header,
+        modules,
+        disturbed: None,
+        checked: Instant::now(),
+    })
+}
+
+/// An error for a signal caught during setup (the session is torn down as
+/// it is dropped).
+fn check(signals: &Signals) -> anyhow::Result<()> {
+    match signals.caught() {
+        Some(sig) => Err(anyhow::Error::new(session::Interrupted(sig))),
+        None => Ok(()),
+    }
+}
+
+/// Writes the probes, creates the instance and applies `--buffer-size` and
+/// `--clock`.
+fn create_objects(
+    sess: &mut Session,
+    probes: Vec<session::Probe>,
+    args: &RunArgs,
+    signals: &Signals,
+) -> anyhow::Result<ktrace_tracefs::Instance> {
+    let stop = || signals.caught();
+    check(signals)?;
+    crate::resolve::create(sess, probes, &stop)?;
+    let inst = sess.create_instance()?.clone();
+    check(signals)?;
+    // Larger sub-buffers where the kernel offers them (6.8+): a quarter
+    // of the reads, page swaps and wakeups for the same events (measured:
+    // less reader CPU per million events). Not with a small --buffer-size,
+    // whose few sub-buffers would then be fewer still.
+    if args.buffer_size.is_none_or(|kb| kb >= 1024)
+        && inst
+            .subbuf_size()
+            .is_some_and(|b| b < SUBBUF_KB as usize * 1024)
+    {
+        inst.set_subbuf_size_kb(SUBBUF_KB)?;
+    }
+    if let Some(kb) = args.buffer_size {
+        inst.set_buffer_size_kb(kb)?;
+        check(signals)?;
+    }
+    if let Some(clock) = &args.clock {
+        inst.set_trace_clock(clock)?;
+    }
+    Ok(inst)
+}
+
+/// The instance's pid lists: `-p PID` (and the command's tree), or ktrace's
+/// own threads left out.
+fn pid_lists(inst: &ktrace_tracefs::Instance, args: &RunArgs, own_pid: u32) -> anyhow::Result<()> {
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         if !args.command.is_empty() {
@@ -254,21 +313,11 @@ pub(crate) fn setup(
         // buffer again.
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
     }
-    let trace_header = inst.trace_header();
-    // The last moment to stop cheaply: removing enabled uprobes costs the
-    // kernel a grace period each (~50 ms), unenabled ones almost nothing.
-    check()?;
-    let modules = crate::modwatch::ModuleWatch::new(
-        sess.probes().iter().map(|p| (p.event(), p.kind())),
-        view,
-    );
-    sess.enable()?;
-    crate::eline!(
-        "ktrace: tracing {} probe(s) in session {}; Ctrl-C to stop",
-        sess.probes().len(),
-        sess.name()
-    );
-    let child = match args.command.split_first() {
+    Ok(())
+}
+
+fn start_command(args: &RunArgs) -> anyhow::Result<Option<Child>> {
+    Ok(match args.command.split_first() {
         Some((cmd, rest)) => Some(
             std::process::Command::new(cmd)
                 .args(rest)
@@ -276,18 +325,134 @@ pub(crate) fn setup(
                 .with_context(|| format!("cannot run {cmd}"))?,
         ),
         None => None,
-    };
-    Ok(Run {
-        stream,
+    })
+}
+
+/// A run whose events the kernel aggregates itself (hist triggers): the
+/// session, its instance and the command, but no stream — nothing is
+/// copied to user space. The probes are never enabled: a hist trigger
+/// soft-enables its event.
+pub(crate) struct KernelRun {
+    pub(crate) sess: Session,
+    pub(crate) inst: ktrace_tracefs::Instance,
+    pub(crate) child: Option<Child>,
+    pub(crate) status: Option<std::process::ExitStatus>,
+}
+
+/// What writes the kernel engine's triggers: given the instance, the
+/// user's `-f` and the filter leaving ktrace's own threads out.
+pub(crate) type Install<'a> =
+    dyn FnMut(&ktrace_tracefs::Instance, Option<&str>, &str) -> anyhow::Result<()> + 'a;
+
+/// The kernel engine's setup: the probes and the instance as for a stream
+/// run, the pid lists, then `install` (given the instance, the user's `-f`
+/// and the filter that leaves ktrace's own threads out, which every
+/// trigger must carry) writes the triggers; then the command starts.
+pub(crate) fn setup_kernel(
+    mut sess: Session,
+    probes: Vec<session::Probe>,
+    args: &RunArgs,
+    signals: &Signals,
+    install: &mut Install<'_>,
+) -> anyhow::Result<KernelRun> {
+    let inst = create_objects(&mut sess, probes, args, signals)?;
+    let own_pid = std::process::id();
+    let own = own_exclusion(&threads_of(own_pid)?);
+    if let Some(f) = &args.filter {
+        // the user's text alone first: the kernel's message names it
+        sess.set_filter(f)?;
+        sess.set_filter("0")?;
+    }
+    pid_lists(&inst, args, own_pid)?;
+    check(signals)?;
+    install(&inst, args.filter.as_deref(), &own)?;
+    crate::eline!(
+        "ktrace: aggregating {} probe(s) in the kernel, session {}; Ctrl-C to stop",
+        sess.probes().len(),
+        sess.name()
+    );
+    let child = start_command(args)?;
+    Ok(KernelRun {
         sess,
         inst,
         child,
         status: None,
-        kernel_probes,
-        trace_header,
-        modules,
-        disturbed: None,
-        checked: Instant::now(),
+    })
+}
+
+/// Waits up to `wait` for the end of a kernel-engine run: the deadline,
+/// a signal, the command's exit or the end of `-p PID`. `None` while it
+/// goes on.
+pub(crate) fn kernel_wait(
+    run: &mut KernelRun,
+    args: &RunArgs,
+    signals: &Signals,
+    deadline: Option<Instant>,
+    wait: Duration,
+) -> anyhow::Result<Option<Stop>> {
+    let until = Instant::now() + wait;
+    loop {
+        if let Some(sig) = signals.caught() {
+            return Ok(Some(Stop::Signal(sig)));
+        }
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(Some(Stop::Duration));
+        }
+        if child_exited(&mut run.child, &mut run.status)? {
+            return Ok(Some(Stop::CommandExited));
+        }
+        if run.child.is_none() && args.pid.is_some_and(|p| !process_exists(p)) {
+            return Ok(Some(Stop::ProcessExited));
+        }
+        if now >= until {
+            return Ok(None);
+        }
+        let step = until
+            .min(deadline.unwrap_or(until))
+            .saturating_duration_since(now)
+            .min(Duration::from_millis(50));
+        std::thread::sleep(step);
+    }
+}
+
+/// The end of a kernel-engine run: `remove` undoes what `install` wrote
+/// (triggers, then synthetic events), the session is torn down, and the
+/// run's fate becomes the exit code.
+pub(crate) fn conclude_kernel(
+    mut run: KernelRun,
+    stop: Stop,
+    remove: &mut dyn FnMut(&ktrace_tracefs::Instance) -> anyhow::Result<()>,
+) -> anyhow::Result<ExitCode> {
+    if let Some(c) = run.child.as_mut()
+        && run.status.is_none()
+    {
+        run.status = c.try_wait().ok().flatten();
+    }
+    let removed = remove(&run.inst);
+    let started = Instant::now();
+    let teardown = run.sess.destroy();
+    removed.context("cleanup failed")?;
+    let teardown = teardown.context("cleanup failed")?;
+    crate::eline!(
+        "ktrace: cleanup removed {} probe(s) and synthetic event(s){} in {} ms",
+        teardown.events_removed,
+        if teardown.instance_removed {
+            " and the instance"
+        } else {
+            ""
+        },
+        started.elapsed().as_millis()
+    );
+    let uprobes = run.sess.probes().iter().any(|p| p.kind().is_uprobe());
+    let fate = run.status.and_then(|st| command_fate(st, uprobes));
+    if let Some((line, _)) = &fate {
+        crate::say!("{line}");
+    }
+    Ok(match (stop, fate) {
+        (Stop::Signal(sig), _) => signal_exit(sig),
+        (_, Some((_, code))) => ExitCode::from(code),
+        _ => ExitCode::SUCCESS,
     })
 }
 
@@ -319,6 +484,20 @@ pub(crate) fn stream_loop(
     deadline: Option<Instant>,
     run: &mut Run,
     sink: &mut dyn Sink,
+) -> (Stop, Option<anyhow::Error>) {
+    stream_loop_ticking(args, signals, deadline, run, sink, &mut || Ok(()))
+}
+
+/// [`stream_loop`] calling `tick` at least every 100 ms while it reads
+/// (per-interval output of the aggregating commands); an error from it
+/// stops the run as an output error would.
+pub(crate) fn stream_loop_ticking(
+    args: &RunArgs,
+    signals: &Signals,
+    deadline: Option<Instant>,
+    run: &mut Run,
+    sink: &mut dyn Sink,
+    tick: &mut dyn FnMut() -> io::Result<()>,
 ) -> (Stop, Option<anyhow::Error>) {
     if let Err(e) = run.stream.begin(sink) {
         return failed(e);
@@ -373,6 +552,9 @@ pub(crate) fn stream_loop(
         }
         if exited {
             break Stop::CommandExited;
+        }
+        if let Err(e) = tick() {
+            return failed(ktrace_stream::Error::Output(e));
         }
     };
     run.sess.stop();

@@ -5,10 +5,14 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+pub mod agg;
 pub mod check;
 pub mod clean;
+pub mod count;
 pub mod disasm;
 pub mod docs;
+pub mod hist;
+pub mod latency;
 pub mod list;
 pub mod profile;
 pub mod syms;
@@ -25,6 +29,12 @@ pub enum Command {
     List(list::Args),
     /// Create probes in a private session, stream their events, clean up.
     Trace(trace::Args),
+    /// Count probe hits per key (function, task, field...).
+    Count(count::Args),
+    /// Show the distribution of a probe field.
+    Hist(hist::Args),
+    /// Time functions from entry to return.
+    Latency(latency::Args),
     /// Show a function's instructions and the offsets a probe can take.
     Disasm(disasm::Args),
     /// Show per-probe hits and misses.
@@ -44,6 +54,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Syms(args) => syms::run(args),
         Command::List(args) => list::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Count(args) => count::run(args),
+        Command::Hist(args) => hist::run(args),
+        Command::Latency(args) => latency::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),

@@ -256,6 +256,101 @@ impl DynEvents {
         }
         Ok(events.len())
     }
+
+    /// The synthetic events (system `synthetic`) listed.
+    pub fn list_synthetic(&self) -> Result<Vec<DynEvent>> {
+        if !self.dynamic {
+            let f = self.root.join("synthetic_events");
+            if !f.exists() {
+                return Ok(Vec::new());
+            }
+            // `NAME FIELDS` lines
+            return Ok(io::read(&f, "cannot list synthetic events")?
+                .lines()
+                .filter_map(|l| {
+                    let name = l.split_whitespace().next()?;
+                    Some(DynEvent {
+                        kind: "s".into(),
+                        group: SYNTHETIC.into(),
+                        event: name.to_string(),
+                        line: l.to_string(),
+                        file: None,
+                    })
+                })
+                .collect());
+        }
+        Ok(self
+            .list()?
+            .into_iter()
+            .filter(|e| e.kind == "s" && e.group == SYNTHETIC)
+            .collect())
+    }
+
+    /// Creates synthetic event `name` with `fields` (`u64 lat; u64 lat1`):
+    /// `s:synthetic/NAME FIELDS` to `dynamic_events`, or `NAME FIELDS` to
+    /// `synthetic_events` on a kernel without the `s:` form (`legacy`).
+    /// Synthetic events are global, so only names in ktrace's own
+    /// namespace ([`crate::owner::PREFIX`]) are created.
+    pub fn create_synthetic(&self, name: &str, fields: &str, legacy: bool) -> Result<()> {
+        own_synthetic_name(name)?;
+        let (file, line) = if legacy || !self.dynamic {
+            (
+                self.root.join("synthetic_events"),
+                format!("{name} {fields}"),
+            )
+        } else {
+            (
+                self.root.join("dynamic_events"),
+                format!("s:{SYNTHETIC}/{name} {fields}"),
+            )
+        };
+        io::check_one_line(&line, "a synthetic event definition")?;
+        let log = ErrorLog::in_dir(&self.root);
+        io::write(
+            &file,
+            &format!("{line}\n"),
+            Some(&log),
+            &[],
+            "the kernel rejected a synthetic event",
+        )
+    }
+
+    /// Removes synthetic event `name` (one of ktrace's own); one already
+    /// gone is not an error. [`ErrorKind::Busy`] while a trigger still
+    /// refers to it.
+    pub fn destroy_synthetic(&self, name: &str) -> Result<()> {
+        own_synthetic_name(name)?;
+        let (file, cmd) = if self.dynamic {
+            (
+                self.root.join("dynamic_events"),
+                format!("-:{SYNTHETIC}/{name}\n"),
+            )
+        } else {
+            (self.root.join("synthetic_events"), format!("!{name}\n"))
+        };
+        match io::write(&file, &cmd, None, &[], "cannot remove a synthetic event") {
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// The system of synthetic events.
+pub const SYNTHETIC: &str = "synthetic";
+
+/// Synthetic events are global: ktrace creates and removes only names that
+/// start with its prefix.
+fn own_synthetic_name(name: &str) -> Result<()> {
+    if name.starts_with(crate::owner::PREFIX)
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::Rejected,
+            format!("{name:?} is not a synthetic event name of ktrace's (ktrace_*)"),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -191,6 +191,47 @@ impl Instance {
         self.write(&rel, trigger, "the kernel rejected the trigger")
     }
 
+    /// Removes trigger `trigger` (the text that installed it) from
+    /// `group/event` in this instance (`!TRIGGER`).
+    pub fn remove_trigger(&self, group: &str, event: &str, trigger: &str) -> Result<()> {
+        let rel = Path::new("events").join(group).join(event).join("trigger");
+        self.write(&rel, &format!("!{trigger}"), "cannot remove the trigger")
+    }
+
+    /// Removes every trigger of `group/event` in this instance at once, as
+    /// the kernel does when the event's trigger file is opened with
+    /// `O_TRUNC` (each trigger command's `unreg_all` for this event file
+    /// only). For teardown of an instance ktrace owns, whose triggers'
+    /// texts are lost (a killed session): a hist trigger's readback is not
+    /// always accepted back with `!`. The kernel keeps a hist trigger whose
+    /// variables another trigger still uses, so callers repeat in passes.
+    /// Returns whether triggers were present before.
+    pub fn clear_triggers(&self, group: &str, event: &str) -> Result<bool> {
+        let path = self.event_dir(group, event).join("trigger");
+        let text = io::read(&path, "cannot read the triggers")?;
+        if !text
+            .lines()
+            .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        {
+            return Ok(false);
+        }
+        fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| Error::io("cannot clear the triggers", &path, e))?;
+        Ok(true)
+    }
+
+    /// The `hist` file of `group/event` in this instance (the tables of
+    /// its hist triggers).
+    pub fn read_hist(&self, group: &str, event: &str) -> Result<String> {
+        io::read(
+            &self.event_dir(group, event).join("hist"),
+            "cannot read the histogram",
+        )
+    }
+
     /// The kernel's verdict on `filter` for `group/event`, obtained by
     /// setting it as the event's filter in this instance and restoring the
     /// previous filter afterwards. The kernel writes no error_log entry for a

@@ -236,13 +236,24 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
             if e.kind() != ErrorKind::Busy {
                 return Err(e);
             }
+            // Hist triggers tied to synthetic events keep the instance busy
+            // (measured on 6.1 after a SIGKILL): clear ours first.
+            clear_own_triggers(&inst, name);
             let _ = inst.set_enabled(name, None, false);
             inst.remove()?;
         }
         out.instance_removed = true;
     }
     let dynev = DynEvents::new(root);
-    out.events_removed = match dynev.destroy_group(name) {
+    // The session's synthetic events (global, named `NAME__…`): after the
+    // instance, whose removal dropped the triggers that used them.
+    for ev in dynev.list_synthetic()? {
+        if session_of_synthetic(&ev.event) == Some(name) {
+            dynev.destroy_synthetic(&ev.event)?;
+            out.events_removed += 1;
+        }
+    }
+    out.events_removed += match dynev.destroy_group(name) {
         Ok(n) => n,
         Err(e) if e.kind() == ErrorKind::Busy => {
             disable_group_everywhere(root, name);
@@ -251,6 +262,35 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
         Err(e) => return Err(e),
     };
     Ok(out)
+}
+
+/// Clears the triggers of session `name` in its own instance `inst`: on
+/// the events of its group and on its synthetic events. In passes, since
+/// the kernel keeps a hist trigger whose variables another still uses.
+fn clear_own_triggers(inst: &Instance, name: &str) {
+    let mut events: Vec<(String, String)> = Vec::new();
+    for system in [name, crate::dynevent::SYNTHETIC] {
+        let Ok(rd) = fs::read_dir(inst.dir().join("events").join(system)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Some(ev) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if e.path().is_dir() && (system == name || session_of_synthetic(&ev) == Some(name)) {
+                events.push((system.to_string(), ev));
+            }
+        }
+    }
+    for _ in 0..4 {
+        let mut any = false;
+        for (system, ev) in &events {
+            any |= inst.clear_triggers(system, ev).unwrap_or(false);
+        }
+        if !any {
+            break;
+        }
+    }
 }
 
 /// Switches off the group `group` wherever it is enabled: top level and every
@@ -283,12 +323,32 @@ pub fn present_sessions(root: &Path) -> Result<BTreeSet<String>> {
             }
         }
     }
-    for ev in DynEvents::new(root).list()? {
+    let dynev = DynEvents::new(root);
+    for ev in dynev.list()? {
         if SessionName::parse(&ev.group).is_some() {
             names.insert(ev.group);
         }
     }
+    for ev in dynev.list_synthetic()? {
+        if let Some(n) = session_of_synthetic(&ev.event) {
+            names.insert(n.to_string());
+        }
+    }
     Ok(names)
+}
+
+/// The name of synthetic event `suffix` of session `session`:
+/// `SESSION__SUFFIX` (session names never hold a double underscore, so the
+/// owner is read back unambiguously). Synthetic events are global (system
+/// `synthetic`), not in the session's group, so their names carry it.
+pub fn synthetic_name(session: &str, suffix: &str) -> String {
+    format!("{session}__{suffix}")
+}
+
+/// The session owning synthetic event `event`, if ktrace named it.
+pub fn session_of_synthetic(event: &str) -> Option<&str> {
+    let (session, _) = event.split_once("__")?;
+    SessionName::parse(session).map(|_| session)
 }
 
 /// An exclusive `flock` on tracefs's `instances` directory, held while
@@ -373,6 +433,26 @@ mod tests {
             assert!(s.len() < 64, "event group names are limited to 64 bytes");
             assert!(s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
             assert_eq!(SessionName::parse(&s), Some(n));
+        }
+    }
+
+    #[test]
+    fn synthetic_names_carry_their_session() {
+        let s = SessionName {
+            pid: 12,
+            start: 34,
+            pidns: 56,
+            seq: 2,
+        }
+        .to_string();
+        let n = synthetic_name(&s, "0_lat1");
+        assert_eq!(session_of_synthetic(&n), Some(s.as_str()));
+        assert!(
+            n.len() < 64,
+            "synthetic event names are limited to 63 bytes"
+        );
+        for foreign in ["wakeup_latency", "ktrace_x__lat", "ktrace_p1_s2_n3_lat"] {
+            assert_eq!(session_of_synthetic(foreign), None, "{foreign}");
         }
     }
 

@@ -1,0 +1,1289 @@
+//! What `ktrace count`, `ktrace hist` and `ktrace latency` share: their
+//! common options, the checks of keys and fields against the probes'
+//! fields (before anything is written), the choice of engine — the
+//! kernel's hist triggers and synthetic events where the instance's README
+//! lists them and the kernel can key as asked, else ktrace's own
+//! aggregation of the decoded stream, with the reason said — and the run:
+//! per-interval blocks with their time, the final result on Ctrl-C, JSON,
+//! Prometheus.
+//!
+//! The lifecycle (probes, instance, pid lists, teardown on every exit) is
+//! crate::live's; the aggregation, the kernel's trigger text and the
+//! rendering are ktrace-aggregate's. The three command modules only turn
+//! their arguments into a [`Job`].
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use ktrace_aggregate::kernel::{
+    self, CountPlan, Features, HistPlan, LatencyPlan, LatencyProbe, ProbeEvent, Step, Unsupported,
+};
+use ktrace_aggregate::{
+    CountAgg, CountReport, FieldInfo, FieldKind, HistAgg, HistReport, KeySpec, LatencyAgg,
+    LatencyPair, LatencyReport, Sample, Scale, Unit, Value, khist, prom, render,
+};
+use ktrace_stream::{Flow, Missed, Role, Sink};
+use ktrace_symbols::KernelView;
+
+use crate::live::{self, RunArgs, Stop};
+use crate::session::{self, Probe, Session, Signals};
+
+/// Which engine aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// The kernel when it can (hist triggers), else ktrace.
+    Auto,
+    /// The kernel's hist triggers and synthetic events; an error when the
+    /// kernel cannot do what was asked.
+    Kernel,
+    /// ktrace's own aggregation of the event stream.
+    User,
+}
+
+/// Options shared by the three commands.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Common {
+    /// Print (and with --json, emit a document) every SECONDS, each block
+    /// headed by its time; numbers restart each interval.
+    #[arg(short = 'i', long, value_name = "SECONDS", value_parser = crate::cli::seconds)]
+    pub interval: Option<f64>,
+    /// One JSON document per interval (units and bucket bounds included)
+    /// instead of the terminal tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Serve the aggregates (since the start) at http://ADDR/metrics in the
+    /// Prometheus text format, bound to exactly ADDR (e.g. 127.0.0.1:9100).
+    #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
+    pub prometheus: Option<SocketAddr>,
+    /// Who aggregates: the kernel (hist triggers), ktrace (from the
+    /// stream), or auto (the kernel when it can).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
+    pub engine: EngineChoice,
+    /// Width of the histogram bars (default: fit the terminal).
+    #[arg(long, value_name = "COLUMNS", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub width: Option<u16>,
+    /// The options of the run (filter, -d, -p, the command...).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `IP:PORT` (no host names: the endpoint binds exactly what is given).
+pub fn socket_addr(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not IP:PORT (e.g. 127.0.0.1:9100 or [::1]:9100)"))
+}
+
+/// `ns`, `us` or `ms`.
+pub fn unit(text: &str) -> Result<Unit, String> {
+    Unit::parse(text).map_err(|e| e.to_string())
+}
+
+/// The bucket scheme of `--linear STEP` (power of two without).
+pub fn scale(linear: Option<u64>) -> Scale {
+    match linear {
+        Some(step) => Scale::Linear { step },
+        None => Scale::Log2,
+    }
+}
+
+/// What a command aggregates.
+#[derive(Debug, Clone)]
+pub enum Job {
+    /// Hits per key.
+    Count {
+        /// `--by`.
+        by: Vec<String>,
+        /// `--top`.
+        top: Option<u64>,
+    },
+    /// Distribution of a field.
+    Hist {
+        /// The field.
+        field: String,
+        /// Buckets.
+        scale: Scale,
+        /// `--by`.
+        by: Vec<String>,
+    },
+    /// Entry-to-return time of functions.
+    Latency {
+        /// Buckets.
+        scale: Scale,
+        /// Unit.
+        unit: Unit,
+        /// `--by`.
+        by: Vec<String>,
+    },
+}
+
+/// The fields of a probe as the aggregation sees them (arrays left out).
+fn fields_of(p: &Probe) -> Vec<FieldInfo> {
+    use ktrace_probe::types::BaseType;
+    p.def
+        .args
+        .iter()
+        .filter(|a| a.ty.count.is_none())
+        .map(|a| {
+            let kind = match a.ty.base {
+                BaseType::String | BaseType::UString | BaseType::SymStr => FieldKind::String,
+                BaseType::S(_) => FieldKind::Signed,
+                _ => FieldKind::Unsigned,
+            };
+            FieldInfo::new(&a.name, kind)
+        })
+        .collect()
+}
+
+/// The function a probe is on: the kernel symbol; for a uprobe named by
+/// ktrace (`p_SYMBOL`, `r_SYMBOL`), the symbol; else the event's name.
+fn func_of(p: &Probe) -> String {
+    match p.kind() {
+        ktrace_probe::ProbeKind::Kprobe {
+            place: ktrace_probe::ast::KprobePlace::Symbol { symbol, .. },
+            ..
+        } => symbol.clone(),
+        ktrace_probe::ProbeKind::Uprobe { .. } if p.def.auto_event => p
+            .event()
+            .strip_prefix("p_")
+            .or_else(|| p.event().strip_prefix("r_"))
+            .unwrap_or(p.event())
+            .to_string(),
+        _ => p.event().to_string(),
+    }
+}
+
+fn is_return(p: &Probe) -> bool {
+    match p.kind() {
+        ktrace_probe::ProbeKind::Kprobe { is_return, .. }
+        | ktrace_probe::ProbeKind::Uprobe { is_return, .. } => *is_return,
+        ktrace_probe::ProbeKind::Eprobe { .. } => false,
+    }
+}
+
+/// Where a probe is, return or not (pairs entry and return probes).
+fn place_of(p: &Probe) -> String {
+    match p.kind() {
+        ktrace_probe::ProbeKind::Kprobe { place, .. } => format!("{place:?}"),
+        ktrace_probe::ProbeKind::Uprobe { path, offset, .. } => format!("{path}:{offset}"),
+        ktrace_probe::ProbeKind::Eprobe { system, event, .. } => format!("{system}.{event}"),
+    }
+}
+
+/// The checked input: probes (built, nothing written), keys, and for
+/// latency the entry/return pairs (indexes into the probes).
+struct Checked {
+    keys: Vec<KeySpec>,
+    /// (entry, return) probe indexes.
+    pairs: Vec<(usize, usize)>,
+}
+
+/// Checks keys and the field against every probe they apply to.
+fn check(job: &Job, probes: &[Probe], group: &str) -> anyhow::Result<Checked> {
+    let ev = |p: &Probe| format!("{group}/{}", p.event());
+    match job {
+        Job::Count { by, .. } => {
+            let mut keys = Vec::new();
+            for p in probes {
+                keys = KeySpec::parse_all(by, &ev(p), &fields_of(p))?;
+            }
+            Ok(Checked {
+                keys,
+                pairs: Vec::new(),
+            })
+        }
+        Job::Hist { field, by, .. } => {
+            let mut keys = Vec::new();
+            for p in probes {
+                kernel::check_hist_field(field, &ev(p), &fields_of(p))?;
+                keys = KeySpec::parse_all(by, &ev(p), &fields_of(p))?;
+            }
+            Ok(Checked {
+                keys,
+                pairs: Vec::new(),
+            })
+        }
+        Job::Latency { by, .. } => {
+            let mut pairs = Vec::new();
+            let mut keys = Vec::new();
+            for (i, p) in probes.iter().enumerate() {
+                if is_return(p) {
+                    continue;
+                }
+                let place = place_of(p);
+                let Some(r) = probes
+                    .iter()
+                    .position(|q| is_return(q) && place_of(q) == place)
+                else {
+                    bail!("no return probe for {} (internal)", p.event());
+                };
+                keys = KeySpec::parse_all(by, &ev(p), &fields_of(p))?;
+                pairs.push((i, r));
+            }
+            Ok(Checked { keys, pairs })
+        }
+    }
+}
+
+/// The kernel engine's plan for the job.
+enum KPlan {
+    Count(CountPlan),
+    Hist(HistPlan),
+    Latency(Vec<LatencyPlan>),
+}
+
+impl KPlan {
+    fn steps_mut(&mut self) -> Vec<&mut Vec<Step>> {
+        match self {
+            KPlan::Count(p) => vec![&mut p.plan.setup],
+            KPlan::Hist(p) => vec![&mut p.plan.setup],
+            KPlan::Latency(ps) => ps.iter_mut().map(|p| &mut p.plan.setup).collect(),
+        }
+    }
+
+    fn steps(&self) -> Vec<&Step> {
+        match self {
+            KPlan::Count(p) => p.plan.setup.iter().collect(),
+            KPlan::Hist(p) => p.plan.setup.iter().collect(),
+            KPlan::Latency(ps) => ps.iter().flat_map(|p| &p.plan.setup).collect(),
+        }
+    }
+}
+
+/// The kernel engine's plan, or why not.
+fn plan(
+    job: &Job,
+    checked: &Checked,
+    probes: &[Probe],
+    group: &str,
+    f: &Features,
+    args: &RunArgs,
+) -> anyhow::Result<Result<KPlan, Unsupported>> {
+    let no = |r: &str| Ok(Err(Unsupported { reason: r.into() }));
+    if !f.hist {
+        return no("this kernel has no hist triggers (its tracefs README lists none)");
+    }
+    if args.count.is_some() {
+        return no("-n counts events in the stream");
+    }
+    if args.trigger.is_some() {
+        return no("--trigger applies to the event stream");
+    }
+    let event = |p: &Probe| ProbeEvent {
+        system: group.to_string(),
+        event: p.event().to_string(),
+        func: func_of(p),
+        fields: fields_of(p),
+        user: p.kind().is_uprobe(),
+    };
+    Ok(match job {
+        Job::Count { .. } => {
+            let evs: Vec<ProbeEvent> = probes.iter().map(event).collect();
+            kernel::plan_count(&evs, &checked.keys, f, None).map(KPlan::Count)
+        }
+        Job::Hist { field, scale, .. } => {
+            if probes.len() != 1 {
+                return no(&format!(
+                    "the kernel makes one histogram per event and the probe names {} events",
+                    probes.len()
+                ));
+            }
+            kernel::plan_hist(&event(&probes[0]), field, *scale, &checked.keys, f)?.map(KPlan::Hist)
+        }
+        Job::Latency { scale, unit, .. } => {
+            let mut plans = Vec::new();
+            for (n, (e, r)) in checked.pairs.iter().enumerate() {
+                let lp = LatencyProbe {
+                    system: group.to_string(),
+                    entry_event: probes[*e].event().to_string(),
+                    return_event: probes[*r].event().to_string(),
+                    func: func_of(&probes[*e]),
+                };
+                let prefix = ktrace_tracefs::owner::synthetic_name(group, &n.to_string());
+                match kernel::plan_latency(&lp, &prefix, *unit, *scale, &checked.keys, f) {
+                    Ok(p) => plans.push(p),
+                    Err(u) => return Ok(Err(u)),
+                }
+            }
+            Ok(KPlan::Latency(plans))
+        }
+    })
+}
+
+/// Hist-table entries all of a run's triggers may have together: the
+/// kernel preallocates every entry of a table when the trigger is written
+/// (measured on a 6.1 x86_64 guest with 1 GB: 630 tables of 8192 entries,
+/// `ktrace count 'ext4_*'`, ran the kernel out of memory).
+const TABLE_BUDGET: usize = 65_536;
+
+/// Sizes the tables so that together they stay within [`TABLE_BUDGET`]
+/// entries: a power of two from 128 (the kernel's least) to 8192 each.
+/// Returns the size when tables were made smaller. Keys beyond a table's
+/// size are counted by the kernel as dropped, and reported.
+fn fit_tables(kp: &mut KPlan) -> Option<usize> {
+    let tables = kp
+        .steps()
+        .into_iter()
+        .filter(|s| matches!(s, Step::Trigger { .. }))
+        .count();
+    let full = kernel::TABLE_SIZE as usize;
+    if tables * full <= TABLE_BUDGET {
+        return None;
+    }
+    let each = (TABLE_BUDGET / tables.max(1)).max(128);
+    let size = (1usize << (usize::BITS - 1 - each.leading_zeros())).clamp(128, full);
+    for steps in kp.steps_mut() {
+        for step in steps.iter_mut() {
+            let Step::Trigger { command, .. } = step else {
+                continue;
+            };
+            let sized = format!(":size={size}");
+            if command.contains(&format!(":size={full}")) {
+                *command = command.replace(&format!(":size={full}"), &sized);
+            } else if !command.contains(":size=") {
+                // right after the keys (the kernel takes attributes in any order)
+                let keys_end = command
+                    .strip_prefix("hist:keys=")
+                    .and_then(|rest| rest.find([':', ' ']))
+                    .map(|i| i + "hist:keys=".len());
+                match keys_end {
+                    Some(i) => command.insert_str(i, &sized),
+                    None if command.starts_with("hist:keys=") => command.push_str(&sized),
+                    None => {}
+                }
+            }
+        }
+    }
+    Some(size)
+}
+
+/// Adds the run's filter to the triggers on the session's probes: the
+/// user's `-f` and ktrace's own threads left out. A latency's return
+/// trigger gets only the latter (the user's fields are the entry's).
+fn add_filters(kp: &mut KPlan, group: &str, user: Option<&str>, own: &str) {
+    let latency = matches!(kp, KPlan::Latency(_));
+    for steps in kp.steps_mut() {
+        for step in steps.iter_mut() {
+            if let Step::Trigger {
+                system, command, ..
+            } = step
+                && system == group
+                && !command.contains(" if ")
+            {
+                let is_return = command.contains("onmatch(");
+                let f = match user {
+                    Some(u) if !(latency && is_return) => format!("({u}) && {own}"),
+                    _ => own.to_string(),
+                };
+                command.push_str(&format!(" if {f}"));
+            }
+        }
+    }
+}
+
+/// One report of any job.
+#[derive(Debug, Clone)]
+enum Report {
+    Count(CountReport),
+    Hist(HistReport),
+    Latency(LatencyReport),
+}
+
+impl Report {
+    fn since(&self, earlier: &Report) -> Report {
+        match (self, earlier) {
+            (Report::Count(a), Report::Count(b)) => Report::Count(a.since(b)),
+            (Report::Hist(a), Report::Hist(b)) => Report::Hist(a.since(b)),
+            (Report::Latency(a), Report::Latency(b)) => Report::Latency(a.since(b)),
+            (a, _) => a.clone(),
+        }
+    }
+
+    fn text(&self, out: &mut String, width: usize, top: Option<u64>) {
+        match self {
+            Report::Count(r) => match top {
+                Some(n) => render::count_text(out, &r.clone().top(n as usize)),
+                None => render::count_text(out, r),
+            },
+            Report::Hist(r) => render::hist_text(out, r, width),
+            Report::Latency(r) => render::latency_text(out, r, width),
+        }
+    }
+
+    fn json(&self, out: &mut String, unix_ns: u64, interval_ns: Option<u64>, top: Option<u64>) {
+        match self {
+            Report::Count(r) => match top {
+                Some(n) => {
+                    render::count_json(out, &r.clone().top(n as usize), unix_ns, interval_ns)
+                }
+                None => render::count_json(out, r, unix_ns, interval_ns),
+            },
+            Report::Hist(r) => render::hist_json(out, r, unix_ns, interval_ns),
+            Report::Latency(r) => render::latency_json(out, r, unix_ns, interval_ns),
+        }
+    }
+
+    fn prometheus(&self, field: Option<&str>) -> String {
+        let mut out = String::new();
+        let losses = match self {
+            Report::Count(r) => {
+                prom::count_metrics(&mut out, "ktrace_hits_total", "probe hits", r);
+                prom::Losses::of_count(r)
+            }
+            Report::Hist(r) => {
+                let f = field.unwrap_or("value");
+                prom::hist_metrics(
+                    &mut out,
+                    &prom::hist_name(f),
+                    &format!("distribution of {f}"),
+                    r,
+                );
+                prom::Losses::of_hist(r)
+            }
+            Report::Latency(r) => {
+                prom::latency_metrics(&mut out, r);
+                prom::Losses::of_latency(r)
+            }
+        };
+        prom::loss_metrics(&mut out, &losses);
+        out
+    }
+}
+
+/// The user engine's aggregator.
+#[derive(Debug, Clone)]
+enum UserAgg {
+    Count(CountAgg),
+    Hist(HistAgg),
+    Latency(LatencyAgg),
+}
+
+impl UserAgg {
+    fn add(&mut self, s: &Sample<'_>) {
+        match self {
+            UserAgg::Count(a) => a.add(s),
+            UserAgg::Hist(a) => a.add(s),
+            UserAgg::Latency(a) => a.add(s),
+        }
+    }
+
+    fn lost(&mut self, n: u64) {
+        match self {
+            UserAgg::Count(a) => a.lost(n),
+            UserAgg::Hist(a) => a.lost(n),
+            UserAgg::Latency(a) => a.lost(n),
+        }
+    }
+
+    fn report(&mut self, misses: Option<u64>) -> Report {
+        match self {
+            UserAgg::Count(a) => Report::Count(a.report()),
+            UserAgg::Hist(a) => Report::Hist(a.report()),
+            UserAgg::Latency(a) => {
+                if let Some(m) = misses {
+                    a.set_kretprobe_misses(m);
+                }
+                Report::Latency(a.report())
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        match self {
+            UserAgg::Count(a) => a.reset(),
+            UserAgg::Hist(a) => a.reset(),
+            UserAgg::Latency(a) => a.reset(),
+        }
+    }
+}
+
+/// Where reports go: the terminal or JSON on stdout, and the Prometheus
+/// text the server hands out.
+struct Printer {
+    json: bool,
+    width: usize,
+    top: Option<u64>,
+    field: Option<String>,
+    interval: Option<Duration>,
+    metrics: Option<Arc<Mutex<String>>>,
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+impl Printer {
+    /// Prints one block: headed by its time with `-i`.
+    fn print(&self, r: &Report) -> io::Result<()> {
+        let now = unix_ns();
+        let mut out = String::new();
+        if self.json {
+            r.json(
+                &mut out,
+                now,
+                self.interval.map(|d| d.as_nanos() as u64),
+                self.top,
+            );
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        } else {
+            if self.interval.is_some() {
+                render::interval_header(&mut out, now);
+            }
+            r.text(&mut out, self.width, self.top);
+            out.push('\n');
+        }
+        let mut so = io::stdout().lock();
+        so.write_all(out.as_bytes())?;
+        so.flush()
+    }
+
+    fn publish(&self, total: &Report) {
+        if let Some(m) = &self.metrics {
+            let text = total.prometheus(self.field.as_deref());
+            *m.lock().unwrap_or_else(|p| p.into_inner()) = text;
+        }
+    }
+}
+
+/// Bar width: `--width`, else what `COLUMNS` leaves beside the labels.
+fn bar_width(opt: Option<u16>) -> usize {
+    if let Some(w) = opt {
+        return usize::from(w);
+    }
+    // the shell's COLUMNS when exported, else a classic 80-column terminal
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse::<usize>().ok())
+        .filter(|c| *c > 0)
+        .map_or(40, |c| c.saturating_sub(40).clamp(10, 100))
+}
+
+/// Runs one of the three commands: `defs` are the probe specs (for latency
+/// already the entry and return of each function).
+pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitCode> {
+    let signals = Signals::catch()?;
+    let root = session::open_tracefs()?;
+    let view = KernelView::running(Some(&root));
+    let sess = Session::new(&root)?;
+    let probes = crate::resolve::build(&sess, &defs, common.run.pid, &view)?;
+    let group = sess.name().to_string();
+    let checked = check(&job, &probes, &group)?;
+    let readme = ktrace_tracefs::buffers::read_whole(&root.join("README"), "cannot read README")
+        .unwrap_or_default();
+    let features = Features::from_readme(&readme);
+    let planned = match common.engine {
+        EngineChoice::User => None,
+        _ => Some(plan(
+            &job,
+            &checked,
+            &probes,
+            &group,
+            &features,
+            &common.run,
+        )?),
+    };
+    let kplan = match (common.engine, planned) {
+        (EngineChoice::User, _) | (_, None) => None,
+        (EngineChoice::Kernel, Some(Err(u))) => {
+            bail!("the kernel engine cannot do this: {}", u.reason)
+        }
+        (_, Some(Ok(mut p))) => {
+            if let Some(size) = fit_tables(&mut p) {
+                crate::eline!(
+                    "ktrace: {} hist tables of {size} entries each (the kernel allocates them \
+                     up front); keys beyond that are counted as dropped",
+                    p.steps()
+                        .iter()
+                        .filter(|s| matches!(s, Step::Trigger { .. }))
+                        .count()
+                );
+            }
+            Some(p)
+        }
+        (_, Some(Err(u))) => {
+            crate::eline!("ktrace: aggregating in ktrace (user engine): {}", u.reason);
+            None
+        }
+    };
+    let interval = common.interval.map(Duration::from_secs_f64);
+    let metrics = common
+        .prometheus
+        .map(|_| Arc::new(Mutex::new(String::new())));
+    let server = match (common.prometheus, &metrics) {
+        (Some(addr), Some(m)) => {
+            let m = Arc::clone(m);
+            let s = ktrace_aggregate::server::MetricsServer::start(addr, move || {
+                m.lock().unwrap_or_else(|p| p.into_inner()).clone()
+            })
+            .with_context(|| format!("cannot serve Prometheus metrics on {addr}"))?;
+            crate::eline!(
+                "ktrace: Prometheus metrics at http://{}/metrics",
+                s.local_addr()
+            );
+            Some(s)
+        }
+        _ => None,
+    };
+    let printer = Printer {
+        json: common.json,
+        width: bar_width(common.width),
+        top: match &job {
+            Job::Count { top, .. } => *top,
+            _ => None,
+        },
+        field: match &job {
+            Job::Hist { field, .. } => Some(field.clone()),
+            _ => None,
+        },
+        interval,
+        metrics,
+    };
+    let code = match kplan {
+        Some(kp) => run_kernel(sess, probes, kp, &common.run, &signals, &printer, &root),
+        None => run_user(
+            sess,
+            probes,
+            &job,
+            checked,
+            &common.run,
+            &signals,
+            &printer,
+            &root,
+            &view,
+        ),
+    };
+    if let Some(s) = server {
+        s.stop();
+    }
+    code
+}
+
+/// Reads the kernel's tables: the totals since the triggers went in.
+fn read_kernel(
+    kp: &KPlan,
+    inst: &ktrace_tracefs::Instance,
+    root: &Path,
+    group: &str,
+) -> anyhow::Result<Report> {
+    // the table of our trigger on system/event (the one with an onmatch()
+    // action, or the one without)
+    let table = |system: &str, event: &str, action: bool| -> anyhow::Result<khist::HistTable> {
+        let text = inst.read_hist(system, event)?;
+        let tables = khist::parse_hist(&text)?;
+        let cmd = kp
+            .steps()
+            .into_iter()
+            .find_map(|s| match s {
+                Step::Trigger {
+                    system: sy,
+                    event: ev,
+                    command,
+                } if sy == system && ev == event && command.contains("onmatch(") == action => {
+                    Some(command.clone())
+                }
+                _ => None,
+            })
+            .with_context(|| format!("no trigger of ours on {system}/{event}"))?;
+        kernel::find_table(&tables, &cmd)
+            .cloned()
+            .with_context(|| format!("the kernel shows no table of ours on {system}/{event}"))
+    };
+    Ok(match kp {
+        KPlan::Count(p) => {
+            let mut ts = Vec::new();
+            for (sy, ev, _) in &p.events {
+                ts.push(table(sy, ev, false)?);
+            }
+            Report::Count(p.report(&ts.iter().collect::<Vec<_>>())?)
+        }
+        KPlan::Hist(p) => Report::Hist(p.report(&table(&p.read.0, &p.read.1, false)?)?),
+        KPlan::Latency(ps) => {
+            let profile = ktrace_tracefs::profile::read_group(root, group).unwrap_or_default();
+            let mut all: Option<LatencyReport> = None;
+            for p in ps {
+                let t = table(ktrace_tracefs::dynevent::SYNTHETIC, &p.read, false)?;
+                // The returns that reached the return trigger (after the
+                // pid lists and the filter, unlike kprobe_profile's hits):
+                // its own table's hit count.
+                let returns = table(&p.return_event.0, &p.return_event.1, true)?.hits;
+                let ret = profile.iter().find(|x| x.event == p.return_event.1);
+                let r = p.report(&t, Some(returns), ret.and_then(|x| x.misses))?;
+                all = Some(match all {
+                    None => r,
+                    Some(mut a) => {
+                        let mut groups = std::mem::take(&mut a.hist.groups);
+                        groups.extend(r.hist.groups);
+                        a.hist.set_groups(groups);
+                        a.hist.dropped += r.hist.dropped;
+                        a.unmatched_returns += r.unmatched_returns;
+                        a.kretprobe_misses = match (a.kretprobe_misses, r.kretprobe_misses) {
+                            (None, None) => None,
+                            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+                        };
+                        a
+                    }
+                });
+            }
+            Report::Latency(all.context("no function to time")?)
+        }
+    })
+}
+
+fn run_kernel(
+    sess: Session,
+    probes: Vec<Probe>,
+    mut kp: KPlan,
+    args: &RunArgs,
+    signals: &Signals,
+    printer: &Printer,
+    root: &Path,
+) -> anyhow::Result<ExitCode> {
+    let group = sess.name().to_string();
+    let legacy = !ktrace_tracefs::DynEvents::new(root).uses_dynamic_events();
+    let dynev = ktrace_tracefs::DynEvents::new(root);
+    // What was written, so exactly that is removed (in reverse).
+    let written: RefCell<Vec<Step>> = RefCell::new(Vec::new());
+    let mut install =
+        |inst: &ktrace_tracefs::Instance, user: Option<&str>, own: &str| -> anyhow::Result<()> {
+            add_filters(&mut kp, &group, user, own);
+            for step in kp.steps() {
+                match step {
+                    Step::Synthetic { name, fields } => dynev
+                        .create_synthetic(name, fields, legacy)
+                        .with_context(|| format!("synthetic event {name}"))?,
+                    Step::Trigger {
+                        system,
+                        event,
+                        command,
+                    } => inst
+                        .add_trigger(system, event, command)
+                        .with_context(|| format!("hist trigger on {system}/{event}: {command}"))?,
+                }
+                written.borrow_mut().push(step.clone());
+            }
+            Ok(())
+        };
+    let mut remove = |inst: &ktrace_tracefs::Instance| -> anyhow::Result<()> {
+        let mut first_err = None;
+        for step in written.borrow_mut().drain(..).rev() {
+            let r = match &step {
+                Step::Synthetic { name, .. } => dynev.destroy_synthetic(name),
+                Step::Trigger {
+                    system,
+                    event,
+                    command,
+                } => inst.remove_trigger(system, event, command),
+            };
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        match first_err {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    };
+    let mut run = match live::setup_kernel(sess, probes, args, signals, &mut install) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
+                crate::say!("{e}; nothing was traced and everything created was removed");
+                return Ok(live::signal_exit(*sig));
+            }
+            return Err(e);
+        }
+    };
+    let deadline = args.deadline();
+    let tick = match (printer.interval, printer.metrics.is_some()) {
+        (Some(i), true) => i.min(Duration::from_secs(1)),
+        (Some(i), false) => i,
+        (None, true) => Duration::from_secs(1),
+        (None, false) => Duration::from_secs(3600),
+    };
+    let mut printed: Option<Report> = None;
+    let mut next_print = printer.interval.map(|i| Instant::now() + i);
+    let mut failure = None;
+    let stop = loop {
+        let stop = match live::kernel_wait(&mut run, args, signals, deadline, tick) {
+            Ok(s) => s,
+            Err(e) => {
+                failure = Some(e);
+                break Stop::ReadFailed;
+            }
+        };
+        if stop.is_some() {
+            break stop.unwrap_or(Stop::Duration);
+        }
+        let total = match read_kernel(&kp, &run.inst, root, &group) {
+            Ok(t) => t,
+            Err(e) => {
+                failure = Some(e);
+                break Stop::ReadFailed;
+            }
+        };
+        printer.publish(&total);
+        if next_print.is_some_and(|n| Instant::now() >= n) {
+            let block = match &printed {
+                Some(p) => total.since(p),
+                None => total.clone(),
+            };
+            if printer.print(&block).is_err() {
+                break Stop::OutputClosed;
+            }
+            printed = Some(total);
+            next_print = printer.interval.map(|i| Instant::now() + i);
+        }
+    };
+    if failure.is_none() && stop != Stop::OutputClosed {
+        match read_kernel(&kp, &run.inst, root, &group) {
+            Ok(total) => {
+                printer.publish(&total);
+                let block = match &printed {
+                    Some(p) => total.since(p),
+                    None => total,
+                };
+                let _ = printer.print(&block);
+            }
+            Err(e) => failure = Some(e),
+        }
+    }
+    let code = live::conclude_kernel(run, stop, &mut remove)?;
+    match failure {
+        Some(e) => Err(e.context("cannot read the kernel's histograms")),
+        None => Ok(code),
+    }
+}
+
+/// The user engine's sink: each decoded record becomes a [`Sample`]. With
+/// a `stack` key, a probe's sample waits for the stack record the kernel
+/// writes right after it (`stacktrace` trigger, `userstacktrace` option).
+struct AggSink<'s> {
+    state: Rc<RefCell<UserState>>,
+    /// `GROUP/EVENT` → the function.
+    funcs: HashMap<String, String>,
+    tgids: HashMap<u32, u32>,
+    /// `GROUP/EVENT` by event id.
+    names: HashMap<u16, String>,
+    /// Key by stack: samples wait for their stack record.
+    stacks: bool,
+    pending: Option<Pending>,
+    symbols: &'s dyn ktrace_printer::Symbolizer,
+}
+
+/// A field value that outlives its record.
+#[derive(Debug, Clone)]
+enum Owned {
+    Num(Value<'static>),
+    Text(String),
+}
+
+/// A sample waiting for its stack.
+#[derive(Debug, Clone)]
+struct Pending {
+    ts_ns: u64,
+    cpu: u32,
+    pid: u32,
+    tid: u32,
+    comm: String,
+    event: String,
+    fields: Vec<(String, Owned)>,
+}
+
+struct UserState {
+    agg: UserAgg,
+    /// Never reset: what Prometheus serves.
+    total: Option<UserAgg>,
+}
+
+/// A field value borrowed from its record.
+enum Field<'a> {
+    Num(Value<'static>),
+    Text(std::borrow::Cow<'a, str>),
+}
+
+impl UserState {
+    fn add_sample(&mut self, s: &Sample<'_>) {
+        self.agg.add(s);
+        if let Some(t) = &mut self.total {
+            t.add(s);
+        }
+    }
+
+    fn add(&mut self, p: &Pending, func: Option<&str>, stack: Option<&[String]>) {
+        let fields: Vec<(&str, Value<'_>)> = p
+            .fields
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str(),
+                    match v {
+                        Owned::Num(x) => *x,
+                        Owned::Text(t) => Value::Str(t.as_str()),
+                    },
+                )
+            })
+            .collect();
+        let s = Sample {
+            ts_ns: p.ts_ns,
+            cpu: p.cpu,
+            pid: p.pid,
+            tid: p.tid,
+            comm: &p.comm,
+            event: &p.event,
+            func,
+            stack,
+            fields: &fields,
+        };
+        self.add_sample(&s);
+    }
+}
+
+fn tgid_of(tid: u32) -> u32 {
+    std::fs::read_to_string(format!("/proc/{tid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(tid)
+}
+
+impl AggSink<'_> {
+    /// The pending sample goes in (with `stack`, or without one).
+    fn settle(&mut self, stack: Option<&[String]>) {
+        if let Some(p) = self.pending.take() {
+            let func = self.funcs.get(&p.event).map(String::as_str);
+            self.state.borrow_mut().add(&p, func, stack);
+        }
+    }
+
+    /// The frames of a `kernel_stack` / `user_stack` record: kernel
+    /// addresses as `sym+0xoff`, user addresses in hex.
+    fn frames(&self, ev: &ktrace_stream::Event<'_>) -> Vec<String> {
+        let user = ev.info.name() == "user_stack";
+        let fmt = ev.format();
+        let Some(caller) = fmt.fields.iter().find(|f| f.name == "caller") else {
+            return Vec::new();
+        };
+        let ls = caller.elem_size.max(1);
+        let end = if ls == 8 {
+            u64::MAX
+        } else {
+            u64::from(u32::MAX)
+        };
+        let mut out = Vec::new();
+        for b in ev.data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls) {
+            let addr = if ls == 8 {
+                ev.endian.u64(b)
+            } else {
+                u64::from(ev.endian.u32(b))
+            };
+            if (addr == 0 && user) || addr == end {
+                break;
+            }
+            if addr == 0 {
+                continue;
+            }
+            out.push(match (user, self.symbols.lookup(addr)) {
+                (false, Some(sym)) => format!("{}+0x{:x}", sym.name, sym.offset),
+                _ => format!("0x{addr:x}"),
+            });
+        }
+        out
+    }
+}
+
+impl Sink for AggSink<'_> {
+    fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<Flow> {
+        match ev.info.role {
+            Role::Probe => {}
+            Role::Stack { .. } => {
+                if self.pending.is_some() {
+                    let frames = self.frames(ev);
+                    self.settle(Some(&frames));
+                }
+                return Ok(Flow::Continue);
+            }
+            Role::Kernel => return Ok(Flow::Continue),
+        }
+        // a sample still waiting had no stack record
+        self.settle(None);
+        let tid = ev.pid() as u32;
+        let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
+        let mut vals: Vec<(&str, Field<'_>)> = Vec::new();
+        for (i, f) in ev.fields() {
+            if f.name.starts_with("__probe_")
+                || (f.is_array && !matches!(f.kind, FieldKind2::DataLoc { .. }))
+            {
+                continue;
+            }
+            let v = match f.kind {
+                FieldKind2::Int => match ev.int(i, 0) {
+                    Some(ktrace_stream::Int::U(v)) => Field::Num(Value::U64(v)),
+                    Some(ktrace_stream::Int::S(v)) => Field::Num(Value::S64(v)),
+                    None => continue,
+                },
+                FieldKind2::DataLoc { .. } => match ev.str(i, 0) {
+                    ktrace_stream::StrValue::Ok(b) => Field::Text(String::from_utf8_lossy(b)),
+                    _ => continue,
+                },
+                FieldKind2::Bytes => continue,
+            };
+            vals.push((f.name.as_str(), v));
+        }
+        let event = self
+            .names
+            .entry(ev.info.id)
+            .or_insert_with(|| format!("{}/{}", ev.info.system(), ev.info.name()));
+        if self.stacks {
+            self.pending = Some(Pending {
+                ts_ns: ev.ts,
+                cpu: ev.cpu as u32,
+                pid,
+                tid,
+                comm: ev.comm().to_string(),
+                event: event.clone(),
+                fields: vals
+                    .into_iter()
+                    .map(|(n, v)| {
+                        let v = match v {
+                            Field::Num(x) => Owned::Num(x),
+                            Field::Text(t) => Owned::Text(t.into_owned()),
+                        };
+                        (n.to_string(), v)
+                    })
+                    .collect(),
+            });
+            return Ok(Flow::Continue);
+        }
+        let fields: Vec<(&str, Value<'_>)> = vals
+            .iter()
+            .map(|(n, v)| {
+                (
+                    *n,
+                    match v {
+                        Field::Num(x) => *x,
+                        Field::Text(t) => Value::Str(t),
+                    },
+                )
+            })
+            .collect();
+        let sample = Sample {
+            ts_ns: ev.ts,
+            cpu: ev.cpu as u32,
+            pid,
+            tid,
+            comm: ev.comm(),
+            event,
+            func: self.funcs.get(event.as_str()).map(String::as_str),
+            stack: None,
+            fields: &fields,
+        };
+        self.state.borrow_mut().add_sample(&sample);
+        Ok(Flow::Continue)
+    }
+
+    fn lost(&mut self, _cpu: usize, missed: Missed) -> io::Result<()> {
+        self.settle(None);
+        let n = missed.count().max(1);
+        let mut st = self.state.borrow_mut();
+        st.agg.lost(n);
+        if let Some(t) = &mut st.total {
+            t.lost(n);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.settle(None);
+        Ok(())
+    }
+}
+
+type FieldKind2 = ktrace_event::FieldKind;
+
+#[allow(clippy::too_many_arguments)]
+fn run_user(
+    sess: Session,
+    probes: Vec<Probe>,
+    job: &Job,
+    checked: Checked,
+    args: &RunArgs,
+    signals: &Signals,
+    printer: &Printer,
+    root: &Path,
+    view: &KernelView,
+) -> anyhow::Result<ExitCode> {
+    let symbols = crate::kview::KernelSymbols::new(view);
+    let symbols: &dyn ktrace_printer::Symbolizer = &symbols;
+    let group = sess.name().to_string();
+    let ev = |p: &Probe| format!("{group}/{}", p.event());
+    let stacks = checked.keys.contains(&KeySpec::Stack);
+    let funcs: HashMap<String, String> = probes.iter().map(|p| (ev(p), func_of(p))).collect();
+    let kernel_returns = probes.iter().any(|p| is_return(p) && !p.kind().is_uprobe());
+    let agg = match job {
+        Job::Count { .. } => UserAgg::Count(CountAgg::new(checked.keys.clone())),
+        Job::Hist { field, scale, .. } => {
+            UserAgg::Hist(HistAgg::new(field, *scale, checked.keys.clone()))
+        }
+        Job::Latency { scale, unit, .. } => UserAgg::Latency(LatencyAgg::new(
+            checked
+                .pairs
+                .iter()
+                .map(|(e, r)| LatencyPair {
+                    func: func_of(&probes[*e]),
+                    entry_event: ev(&probes[*e]),
+                    return_event: ev(&probes[*r]),
+                })
+                .collect(),
+            *unit,
+            *scale,
+            checked.keys.clone(),
+        )),
+    };
+    let state = Rc::new(RefCell::new(UserState {
+        total: printer.metrics.as_ref().map(|_| agg.clone()),
+        agg,
+    }));
+    let mut sink = AggSink {
+        state: Rc::clone(&state),
+        funcs,
+        tgids: HashMap::new(),
+        names: HashMap::new(),
+        stacks,
+        pending: None,
+        symbols,
+    };
+    let mut run = match live::setup_built(sess, probes, stacks, args, root, view, signals) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
+                crate::say!("{e}; nothing was traced and everything created was removed");
+                return Ok(live::signal_exit(*sig));
+            }
+            return Err(e);
+        }
+    };
+    let misses = || -> Option<u64> {
+        if !kernel_returns {
+            return None;
+        }
+        let p = ktrace_tracefs::profile::read_group(root, &group).ok()?;
+        Some(p.iter().filter_map(|x| x.misses).sum())
+    };
+    let deadline = args.deadline();
+    let mut next_print = printer.interval.map(|i| Instant::now() + i);
+    let mut next_publish = Instant::now();
+    let mut tick = || -> io::Result<()> {
+        let now = Instant::now();
+        if printer.metrics.is_some() && now >= next_publish {
+            let mut st = state.borrow_mut();
+            if let Some(t) = &mut st.total {
+                printer.publish(&t.report(misses()));
+            }
+            next_publish = now + Duration::from_millis(500);
+        }
+        if next_print.is_some_and(|n| now >= n) {
+            let mut st = state.borrow_mut();
+            let r = st.agg.report(misses());
+            st.agg.reset();
+            drop(st);
+            printer.print(&r)?;
+            next_print = printer.interval.map(|i| now + i);
+        }
+        Ok(())
+    };
+    let (stop, error) =
+        live::stream_loop_ticking(args, signals, deadline, &mut run, &mut sink, &mut tick);
+    let end = live::finish(&mut run, &mut sink, stop);
+    {
+        let mut st = state.borrow_mut();
+        if let Some(t) = &mut st.total {
+            printer.publish(&t.report(misses()));
+        }
+        if !matches!(stop, Stop::OutputClosed | Stop::OutputFailed) {
+            let r = st.agg.report(misses());
+            let _ = printer.print(&r);
+        }
+    }
+    live::conclude(run, end, stop, error, None, "stdout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count_plan(n: usize) -> KPlan {
+        let evs: Vec<ProbeEvent> = (0..n)
+            .map(|i| ProbeEvent {
+                system: "ktrace_p1_s2_n3".into(),
+                event: format!("p_f{i}"),
+                func: format!("f{i}"),
+                fields: vec![],
+                user: false,
+            })
+            .collect();
+        let f = Features {
+            hist: true,
+            max_keys: 3,
+            ..Features::default()
+        };
+        KPlan::Count(kernel::plan_count(&evs, &[], &f, None).unwrap())
+    }
+
+    #[test]
+    fn many_tables_are_made_smaller() {
+        let mut few = count_plan(8);
+        assert_eq!(fit_tables(&mut few), None);
+        let mut many = count_plan(630);
+        assert_eq!(fit_tables(&mut many), Some(128));
+        for s in many.steps() {
+            let Step::Trigger { command, .. } = s else {
+                panic!()
+            };
+            assert!(
+                command.contains(":size=128") && !command.contains("8192"),
+                "{command}"
+            );
+        }
+        let mut some = count_plan(20);
+        assert_eq!(fit_tables(&mut some), Some(2048));
+    }
+
+    #[test]
+    fn size_goes_after_the_keys_when_absent() {
+        let mut kp = KPlan::Count(kernel::CountPlan::clone(match &count_plan(1) {
+            KPlan::Count(c) => c,
+            _ => unreachable!(),
+        }));
+        for steps in kp.steps_mut() {
+            steps.push(Step::Trigger {
+                system: "s".into(),
+                event: "e".into(),
+                command: "hist:keys=common_pid:ts0=common_timestamp".into(),
+            });
+            for _ in 0..20 {
+                steps.push(steps[0].clone());
+            }
+        }
+        fit_tables(&mut kp);
+        assert!(
+            kp.steps()
+                .iter()
+                .any(|s| matches!(s, Step::Trigger { command, .. }
+            if command == "hist:keys=common_pid:size=2048:ts0=common_timestamp"))
+        );
+    }
+}

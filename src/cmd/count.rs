@@ -1,0 +1,35 @@
+//! `ktrace count`: hits per key (function, task, process, thread, CPU,
+//! stack, or a probe field) of probes given as in `ktrace trace`, counted
+//! by the kernel's hist triggers where it can, else by ktrace from the
+//! event stream. The run and its output are crate::cmd::agg's.
+
+use std::process::ExitCode;
+
+use super::agg::{self, Common, Job};
+
+/// Arguments of `ktrace count`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = crate::resolve::TRACE_HELP)]
+pub struct Args {
+    /// Probes, as in `ktrace trace` (kernel and user probes, wildcards).
+    #[arg(required = true, value_name = "PROBE")]
+    pub probes: Vec<String>,
+    /// Count per KEY: func, comm, pid, tid, cpu, stack, or a probe field
+    /// (repeat for a compound key).
+    #[arg(long = "by", value_name = "KEY")]
+    pub by: Vec<String>,
+    /// Show only the N keys with the most hits.
+    #[arg(long, value_name = "N", value_parser = crate::cli::count)]
+    pub top: Option<u64>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Runs `ktrace count`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let job = Job::Count {
+        by: args.by,
+        top: args.top,
+    };
+    agg::run(args.probes, job, &args.common)
+}

@@ -1,0 +1,681 @@
+//! `ktrace count`, `ktrace hist` and `ktrace latency` on the host's real
+//! uprobes (the user engine: this kernel's README lists no hist triggers).
+//! A workload built here (tests/fixtures/agg_workload.c) calls `work(i)` for
+//! i = 0..N-1, sleeps known durations in `nap`, and recurses in `rec`; the
+//! numbers must be exact, computed here independently of ktrace. Also:
+//! intervals that partition the counts, Ctrl-C printing the final result,
+//! Prometheus through the command (scraped over loopback, checked by
+//! promtool), bad input refused before anything is written, and bpftrace
+//! `count()`/`hist()` on the same workload (skipped with the reason when
+//! bpftrace is not installed or cannot attach).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{ktrace, serial, state, tracefs};
+
+/// The workload, built with gcc into a private directory.
+struct Workload {
+    dir: PathBuf,
+    bin: PathBuf,
+}
+
+impl Workload {
+    fn build(tag: &str) -> Workload {
+        let dir = std::env::temp_dir().join(format!("ktrace_agg_{}_{tag}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("aggwl");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agg_workload.c");
+        let st = Command::new("gcc")
+            .args(["-O1", "-fno-inline", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .expect("gcc");
+        assert!(st.success());
+        Workload { dir, bin }
+    }
+
+    fn at(&self, func: &str) -> String {
+        format!("{}:{func}", self.bin.display())
+    }
+
+    fn cmd(&self, args: &[&str]) -> Vec<String> {
+        let mut v = vec!["--".to_string(), self.bin.display().to_string()];
+        v.extend(args.iter().map(|s| s.to_string()));
+        v
+    }
+}
+
+impl Drop for Workload {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+thread_local! {
+    /// The ktrace processes this test started.
+    static PIDS: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs ktrace with `args`; (exit code, stdout, stderr).
+fn run(args: &[String]) -> (i32, String, String) {
+    let child = ktrace()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    PIDS.with(|p| p.borrow_mut().push(child.id()));
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON {line:?}: {e}"))
+}
+
+/// bpftrace-style power-of-two bucket of `v` (0 → [0,1), 1 → [1,2),
+/// [2,4), ...), as (lo, hi).
+fn log2_bucket(v: u64) -> (u64, u64) {
+    if v == 0 {
+        return (0, 1);
+    }
+    let lo = 1u64 << (63 - v.leading_zeros());
+    (lo, lo * 2)
+}
+
+/// (lo, hi) → count from one histogram group of a JSON report.
+fn buckets(group: &serde_json::Value) -> BTreeMap<(u64, u64), u64> {
+    group["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                (b["lo"].as_u64().unwrap(), b["hi"].as_u64().unwrap()),
+                b["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Nothing of the ktrace processes this test started is left in tracefs
+/// (other users of the machine may come and go meanwhile, so only ours
+/// are judged), and no probe on the test's workload either.
+fn assert_clean(root: &Path, w: &Workload) {
+    let after = state(root);
+    let pids = PIDS.with(|p| p.borrow().clone());
+    for pid in pids {
+        assert_eq!(after.of_pid(pid), Vec::<String>::new(), "left behind");
+    }
+    let dir = w.dir.display().to_string();
+    let ours: Vec<&String> = after
+        .dynamic_events
+        .iter()
+        .filter(|l| l.contains(&dir))
+        .collect();
+    assert!(ours.is_empty(), "left behind: {ours:?}");
+}
+
+#[test]
+fn count_is_exact() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("count");
+    let mut args = s(&["count", "--json"]);
+    args.push(w.at("work"));
+    args.extend(w.cmd(&["work", "1234"]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("user engine"), "the engine is said: {err}");
+    let r = json(out.lines().next().unwrap());
+    assert_eq!(r["total"], 1234, "{out}");
+    assert_eq!(r["lost"], 0);
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn count_by_field_and_top() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("countby");
+    // work(i) for i < 10: ten keys of one hit, and --by comm: one key
+    let mut args = s(&["count", "--json", "--by", "v", "--by", "comm"]);
+    args.push(format!("{} v=arg1:s64", w.at("work")));
+    args.extend(w.cmd(&["work", "10"]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = json(out.lines().next().unwrap());
+    let rows = r["rows"].as_array().unwrap();
+    let mut vs: Vec<i64> = rows
+        .iter()
+        .map(|row| {
+            assert_eq!(row["count"], 1);
+            assert_eq!(row["key"]["comm"], "aggwl");
+            row["key"]["v"].as_i64().unwrap()
+        })
+        .collect();
+    vs.sort();
+    assert_eq!(vs, (0..10).collect::<Vec<_>>());
+    // --top 3 in the terminal table
+    let mut args = s(&["count", "--by", "v", "--top", "3"]);
+    args.push(format!("{} v=arg1:s64", w.at("work")));
+    args.extend(w.cmd(&["work", "10"]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("total 10 hits, 10 keys (top 3 shown)"),
+        "{out}"
+    );
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn count_by_user_stack() {
+    let Some(root) = tracefs() else { return };
+    if !root.join("options/userstacktrace").exists() {
+        eprintln!("SKIP count_by_user_stack: no options/userstacktrace");
+        return;
+    }
+    let _g = serial();
+    let w = Workload::build("stack");
+    let mut args = s(&["count", "--json", "--by", "stack"]);
+    args.push(w.at("work"));
+    args.extend(w.cmd(&["work", "100"]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = json(out.lines().next().unwrap());
+    assert_eq!(r["total"], 100, "{out}");
+    // every hit has the same user stack, which starts at the probed
+    // instruction (a hex address: user stacks are not symbolized)
+    let rows = r["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{out}");
+    let frames = rows[0]["key"]["stack"].as_array().expect("stack frames");
+    assert!(
+        frames[0].as_str().is_some_and(|f| f.starts_with("0x")),
+        "{out}"
+    );
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn hist_log2_and_linear_are_exact() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("hist");
+    let n = 1000u64;
+    let probe = format!("{} v=arg1:s64", w.at("work"));
+    let mut args = s(&["hist", "--json"]);
+    args.extend([probe.clone(), "v".into()]);
+    args.extend(w.cmd(&["work", &n.to_string()]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = json(out.lines().next().unwrap());
+    let g = &r["groups"][0];
+    let mut want: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for i in 0..n {
+        *want.entry(log2_bucket(i)).or_default() += 1;
+    }
+    assert_eq!(buckets(g), want, "{out}");
+    assert_eq!(g["count"], n);
+    assert_eq!(g["sum"], n * (n - 1) / 2);
+    assert_eq!((g["min"].as_i64(), g["max"].as_i64()), (Some(0), Some(999)));
+    // linear, 128 wide
+    let mut args = s(&["hist", "--json", "--linear", "128"]);
+    args.extend([probe, "v".into()]);
+    args.extend(w.cmd(&["work", &n.to_string()]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = json(out.lines().next().unwrap());
+    let mut want: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+    for i in 0..n {
+        let lo = i / 128 * 128;
+        *want.entry((lo, lo + 128)).or_default() += 1;
+    }
+    assert_eq!(buckets(&r["groups"][0]), want, "{out}");
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn latency_of_known_sleeps() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("lat");
+    // 5 naps of 40 ms: [32, 64) ms, [32768, 65536) us (room for a loaded
+    // machine's oversleeping on both sides)
+    for (unit, lo, hi) in [("ms", 32, 64), ("us", 32768, 65536)] {
+        let mut args = s(&["latency", "--json", "--unit", unit]);
+        args.push(w.at("nap"));
+        args.extend(w.cmd(&["nap", "5", "40000"]));
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        let r = json(out.lines().next().unwrap());
+        assert_eq!(r["unit"], unit);
+        let want: BTreeMap<(u64, u64), u64> = [((lo, hi), 5)].into();
+        assert_eq!(buckets(&r["groups"][0]), want, "{out}");
+        assert_eq!(r["unmatched_returns"], 0);
+        assert_eq!(r["in_flight"], 0);
+        let min = r["groups"][0]["min"].as_u64().unwrap();
+        assert!(min >= if unit == "ms" { 40 } else { 40_000 }, "{out}");
+    }
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn latency_pairs_recursive_and_nested_calls() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("rec");
+    // rec(5) recurses to rec(0), which naps 30 ms: six calls of rec, each
+    // taking at least the nap, and one nap, inside all of them.
+    let mut args = s(&["latency", "--json", "--unit", "ms", "--by", "func"]);
+    args.extend([w.at("rec"), w.at("nap")]);
+    args.extend(w.cmd(&["rec", "5", "30000"]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let r = json(out.lines().next().unwrap());
+    let groups = r["groups"].as_array().unwrap();
+    let count_of = |f: &str| {
+        groups
+            .iter()
+            .find(|g| g["key"]["func"].as_str().is_some_and(|k| k.contains(f)))
+            .map(|g| (g["count"].as_u64().unwrap(), g["min"].as_u64().unwrap()))
+    };
+    let (rec_n, rec_min) = count_of("rec").expect("rec measured");
+    let (nap_n, nap_min) = count_of("nap").expect("nap measured");
+    assert_eq!((rec_n, nap_n), (6, 1), "{out}");
+    assert!(rec_min >= 30 && nap_min >= 30, "{out}");
+    assert_eq!(r["unmatched_returns"], 0, "{out}");
+    assert_eq!(r["discarded_entries"], 0, "{out}");
+    assert_eq!(r["in_flight"], 0, "{out}");
+    assert_clean(&root, &w);
+}
+
+#[test]
+fn intervals_partition_the_counts() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("ival");
+    // 12 rounds of 50 calls, 0.2 s apart: blocks every 0.5 s, whose totals
+    // add up to 600 with the final block.
+    let script = format!(
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do {} work 50; sleep 0.2; done",
+        w.bin.display()
+    );
+    let mut args = s(&["count", "--json", "-i", "0.5"]);
+    args.push(w.at("work"));
+    args.extend(s(&["--", "sh", "-c", &script]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let docs: Vec<serde_json::Value> = out.lines().map(json).collect();
+    assert!(docs.len() >= 3, "several interval blocks: {out}");
+    let total: u64 = docs.iter().map(|d| d["total"].as_u64().unwrap()).sum();
+    assert_eq!(total, 600, "{out}");
+    for d in &docs[..docs.len() - 1] {
+        assert_eq!(d["interval_ns"], 500_000_000u64, "{d}");
+    }
+    // terminal blocks are headed by their time
+    let mut args = s(&["count", "-i", "0.5"]);
+    args.push(w.at("work"));
+    args.extend(s(&["--", "sh", "-c", &script]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let heads = out
+        .lines()
+        .filter(|l| l.starts_with("[20") && l.ends_with(" UTC]"))
+        .count();
+    assert!(heads >= 3, "{out}");
+    assert_clean(&root, &w);
+}
+
+/// Starts ktrace with `args` and waits for its "Ctrl-C to stop" line.
+fn start(args: &[String]) -> (std::process::Child, String) {
+    let mut child = ktrace()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut early = String::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut line = String::new();
+        let n = err.read_line(&mut line).unwrap();
+        early.push_str(&line);
+        if n == 0 || line.contains("Ctrl-C to stop") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "ktrace did not start: {early}");
+    }
+    // keep draining stderr so ktrace never blocks on it
+    std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = err.read_to_string(&mut rest);
+    });
+    (child, early)
+}
+
+#[test]
+fn ctrl_c_prints_the_final_result() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("int");
+    let mut args = s(&["count"]);
+    args.push(w.at("work"));
+    let (mut child, early) = start(&args);
+    PIDS.with(|p| p.borrow_mut().push(child.id()));
+    assert!(early.contains("Ctrl-C to stop"), "{early}");
+    Command::new(&w.bin).args(["work", "321"]).status().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0));
+    assert!(out.contains("total 321 hits"), "{out}");
+    assert_clean(&root, &w);
+}
+
+/// GET /metrics from `addr`.
+fn scrape(addr: &str) -> String {
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    c.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut resp = String::new();
+    c.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1."), "{resp}");
+    resp.split_once("\r\n\r\n").unwrap().1.to_string()
+}
+
+#[test]
+fn prometheus_through_the_command() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("prom");
+    // a free loopback port
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = s(&["hist", "--prometheus", &addr]);
+    args.extend([format!("{} v=arg1:s64", w.at("work")), "v".into()]);
+    let (mut child, early) = start(&args);
+    PIDS.with(|p| p.borrow_mut().push(child.id()));
+    assert!(early.contains(&format!("http://{addr}/metrics")), "{early}");
+    // bound to exactly that address: listening on 127.0.0.1 only
+    let tcp = fs::read_to_string("/proc/net/tcp").unwrap();
+    let hexport = format!(":{port:04X}");
+    let listening: Vec<&str> = tcp
+        .lines()
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && f[1].ends_with(&hexport) && f[3] == "0A"
+        })
+        .collect();
+    assert_eq!(listening.len(), 1, "{listening:?}");
+    assert!(
+        listening[0].split_whitespace().nth(1).unwrap() == format!("0100007F{hexport}"),
+        "{listening:?}"
+    );
+    Command::new(&w.bin).args(["work", "100"]).status().unwrap();
+    // published at least every 0.5 s
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let text = loop {
+        let t = scrape(&addr);
+        if t.contains("ktrace_v_count 100") || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    child.wait().unwrap();
+    assert!(text.contains("# TYPE ktrace_v histogram"), "{text}");
+    assert!(text.contains("ktrace_v_count 100"), "{text}");
+    assert!(text.contains("ktrace_v_sum 4950"), "{text}");
+    // cumulative buckets: le=63 holds 0..63, +Inf all
+    assert!(text.contains("ktrace_v_bucket{le=\"63\"} 64"), "{text}");
+    assert!(text.contains("ktrace_v_bucket{le=\"+Inf\"} 100"), "{text}");
+    if Path::new("/usr/bin/promtool").exists() {
+        let (ok, said) = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .output_with(&text);
+        assert!(ok, "promtool check metrics: {said}\n{text}");
+    } else {
+        eprintln!("SKIP part: promtool not installed");
+    }
+    assert_clean(&root, &w);
+}
+
+trait OutputWith {
+    fn output_with(&mut self, input: &str) -> (bool, String);
+}
+
+impl OutputWith for Command {
+    fn output_with(&mut self, input: &str) -> (bool, String) {
+        let mut c = self
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let o = c.wait_with_output().unwrap();
+        (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("bad");
+    let probe = format!("{} v=arg1:s64 name=+0(%sp):string", w.at("work"));
+    let table: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["hist".into(), probe.clone(), "nope".into()],
+            "no field 'nope' in",
+        ),
+        (
+            vec!["hist".into(), probe.clone(), "name".into()],
+            "cannot make a histogram of 'name': it is a string field",
+        ),
+        (
+            vec!["count".into(), probe.clone(), "--by".into(), "nope".into()],
+            "unknown key 'nope'",
+        ),
+        (
+            vec![
+                "count".into(),
+                probe.clone(),
+                "--by".into(),
+                "v".into(),
+                "--by".into(),
+                "v".into(),
+            ],
+            "v",
+        ),
+        (
+            vec![
+                "count".into(),
+                probe.clone(),
+                "--engine".into(),
+                "kernel".into(),
+            ],
+            "the kernel engine cannot do this: this kernel has no hist triggers",
+        ),
+        (
+            vec!["latency".into(), format!("{}%return", w.at("nap"))],
+            "is not a function",
+        ),
+    ];
+    for (args, want) in table {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("tracing 1 probe"), "{args:?}: {err}");
+        assert!(
+            !err.contains("cleanup removed"),
+            "nothing was created: {args:?}: {err}"
+        );
+        assert_clean(&root, &w);
+    }
+}
+
+/// bpftrace's `@[...]: N` lines and `[lo, hi) N |...|` histogram rows.
+fn bpftrace_hist(text: &str) -> BTreeMap<(u64, u64), u64> {
+    let mut out = BTreeMap::new();
+    let num = |s: &str| -> u64 {
+        let s = s.trim();
+        let (n, mult) = match s.chars().last() {
+            Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+            Some('M') => (&s[..s.len() - 1], 1 << 20),
+            Some('G') => (&s[..s.len() - 1], 1 << 30),
+            _ => (s, 1),
+        };
+        n.parse::<u64>().unwrap() * mult
+    };
+    for l in text.lines() {
+        let l = l.trim();
+        if !l.starts_with('[') {
+            continue;
+        }
+        let Some((range, rest)) = l.split_once(']').or_else(|| l.split_once(')')) else {
+            continue;
+        };
+        let count: u64 = rest
+            .trim_start_matches(')')
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let range = range.trim_start_matches('[');
+        let (lo, hi) = match range.split_once(',') {
+            Some((a, b)) => (num(a), num(b.trim_end_matches(')'))),
+            None => {
+                let v = num(range);
+                (v, v + 1)
+            }
+        };
+        out.insert((lo, hi), count);
+    }
+    out
+}
+
+#[test]
+fn same_numbers_as_bpftrace() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let Ok(bt) = which("bpftrace") else {
+        eprintln!("SKIP same_numbers_as_bpftrace: bpftrace is not installed");
+        return;
+    };
+    let w = Workload::build("bpf");
+    let n = "5000";
+    let script = format!(
+        "uprobe:{bin}:work {{ @c = count(); @h = hist(arg0); @l = lhist(arg0, 0, 5000, 500); }}",
+        bin = w.bin.display()
+    );
+    let out = Command::new(&bt)
+        .args(["-e", &script, "-c"])
+        .arg(format!("{} work {n}", w.bin.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let errs = String::from_utf8_lossy(&out.stderr).into_owned();
+    if !out.status.success() || !text.contains("@c:") {
+        eprintln!(
+            "SKIP same_numbers_as_bpftrace: bpftrace cannot attach here (exit {:?}): {}",
+            out.status.code(),
+            errs.lines().take(3).collect::<Vec<_>>().join(" | ")
+        );
+        return;
+    }
+    eprintln!("bpftrace:\n{text}");
+    let count: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("@c: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let sections: Vec<&str> = text.split("@h:").collect();
+    let (h_text, l_text) = sections[1].split_once("@l:").unwrap();
+    let bt_log2 = bpftrace_hist(h_text);
+    let bt_lin = bpftrace_hist(l_text);
+    // ktrace on the same workload
+    let mut args = s(&["count", "--json", &w.at("work")]);
+    args.extend(w.cmd(&["work", n]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("ktrace count: {out}");
+    assert_eq!(json(out.lines().next().unwrap())["total"], count);
+    let probe = format!("{} v=arg1:u64", w.at("work"));
+    let mut args = s(&["hist", "--json", &probe, "v"]);
+    args.extend(w.cmd(&["work", n]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("ktrace hist: {out}");
+    assert_eq!(
+        buckets(&json(out.lines().next().unwrap())["groups"][0]),
+        bt_log2
+    );
+    let mut args = s(&["hist", "--json", "--linear", "500", &probe, "v"]);
+    args.extend(w.cmd(&["work", n]));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("ktrace hist --linear 500: {out}");
+    assert_eq!(
+        buckets(&json(out.lines().next().unwrap())["groups"][0]),
+        bt_lin
+    );
+    assert_clean(&root, &w);
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(name))
+                .find(|f| f.exists())
+        })
+        .ok_or(())
+}
