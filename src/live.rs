@@ -125,6 +125,17 @@ pub(crate) fn signal_exit(sig: i32) -> ExitCode {
     }
 }
 
+/// Setup's error as the command's end: a signal during setup (what was
+/// created is already gone: the session was dropped) exits as for that
+/// signal; any other error is returned.
+pub(crate) fn setup_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
+    if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
+        crate::say!("{e}; nothing was traced and everything created was removed");
+        return Ok(signal_exit(*sig));
+    }
+    Err(e)
+}
+
 /// Creates the probes, the instance and its settings, opens the stream,
 /// keeps ktrace's own threads out, enables the probes and starts the
 /// command.

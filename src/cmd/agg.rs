@@ -796,13 +796,7 @@ fn run_kernel(
     };
     let mut run = match live::setup_kernel(sess, probes, args, signals, &mut install) {
         Ok(r) => r,
-        Err(e) => {
-            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
-                crate::say!("{e}; nothing was traced and everything created was removed");
-                return Ok(live::signal_exit(*sig));
-            }
-            return Err(e);
-        }
+        Err(e) => return live::setup_failed(e),
     };
     let deadline = args.deadline();
     let tick = match (printer.interval, printer.metrics.is_some()) {
@@ -1168,13 +1162,7 @@ fn run_user(
     };
     let mut run = match live::setup_built(sess, probes, stacks, args, root, view, signals) {
         Ok(r) => r,
-        Err(e) => {
-            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
-                crate::say!("{e}; nothing was traced and everything created was removed");
-                return Ok(live::signal_exit(*sig));
-            }
-            return Err(e);
-        }
+        Err(e) => return live::setup_failed(e),
     };
     let misses = || -> Option<u64> {
         if !kernel_returns {

@@ -117,15 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut run = match live::setup(&defs, args.stack, &args.run, &root, &view, &signals) {
         Ok(r) => r,
-        Err(e) => {
-            // A signal during setup: what was created is gone (the session
-            // was dropped); exit as for that signal.
-            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
-                crate::say!("{e}; nothing was traced and everything created was removed");
-                return Ok(live::signal_exit(*sig));
-            }
-            return Err(e);
-        }
+        Err(e) => return live::setup_failed(e),
     };
     let symbols = crate::kview::KernelSymbols::new(&view);
     let symbols: &dyn Symbolizer = if run.kernel_probes {
