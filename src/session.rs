@@ -341,16 +341,14 @@ impl Session {
             ));
         }
         if quick {
-            let group = inst.dir().join("events").join(&self.name);
-            return match std::fs::metadata(&group) {
-                Err(_) => Some(format!(
+            return (!inst.has_group(&self.name)).then(|| {
+                format!(
                     "ktrace's probes were removed by someone else while tracing: all of group \
                      {} (trace-cmd reset deletes every dynamic event); nothing was recorded \
                      for them from then on",
                     self.name
-                )),
-                Ok(_) => None,
-            };
+                )
+            });
         }
         let mut deleted = Vec::new();
         let mut off = Vec::new();

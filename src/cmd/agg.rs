@@ -579,8 +579,7 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     let probes = crate::resolve::build(&sess, &defs, common.run.pid, &view)?;
     let group = sess.name().to_string();
     let checked = check(&job, &probes, &group)?;
-    let readme = ktrace_tracefs::buffers::read_whole(&root.join("README"), "cannot read README")
-        .unwrap_or_default();
+    let readme = ktrace_tracefs::features::readme(&root);
     let features = Features::from_readme(&readme);
     let planned = match common.engine {
         EngineChoice::User => None,

@@ -48,11 +48,16 @@ pub struct Features {
     pub types: Vec<String>,
 }
 
+/// The text of the tracefs `README` at `root` (what the running kernel says
+/// it supports), or an empty string when it cannot be read.
+pub fn readme(root: &Path) -> String {
+    fs::read_to_string(root.join("README")).unwrap_or_default()
+}
+
 impl Features {
     /// Detects the features of the tracefs at `root`.
     pub fn detect(root: &Path) -> Self {
-        let readme = fs::read_to_string(root.join("README")).unwrap_or_default();
-        let mut f = Self::from_readme(&readme);
+        let mut f = Self::from_readme(&readme(root));
         f.dynamic_events = root.join("dynamic_events").exists();
         f.kprobe_events = root.join("kprobe_events").exists();
         f.uprobe_events = root.join("uprobe_events").exists();

@@ -276,6 +276,12 @@ impl Instance {
         Ok(true)
     }
 
+    /// Whether the event group `group` is present in this instance
+    /// (`events/GROUP`: gone once its last dynamic event is deleted).
+    pub fn has_group(&self, group: &str) -> bool {
+        self.dir.join("events").join(group).is_dir()
+    }
+
     /// Sets the sub-buffer size in KiB (`buffer_subbuf_size_kb`, 6.8+; the
     /// kernel rounds it up to a power-of-two number of pages). Returns
     /// `false`, writing nothing, when the kernel has one page per
