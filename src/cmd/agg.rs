@@ -872,6 +872,9 @@ struct AggSink<'s> {
     stacks: bool,
     pending: Option<Pending>,
     symbols: &'s dyn ktrace_printer::Symbolizer,
+    /// The fields the keys and the histogram read: only these are decoded
+    /// (none for a count by func/comm/pid, so a record costs no allocation).
+    wanted: Vec<String>,
 }
 
 /// A field value that outlives its record.
@@ -1017,6 +1020,9 @@ impl Sink for AggSink<'_> {
         let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
         let mut vals: Vec<(&str, Field<'_>)> = Vec::new();
         for (i, f) in ev.fields() {
+            if !self.wanted.iter().any(|w| *w == f.name) {
+                continue;
+            }
             if f.name.starts_with("__probe_")
                 || (f.is_array && !matches!(f.kind, FieldKind2::DataLoc { .. }))
             {
@@ -1158,6 +1164,18 @@ fn run_user(
         stacks,
         pending: None,
         symbols,
+        wanted: checked
+            .keys
+            .iter()
+            .filter_map(|k| match k {
+                KeySpec::Field(name) => Some(name.clone()),
+                _ => None,
+            })
+            .chain(match job {
+                Job::Hist { field, .. } => Some(field.clone()),
+                _ => None,
+            })
+            .collect(),
     };
     let mut run = match live::setup_built(sess, probes, stacks, args, root, view, signals) {
         Ok(r) => r,
