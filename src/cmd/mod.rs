@@ -11,6 +11,8 @@ pub mod disasm;
 pub mod docs;
 pub mod list;
 pub mod profile;
+pub mod record;
+pub mod report;
 pub mod syms;
 pub mod trace;
 
@@ -25,6 +27,10 @@ pub enum Command {
     List(list::Args),
     /// Create probes in a private session, stream their events, clean up.
     Trace(trace::Args),
+    /// Trace like `trace`, writing the raw pages to a trace.dat file.
+    Record(record::Args),
+    /// Print a trace.dat file (ktrace's or trace-cmd's) as `trace` prints.
+    Report(report::Args),
     /// Show a function's instructions and the offsets a probe can take.
     Disasm(disasm::Args),
     /// Show per-probe hits and misses.
@@ -44,6 +50,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Syms(args) => syms::run(args),
         Command::List(args) => list::run(args),
         Command::Trace(args) => trace::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Report(args) => report::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),
