@@ -386,3 +386,103 @@ fn bad_files_are_refused_clearly() {
         "{err}"
     );
 }
+
+/// `ktrace export --perfetto` of a recording of an entry and a return
+/// uprobe on the same function in two processes: decoded by `protoc
+/// --decode` against crates/perfetto/tests/perfetto.proto (Perfetto's
+/// documented field numbers), one track per thread with its name, every
+/// entry/return pair a balanced slice, every field an annotation.
+#[test]
+fn export_perfetto_threads_slices_fields() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pf");
+    let file = p.dir.join("k.dat");
+    let bin = p.bin.display().to_string();
+    let out = ktrace()
+        .arg("record")
+        .arg(format!("p:ent {} {ARGS}", p.place()))
+        .arg(format!("r:ret {} rv=$retval:s64", p.place()))
+        .arg("-o")
+        .arg(&file)
+        .args(["--", "sh", "-c", &format!("{bin} 20; {bin} 20")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pf = p.dir.join("k.pftrace");
+    let out = ktrace()
+        .arg("export")
+        .arg(&file)
+        .arg("--perfetto")
+        .arg("-o")
+        .arg(&pf)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("exported 80 event(s)"), "{err}");
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
+    let Ok(child) = Command::new("protoc")
+        .arg(format!("-I{}", proto.display()))
+        .args(["--decode=perfetto.protos.Trace", "perfetto.proto"])
+        .stdin(std::fs::File::open(&pf).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("\n!!!!!! SKIP: protoc is not installed !!!!!!\n");
+        return;
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())),
+        "unknown fields: {text}"
+    );
+    assert_eq!(text.matches("thread {").count(), 2, "one track per process");
+    assert_eq!(text.matches("thread_name: \"target\"").count(), 2);
+    assert_eq!(text.matches("type: TYPE_SLICE_BEGIN").count(), 40);
+    assert_eq!(text.matches("type: TYPE_SLICE_END").count(), 40);
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 0);
+    for f in ["__probe_ip", "a", "s"] {
+        assert_eq!(text.matches(&format!("name: \"{f}\"")).count(), 40, "{f}");
+    }
+    for f in ["__probe_func", "__probe_ret_ip", "rv"] {
+        assert_eq!(text.matches(&format!("name: \"{f}\"")).count(), 40, "{f}");
+    }
+    assert!(text.contains("string_value: \"hello, ring0\""));
+    // the slice is named by the probed place
+    assert!(text.contains(&format!("name: \"{}\"", p.place())), "{text}");
+    let mut depth = std::collections::HashMap::new();
+    let (mut last_ts, mut kind) = (0u64, "");
+    for l in text.lines().map(str::trim) {
+        if let Some(t) = l.strip_prefix("timestamp: ") {
+            let ts: u64 = t.parse().unwrap();
+            assert!(ts >= last_ts, "time goes back at {ts}");
+            last_ts = ts;
+        }
+        if let Some(t) = l.strip_prefix("type: ") {
+            kind = t;
+        }
+        if let Some(u) = l.strip_prefix("track_uuid: ") {
+            let d = depth.entry(u.to_string()).or_insert(0i32);
+            *d += match kind {
+                "TYPE_SLICE_BEGIN" => 1,
+                "TYPE_SLICE_END" => -1,
+                _ => 0,
+            };
+            assert!(*d >= 0, "track {u}: an end without a begin");
+        }
+    }
+    assert_eq!(depth.len(), 2);
+    assert!(depth.values().all(|&d| d == 0), "{depth:?}");
+}

@@ -9,6 +9,7 @@ pub mod check;
 pub mod clean;
 pub mod disasm;
 pub mod docs;
+pub mod export;
 pub mod list;
 pub mod profile;
 pub mod record;
@@ -31,6 +32,8 @@ pub enum Command {
     Record(record::Args),
     /// Print a trace.dat file (ktrace's or trace-cmd's) as `trace` prints.
     Report(report::Args),
+    /// Convert a trace.dat file to a Perfetto trace.
+    Export(export::Args),
     /// Show a function's instructions and the offsets a probe can take.
     Disasm(disasm::Args),
     /// Show per-probe hits and misses.
@@ -52,6 +55,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),

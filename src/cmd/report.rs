@@ -96,10 +96,19 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
             .summary_mut()
             .add_stats(cpu, &ktrace_tracefs::CpuStats::parse(text));
     }
+    // what the page streams need of the metadata (not the big texts)
+    let slim = Meta {
+        kallsyms: Vec::new(),
+        printk_formats: Vec::new(),
+        cmdlines: Vec::new(),
+        systems: Vec::new(),
+        ftrace_formats: Vec::new(),
+        ..meta.clone()
+    };
     let mut streams: Vec<CpuPages> = Vec::new();
     for (i, c) in buffer.cpus.iter().enumerate() {
         let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
-        let dat = TraceDat::open(BufReader::with_capacity(1 << 16, f))
+        let dat = TraceDat::reopen(BufReader::with_capacity(1 << 16, f), slim.clone())
             .with_context(|| format!("cannot read {name}"))?;
         let pages = dat
             .into_pages(index, i)
@@ -117,18 +126,7 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
 /// its definition (ktrace's option) or its format says.
 fn table(meta: &Meta) -> anyhow::Result<EventTable> {
     let mut t = EventTable::new(usize::from(meta.long_size), None);
-    let defs: Vec<String> = meta
-        .options
-        .iter()
-        .filter(|o| o.id == option::KTRACE_DYNAMIC_EVENTS)
-        .flat_map(|o| {
-            let end = o.data.iter().position(|&b| b == 0).unwrap_or(o.data.len());
-            String::from_utf8_lossy(&o.data[..end])
-                .lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let defs = definitions(meta);
     for f in &meta.ftrace_formats {
         let text = String::from_utf8_lossy(f);
         let role = match format_name(&text) {
@@ -161,6 +159,22 @@ fn table(meta: &Meta) -> anyhow::Result<EventTable> {
         }
     }
     Ok(t)
+}
+
+/// The probe definitions a ktrace recording keeps (its own option; none
+/// in trace-cmd's files).
+pub(crate) fn definitions(meta: &Meta) -> Vec<String> {
+    meta.options
+        .iter()
+        .filter(|o| o.id == option::KTRACE_DYNAMIC_EVENTS)
+        .flat_map(|o| {
+            let end = o.data.iter().position(|&b| b == 0).unwrap_or(o.data.len());
+            String::from_utf8_lossy(&o.data[..end])
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The `name:` of a format file.
