@@ -83,9 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
     let writer = Writer::create(file, &header, cpus, WriterOptions::default())
         .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let page_size = header.page_size as usize;
+    // the writer keeps its own copy (kallsyms makes it megabytes)
+    drop(header);
     let mut sink = RecordSink {
         writer: Some(writer),
-        page_size: header.page_size as usize,
+        page_size,
         layout: run.stream.layout(),
         stack_ids: HashSet::new(),
         names: Vec::new(),

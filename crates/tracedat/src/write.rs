@@ -416,8 +416,9 @@ impl<F: Storage> Writer<F> {
             )));
         }
         let empty = vec![(0u64, 0u64); cpus];
-        let (first, _) = encode_v6(header, &header.cmdlines, &[], &empty)?;
-        let data_start = align_up(first.len() as u64 + opts.slack, ps)
+        // only its length is needed (kallsyms makes it megabytes)
+        let first_len = encode_v6(header, &header.cmdlines, &[], &empty)?.0.len();
+        let data_start = align_up(first_len as u64 + opts.slack, ps)
             .ok_or_else(|| Error::Usage("slack too large".into()))?;
         let last = (cpus as u64 - 1)
             .checked_mul(stride)
