@@ -423,11 +423,42 @@ fn export_perfetto_threads_slices_fields() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("exported 80 event(s)"), "{err}");
+    check_perfetto(&pf, &p.place());
+}
+
+/// `ktrace trace --perfetto -o OUT` live: the same trace as the export.
+#[test]
+fn live_trace_perfetto() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pflive");
+    let pf = p.dir.join("live.pftrace");
+    let bin = p.bin.display().to_string();
+    let out = ktrace()
+        .arg("trace")
+        .arg(format!("p:ent {} {ARGS}", p.place()))
+        .arg(format!("r:ret {} rv=$retval:s64", p.place()))
+        .arg("--perfetto")
+        .arg("-o")
+        .arg(&pf)
+        .args(["--", "sh", "-c", &format!("{bin} 20; {bin} 20")])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    check_perfetto(&pf, &p.place());
+}
+
+/// Decodes `pf` with protoc against Perfetto's field numbers and checks
+/// two thread tracks named `target`, 40 balanced slices named `place`,
+/// every field of both probes an annotation, time never going back.
+fn check_perfetto(pf: &Path, place: &str) {
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
     let Ok(child) = Command::new("protoc")
         .arg(format!("-I{}", proto.display()))
         .args(["--decode=perfetto.protos.Trace", "perfetto.proto"])
-        .stdin(std::fs::File::open(&pf).unwrap())
+        .stdin(std::fs::File::open(pf).unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -461,7 +492,7 @@ fn export_perfetto_threads_slices_fields() {
     }
     assert!(text.contains("string_value: \"hello, ring0\""));
     // the slice is named by the probed place
-    assert!(text.contains(&format!("name: \"{}\"", p.place())), "{text}");
+    assert!(text.contains(&format!("name: \"{}\"", place)), "{text}");
     let mut depth = std::collections::HashMap::new();
     let (mut last_ts, mut kind) = (0u64, "");
     for l in text.lines().map(str::trim) {

@@ -12,7 +12,8 @@
 //! were; every other event is an instant; every field is an argument; a
 //! stack recorded with an event becomes its `stack` argument (kernel
 //! addresses as `sym+off/size`). The records' time stamps are the trace
-//! clock's, in ns.
+//! clock's, in ns. The same sink serves `ktrace trace --perfetto -o OUT`
+//! live.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -318,6 +319,6 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
     }
 
     fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
-        self.write_pending()
+        self.close()
     }
 }

@@ -53,8 +53,13 @@ pub struct Args {
     pub json: bool,
     /// Print events raw (`ts cpu pid system:event field=value...`), the
     /// fastest output.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "perfetto")]
     pub raw: bool,
+    /// Write a Perfetto trace (protobuf) to the -o file instead of text:
+    /// a track per thread, entry/return pairs as slices, fields as
+    /// arguments (as `ktrace export --perfetto`).
+    #[arg(long, requires = "output", conflicts_with = "json")]
+    pub perfetto: bool,
     /// Write events to FILE instead of stdout (the summary stays on stderr).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -66,6 +71,7 @@ enum Format {
     Text,
     Json,
     Raw,
+    Perfetto,
 }
 
 /// Runs `ktrace trace`.
@@ -122,7 +128,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         &NoSymbols
     };
-    let format = if args.json {
+    let format = if args.perfetto {
+        Format::Perfetto
+    } else if args.json {
         Format::Json
     } else if args.raw {
         Format::Raw
@@ -151,6 +159,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Format::Json => Box::new(JsonSink::new(writer, symbols)),
         Format::Raw => Box::new(RawSink::new(writer)),
+        Format::Perfetto => Box::new(crate::cmd::export::PerfettoSink::new(
+            writer,
+            symbols,
+            run.sess.probes().iter().map(|p| p.definition()).collect(),
+        )),
     };
     let deadline = args.run.deadline();
     if let Some(d) = deadline {
