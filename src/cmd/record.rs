@@ -81,11 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let header = header(&root, &run, &view, args.stack)?;
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
-    let writer = Writer::create(file, &header, cpus, WriterOptions::default())
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
     let page_size = header.page_size as usize;
-    // the writer keeps its own copy (kallsyms makes it megabytes)
-    drop(header);
+    // the writer takes the header (kallsyms makes it megabytes: no copy)
+    let writer = Writer::create_owned(file, header, cpus, WriterOptions::default())
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
     let mut sink = RecordSink {
         writer: Some(writer),
         page_size,
@@ -136,7 +135,9 @@ fn header(root: &Path, run: &live::Run, view: &KernelView, stack: bool) -> anyho
         }
     }
     // kallsyms: the kernel's addresses in kprobe headers and stacks
-    let kallsyms = std::fs::read(view.kallsyms_path()).unwrap_or_default();
+    let mut kallsyms = std::fs::read(view.kallsyms_path()).unwrap_or_default();
+    // /proc/kallsyms has no size: the read doubled its buffer
+    kallsyms.shrink_to_fit();
     let u = rustix::system::uname();
     let uname = format!(
         "{} {} {} {} {}",
