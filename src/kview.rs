@@ -38,20 +38,54 @@ impl Symbolizer for KernelSymbols<'_> {
                 return None;
             }
         };
-        let l = table.lookup(addr)?;
-        // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
-        // trampoline page) the kernel finds nothing and prints the address.
-        // Only code symbols cover code addresses (a linker-script data
-        // symbol such as __init_scratch_end must not claim them).
-        if (l.size.is_none() && l.offset > 0) || !l.symbol.is_text() {
-            return None;
+        symbol_at(table, addr)
+    }
+}
+
+/// The kernel's `%pS` rule over a kallsyms table.
+fn symbol_at(table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> Option<Symbol<'_>> {
+    let l = table.lookup(addr)?;
+    // Past the last symbol of the core kernel (e.g. a kprobe's ftrace
+    // trampoline page) the kernel finds nothing and prints the address.
+    // Only code symbols cover code addresses (a linker-script data
+    // symbol such as __init_scratch_end must not claim them).
+    if (l.size.is_none() && l.offset > 0) || !l.symbol.is_text() {
+        return None;
+    }
+    Some(Symbol {
+        name: &l.symbol.name,
+        offset: l.offset,
+        size: l.size.unwrap_or(0),
+        module: l.symbol.module.as_deref(),
+    })
+}
+
+/// Kernel symbols from kallsyms text kept in a recording, parsed at the
+/// first lookup (a report of uprobes never parses it).
+pub struct SavedSymbols {
+    text: Vec<u8>,
+    table: std::sync::OnceLock<Option<ktrace_symbols::kallsyms::Kallsyms>>,
+}
+
+impl SavedSymbols {
+    /// Symbols of the kallsyms `text` (empty: none).
+    pub fn new(text: Vec<u8>) -> Self {
+        Self {
+            text,
+            table: std::sync::OnceLock::new(),
         }
-        Some(Symbol {
-            name: &l.symbol.name,
-            offset: l.offset,
-            size: l.size.unwrap_or(0),
-            module: l.symbol.module.as_deref(),
-        })
+    }
+}
+
+impl Symbolizer for SavedSymbols {
+    fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
+        let table = self.table.get_or_init(|| {
+            if self.text.is_empty() {
+                return None;
+            }
+            ktrace_symbols::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(&self.text)).ok()
+        });
+        symbol_at(table.as_ref()?, addr)
     }
 }
 

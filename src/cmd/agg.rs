@@ -1020,7 +1020,7 @@ impl Sink for AggSink<'_> {
         let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
         let mut vals: Vec<(&str, Field<'_>)> = Vec::new();
         for (i, f) in ev.fields() {
-            if !self.wanted.iter().any(|w| *w == f.name) {
+            if !self.wanted.contains(&f.name) {
                 continue;
             }
             if f.name.starts_with("__probe_")

@@ -11,10 +11,13 @@ pub mod clean;
 pub mod count;
 pub mod disasm;
 pub mod docs;
+pub mod export;
 pub mod hist;
 pub mod latency;
 pub mod list;
 pub mod profile;
+pub mod record;
+pub mod report;
 pub mod syms;
 pub mod trace;
 
@@ -35,6 +38,12 @@ pub enum Command {
     Hist(hist::Args),
     /// Time functions from entry to return.
     Latency(latency::Args),
+    /// Trace like `trace`, writing the raw pages to a trace.dat file.
+    Record(record::Args),
+    /// Print a trace.dat file (ktrace's or trace-cmd's) as `trace` prints.
+    Report(report::Args),
+    /// Convert a trace.dat file to a Perfetto trace.
+    Export(export::Args),
     /// Show a function's instructions and the offsets a probe can take.
     Disasm(disasm::Args),
     /// Show per-probe hits and misses.
@@ -57,6 +66,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Count(args) => count::run(args),
         Command::Hist(args) => hist::run(args),
         Command::Latency(args) => latency::run(args),
+        Command::Record(args) => record::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
         Command::Clean(args) => clean::run(args),

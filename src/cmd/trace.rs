@@ -60,8 +60,13 @@ pub struct Args {
     pub json: bool,
     /// Print events raw (`ts cpu pid system:event field=value...`), the
     /// fastest output.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "perfetto")]
     pub raw: bool,
+    /// Write a Perfetto trace (protobuf) to the -o file instead of text:
+    /// a track per thread, entry/return pairs as slices, fields as
+    /// arguments (as `ktrace export --perfetto`).
+    #[arg(long, requires = "output", conflicts_with = "json")]
+    pub perfetto: bool,
     /// Write events to FILE instead of stdout (the summary stays on stderr).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -73,6 +78,7 @@ enum Format {
     Text,
     Json,
     Raw,
+    Perfetto,
 }
 
 /// Runs `ktrace trace`.
@@ -125,7 +131,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         &NoSymbols
     };
-    let format = if args.json {
+    let format = if args.perfetto {
+        Format::Perfetto
+    } else if args.json {
         Format::Json
     } else if args.raw {
         Format::Raw
@@ -154,6 +162,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
         Format::Raw => Box::new(RawSink::with_dest(writer)),
+        Format::Perfetto => Box::new(crate::cmd::export::PerfettoSink::new(
+            writer,
+            symbols,
+            run.sess.probes().iter().map(|p| p.definition()).collect(),
+        )),
     };
     let deadline = args.run.deadline();
     if let Some(d) = deadline {
@@ -213,6 +226,24 @@ impl Dest for OutputRef<'_> {
     fn flush(&mut self) -> io::Result<()> {
         match self.0 {
             Some(o) => Dest::flush(o),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Sinks that write whole records themselves (Perfetto) take the output as
+/// a plain `Write`.
+impl io::Write for OutputRef<'_> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self.0 {
+            Some(o) => o.write(data),
+            None => Err(io::Error::other("output closed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self.0 {
+            Some(o) => io::Write::flush(o),
             None => Ok(()),
         }
     }

@@ -57,6 +57,7 @@
 //! without allocating for scalars and strings. Text printers compile their
 //! own per-event plan from the same format.
 
+mod decode;
 mod event;
 mod names;
 mod pairing;
@@ -64,6 +65,7 @@ mod stream;
 mod summary;
 mod table;
 
+pub use decode::{CpuPages, Decoder, replay};
 pub use event::Event;
 pub use ktrace_event::{Common, Endian, Int, ProbeKind, StrValue, Value};
 pub use ktrace_ring::Missed;

@@ -118,6 +118,8 @@ pub struct TaskNames {
     last: i32,
     root: Option<PathBuf>,
     proc: PathBuf,
+    /// False for a recording: the names are what the file saved.
+    lookup: bool,
 }
 
 impl TaskNames {
@@ -130,6 +132,19 @@ impl TaskNames {
             last: 0,
             root: root.map(Path::to_path_buf),
             proc: PathBuf::from("/proc"),
+            lookup: true,
+        }
+    }
+
+    /// Fixed names (a recording's saved cmdlines): nothing is looked up.
+    pub fn fixed(comms: Comms) -> TaskNames {
+        TaskNames {
+            comms,
+            seen: Default::default(),
+            last: 0,
+            root: None,
+            proc: PathBuf::from("/proc"),
+            lookup: false,
         }
     }
 
@@ -141,7 +156,7 @@ impl TaskNames {
     /// Looks `pid` up if this is its first sight in the run.
     #[inline]
     pub fn see(&mut self, pid: i32) {
-        if pid == self.last || pid <= 0 {
+        if pid == self.last || pid <= 0 || !self.lookup {
             return;
         }
         self.last = pid;

@@ -17,14 +17,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Duration;
 
-use ktrace_event::Common;
-use ktrace_ring::{CpuReader, Merged, Merger, Page, PageLayout, Pipeline, PipelineMsg, Reader};
+use ktrace_ring::{CpuReader, Page, PageLayout, Pipeline, PipelineMsg, Reader};
 use ktrace_tracefs::Instance;
 
-use crate::pairing::StackPairing;
-use crate::{
-    EndOfRun, Error, Event, EventTable, Flow, LostSummary, ProbeSpec, Role, Sink, TaskNames,
-};
+use crate::decode::Decoder;
+use crate::{EndOfRun, Error, EventTable, Flow, ProbeSpec, Sink, TaskNames};
 
 /// How a run reads and what it lets through.
 #[derive(Debug, Clone)]
@@ -83,25 +80,12 @@ pub fn page_layout(root: &Path, instance: &Instance) -> Result<PageLayout, Error
 /// The binary ring-buffer stream of one instance.
 pub struct Stream {
     pipeline: Option<Pipeline>,
-    merger: Merger,
-    layout: PageLayout,
-    table: EventTable,
-    names: TaskNames,
-    opts: Options,
+    /// Merge, decode, filters (ktrace's own threads: the kernel leaves out
+    /// their events, set_event_notrace_pid, but not the stacks a
+    /// `stacktrace` trigger takes for them, so the decoder drops those).
+    dec: Decoder,
     instance: Instance,
     cpus: Vec<usize>,
-    summary: LostSummary,
-    /// Events delivered, per id.
-    shown: Vec<u64>,
-    counted: u64,
-    /// ktrace's own threads: the kernel leaves out their events
-    /// (set_event_notrace_pid) but not the stacks a `stacktrace` trigger
-    /// takes for them.
-    own: Vec<i32>,
-    stopped: bool,
-    warnings: Vec<String>,
-    /// Which stack records belong to an event shown.
-    pairing: StackPairing,
 }
 
 impl Stream {
@@ -137,58 +121,47 @@ impl Stream {
         let own = own_threads();
         Ok(Stream {
             pipeline: Some(pipeline),
-            merger: Merger::new(layout),
-            layout,
-            table,
-            names: TaskNames::new(Some(root)),
-            opts,
+            dec: Decoder::new(layout, table, TaskNames::new(Some(root)), opts, own),
             instance: instance.clone(),
             cpus,
-            summary: LostSummary::new(),
-            shown: Vec::new(),
-            counted: 0,
-            own,
-            stopped: false,
-            warnings: Vec::new(),
-            pairing: StackPairing::new(),
         })
     }
 
     /// The event table (more events may be registered as they are met).
     pub fn table(&self) -> &EventTable {
-        &self.table
+        self.dec.table()
     }
 
     /// The sub-buffer layout.
     pub fn layout(&self) -> PageLayout {
-        self.layout
+        self.dec.layout()
     }
 
     /// Events delivered so far (stacks not counted).
     pub fn events(&self) -> u64 {
-        self.counted
+        self.dec.events()
     }
 
     /// Stack records left out so far because they followed no event shown
-    /// (see [`StackPairing`]).
+    /// (see [`crate::StackPairing`]).
     pub fn orphan_stacks(&self) -> u64 {
-        self.pairing.orphans()
+        self.dec.orphan_stacks()
     }
 
     /// Messages about records that could not be decoded, since the last
     /// call.
     pub fn take_warnings(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.warnings)
+        self.dec.take_warnings()
     }
 
     /// Calls [`Sink::begin`] with the table.
     pub fn begin(&mut self, sink: &mut dyn Sink) -> Result<(), Error> {
-        sink.begin(&self.table).map_err(Error::Output)
+        sink.begin(self.dec.table()).map_err(Error::Output)
     }
 
     /// Waits up to `timeout` for a reading round and hands it to `sink`.
     pub fn poll(&mut self, timeout: Duration, sink: &mut dyn Sink) -> Result<Status, Error> {
-        if self.stopped {
+        if self.dec.stopped() {
             return Ok(Status::Stopped);
         }
         let Some(pipeline) = &self.pipeline else {
@@ -236,7 +209,7 @@ impl Stream {
     }
 
     fn stop_now(&mut self, sink: &mut dyn Sink) -> Result<Status, Error> {
-        self.stopped = true;
+        self.dec.stop();
         sink.flush().map_err(Error::Output)?;
         Ok(Status::Stopped)
     }
@@ -250,12 +223,12 @@ impl Stream {
             Flow::Continue
         };
         if sink.wants_events() {
-            self.merger.push(cpu, bytes);
+            self.dec.push(cpu, bytes);
         } else {
-            if let Ok(p) = Page::parse(self.layout, &bytes)
+            if let Ok(p) = Page::parse(self.dec.layout(), &bytes)
                 && p.missed != ktrace_ring::Missed::None
             {
-                self.summary.add_missed(cpu, p.missed);
+                self.dec.summary_mut().add_missed(cpu, p.missed);
                 sink.lost(cpu, p.missed).map_err(Error::Output)?;
             }
             if let Some(pl) = &self.pipeline {
@@ -293,131 +266,13 @@ impl Stream {
     /// Hands the records up to time stamp `limit` to `sink` in order;
     /// later ones stay in the merger for the next round.
     fn flush(&mut self, limit: u64, sink: &mut dyn Sink) -> Result<Status, Error> {
-        let Stream {
-            merger,
-            table,
-            names,
-            opts,
-            summary,
-            shown,
-            counted,
-            own,
-            stopped,
-            warnings,
-            layout,
-            pairing,
-            ..
-        } = self;
-        let endian = layout.endian;
-        let mut failed: Option<std::io::Error> = None;
-        merger.flush_until(limit, &mut |m| {
-            if *stopped || failed.is_some() {
-                return;
-            }
-            let res = match m {
-                Merged::Record { cpu, ts, data } => {
-                    let Some(common) = Common::read(data, endian) else {
-                        warnings.push(format!(
-                            "CPU {cpu}: record too short ({} bytes)",
-                            data.len()
-                        ));
-                        return;
-                    };
-                    let info = match table.get(common.type_id) {
-                        Some(_) => table.get(common.type_id),
-                        None => {
-                            let (info, warning) = table.find(common.type_id);
-                            warnings.extend(warning);
-                            info
-                        }
-                    };
-                    let Some(info) = info else {
-                        return;
-                    };
-                    let pid = common.pid;
-                    // A stack is shown only after the event it belongs to
-                    // (the kernel also writes stacks for events it discards).
-                    let stack = match info.role {
-                        Role::Stack { user } => {
-                            if !pairing.stack(cpu, pid, user) || own.contains(&pid) {
-                                return;
-                            }
-                            true
-                        }
-                        _ => false,
-                    };
-                    if !stack && opts.skip_pids.contains(&pid) {
-                        pairing.event(cpu, pid, false);
-                        return;
-                    }
-                    if !stack && opts.limit.is_some_and(|n| *counted >= n) {
-                        pairing.event(cpu, pid, false);
-                        *stopped = true;
-                        return;
-                    }
-                    if !stack {
-                        pairing.event(cpu, pid, true);
-                    }
-                    names.see(pid);
-                    let ev = Event {
-                        cpu,
-                        ts,
-                        common,
-                        info,
-                        data,
-                        names: names.comms(),
-                        endian,
-                    };
-                    let r = sink.event(&ev);
-                    if !stack {
-                        *counted += 1;
-                        let id = usize::from(common.type_id);
-                        if shown.len() <= id {
-                            shown.resize(id + 1, 0);
-                        }
-                        shown[id] += 1;
-                    }
-                    match r {
-                        Ok(Flow::Stop) => {
-                            *stopped = true;
-                            Ok(())
-                        }
-                        Ok(Flow::Continue) => Ok(()),
-                        Err(e) => Err(e),
-                    }
-                }
-                Merged::Lost { cpu, missed } => {
-                    pairing.lost(cpu);
-                    summary.add_missed(cpu, missed);
-                    sink.lost(cpu, missed)
-                }
-                Merged::Bad { cpu, error } => {
-                    warnings.push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
-                    Ok(())
-                }
-            };
-            if let Err(e) = res {
-                failed = Some(e);
-            }
-        });
+        let status = self.dec.flush(limit, sink);
         if let Some(pl) = &self.pipeline {
-            while let Some(page) = self.merger.take_spare_page() {
+            while let Some(page) = self.dec.take_spare_page() {
                 pl.recycle(page);
             }
         }
-        if let Some(e) = failed {
-            self.stopped = true;
-            return Err(Error::Output(e));
-        }
-        sink.flush().map_err(Error::Output)?;
-        if self.opts.limit.is_some_and(|n| self.counted >= n) {
-            self.stopped = true;
-        }
-        Ok(if self.stopped {
-            Status::Stopped
-        } else {
-            Status::Running
-        })
+        status
     }
 
     /// Ends the run: reads every CPU's `per_cpu/cpuN/stats` into the loss
@@ -427,25 +282,11 @@ impl Stream {
         self.discard();
         for &cpu in &self.cpus {
             match self.instance.cpu_stats(cpu as u32) {
-                Ok(s) => self.summary.add_stats(cpu, &s),
-                Err(e) => self.warnings.push(e.to_string()),
+                Ok(st) => self.dec.summary_mut().add_stats(cpu, &st),
+                Err(e) => self.dec.warn(e.to_string()),
             }
         }
-        self.summary.events = self.counted;
-        let shown = self
-            .shown
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| **n > 0)
-            .filter_map(|(id, n)| {
-                let info = self.table.get(id as u16)?;
-                Some((info.system().to_string(), info.name().to_string(), *n))
-            })
-            .collect();
-        let end = EndOfRun {
-            summary: self.summary.clone(),
-            shown,
-        };
+        let end = self.dec.end_of_run();
         sink.finish(&end).map_err(Error::Output)?;
         Ok(end)
     }

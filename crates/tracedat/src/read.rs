@@ -434,6 +434,20 @@ impl<R: Read + Seek> TraceDat<R> {
         Ok(TraceDat { src, meta })
     }
 
+    /// Another handle on a file already opened, with the `meta` read then
+    /// (the metadata is not read again): one per CPU gives independent page
+    /// streams without decompressing the metadata once per CPU. The pages
+    /// need only `meta`'s endianness, compression and buffers.
+    pub fn reopen(mut r: R, meta: Meta) -> Result<TraceDat<R>, Error> {
+        let len = r
+            .seek(SeekFrom::End(0))
+            .map_err(Error::io("seek to the end of the file"))?;
+        Ok(TraceDat {
+            src: Src { r, len },
+            meta,
+        })
+    }
+
     /// The file's length in bytes.
     pub fn len(&self) -> u64 {
         self.src.len

@@ -390,6 +390,17 @@ impl<F: Storage> Writer<F> {
         cpus: usize,
         opts: WriterOptions,
     ) -> Result<Writer<F>, Error> {
+        Writer::create_owned(f, header.clone(), cpus, opts)
+    }
+
+    /// Like [`Writer::create`], taking the header (no copy of its
+    /// kallsyms-sized texts is kept besides the writer's).
+    pub fn create_owned(
+        f: F,
+        header: Header,
+        cpus: usize,
+        opts: WriterOptions,
+    ) -> Result<Writer<F>, Error> {
         let ps = header.page_size as u64;
         if !(64..=(1 << 24)).contains(&ps) {
             return Err(Error::Usage(format!("page size {ps} is implausible")));
@@ -416,8 +427,9 @@ impl<F: Storage> Writer<F> {
             )));
         }
         let empty = vec![(0u64, 0u64); cpus];
-        let (first, _) = encode_v6(header, &header.cmdlines, &[], &empty)?;
-        let data_start = align_up(first.len() as u64 + opts.slack, ps)
+        // only its length is needed (kallsyms makes it megabytes)
+        let first_len = encode_v6(&header, &header.cmdlines, &[], &empty)?.0.len();
+        let data_start = align_up(first_len as u64 + opts.slack, ps)
             .ok_or_else(|| Error::Usage("slack too large".into()))?;
         let last = (cpus as u64 - 1)
             .checked_mul(stride)
@@ -428,10 +440,10 @@ impl<F: Storage> Writer<F> {
         let table: Vec<(u64, u64)> = (0..cpus as u64)
             .map(|c| (data_start + c * stride, 0))
             .collect();
-        let (bytes, table_offset) = encode_v6(header, &header.cmdlines, &[], &table)?;
+        let (bytes, table_offset) = encode_v6(&header, &header.cmdlines, &[], &table)?;
         let mut w = Writer {
             f,
-            header: header.clone(),
+            header,
             table_offset,
             data_start,
             stride,
@@ -558,8 +570,11 @@ impl<F: Storage> Writer<F> {
         let cmdlines = cmdlines.map_or_else(|| self.header.cmdlines.clone(), <[u8]>::to_vec);
         let cpus = self.sizes.len();
         let dummy = vec![(0u64, 0u64); cpus];
-        let (probe, _) = encode_v6(&self.header, &cmdlines, cpu_stats, &dummy)?;
-        let start = align_up(probe.len() as u64, ps)
+        // only its length is needed
+        let probe_len = encode_v6(&self.header, &cmdlines, cpu_stats, &dummy)?
+            .0
+            .len();
+        let start = align_up(probe_len as u64, ps)
             .ok_or_else(|| Error::Usage("header too large".into()))?;
         let mut table = Vec::with_capacity(cpus);
         let mut at = start;

@@ -89,6 +89,12 @@ pub fn saved_cmdlines(root: &Path) -> Result<String> {
     read_whole(&root.join("saved_cmdlines"), "cannot read saved_cmdlines")
 }
 
+/// The kernel's `printk_formats` (addresses of trace_printk formats; read
+/// for record files).
+pub fn printk_formats(root: &Path) -> Result<String> {
+    read_whole(&root.join("printk_formats"), "cannot read printk_formats")
+}
+
 /// The event whose type id is `id`: every `events/*/*/id` is read until
 /// one holds it (a few thousand small files; done once per unknown id).
 /// `None` when no event has it.

@@ -407,6 +407,17 @@ impl Instance {
         Ok(cpus)
     }
 
+    /// The text of one CPU's `per_cpu/cpuN/stats` (as record files keep
+    /// it).
+    pub fn cpu_stats_text(&self, cpu: u32) -> Result<String> {
+        let p = self
+            .dir
+            .join("per_cpu")
+            .join(format!("cpu{cpu}"))
+            .join("stats");
+        io::read(&p, "cannot read per-CPU stats")
+    }
+
     /// The buffer counters of one CPU.
     pub fn cpu_stats(&self, cpu: u32) -> Result<CpuStats> {
         let p = self

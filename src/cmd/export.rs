@@ -1,0 +1,324 @@
+//! `ktrace export FILE --perfetto -o OUT`: a recording as a Perfetto trace
+//! (protobuf, written by ktrace-perfetto; no Perfetto SDK), for Perfetto's
+//! UI.
+//!
+//! The recording is replayed through the same merge and decode as
+//! `ktrace report` (crate::cmd::report::open, ktrace_stream::replay) into
+//! [`PerfettoSink`]: one track per thread with its name; an entry probe and
+//! the return probe of the same place (kprobe + kretprobe, uprobe +
+//! uretprobe; paired by the probed function in the definitions the
+//! recording keeps, or by event name less a `_ret`/`_return`/`__return`
+//! suffix for files without them) become a slice, nested as the calls
+//! were; every other event is an instant; every field is an argument; a
+//! stack recorded with an event becomes its `stack` argument (kernel
+//! addresses as `sym+off/size`). The records' time stamps are the trace
+//! clock's, in ns. The same sink serves `ktrace trace --perfetto -o OUT`
+//! live.
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_event::{Int, ProbeKind, StrValue, Value};
+use ktrace_perfetto::{Arg, Writer};
+use ktrace_printer::Symbolizer;
+use ktrace_stream::{Event, EventTable, Flow, Sink};
+
+use crate::kview::SavedSymbols;
+
+/// Arguments of `ktrace export`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Write a Perfetto trace (protobuf; the only format so far).
+    #[arg(long, required = true)]
+    pub perfetto: bool,
+    /// Where to write it.
+    #[arg(short = 'o', long, value_name = "OUT", required = true)]
+    pub output: PathBuf,
+}
+
+/// Runs `ktrace export`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let rec = crate::cmd::report::open(&args.file)?;
+    let crate::cmd::report::Recording {
+        meta,
+        mut decoder,
+        streams,
+    } = rec;
+    let symbols = SavedSymbols::new(meta.kallsyms.clone());
+    let defs = crate::cmd::report::definitions(&meta);
+    let out = std::fs::File::create(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let mut sink = PerfettoSink::new(BufWriter::new(out), &symbols, defs);
+    let end = ktrace_stream::replay(&mut decoder, streams, &mut sink);
+    for w in decoder.take_warnings() {
+        crate::say!("{w}");
+    }
+    let end = end.context("cannot export the recording")?;
+    sink.close()
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    crate::eline!(
+        "ktrace: exported {} event(s) to {}",
+        end.summary.events,
+        args.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an event becomes.
+#[derive(Debug, Clone)]
+enum Shape {
+    /// The start of a slice named by its place.
+    Begin(String),
+    /// The end of the slice of that place.
+    End(String),
+    /// An instant.
+    Instant,
+}
+
+/// A field value, owned (held while a stack may still follow).
+enum Owned {
+    Int(i64),
+    Uint(u64),
+    Str(String),
+}
+
+/// An event written once the next record shows whether a stack follows.
+struct Pending {
+    tid: i32,
+    comm: String,
+    ts: u64,
+    name: String,
+    shape: Shape,
+    args: Vec<(String, Owned)>,
+}
+
+/// A Perfetto trace as a stream sink.
+pub struct PerfettoSink<'a, W: Write> {
+    w: Option<Writer<W>>,
+    symbols: &'a dyn Symbolizer,
+    /// `system/event` → definition line.
+    defs: HashMap<String, String>,
+    /// Shape by type id.
+    shapes: Vec<Option<Shape>>,
+    pending: Option<Pending>,
+}
+
+impl<'a, W: Write> PerfettoSink<'a, W> {
+    /// A sink writing to `w`; `defs` are the `dynamic_events` lines of
+    /// the probes (empty when unknown).
+    pub fn new(w: W, symbols: &'a dyn Symbolizer, defs: Vec<String>) -> Self {
+        let defs = defs
+            .into_iter()
+            .filter_map(|d| {
+                let head = d.split_whitespace().next()?;
+                let (_, place) = head.split_once(':')?;
+                Some((place.to_string(), d.clone()))
+            })
+            .collect();
+        PerfettoSink {
+            w: Some(Writer::new(w, "ktrace")),
+            symbols,
+            defs,
+            shapes: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// Writes what is pending and ends the open slices.
+    pub fn close(&mut self) -> io::Result<()> {
+        self.write_pending()?;
+        if let Some(w) = self.w.take() {
+            let mut out = w.finish().map_err(io::Error::other)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> io::Result<()> {
+        let (Some(p), Some(w)) = (self.pending.take(), self.w.as_mut()) else {
+            return Ok(());
+        };
+        let args: Vec<(&str, Arg<'_>)> = p
+            .args
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str(),
+                    match v {
+                        Owned::Int(i) => Arg::Int(*i),
+                        Owned::Uint(u) => Arg::Uint(*u),
+                        Owned::Str(s) => Arg::Str(s),
+                    },
+                )
+            })
+            .collect();
+        w.thread(p.tid, p.tid, &p.comm).map_err(io::Error::other)?;
+        let r = match &p.shape {
+            Shape::Begin(place) => w.begin(p.tid, p.ts, place, &args),
+            Shape::End(place) => w.end(p.tid, p.ts, place, &args),
+            Shape::Instant => w.instant(p.tid, p.ts, &p.name, &args),
+        };
+        r.map_err(io::Error::other)
+    }
+
+    fn shape(&self, info: &ktrace_stream::EventInfo) -> Shape {
+        let kind = info.kind();
+        if !matches!(
+            kind,
+            ProbeKind::Kprobe | ProbeKind::Kretprobe | ProbeKind::Uprobe | ProbeKind::Uretprobe
+        ) {
+            return Shape::Instant;
+        }
+        let key = format!("{}/{}", info.system(), info.name());
+        let place = match self.defs.get(&key) {
+            Some(d) => place_of(d),
+            None => {
+                let n = info.name();
+                let base = ["__return", "_return", "_ret"]
+                    .iter()
+                    .find_map(|s| n.strip_suffix(s))
+                    .unwrap_or(n);
+                Some(base.to_string())
+            }
+        };
+        match place {
+            Some(p) if kind.is_return() => Shape::End(p),
+            Some(p) => Shape::Begin(p),
+            None => Shape::Instant,
+        }
+    }
+
+    fn stack_text(&self, ev: &Event<'_>) -> String {
+        let user = matches!(ev.info.role, ktrace_stream::Role::Stack { user: true });
+        let mut frames = Vec::new();
+        for (i, _) in ev.fields() {
+            if let Value::Array(items) = ev.value(i) {
+                for v in items {
+                    let Value::Int(n) = v else { continue };
+                    let a = n.bits();
+                    if a == 0 || (user && a == u64::MAX) {
+                        continue;
+                    }
+                    let s = match (user, self.symbols.lookup(a)) {
+                        (false, Some(s)) => format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size),
+                        _ => format!("{a:#x}"),
+                    };
+                    frames.push(s);
+                }
+            }
+        }
+        frames.join("\n")
+    }
+}
+
+/// The probed place of a definition: the kernel symbol of a kprobe at a
+/// function (`SYM` of `SYM`, `SYM+0`, `SYM%return`), or `PATH:OFFSET` of a
+/// uprobe; `None` for a probe inside a function (no slice pairs with it).
+fn place_of(def: &str) -> Option<String> {
+    let mut w = def.split_whitespace();
+    let head = w.next()?;
+    let mut place = w.next()?;
+    if place.chars().all(|c| c.is_ascii_digit()) {
+        // r16:ev SYM (maxactive written apart is not the kernel's form,
+        // but take the next word)
+        place = w.next()?;
+    }
+    let place = place.strip_suffix("%return").unwrap_or(place);
+    if head.starts_with('p') || head.starts_with('r') {
+        if place.contains(':') || place.starts_with('/') {
+            // uprobe: PATH:OFFSET (a return probe names the function's
+            // entry, as the entry probe does)
+            return Some(place.split('(').next().unwrap_or(place).to_string());
+        }
+        let (sym, off) = place.split_once('+').unwrap_or((place, "0"));
+        let zero = off == "0"
+            || off
+                .trim_start_matches("0x")
+                .trim_start_matches('0')
+                .is_empty();
+        return zero.then(|| sym.to_string());
+    }
+    None
+}
+
+fn owned(v: Value<'_>) -> Owned {
+    match v {
+        Value::Int(Int::S(i)) => Owned::Int(i),
+        Value::Int(Int::U(u)) => Owned::Uint(u),
+        Value::Str(StrValue::Ok(b)) => Owned::Str(String::from_utf8_lossy(b).into_owned()),
+        Value::Str(StrValue::Fault) => Owned::Str("(fault)".into()),
+        Value::Str(StrValue::Bad) => Owned::Str("(bad)".into()),
+        Value::Array(items) => Owned::Str(format!(
+            "[{}]",
+            items
+                .into_iter()
+                .map(|v| match owned(v) {
+                    Owned::Int(i) => i.to_string(),
+                    Owned::Uint(u) => u.to_string(),
+                    Owned::Str(s) => format!("{s:?}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Value::Bytes(b) => Owned::Str(
+            b.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        Value::Missing => Owned::Str("(missing)".into()),
+    }
+}
+
+impl<W: Write> Sink for PerfettoSink<'_, W> {
+    fn begin(&mut self, table: &EventTable) -> io::Result<()> {
+        for info in table.iter() {
+            let id = usize::from(info.id);
+            if self.shapes.len() <= id {
+                self.shapes.resize(id + 1, None);
+            }
+            self.shapes[id] = Some(self.shape(info));
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        if ev.is_stack() {
+            let text = self.stack_text(ev);
+            if let Some(p) = self.pending.as_mut() {
+                p.args.push(("stack".to_string(), Owned::Str(text)));
+            }
+            self.write_pending()?;
+            return Ok(Flow::Continue);
+        }
+        self.write_pending()?;
+        let id = usize::from(ev.info.id);
+        let shape = match self.shapes.get(id).cloned().flatten() {
+            Some(s) => s,
+            None => self.shape(ev.info),
+        };
+        let args = ev
+            .fields()
+            .map(|(i, f)| (f.name.clone(), owned(ev.value(i))))
+            .collect();
+        self.pending = Some(Pending {
+            tid: ev.pid(),
+            comm: ev.comm().to_string(),
+            ts: ev.ts,
+            name: ev.info.name().to_string(),
+            shape,
+            args,
+        });
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.close()
+    }
+}

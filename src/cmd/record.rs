@@ -1,0 +1,301 @@
+//! `ktrace record`: trace like `ktrace trace`, but write the raw per-CPU
+//! sub-buffers to a trace-cmd `trace.dat` file (version 6) instead of
+//! printing, for `ktrace report`, `trace-cmd report` or KernelShark later.
+//!
+//! The live run (probes, instance, filter, trigger, pid lists, the command,
+//! the stop conditions and the cleanup on every exit) is crate::live's; this
+//! module is the record sink: it takes the pages as the kernel wrote them
+//! (no record is decoded on the recording path; only each record's type id
+//! is read, to count events) and appends them through
+//! ktrace_tracedat::Writer, whose layout leaves a readable file if ktrace is
+//! killed with SIGKILL. The file carries what a reader needs: header_page
+//! and header_event, the probes' formats (and ftrace's kernel_stack /
+//! user_stack with --stack), kallsyms, printk_formats, saved_cmdlines (at
+//! the start, replaced at the end), the trace clock, the CPU count, uname,
+//! and the probe definitions (ktrace's own option). At the end each CPU's
+//! `per_cpu/cpuN/stats` (lost and overrun counts) goes into the file.
+//! `-n` is refused: without decoding, the recorder cannot stop after
+//! exactly N events.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_stream::{EndOfRun, EventTable, Flow, Sink};
+use ktrace_symbols::KernelView;
+use ktrace_tracedat::{Header, System, TraceOption, Writer, WriterOptions, option};
+
+use crate::live::{self, RunArgs};
+use crate::session::{self, Signals};
+
+/// Arguments of `ktrace record`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = crate::resolve::TRACE_HELP)]
+pub struct Args {
+    /// Probe definitions, as for `ktrace trace`.
+    #[arg(required = true, value_name = "DEF")]
+    pub defs: Vec<String>,
+    /// Record a stack with each hit (as for `ktrace trace --stack`).
+    #[arg(long)]
+    pub stack: bool,
+    /// The options of the run (filter, trigger, -d, -p, buffer, clock, the
+    /// command); -n is refused (pages are not decoded while recording).
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// The trace.dat file to write (replaced if it exists).
+    #[arg(short = 'o', long, value_name = "FILE", required = true)]
+    pub output: PathBuf,
+}
+
+/// Runs `ktrace record`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.run.count.is_some() {
+        anyhow::bail!(
+            "ktrace record does not decode events while recording, so it cannot stop after \
+             -n events: use -d, a command, or Ctrl-C (or `ktrace trace -n`)"
+        );
+    }
+    let signals = Signals::catch()?;
+    // The file is opened (and refused) before anything is created.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&args.output)
+        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    let root = session::open_tracefs()?;
+    let view = KernelView::running(Some(&root));
+    let mut run = match live::setup(&args.defs, args.stack, &args.run, &root, &view, &signals) {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
+                crate::say!("{e}; nothing was traced and everything created was removed");
+                return Ok(live::signal_exit(*sig));
+            }
+            return Err(e);
+        }
+    };
+    let header = header(&root, &run, &view, args.stack)?;
+    let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
+    let page_size = header.page_size as usize;
+    // the writer takes the header (kallsyms makes it megabytes: no copy)
+    let writer = Writer::create_owned(file, header, cpus, WriterOptions::default())
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let mut sink = RecordSink {
+        writer: Some(writer),
+        page_size,
+        layout: run.stream.layout(),
+        stack_ids: HashSet::new(),
+        names: Vec::new(),
+        per_id: Vec::new(),
+        events: 0,
+        pages: 0,
+        inst: run.inst.clone(),
+        root: root.clone(),
+        cpus,
+        pad: Vec::new(),
+    };
+    let deadline = args.run.deadline();
+    let (stop, error) = live::stream_loop(&args.run, &signals, deadline, &mut run, &mut sink);
+    let mut end = live::finish(&mut run, &mut sink, stop);
+    if let Ok(e) = end.as_mut() {
+        e.summary.events = sink.events;
+        e.shown = sink.shown();
+    }
+    let name = args.output.display().to_string();
+    if sink.writer.is_none() && end.is_ok() {
+        crate::eline!(
+            "ktrace: wrote {} event(s) in {} page(s) to {name}",
+            sink.events,
+            sink.pages
+        );
+    }
+    live::conclude(run, end, stop, error, None, &name)
+}
+
+/// The file's metadata, read through ktrace-tracefs before the first page.
+fn header(root: &Path, run: &live::Run, view: &KernelView, stack: bool) -> anyhow::Result<Header> {
+    use ktrace_tracefs::buffers;
+    let layout = run.stream.layout();
+    let group = run.sess.name().to_string();
+    let mut formats = Vec::new();
+    for p in run.sess.probes() {
+        formats.push(buffers::event_format(root, &group, p.event())?.into_bytes());
+    }
+    let mut ftrace_formats = Vec::new();
+    if stack {
+        for name in ["kernel_stack", "user_stack"] {
+            if let Ok(f) = buffers::event_format(root, "ftrace", name) {
+                ftrace_formats.push(f.into_bytes());
+            }
+        }
+    }
+    // kallsyms: the kernel's addresses in kprobe headers and stacks
+    let mut kallsyms = std::fs::read(view.kallsyms_path()).unwrap_or_default();
+    // /proc/kallsyms has no size: the read doubled its buffer
+    kallsyms.shrink_to_fit();
+    let u = rustix::system::uname();
+    let uname = format!(
+        "{} {} {} {} {}",
+        u.sysname().to_string_lossy(),
+        u.nodename().to_string_lossy(),
+        u.release().to_string_lossy(),
+        u.version().to_string_lossy(),
+        u.machine().to_string_lossy()
+    );
+    let defs: String = run
+        .sess
+        .probes()
+        .iter()
+        .map(|p| format!("{}\n", p.definition()))
+        .collect();
+    Ok(Header {
+        endian: layout.endian,
+        long_size: layout.long_size as u8,
+        page_size: layout.subbuf_size as u32,
+        header_page: buffers::header_page(root)?.into_bytes(),
+        header_event: buffers::header_event(root)?.into_bytes(),
+        ftrace_formats,
+        systems: vec![System {
+            name: group,
+            formats,
+        }],
+        kallsyms,
+        printk_formats: buffers::printk_formats(root)
+            .map(String::into_bytes)
+            .unwrap_or_default(),
+        cmdlines: buffers::saved_cmdlines(root)
+            .map(String::into_bytes)
+            .unwrap_or_default(),
+        clock: run.inst.trace_clock().unwrap_or_else(|_| "local".into()),
+        options: vec![
+            TraceOption::text(option::UNAME, &uname),
+            TraceOption::text(
+                option::VERSION,
+                &format!("ktrace {}", env!("CARGO_PKG_VERSION")),
+            ),
+            TraceOption::text(option::KTRACE_DYNAMIC_EVENTS, &defs),
+        ],
+    })
+}
+
+/// The record sink: pages to the file as they come.
+struct RecordSink {
+    writer: Option<Writer<File>>,
+    page_size: usize,
+    layout: ktrace_ring::PageLayout,
+    /// Type ids of stack records (not counted as events).
+    stack_ids: HashSet<u16>,
+    /// (system, name) by type id, for the per-probe counts.
+    names: Vec<Option<(String, String)>>,
+    /// Events per type id.
+    per_id: Vec<u64>,
+    events: u64,
+    pages: u64,
+    inst: ktrace_tracefs::Instance,
+    root: PathBuf,
+    cpus: usize,
+    /// A short (partial) page padded to the page size.
+    pad: Vec<u8>,
+}
+
+impl RecordSink {
+    /// Events written per event: (system, name, count).
+    fn shown(&self) -> Vec<(String, String, u64)> {
+        self.per_id
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .filter_map(|(id, n)| {
+                let (s, e) = self.names.get(id)?.as_ref()?;
+                Some((s.clone(), e.clone(), *n))
+            })
+            .collect()
+    }
+}
+
+impl Sink for RecordSink {
+    fn begin(&mut self, table: &EventTable) -> io::Result<()> {
+        self.stack_ids = table
+            .iter()
+            .filter(|i| i.is_stack())
+            .map(|i| i.id)
+            .collect();
+        for i in table.iter() {
+            let id = usize::from(i.id);
+            if self.names.len() <= id {
+                self.names.resize(id + 1, None);
+            }
+            self.names[id] = Some((i.system().to_string(), i.name().to_string()));
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, _: &ktrace_stream::Event<'_>) -> io::Result<Flow> {
+        Ok(Flow::Continue)
+    }
+
+    fn wants_pages(&self) -> bool {
+        true
+    }
+
+    fn wants_events(&self) -> bool {
+        false
+    }
+
+    fn page(&mut self, cpu: usize, bytes: &[u8]) -> io::Result<Flow> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(Flow::Continue);
+        };
+        // count events: each record's type id, nothing else decoded
+        if let Ok(p) = ktrace_ring::Page::parse(self.layout, bytes) {
+            for r in p.records().flatten() {
+                if r.data.len() >= 2 {
+                    let id = self.layout.endian.u16(r.data);
+                    if !self.stack_ids.contains(&id) {
+                        self.events += 1;
+                        let id = usize::from(id);
+                        if self.per_id.len() <= id {
+                            self.per_id.resize(id + 1, 0);
+                        }
+                        self.per_id[id] += 1;
+                    }
+                }
+            }
+        }
+        let page = if bytes.len() == self.page_size {
+            bytes
+        } else {
+            // a partial page taken at the end: padded (its header says
+            // how much of it is data)
+            self.pad.clear();
+            self.pad
+                .extend_from_slice(&bytes[..bytes.len().min(self.page_size)]);
+            self.pad.resize(self.page_size, 0);
+            &self.pad
+        };
+        w.append_pages(cpu, page).map_err(io::Error::other)?;
+        self.pages += 1;
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, _end: &EndOfRun) -> io::Result<()> {
+        let Some(w) = self.writer.take() else {
+            return Ok(());
+        };
+        let cmdlines = ktrace_tracefs::buffers::saved_cmdlines(&self.root).ok();
+        let stats: Vec<String> = (0..self.cpus)
+            .map(|c| {
+                let text = self.inst.cpu_stats_text(c as u32).unwrap_or_default();
+                format!("CPU: {c}\n{text}")
+            })
+            .collect();
+        w.finish(cmdlines.as_deref().map(str::as_bytes), &stats)
+            .map_err(io::Error::other)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+//! `ktrace report`: print a recorded trace.dat file (ktrace's or
+//! trace-cmd's, versions 6 and 7, compressed or not) exactly as the live
+//! `ktrace trace` prints: the same sinks (ktrace-printer's text and JSON),
+//! fed through the same merge and decode as the live stream
+//! (`ktrace_stream::replay`), with the event formats, kallsyms, saved
+//! cmdlines, clock and kernel release taken from the file.
+//!
+//! The file is read through ktrace-tracedat (one handle per CPU, about one
+//! page per CPU in memory); nothing on this machine is consulted. A
+//! truncated, corrupted or foreign file is a clear error; a CPU whose data
+//! was cut short (a recorder killed mid-page) prints up to its last whole
+//! page and says so. The loss account (page headers, the CPU stats the
+//! recorder saved) goes to stderr, as the live summary does.
+
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_event::ProbeKind;
+use ktrace_printer::{FlagStyle, JsonSink, TextSink, clock_in_ns};
+use ktrace_stream::{
+    Comms, CpuPages, Decoder, EndOfRun, EventTable, Options, Role, Sink, TaskNames,
+};
+use ktrace_tracedat::{Meta, TraceDat, option};
+
+use crate::kview::SavedSymbols;
+
+/// Arguments of `ktrace report`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Print events as JSON lines (typed values) instead of the kernel's
+    /// text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A recording opened for replay: its metadata, the decoder built from it
+/// and one page stream per CPU.
+pub(crate) struct Recording {
+    pub(crate) meta: Meta,
+    pub(crate) decoder: Decoder,
+    pub(crate) streams: Vec<CpuPages>,
+}
+
+/// Opens `path` for replay.
+pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
+    let name = path.display();
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+    let dat = TraceDat::open(BufReader::new(f)).with_context(|| format!("cannot read {name}"))?;
+    let meta = dat.meta.clone();
+    drop(dat);
+    if meta.latency {
+        anyhow::bail!("{name} holds a latency (text) trace, not recorded pages");
+    }
+    // trace-cmd records an instance (`-B`) as a buffer after an empty top
+    // one: the first buffer that holds pages is the recording
+    let with_data: Vec<usize> = (0..meta.buffers.len())
+        .filter(|&b| meta.buffers[b].cpus.iter().any(|c| c.size > 0))
+        .collect();
+    let index = with_data.first().copied().unwrap_or(0);
+    let Some(buffer) = meta.buffers.get(index) else {
+        anyhow::bail!("{name} holds no recorded pages (no flyrecord buffer)");
+    };
+    if with_data.len() > 1 {
+        crate::say!(
+            "{name} holds {} buffers with pages; printing only the first ({:?})",
+            with_data.len(),
+            buffer.name
+        );
+    }
+    let layout = ktrace_ring::PageLayout::from_header_page(
+        &String::from_utf8_lossy(&meta.header_page),
+        meta.endian,
+    )
+    .with_context(|| format!("{name}: bad header_page"))?
+    .with_subbuf_size(buffer.page_size as usize);
+    let table = table(&meta).with_context(|| format!("{name}: bad event format"))?;
+    let comms = Comms::from_saved_cmdlines(&String::from_utf8_lossy(&meta.cmdlines));
+    let mut decoder = Decoder::new(
+        layout,
+        table,
+        TaskNames::fixed(comms),
+        Options::default(),
+        Vec::new(),
+    );
+    for (i, text) in meta.cpu_stats().iter().enumerate() {
+        let cpu = text
+            .lines()
+            .find_map(|l| l.strip_prefix("CPU:")?.trim().parse().ok())
+            .unwrap_or(i);
+        decoder
+            .summary_mut()
+            .add_stats(cpu, &ktrace_tracefs::CpuStats::parse(text));
+    }
+    // what the page streams need of the metadata (not the big texts)
+    let slim = Meta {
+        kallsyms: Vec::new(),
+        printk_formats: Vec::new(),
+        cmdlines: Vec::new(),
+        systems: Vec::new(),
+        ftrace_formats: Vec::new(),
+        ..meta.clone()
+    };
+    let mut streams: Vec<CpuPages> = Vec::new();
+    for (i, c) in buffer.cpus.iter().enumerate() {
+        let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+        let dat = TraceDat::reopen(BufReader::with_capacity(1 << 16, f), slim.clone())
+            .with_context(|| format!("cannot read {name}"))?;
+        let pages = dat
+            .into_pages(index, i)
+            .with_context(|| format!("{name}: cpu {}", c.cpu))?;
+        streams.push((c.cpu as usize, Box::new(pages)));
+    }
+    Ok(Recording {
+        meta,
+        decoder,
+        streams,
+    })
+}
+
+/// The event table of a recording: its formats, each probe with the kind
+/// its definition (ktrace's option) or its format says.
+fn table(meta: &Meta) -> anyhow::Result<EventTable> {
+    let mut t = EventTable::new(usize::from(meta.long_size), None);
+    let defs = definitions(meta);
+    for f in &meta.ftrace_formats {
+        let text = String::from_utf8_lossy(f);
+        let role = match format_name(&text) {
+            Some("kernel_stack") => Role::Stack { user: false },
+            Some("user_stack") => Role::Stack { user: true },
+            _ => Role::Kernel,
+        };
+        // ftrace's own events beyond the stacks: best effort
+        let _ = t.add("ftrace", &text, ProbeKind::Other, None, role);
+    }
+    for s in &meta.systems {
+        for f in &s.formats {
+            let text = String::from_utf8_lossy(f);
+            let name = format_name(&text).unwrap_or("");
+            let def = defs.iter().find(|d| defines(d, &s.name, name));
+            let (kind, target) = match def {
+                Some(d) => (
+                    ProbeKind::from_dynamic_event(d),
+                    ktrace_event::eprobe_target(d),
+                ),
+                None => (kind_of_format(&text, &s.name), None),
+            };
+            let role = if kind == ProbeKind::Other {
+                Role::Kernel
+            } else {
+                Role::Probe
+            };
+            t.add(&s.name, &text, kind, target.as_deref(), role)
+                .with_context(|| format!("{}/{name}", s.name))?;
+        }
+    }
+    Ok(t)
+}
+
+/// The probe definitions a ktrace recording keeps (its own option; none
+/// in trace-cmd's files).
+pub(crate) fn definitions(meta: &Meta) -> Vec<String> {
+    meta.options
+        .iter()
+        .filter(|o| o.id == option::KTRACE_DYNAMIC_EVENTS)
+        .flat_map(|o| {
+            let end = o.data.iter().position(|&b| b == 0).unwrap_or(o.data.len());
+            String::from_utf8_lossy(&o.data[..end])
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The `name:` of a format file.
+fn format_name(text: &str) -> Option<&str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map(str::trim)
+}
+
+/// True when the `dynamic_events` line `def` defines `system/event`.
+fn defines(def: &str, system: &str, event: &str) -> bool {
+    let head = def.split_whitespace().next().unwrap_or("");
+    let Some((_, place)) = head.split_once(':') else {
+        return false;
+    };
+    place == format!("{system}/{event}")
+}
+
+/// A probe's kind from its format alone (trace-cmd's files carry no
+/// definitions): the probe fields say entry (`__probe_ip`) or return
+/// (`__probe_ret_ip`), as trace_kprobe.c and trace_uprobe.c write them.
+/// Kernel or user cannot be told from the format (both print `(%lx)`):
+/// the kernel's default groups (`uprobes`, `kprobes`) say it; otherwise a
+/// kernel probe is assumed.
+fn kind_of_format(text: &str, system: &str) -> ProbeKind {
+    let has = |f: &str| text.contains(&format!(" {f};"));
+    let user = system.starts_with("uprobe");
+    if has("__probe_ret_ip") {
+        if user {
+            ProbeKind::Uretprobe
+        } else {
+            ProbeKind::Kretprobe
+        }
+    } else if has("__probe_ip") {
+        if user {
+            ProbeKind::Uprobe
+        } else {
+            ProbeKind::Kprobe
+        }
+    } else {
+        ProbeKind::Other
+    }
+}
+
+/// Runs `ktrace report`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Recording {
+        meta,
+        mut decoder,
+        streams,
+    } = open(&args.file)?;
+    let symbols = SavedSymbols::new(meta.kallsyms.clone());
+    let stdout = io::stdout();
+    let out = stdout.lock();
+    let mut sink: Box<dyn Sink + '_> = if args.json {
+        Box::new(JsonSink::new(out, &symbols))
+    } else {
+        let release = meta.kernel_release().unwrap_or("");
+        Box::new(TextSink::new(
+            out,
+            FlagStyle::for_release(release),
+            &symbols,
+            clock_in_ns(meta.clock().unwrap_or("local")),
+        ))
+    };
+    let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());
+    for w in decoder.take_warnings() {
+        crate::say!("{w}");
+    }
+    let end = match end {
+        Ok(e) => e,
+        Err(ktrace_stream::Error::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot print the recording")),
+    };
+    summary(&end);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The loss account on stderr, as the live run's summary words it.
+pub(crate) fn summary(end: &EndOfRun) {
+    let line = end.summary.line();
+    let per_cpu = line.split_once(", ").map_or("", |(_, d)| d);
+    if end.summary.lost() == 0 && per_cpu == "0 lost" {
+        crate::say!("{} event(s), 0 lost", end.summary.events);
+    } else {
+        crate::eline!(
+            "ktrace: {} event(s), {} lost: {per_cpu}",
+            end.summary.events,
+            end.summary.lost()
+        );
+    }
+}
