@@ -227,8 +227,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         streams,
     } = open(&args.file)?;
     let symbols = SavedSymbols::new(meta.kallsyms.clone());
-    let stdout = io::stdout();
-    let out = stdout.lock();
+    // Straight to file descriptor 1: the standard library's stdout is
+    // line-buffered, which scans every 64 KiB written for newlines.
+    let out =
+        std::fs::File::from(rustix::io::dup(io::stdout()).context("cannot use standard output")?);
     let mut sink: Box<dyn Sink + '_> = if args.json {
         Box::new(JsonSink::new(out, &symbols))
     } else {
