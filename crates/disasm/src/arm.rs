@@ -91,17 +91,42 @@ pub fn decode(bytes: &[u8], address: u64, thumb: bool) -> Vec<Insn> {
     out
 }
 
+thread_local! {
+    /// Set while the decoder runs: a panic then is the decoder's, caught
+    /// below, and must not be reported by the panic hook.
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wraps the process's panic hook once so that panics of the decoder,
+/// which [`decode_one`] catches, print nothing (nor abort, under a fuzzer's
+/// hook); every other panic goes to the hook as before.
+fn quiet_decoder_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+}
+
 /// One instruction, or None when it does not decode. yaxpeax-arm 0.5's
 /// ARMv7 decoder panics ("register number out of range") on some byte
 /// sequences (found by tests/never_panic.rs); a panic is taken as bytes
-/// that do not decode, so no input can bring ktrace down.
+/// that do not decode, so no input can bring ktrace down, and it prints
+/// nothing (a caught panic used to print "thread panicked" under `ktrace
+/// disasm`, and the fuzzer's hook aborted on it).
 fn decode_one(decoder: &InstDecoder, bytes: &[u8]) -> Option<yaxpeax_arm::armv7::Instruction> {
-    std::panic::catch_unwind(|| {
+    quiet_decoder_panics();
+    DECODING.with(|d| d.set(true));
+    let decoded = std::panic::catch_unwind(|| {
         let mut reader = U8Reader::new(bytes);
         decoder.decode(&mut reader).ok()
-    })
-    .ok()
-    .flatten()
+    });
+    DECODING.with(|d| d.set(false));
+    decoded.ok().flatten()
 }
 
 #[cfg(test)]
