@@ -21,7 +21,10 @@ a2=$(argreg 2)
 a3=$(argreg 3)
 bits=$(long_bits)
 # AT_FDCWD in the default type (x32 / x64): -100 as the kernel prints it
-if [ "$bits" = 32 ]; then fdcwd=0xffffff9c enoent=0xfffffffe; else fdcwd=0xffffffffffffff9c enoent=0xfffffffffffffffe; fi
+# (dfd is an int: on a 64-bit kernel the caller may have left the register's
+# upper half zero, as x86_64 5.10's __x64_sys_openat does, so the x64 value
+# is 0xffffff9c there and sign-extended elsewhere)
+if [ "$bits" = 32 ]; then fdcwd=0xffffff9c enoent=0xfffffffe; else fdcwd='(0xffffffffffffff9c|0xffffff9c)' enoent=0xfffffffffffffffe; fi
 
 ktest doc_kprobe_entry
 kt "p:myprobe do_sys_openat2 dfd=$a1 filename=$a2 flags=$a3 mode=+8($a3):x64 oflags=+0($a3):x64 path=+0($a2):ustring" -d 60
