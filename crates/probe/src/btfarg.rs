@@ -778,6 +778,10 @@ pub fn compile(
         Some(p) => (p, true),
         None => (place, false),
     };
+    if place.is_empty() {
+        // `%return` alone: nothing to resolve; the checker says what is wrong
+        return Ok(passthrough(&words));
+    }
     let is_return = words[0].starts_with('r') || pct_return;
     let is_addr = place.as_bytes()[0].is_ascii_digit();
     let (sym, offset) = match place.find(['+', '-']) {
@@ -1051,5 +1055,20 @@ pub fn find_struct_member(
         };
         cur = off;
         members = b.members(tid)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Arch, Offline, Target};
+
+    /// Regression (fuzz target btf_args): `%return` alone as the probe
+    /// point left an empty place, which was indexed.
+    #[test]
+    fn percent_return_alone_is_not_a_panic() {
+        for line in ["p} %return", "r %return", "p %return x=%di", "p:e %return"] {
+            let _ = compile(line, None, Target::new(Arch::X86_64), &Offline, false);
+        }
     }
 }
