@@ -53,18 +53,21 @@ kernel_verdict() {
     kcaret=$(awk '/Command: / { c = index($0, "Command: ") + 8; next } c && /\^/ { print index($0, "^") - 1 - c; exit }' "$TRACEFS/error_log")
 }
 
-# ktrace_verdict DEF — "ok" when ktrace check accepts DEF, else its message;
-# $tcaret is the caret's column; $tout the whole report
-ktrace_verdict() {
-    tout=$(ktrace check "$1" 2>&1)
-    case $tout in
-        ok:*) tmsg=ok tcaret= ;;
-        rejected:*)
-            tmsg=$(printf '%s\n' "$tout" | sed -n 's/^  [a-z_]*: error: //p')
-            tcaret=$(printf '%s\n' "$tout" | awk 'NR == 3 { print index($0, "^") - 3 }')
-            ;;
-        *) tmsg="unexpected: $tout" tcaret= ;;
-    esac
+# ktrace_verdicts < DEFS — one `ktrace check` of every definition (one
+# process: reading the kernel's symbols and code once, not once per
+# definition); prints a line per definition, in order: MESSAGE<TAB>CARET
+# ("ok" and no caret when accepted)
+ktrace_verdicts() {
+    ktrace check 2>&1 | awk '
+        function out() { if (n) printf "%s\t%s\n", m, c }
+        /^ok: / { out(); n = 1; m = "ok"; c = ""; k = 0; next }
+        /^rejected: / { out(); n = 1; m = "unexpected"; c = ""; k = 0; next }
+        n && m != "ok" {
+            k++
+            if (k == 2) c = index($0, "^") - 3
+            if (m == "unexpected" && match($0, /^  [a-z_]*: error: /)) m = substr($0, RLENGTH + 1)
+        }
+        END { out() }'
 }
 
 agree() { # FUNC
@@ -75,8 +78,8 @@ agree() { # FUNC
         return
     fi
     # the first 8 instructions: each boundary and one byte inside each; a
-    # return probe at the first two (each definition costs a kernel write
-    # and a ktrace check: a loaded TCG guest took over 300 s for 12)
+    # return probe at the first two (each definition costs a kernel write;
+    # ktrace checks them all in one run)
     defs=$(printf '%s\n' "$list" | head -n 8 | while read -r off len verdict; do
         echo "p:ktcheck/k $f+$off"
         [ "$len" -gt 1 ] && echo "p:ktcheck/k $f+$(printf '0x%x' $((off + len / 2)))"
@@ -87,12 +90,15 @@ $(printf '%s\n' "$list" | head -n 2 | while read -r off len verdict; do echo "r:
     # instruction) as a return probe, whatever the listing says
     defs="$defs
 r:ktcheck/k $f+4"
+    printf '%s\n' "$defs" | grep -v '^$' >/tmp/check-defs.txt
+    ktrace_verdicts </tmp/check-defs.txt >/tmp/check-verdicts.txt
     n=0 decided=0 refused=0 bad=""
     while read -r def; do
         [ -n "$def" ] || continue
         n=$((n + 1))
         kernel_verdict "$def"
-        ktrace_verdict "$def"
+        v=$(sed -n "${n}p" /tmp/check-verdicts.txt)
+        tmsg=${v%%	*} tcaret=${v#*	}
         if [ "$tmsg" = "$kmsg" ]; then
             if [ "$kmsg" != ok ]; then
                 refused=$((refused + 1))
@@ -106,11 +112,9 @@ r:ktcheck/k $f+4"
             # kernel ("not checked: kprobe blacklist ...")
             :
         else
-            bad="$bad $def: kernel '$kmsg', ktrace '$tmsg' ($(printf '%s\n' "$tout" | grep -m1 -E 'hint|not checked'); $f starts: $(ktrace disasm "$f" 2>&1 | grep -m1 '+0x0 '));"
+            bad="$bad $def: kernel '$kmsg', ktrace '$tmsg' ($(ktrace check "$def" 2>&1 | grep -m1 -E 'hint|not checked'); $f starts: $(ktrace disasm "$f" 2>&1 | grep -m1 '+0x0 '));"
         fi
-    done <<END
-$defs
-END
+    done </tmp/check-defs.txt
     echo "$f: $n definitions, $decided verdicts equal ($refused refusals)" >>"$KTEST_OUT/check-code.txt"
     expect_empty "disagreements with the kernel" "$bad" &&
         expect_gt "refusals ktrace made itself" "$refused" 3 &&
