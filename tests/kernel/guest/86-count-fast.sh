@@ -101,6 +101,25 @@ echo "$out"
 expect_ne "exit" "$rc" 0 &&
     expect_match "says why" "$out" '--route ftrace cannot do this' && pass
 
+ktest sigkill_then_reaped
+if [ -n "$WHY" ]; then
+    skip "$WHY"
+else
+    ktrace count 'vfs_*' --route ftrace >/dev/null 2>/tmp/s.err &
+    p=$!
+    wait_tracing /tmp/s.err $p
+    kill -9 $p
+    wait $p
+    left=$(ls "$TRACEFS/instances")
+    tracer=$(cat "$TRACEFS/instances/$left/current_tracer" 2>/dev/null)
+    ktrace clean >/tmp/c.out 2>&1
+    cat /tmp/s.err /tmp/c.out
+    expect_match "an instance was left by SIGKILL" "$left" '^ktrace_' &&
+        expect_eq "its tracer" "$tracer" function &&
+        expect_empty "nothing after ktrace clean" "$(ls "$TRACEFS/instances")" &&
+        pass "$left (current_tracer=$tracer) reaped"
+fi
+
 # Globs that together reach ~1,000 functions of available_filter_functions
 # (cold subsystems first: the guest is idle there), and one glob of 50-200
 # for the kprobe comparison.
