@@ -196,6 +196,7 @@ else
         if [ -n "$SMALL" ]; then
             fs=$(measure ftrace "$SMALL")
             echo "ftrace $SMALL: $fs"
+            case $fs in failed*) fail "ftrace route on $SMALL: $fs"; fs="0 0 0" ;; esac
             set -- $fs
             echo "FIGURES ftrace glob=$SMALL functions=$3 attach_wall_s=$(($1 / 100)).$(printf %02d $(($1 % 100))) filter_write_ms=$(ms_of "$(cat /tmp/m.err)" 'attached in') detach_ms=$2"
             refused=$(entry_probe_refused)
@@ -214,8 +215,10 @@ else
                         fi
                         ;;
                 esac
-                set -- $ks
-                echo "FIGURES kprobe glob=$SMALL probes=$3 attach_wall_s=$(($1 / 100)).$(printf %02d $(($1 % 100))) detach_ms=$2"
+                if [ "$_kt_open" = 1 ] && [ "$ks" != "- - -" ]; then
+                    set -- $ks
+                    echo "FIGURES kprobe glob=$SMALL probes=$3 attach_wall_s=$(($1 / 100)).$(printf %02d $(($1 % 100))) detach_ms=$2"
+                fi
             fi
         fi
         pass "ftrace route on $BIGN functions: $big (attach cs, detach ms, functions)"
