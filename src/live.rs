@@ -257,6 +257,126 @@ pub(crate) fn setup_built(
     })
 }
 
+/// The function tracer's setup (`ktrace count` over bare function globs,
+/// see crate::cmd::agg): ktrace's own instance, no probes; the globs
+/// written to the instance's `set_ftrace_filter` one write each (the
+/// kernel refuses a glob that matches nothing, and the filter is read back:
+/// an empty one would trace every function), ktrace's own threads kept out
+/// (`set_ftrace_notrace_pid`) or only `-p PID` / the command traced
+/// (`set_ftrace_pid` with `function-fork`), the stream opened, then
+/// `current_tracer=function`. Returns the run and the functions the
+/// kernel's filter holds.
+pub(crate) fn setup_function(
+    mut sess: Session,
+    globs: &[String],
+    args: &RunArgs,
+    root: &std::path::Path,
+    view: &KernelView,
+    signals: &Signals,
+) -> anyhow::Result<(Run, Vec<String>)> {
+    let inst = create_objects(&mut sess, Vec::new(), args, signals)?;
+    inst.set_buffer_percent(BUFFER_PERCENT)?;
+    if !inst.has_function_tracer() {
+        anyhow::bail!(
+            "ktrace's instance {} offers no function tracer (no `function` in its \
+             available_tracers, or no set_ftrace_filter); use --route kprobe",
+            inst.name()
+        );
+    }
+    let started = Instant::now();
+    let mut had = 0;
+    for g in globs {
+        inst.add_ftrace_filter(g).with_context(|| {
+            format!(
+                "the function tracer refused {g:?}: no function of \
+                 available_filter_functions matches it"
+            )
+        })?;
+        // Some kernels (6.1) take a glob that matches nothing silently.
+        let now = inst.ftrace_filter()?.len();
+        if now == had {
+            anyhow::bail!(
+                "no function of available_filter_functions matches {g:?}{}; nothing was traced",
+                if had > 0 {
+                    " (none that the globs before it did not)"
+                } else {
+                    ""
+                }
+            );
+        }
+        had = now;
+    }
+    let funcs = inst.ftrace_filter()?;
+    if funcs.is_empty() {
+        // an empty filter would trace every function
+        anyhow::bail!(
+            "the function tracer's filter is empty after writing {}; nothing was traced",
+            globs.join(" ")
+        );
+    }
+    let own_pid = std::process::id();
+    let opts = Options {
+        skip_pids: if args.command.is_empty() {
+            Vec::new()
+        } else {
+            vec![own_pid as i32]
+        },
+        limit: args.count,
+        ..Options::default()
+    };
+    // The kernel refuses to change the tracer while a buffer of the
+    // instance is open (EBUSY), and the reader thread must exist before
+    // the pid lists are written (`function-fork` would add it): the tracer
+    // goes on with recording off, then the stream opens, then the pid
+    // lists, then recording starts.
+    check(signals)?;
+    inst.set_tracing_on(false)?;
+    inst.set_current_tracer("function")?;
+    let stream = Stream::open(root, &inst, &[], opts)?;
+    if let Some(pid) = args.pid {
+        let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
+        if !args.command.is_empty() {
+            tids.push(own_pid);
+        }
+        inst.set_option("function-fork", true)?;
+        inst.set_ftrace_pids(&tids)?;
+    } else if !args.command.is_empty() {
+        inst.set_option("function-fork", true)?;
+        inst.set_ftrace_pids(&[own_pid])?;
+    } else if !inst.set_ftrace_notrace_pids(&threads_of(own_pid)?)? {
+        crate::say!(
+            "warning: this kernel has no set_ftrace_notrace_pid; ktrace's own calls of \
+             these functions (reading the buffer) are counted too"
+        );
+    }
+    check(signals)?;
+    inst.set_tracing_on(true)?;
+    crate::eline!(
+        "ktrace: function tracer on {} function(s) in session {} (attached in {} ms); \
+         Ctrl-C to stop",
+        funcs.len(),
+        sess.name(),
+        started.elapsed().as_millis()
+    );
+    let child = start_command(args)?;
+    let modules = crate::modwatch::ModuleWatch::new(std::iter::empty(), view);
+    Ok((
+        Run {
+            stream,
+            sess,
+            inst,
+            child,
+            status: None,
+            kernel_probes: false,
+            trace_header: None,
+            modules,
+            disturbed: None,
+            checked: Instant::now(),
+        },
+        funcs,
+    ))
+}
+
 /// An error for a signal caught during setup (the session is torn down as
 /// it is dropped).
 fn check(signals: &Signals) -> anyhow::Result<()> {
@@ -439,6 +559,15 @@ pub(crate) fn conclude_kernel(
         && run.status.is_none()
     {
         run.status = c.try_wait().ok().flatten();
+    }
+    let kprobes = run
+        .sess
+        .probes()
+        .iter()
+        .filter(|p| !p.kind().is_uprobe())
+        .count();
+    if kprobes > 100 {
+        crate::say!("detaching {kprobes} kprobes (the kernel disables them one by one)");
     }
     let removed = remove(&run.inst);
     let started = Instant::now();
@@ -667,6 +796,13 @@ pub(crate) fn teardown_and_summary(
         // (the kernel waits for a grace period per event), instance removal
         // included; the group delete afterwards is ~30 ms for 1000.
         crate::say!("removing {uprobes} uprobes; the kernel takes ~50 ms for each");
+    }
+    let kprobes = run.sess.probes().len() - uprobes;
+    if kprobes > 100 {
+        // One grace period per enabled kprobe as the instance goes: say
+        // so before the wait (measured: 630 kprobes took ~19 s on a 6.1
+        // x86_64 guest under TCG).
+        crate::say!("detaching {kprobes} kprobes (the kernel disables them one by one)");
     }
     let disturbed = run.sess.disturbance(false).or(run.disturbed.take());
     let cleanup_started = Instant::now();

@@ -341,7 +341,8 @@ impl Session {
             ));
         }
         if quick {
-            return (!inst.has_group(&self.name)).then(|| {
+            // no probes (the function tracer's route): no group to check
+            return (!self.probes.is_empty() && !inst.has_group(&self.name)).then(|| {
                 format!(
                     "ktrace's probes were removed by someone else while tracing: all of group \
                      {} (trace-cmd reset deletes every dynamic event); nothing was recorded \

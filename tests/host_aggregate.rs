@@ -545,6 +545,38 @@ fn bad_input_is_refused_before_anything_is_written() {
             vec!["latency".into(), format!("{}%return", w.at("nap"))],
             "is not a function",
         ),
+        // the function tracer's route, forced where it cannot do the job
+        (
+            vec![
+                "count".into(),
+                probe.clone(),
+                "--route".into(),
+                "ftrace".into(),
+            ],
+            "--route ftrace cannot do this: ",
+        ),
+        (
+            vec![
+                "count".into(),
+                "vfs_read".into(),
+                "--by".into(),
+                "stack".into(),
+                "--route".into(),
+                "ftrace".into(),
+            ],
+            "--route ftrace cannot do this: --by stack needs a probe",
+        ),
+        (
+            vec![
+                "count".into(),
+                "vfs_*".into(),
+                "-f".into(),
+                "common_pid > 1".into(),
+                "--route".into(),
+                "ftrace".into(),
+            ],
+            "--route ftrace cannot do this: -f filters probe events",
+        ),
     ];
     for (args, want) in table {
         let (code, _, err) = run(&args);

@@ -48,6 +48,17 @@ pub enum EngineChoice {
     User,
 }
 
+/// How `ktrace count` attaches to its functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Route {
+    /// The function tracer when it can do the job, else kprobes.
+    Auto,
+    /// The function tracer in ktrace's own instance (one glob write).
+    Ftrace,
+    /// One kprobe per function.
+    Kprobe,
+}
+
 /// Options shared by the three commands.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Common {
@@ -103,6 +114,8 @@ pub enum Job {
         by: Vec<String>,
         /// `--top`.
         top: Option<u64>,
+        /// `--route`.
+        route: Route,
     },
     /// Distribution of a field.
     Hist {
@@ -576,13 +589,36 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
     let sess = Session::new(&root)?;
-    let probes = crate::resolve::build(&sess, &defs, common.run.pid, &view)?;
+    let globs = match &job {
+        Job::Count { by, route, .. } => function_route(&defs, by, common, *route, &root)?,
+        _ => None,
+    };
+    let (probes, checked) = match &globs {
+        Some(_) => {
+            let Job::Count { by, .. } = &job else {
+                bail!("the function tracer counts only (internal)");
+            };
+            let keys = KeySpec::parse_all(by, FUNCTION_EVENT, &[])?;
+            (
+                Vec::new(),
+                Checked {
+                    keys,
+                    pairs: Vec::new(),
+                },
+            )
+        }
+        None => {
+            let probes = crate::resolve::build(&sess, &defs, common.run.pid, &view)?;
+            let checked = check(&job, &probes, sess.name())?;
+            (probes, checked)
+        }
+    };
     let group = sess.name().to_string();
-    let checked = check(&job, &probes, &group)?;
     let readme = ktrace_tracefs::features::readme(&root);
     let features = Features::from_readme(&readme);
     let planned = match common.engine {
         EngineChoice::User => None,
+        _ if globs.is_some() => None,
         _ => Some(plan(
             &job,
             &checked,
@@ -653,6 +689,7 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         None => run_user(
             sess,
             probes,
+            globs.as_deref(),
             &job,
             checked,
             &common.run,
@@ -666,6 +703,96 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         s.stop();
     }
     code
+}
+
+/// The event the function tracer's records are (system/name).
+const FUNCTION_EVENT: &str = "ftrace/function";
+
+/// The keys the function tracer's records can give (no probe fields; a
+/// stack would need the `func_stack_trace` option, not done yet).
+const FUNCTION_KEYS: [&str; 5] = ["func", "comm", "pid", "tid", "cpu"];
+
+/// A bare kernel function name or glob (`vfs_*`, `ext4_?et*`, `tcp_v4_rcv`):
+/// the characters of symbol names and the kernel's glob (`*`, `?`), and
+/// nothing of the probe syntax (no place, argument, `%return`, path).
+fn bare_glob(def: &str) -> bool {
+    !def.is_empty()
+        && def.len() <= 256
+        && !def.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && def
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '*' | '?' | '.'))
+        && def.chars().any(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why the function tracer cannot do this count (`None`: it can), before
+/// asking the kernel.
+fn function_route_refusal(defs: &[String], by: &[String], common: &Common) -> Option<String> {
+    if let Some(d) = defs.iter().find(|d| !bare_glob(d)) {
+        return Some(format!(
+            "{d:?} is not a bare function name or glob (arguments, return probes, offsets, \
+             user probes and events need probes)"
+        ));
+    }
+    if let Some(k) = by.iter().find(|k| !FUNCTION_KEYS.contains(&k.as_str())) {
+        return Some(format!(
+            "--by {k} needs a probe (the function tracer gives func, comm, pid, tid, cpu)"
+        ));
+    }
+    if common.engine == EngineChoice::Kernel {
+        return Some("--engine kernel needs probe events for its hist triggers".into());
+    }
+    if common.run.filter.is_some() {
+        return Some("-f filters probe events".into());
+    }
+    if common.run.trigger.is_some() {
+        return Some("--trigger applies to probe events".into());
+    }
+    None
+}
+
+/// The route of `ktrace count`: the function tracer's globs, or `None`
+/// for per-function probes; says which and why on stderr. `--route
+/// ftrace` when the function tracer cannot do the job is an error, before
+/// anything is written.
+fn function_route(
+    defs: &[String],
+    by: &[String],
+    common: &Common,
+    route: Route,
+    root: &Path,
+) -> anyhow::Result<Option<Vec<String>>> {
+    if route == Route::Kprobe {
+        crate::eline!("ktrace: route: one kprobe per function (--route kprobe)");
+        return Ok(None);
+    }
+    let named = |d: &String| d.split_whitespace().next().is_some_and(bare_glob);
+    if route == Route::Auto && !defs.iter().any(named) {
+        // no kernel function named (user probes, events): nothing to choose
+        return Ok(None);
+    }
+    let refusal = function_route_refusal(defs, by, common).or_else(|| {
+        (!ktrace_tracefs::features::function_tracer(root)).then(|| {
+            "this kernel offers no function tracer (no `function` in available_tracers)".into()
+        })
+    });
+    match (refusal, route) {
+        (None, _) => {
+            crate::eline!(
+                "ktrace: route: the function tracer in ktrace's own instance (one glob write \
+                 for all the functions of available_filter_functions that match; \
+                 --route kprobe for one kprobe per function)"
+            );
+            let mut globs = defs.to_vec();
+            globs.dedup();
+            Ok(Some(globs))
+        }
+        (Some(why), Route::Ftrace) => bail!("--route ftrace cannot do this: {why}"),
+        (Some(why), _) => {
+            crate::eline!("ktrace: route: one kprobe per function: {why}");
+            Ok(None)
+        }
+    }
 }
 
 /// Reads the kernel's tables: the totals since the triggers went in.
@@ -875,6 +1002,10 @@ struct AggSink<'s> {
     /// The fields the keys and the histogram read: only these are decoded
     /// (none for a count by func/comm/pid, so a record costs no allocation).
     wanted: Vec<String>,
+    /// Counting the function tracer's records (`ftrace/function`).
+    function: bool,
+    /// The function tracer's `ip` → its function.
+    ips: HashMap<u64, String>,
 }
 
 /// A field value that outlives its record.
@@ -1001,6 +1132,45 @@ impl AggSink<'_> {
     }
 }
 
+impl AggSink<'_> {
+    /// One record of the function tracer: counted for the function its
+    /// `ip` is in (the traced function: ftrace's call site is in its
+    /// first instructions).
+    fn function_hit(&mut self, ev: &ktrace_stream::Event<'_>) {
+        let ip = ev
+            .fields()
+            .find(|(_, f)| f.name == "ip")
+            .and_then(|(i, _)| match ev.int(i, 0) {
+                Some(ktrace_stream::Int::U(v)) => Some(v),
+                Some(ktrace_stream::Int::S(v)) => Some(v as u64),
+                None => None,
+            });
+        let Some(ip) = ip else {
+            return;
+        };
+        let symbols = self.symbols;
+        let func = self.ips.entry(ip).or_insert_with(|| {
+            symbols
+                .lookup(ip)
+                .map_or_else(|| format!("0x{ip:x}"), |s| s.name.to_string())
+        });
+        let tid = ev.pid() as u32;
+        let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
+        let s = Sample {
+            ts_ns: ev.ts,
+            cpu: ev.cpu as u32,
+            pid,
+            tid,
+            comm: ev.comm(),
+            event: FUNCTION_EVENT,
+            func: Some(func.as_str()),
+            stack: None,
+            fields: &[],
+        };
+        self.state.borrow_mut().add_sample(&s);
+    }
+}
+
 impl Sink for AggSink<'_> {
     fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<Flow> {
         match ev.info.role {
@@ -1012,7 +1182,12 @@ impl Sink for AggSink<'_> {
                 }
                 return Ok(Flow::Continue);
             }
-            Role::Kernel => return Ok(Flow::Continue),
+            Role::Kernel => {
+                if self.function && ev.info.system() == "ftrace" && ev.info.name() == "function" {
+                    self.function_hit(ev);
+                }
+                return Ok(Flow::Continue);
+            }
         }
         // a sample still waiting had no stack record
         self.settle(None);
@@ -1117,6 +1292,7 @@ type FieldKind2 = ktrace_event::FieldKind;
 fn run_user(
     sess: Session,
     probes: Vec<Probe>,
+    globs: Option<&[String]>,
     job: &Job,
     checked: Checked,
     args: &RunArgs,
@@ -1176,8 +1352,23 @@ fn run_user(
                 _ => None,
             })
             .collect(),
+        function: globs.is_some(),
+        ips: HashMap::new(),
     };
-    let mut run = match live::setup_built(sess, probes, stacks, args, root, view, signals) {
+    let setup = match globs {
+        Some(g) => live::setup_function(sess, g, args, root, view, signals).map(|(r, funcs)| {
+            crate::eline!(
+                "ktrace: counting the {} function(s) of available_filter_functions matching {} \
+                 (the function tracer's list: it has functions kprobes refuse, and lacks \
+                 notrace ones kprobes may take)",
+                funcs.len(),
+                g.join(" ")
+            );
+            r
+        }),
+        None => live::setup_built(sess, probes, stacks, args, root, view, signals),
+    };
+    let mut run = match setup {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
@@ -1246,6 +1437,35 @@ mod tests {
             ..Features::default()
         };
         KPlan::Count(kernel::plan_count(&evs, &[], &f, None).unwrap())
+    }
+
+    #[test]
+    fn bare_globs_are_function_names_and_globs_only() {
+        for ok in [
+            "vfs_*",
+            "ext4_?et*",
+            "tcp_v4_rcv",
+            "*sync*",
+            "foo.isra.0",
+            "_x",
+        ] {
+            assert!(bare_glob(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "*",
+            "vfs_read a=%di",
+            "vfs_read%return",
+            "vfs_read+4",
+            "r:vfs_read",
+            "/bin/true:main",
+            "sched:sched_switch",
+            "0abc",
+            "vfs_\nread",
+            "vfs_[ab]*",
+        ] {
+            assert!(!bare_glob(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -21,6 +21,12 @@ pub struct Args {
     /// Show only the N keys with the most hits.
     #[arg(long, value_name = "N", value_parser = crate::cli::count)]
     pub top: Option<u64>,
+    /// How the functions are attached: `ftrace` (the function tracer in
+    /// ktrace's own instance: one glob write for all the functions; bare
+    /// function globs, keys among func/comm/pid/tid/cpu), `kprobe` (one
+    /// kprobe per function), or auto (ftrace when it can do the job).
+    #[arg(long, value_enum, default_value_t = agg::Route::Auto)]
+    pub route: agg::Route,
     #[command(flatten)]
     pub common: Common,
 }
@@ -30,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let job = Job::Count {
         by: args.by,
         top: args.top,
+        route: args.route,
     };
     agg::run(args.probes, job, &args.common)
 }

@@ -141,7 +141,12 @@ pub fn create(
     // the progress line only on a terminal.
     const CHUNK: usize = 25;
     let total = probes.len();
-    let progress = total > 100 && std::io::stderr().is_terminal();
+    // Many probes: a progress line, redrawn on a terminal, else one line
+    // a second.
+    let progress = total > 100;
+    let terminal = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut last = started;
     let mut done = 0;
     let mut rest = probes;
     while !rest.is_empty() {
@@ -151,12 +156,18 @@ pub fn create(
         let tail = rest.split_off(rest.len().min(CHUNK));
         done += rest.len();
         sess.create(rest)?;
-        if progress {
+        if progress && terminal {
             crate::eput!("\rktrace: created {done}/{total} probes");
+        } else if progress && (last.elapsed().as_secs() >= 1 || done == total) {
+            last = std::time::Instant::now();
+            crate::eline!(
+                "ktrace: created {done}/{total} probes ({:.1} s)",
+                started.elapsed().as_secs_f64()
+            );
         }
         rest = tail;
     }
-    if progress {
+    if progress && terminal {
         crate::eline!("");
     }
     Ok(())

@@ -48,6 +48,18 @@ pub struct Features {
     pub types: Vec<String>,
 }
 
+/// Whether the kernel offers the function tracer (`function` in the
+/// tracefs root's `available_tracers`, and a `set_ftrace_filter`): read
+/// before anything is created; ktrace's own instance is asked again once
+/// it exists ([`crate::Instance::has_function_tracer`]).
+pub fn function_tracer(root: &Path) -> bool {
+    std::fs::read_to_string(root.join("available_tracers"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .any(|t| t == "function")
+        && root.join("set_ftrace_filter").exists()
+}
+
 /// The text of the tracefs `README` at `root` (what the running kernel says
 /// it supports), or an empty string when it cannot be read.
 pub fn readme(root: &Path) -> String {

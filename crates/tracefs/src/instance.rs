@@ -388,6 +388,86 @@ impl Instance {
         )
     }
 
+    /// Whether this instance offers the function tracer: `function` in its
+    /// `available_tracers` and its own `set_ftrace_filter` (instances have
+    /// them where the kernel supports function tracing in instances).
+    pub fn has_function_tracer(&self) -> bool {
+        let tracers = fs::read_to_string(self.dir.join("available_tracers")).unwrap_or_default();
+        tracers.split_whitespace().any(|t| t == "function")
+            && self.dir.join("set_ftrace_filter").exists()
+    }
+
+    /// Adds the functions matching `glob` (the kernel's glob, or its
+    /// `:mod:` form) to this instance's `set_ftrace_filter`, appending to
+    /// what is there. The kernel refuses a glob that matches no function
+    /// of `available_filter_functions`.
+    pub fn add_ftrace_filter(&self, glob: &str) -> Result<()> {
+        self.write(
+            Path::new("set_ftrace_filter"),
+            glob,
+            "cannot set set_ftrace_filter",
+        )
+    }
+
+    /// The functions in this instance's `set_ftrace_filter` (empty when it
+    /// is empty, i.e. when the function tracer would trace everything).
+    pub fn ftrace_filter(&self) -> Result<Vec<String>> {
+        let t = io::read(
+            &self.dir.join("set_ftrace_filter"),
+            "cannot read set_ftrace_filter",
+        )?;
+        Ok(t.lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .filter_map(|l| l.split_whitespace().next())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// The instance's tracer (`nop` when none).
+    pub fn current_tracer(&self) -> Result<String> {
+        let t = io::read(
+            &self.dir.join("current_tracer"),
+            "cannot read current_tracer",
+        )?;
+        Ok(t.trim().to_string())
+    }
+
+    /// Selects the instance's tracer (`function`, or `nop` to stop it).
+    pub fn set_current_tracer(&self, tracer: &str) -> Result<()> {
+        self.write(
+            Path::new("current_tracer"),
+            tracer,
+            "cannot set current_tracer",
+        )
+    }
+
+    /// Restricts the function tracer to the given pids
+    /// (`set_ftrace_pid`); with the `function-fork` option their children
+    /// are added as they fork.
+    pub fn set_ftrace_pids(&self, pids: &[u32]) -> Result<()> {
+        let text = join_pids(pids);
+        self.write(
+            Path::new("set_ftrace_pid"),
+            &text,
+            "cannot set set_ftrace_pid",
+        )
+    }
+
+    /// Keeps the function tracer off the given pids
+    /// (`set_ftrace_notrace_pid`, 5.8+). Returns `false`, writing nothing,
+    /// when the kernel lacks it.
+    pub fn set_ftrace_notrace_pids(&self, pids: &[u32]) -> Result<bool> {
+        if !self.dir.join("set_ftrace_notrace_pid").exists() {
+            return Ok(false);
+        }
+        self.write(
+            Path::new("set_ftrace_notrace_pid"),
+            &join_pids(pids),
+            "cannot set set_ftrace_notrace_pid",
+        )?;
+        Ok(true)
+    }
+
     /// The CPUs that have a `per_cpu/cpuN` directory.
     pub fn cpus(&self) -> Result<Vec<u32>> {
         let dir = self.dir.join("per_cpu");
@@ -442,6 +522,13 @@ impl Instance {
         }
         Ok(t)
     }
+}
+
+fn join_pids(pids: &[u32]) -> String {
+    pids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn first_number(t: &str) -> Option<u64> {

@@ -232,6 +232,11 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
     let inst = Instance::open(root, name);
     if inst.exists() {
         let _ = inst.set_tracing_on(false);
+        // The function tracer of `ktrace count`'s fast route: switched off
+        // first (removing the instance would too, and frees its filter).
+        if inst.current_tracer().is_ok_and(|t| t != "nop") {
+            let _ = inst.set_current_tracer("nop");
+        }
         if let Err(e) = inst.remove() {
             if e.kind() != ErrorKind::Busy {
                 return Err(e);

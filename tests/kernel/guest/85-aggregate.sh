@@ -19,7 +19,7 @@ if ! has_hist; then
 else
     k=$(ktrace count ksys_sync --by func --json --engine kernel -- sh -c "$SYNCS" 2>/tmp/k.err)
     kc=$?
-    u=$(ktrace count ksys_sync --by func --json --engine user -- sh -c "$SYNCS" 2>/tmp/u.err)
+    u=$(ktrace count ksys_sync --by func --json --engine user --route kprobe -- sh -c "$SYNCS" 2>/tmp/u.err)
     uc=$?
     echo "kernel: $k"
     echo "user:   $u"
@@ -39,7 +39,7 @@ else
     # (the user engine names a task from /proc or the kernel's
     # saved_cmdlines, which may not have a short-lived task: `<...>`; the
     # kernel's execname key always has it)
-    k=$(ktrace count ksys_sync --by comm --json -- sh -c "$SYNCS" 2>/tmp/k.err)
+    k=$(ktrace count ksys_sync --by comm --json --route kprobe -- sh -c "$SYNCS" 2>/tmp/k.err)
     echo "$k"
     expect_match "auto chose the kernel" "$(cat /tmp/k.err)" 'in the kernel' &&
         expect_match "exact, by comm" "$k" "\"rows\":\[\{\"key\":\{\"comm\":\"sync\"\},\"count\":$N\}\]" && pass
