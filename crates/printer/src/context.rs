@@ -36,13 +36,17 @@ pub enum FlagStyle {
 
 impl FlagStyle {
     /// The style for a kernel release string such as `6.18.44-fc` or
-    /// `6.1.0-28-cloud-amd64` (unparsable releases get the newest style).
+    /// `6.1.0-28-cloud-amd64` (unparsable releases get the newest style):
+    /// for a recording, whose kernel cannot be asked. Four columns before
+    /// 5.13 (the migrate-disable column came with it), bit 0x02 read as
+    /// before 6.13.
     pub fn for_release(release: &str) -> FlagStyle {
         let mut it = release
             .split(|c: char| !c.is_ascii_digit())
             .filter(|s| !s.is_empty())
             .map(|s| s.parse::<u32>().unwrap_or(0));
         match (it.next(), it.next()) {
+            (Some(major), Some(minor)) if (major, minor) < (5, 13) => FlagStyle::ClassicFour,
             (Some(major), Some(minor)) if (major, minor) < (6, 13) => FlagStyle::Classic,
             _ => FlagStyle::Lazy,
         }
@@ -58,9 +62,11 @@ impl FlagStyle {
             .take_while(|l| l.starts_with('#'))
             .filter(|l| l.contains("=>"))
             .count();
-        match columns {
-            4 => FlagStyle::ClassicFour,
-            _ => FlagStyle::for_release(release),
+        match (columns, FlagStyle::for_release(release)) {
+            (4, _) => FlagStyle::ClassicFour,
+            // five columns on an older release (a backport): as the header says
+            (_, FlagStyle::ClassicFour) => FlagStyle::Classic,
+            (_, style) => style,
         }
     }
 
@@ -239,7 +245,30 @@ mod tests {
             FlagStyle::for_release("6.1.0-28-cloud-amd64"),
             FlagStyle::Classic
         );
-        assert_eq!(FlagStyle::for_release("5.10.0"), FlagStyle::Classic);
+        // a 5.10 recording (report): four columns, as 5.10's trace prints
+        // (a report of arm64 5.10's recording printed five)
+        assert_eq!(
+            FlagStyle::for_release("5.10.0-32-cloud-arm64"),
+            FlagStyle::ClassicFour
+        );
+        assert_eq!(FlagStyle::for_release("5.13.0"), FlagStyle::Classic);
+        // live, the trace header decides: five columns on an old release
+        let five = "#                              _-----=> irqs-off/BH-disabled\n\
+                    #                             / _----=> need-resched\n\
+                    #                            | / _---=> hardirq/softirq\n\
+                    #                            || / _--=> preempt-depth\n\
+                    #                            ||| / _-=> migrate-disable\n";
+        assert_eq!(
+            FlagStyle::from_trace_header(five, "5.10.0"),
+            FlagStyle::Classic
+        );
+        assert_eq!(
+            FlagStyle::from_trace_header(
+                &five.lines().take(4).collect::<Vec<_>>().join("\n"),
+                "6.1.0"
+            ),
+            FlagStyle::ClassicFour
+        );
     }
 
     #[test]
