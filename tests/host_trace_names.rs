@@ -231,7 +231,7 @@ fn rejected_definition_shows_caret_and_writes_nothing() {
     let lines: Vec<&str> = stderr.lines().collect();
     let i = lines
         .iter()
-        .position(|l| l.contains(" x=%rdi") && l.starts_with("  p:"))
+        .position(|l| l.contains(" x=%rdi") && (l.starts_with("  p:") || l.starts_with("  p ")))
         .unwrap_or_else(|| panic!("{stderr}"));
     let caret = lines[i + 1].find('^').unwrap();
     assert_eq!(&lines[i][caret..caret + 4], "%rdi", "{stderr}");

@@ -21,7 +21,12 @@ if [ -z "$ko" ]; then
     exit 0
 fi
 if ! out=$(insmod "$ko" 2>&1); then
-    fail "insmod $ko: $out"
+    # the rig ships romfs.ko alone: where this build's romfs needs another
+    # module (riscv64 7.2: an unknown symbol), it cannot load here
+    case $out in
+        *"unknown symbol"*) skip "romfs.ko needs a module the rig does not ship: $out; $(dmesg | grep -i 'unknown symbol' | tail -n 1)" ;;
+        *) fail "insmod $ko: $out" ;;
+    esac
     for t in module_btf_mod_prefix module_btf_trace; do ktest $t; skip "romfs.ko did not load"; done
     exit 0
 fi
