@@ -92,7 +92,7 @@ mod merge;
 mod page;
 mod reader;
 
-pub use merge::{Merged, Merger, merge_streams};
+pub use merge::{Merged, Merger, merge_streams, read_full};
 pub use page::{
     Missed, Page, PageLayout, RB_MISSED_EVENTS, RB_MISSED_STORED, Record, Records, TYPE_DATA_MAX,
     TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP, check_header_event,

@@ -288,7 +288,9 @@ pub fn merge_streams(
     }
 }
 
-fn read_full(r: &mut dyn std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads until `buf` is full or the stream ends (a recorded CPU's pages:
+/// a short count means the stream ended inside a sub-buffer).
+pub fn read_full(r: &mut dyn std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {

@@ -13,7 +13,7 @@
 use std::io::Read;
 
 use ktrace_event::Common;
-use ktrace_ring::{Merged, Merger, PageLayout};
+use ktrace_ring::{Merged, Merger, PageLayout, read_full};
 
 use crate::pairing::StackPairing;
 use crate::{
@@ -335,17 +335,4 @@ pub fn replay(
     let end = dec.end_of_run();
     sink.finish(&end).map_err(Error::Output)?;
     Ok(end)
-}
-
-fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }
