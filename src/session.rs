@@ -198,6 +198,12 @@ pub struct Session {
     name: String,
     probes: Vec<Probe>,
     instance: Option<Instance>,
+    /// A trigger was added (its events are soft-disabled, not detached,
+    /// when switched off).
+    triggered: bool,
+    /// `stop` switched the events off: what `disturbance` found just
+    /// before (their `enable` files say nothing about others from then on).
+    before_stop: Option<Option<String>>,
     destroyed: bool,
 }
 
@@ -216,6 +222,8 @@ impl Session {
             name,
             probes: Vec::new(),
             instance: None,
+            triggered: false,
+            before_stop: None,
             destroyed: false,
         })
     }
@@ -282,10 +290,14 @@ impl Session {
     }
 
     /// Adds `trigger` to every probe, in the session's instance.
-    pub fn add_trigger(&self, trigger: &str) -> anyhow::Result<()> {
-        let inst = self.inst()?;
+    pub fn add_trigger(&mut self, trigger: &str) -> anyhow::Result<()> {
+        let inst = self
+            .instance
+            .as_ref()
+            .context("the session has no instance yet")?;
         for p in &self.probes {
             let Err(err) = inst.add_trigger(&self.name, p.event(), trigger) else {
+                self.triggered = true;
                 continue;
             };
             // The kernel logs nothing for a bad trigger filter; its filter
@@ -315,8 +327,23 @@ impl Session {
     }
 
     /// Stops recording into the instance (cheap; probes stay attached).
-    pub fn stop(&self) {
+    ///
+    /// With triggers, the events are switched off first: a `stacktrace`
+    /// trigger writes its stack after the event is committed, so a hit in
+    /// flight when `tracing_on` goes to 0 would keep its event and lose its
+    /// stack (seen on a 5.10 guest: 902 stacks for 903 events). Switched
+    /// off, a triggered event is only soft-disabled (cheap, still
+    /// attached): hits that already passed the check finish, event and
+    /// stack, while ktrace writes `tracing_on`; later ones are discarded,
+    /// and the stacks the kernel still writes for them own no event shown.
+    pub fn stop(&mut self) {
+        if self.triggered && self.before_stop.is_none() && self.instance.is_some() {
+            self.before_stop = Some(self.disturbance(false));
+        }
         if let Some(i) = &self.instance {
+            if self.triggered {
+                let _ = i.set_enabled(&self.name, None, false);
+            }
             let _ = i.set_tracing_on(false);
         }
     }
@@ -328,6 +355,9 @@ impl Session {
     /// check; a soft-disabled event still counts as enabled there);
     /// otherwise every probe's.
     pub fn disturbance(&self, quick: bool) -> Option<String> {
+        if let Some(before) = &self.before_stop {
+            return before.clone();
+        }
         let inst = self.instance.as_ref()?;
         if let ktrace_tracefs::pin::Reach::Moved { .. } = self.pinned.reach() {
             // tracefs itself went (unmounted): `destroy` says so
