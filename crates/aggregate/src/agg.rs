@@ -15,7 +15,7 @@
 //! next to, never folded into, the histogram.
 
 use crate::hist::{Histogram, Scale, Unit};
-use crate::key::{Key, KeySpec, KeyValue, key_of};
+use crate::key::{Key, KeySpec, KeyValue, fill_key};
 use crate::sample::Sample;
 use std::collections::HashMap;
 
@@ -199,7 +199,58 @@ impl LatencyReport {
 pub struct CountAgg {
     keys: Vec<KeySpec>,
     counts: HashMap<Key, u64>,
+    /// The current run: samples in a row with one key (a task's burst on a
+    /// CPU) are counted here and go into `counts` in one lookup when the
+    /// key changes, so a sample costs no hashing and no allocation.
+    run: Run<()>,
     lost: u64,
+}
+
+/// Samples in a row with the same key, not yet in the table.
+#[derive(Debug, Clone, Default)]
+struct Run<D> {
+    /// The key of the run (valid while `len > 0`).
+    key: Key,
+    /// The key of the sample at hand, refilled in place.
+    next: Key,
+    len: u64,
+    /// What the run's samples add up to.
+    delta: D,
+}
+
+impl<D> Run<D> {
+    /// Takes the key of `s`: true when it continues the run; false when a
+    /// new run starts, after `flush` got the finished one (if any).
+    fn extend(
+        &mut self,
+        specs: &[KeySpec],
+        s: &Sample<'_>,
+        flush: impl FnOnce(&Key, &mut D, u64),
+    ) -> bool {
+        fill_key(specs, s, &mut self.next);
+        if self.len > 0 && self.next == self.key {
+            self.len += 1;
+            return true;
+        }
+        self.take(flush);
+        std::mem::swap(&mut self.key, &mut self.next);
+        self.len = 1;
+        false
+    }
+
+    /// Hands the run to `flush` (which empties the delta, keeping its
+    /// allocation) and ends it.
+    fn take(&mut self, flush: impl FnOnce(&Key, &mut D, u64)) {
+        if self.len > 0 {
+            flush(&self.key, &mut self.delta, self.len);
+            self.len = 0;
+        }
+    }
+
+    /// The run's key and delta, if there is a run.
+    fn current(&self) -> Option<(&Key, &D)> {
+        (self.len > 0).then_some((&self.key, &self.delta))
+    }
 }
 
 impl CountAgg {
@@ -208,13 +259,16 @@ impl CountAgg {
         CountAgg {
             keys,
             counts: HashMap::new(),
+            run: Run::default(),
             lost: 0,
         }
     }
 
     /// One event.
     pub fn add(&mut self, s: &Sample<'_>) {
-        *self.counts.entry(key_of(&self.keys, s)).or_insert(0) += 1;
+        let counts = &mut self.counts;
+        self.run
+            .extend(&self.keys, s, |key, (), n| add_count(counts, key, n));
     }
 
     /// `n` events lost.
@@ -224,9 +278,11 @@ impl CountAgg {
 
     /// The counts so far.
     pub fn report(&self) -> CountReport {
+        // (the run at hand is merged with its key's row, if it has one)
+        let run = self.run.current().map(|(k, _)| (k.clone(), self.run.len));
         let mut r = CountReport::new(
             self.keys.iter().map(|k| k.name().to_string()).collect(),
-            self.counts.iter().map(|(k, n)| (k.clone(), *n)),
+            self.counts.iter().map(|(k, n)| (k.clone(), *n)).chain(run),
         );
         r.lost = self.lost;
         r
@@ -235,7 +291,39 @@ impl CountAgg {
     /// Start a new interval.
     pub fn reset(&mut self) {
         self.counts.clear();
+        self.run.take(|_, (), _| {});
         self.lost = 0;
+    }
+}
+
+/// Values a histogram's run holds before they go into the table.
+const RUN_VALUES: usize = 256;
+
+/// Moves `values` into `key`'s histogram (a new one for a new key).
+fn record_all(
+    groups: &mut HashMap<Key, Histogram>,
+    scale: Scale,
+    key: &Key,
+    values: &mut Vec<i128>,
+) {
+    let h = match groups.get_mut(key) {
+        Some(h) => h,
+        None => groups
+            .entry(key.clone())
+            .or_insert_with(|| Histogram::new(scale)),
+    };
+    for v in values.drain(..) {
+        h.record(v);
+    }
+}
+
+/// Adds `n` to `key`'s count (a copy of the key for a new row).
+fn add_count(counts: &mut HashMap<Key, u64>, key: &Key, n: u64) {
+    match counts.get_mut(key) {
+        Some(c) => *c += n,
+        None => {
+            counts.insert(key.clone(), n);
+        }
     }
 }
 
@@ -246,6 +334,8 @@ pub struct HistAgg {
     scale: Scale,
     keys: Vec<KeySpec>,
     groups: HashMap<Key, Histogram>,
+    /// The current run of samples with one key: their values.
+    run: Run<Vec<i128>>,
     missing: u64,
     lost: u64,
 }
@@ -259,6 +349,7 @@ impl HistAgg {
             scale,
             keys,
             groups: HashMap::new(),
+            run: Run::default(),
             missing: 0,
             lost: 0,
         }
@@ -270,11 +361,19 @@ impl HistAgg {
             self.missing += 1;
             return;
         };
-        let scale = self.scale;
-        self.groups
-            .entry(key_of(&self.keys, s))
-            .or_insert_with(|| Histogram::new(scale))
-            .record(v);
+        let (groups, scale) = (&mut self.groups, self.scale);
+        let flush = |key: &Key, values: &mut Vec<i128>, _| record_all(groups, scale, key, values);
+        self.run.extend(&self.keys, s, flush);
+        self.run.delta.push(v);
+        if self.run.delta.len() == RUN_VALUES {
+            // a long run goes in by parts: memory stays bounded
+            record_all(
+                &mut self.groups,
+                self.scale,
+                &self.run.key,
+                &mut self.run.delta,
+            );
+        }
     }
 
     /// `n` events lost.
@@ -290,7 +389,19 @@ impl HistAgg {
             self.scale,
             self.keys.iter().map(|k| k.name().to_string()).collect(),
         );
-        r.set_groups(self.groups.iter().map(|(k, h)| (k.clone(), h.clone())));
+        let run = self.run.current().map(|(k, values)| {
+            let mut h = Histogram::new(self.scale);
+            for v in values {
+                h.record(*v);
+            }
+            (k.clone(), h)
+        });
+        r.set_groups(
+            self.groups
+                .iter()
+                .map(|(k, h)| (k.clone(), h.clone()))
+                .chain(run),
+        );
         r.missing = self.missing;
         r.lost = self.lost;
         r
@@ -299,6 +410,7 @@ impl HistAgg {
     /// Start a new interval.
     pub fn reset(&mut self) {
         self.groups.clear();
+        self.run.take(|_, values, _| values.clear());
         self.missing = 0;
         self.lost = 0;
     }
@@ -470,6 +582,7 @@ impl LatencyAgg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::key_of;
     use crate::sample::Value;
 
     fn sample<'a>(
@@ -490,6 +603,54 @@ mod tests {
             stack: None,
             fields,
         }
+    }
+
+    /// Runs of one key (counted without a lookup) and interleaved keys
+    /// give the counts and histograms one lookup per sample would, at
+    /// every report, across a reset, and past a histogram run's buffer.
+    #[test]
+    fn runs_equal_lookups_per_sample() {
+        let comms = ["a", "b", "a", "a", "c", "b", "b", "b", "a"];
+        let mut seq = Vec::new();
+        for (i, c) in comms.iter().enumerate() {
+            // run lengths 1, 2, 3, ..., one longer than a run's buffer
+            let n = if i == 7 { RUN_VALUES + 3 } else { i + 1 };
+            for j in 0..n {
+                seq.push((*c, (i * 1000 + j) as u64));
+            }
+        }
+        let keys = vec![KeySpec::Comm];
+        let mut count = CountAgg::new(keys.clone());
+        let mut hist = HistAgg::new("v", Scale::Log2, keys.clone());
+        let mut want_n: HashMap<Key, u64> = HashMap::new();
+        let mut want_h: HashMap<Key, Histogram> = HashMap::new();
+        for (step, (c, v)) in seq.iter().enumerate() {
+            if step == 20 {
+                count.reset();
+                hist.reset();
+                want_n.clear();
+                want_h.clear();
+            }
+            let f = [("v", Value::U64(*v))];
+            let s = sample("g/e", step as u64, 1, c, &f);
+            count.add(&s);
+            hist.add(&s);
+            let k = key_of(&keys, &s);
+            *want_n.entry(k.clone()).or_insert(0) += 1;
+            want_h
+                .entry(k)
+                .or_insert_with(|| Histogram::new(Scale::Log2))
+                .record(i128::from(*v));
+            if step % 7 == 0 || step + 1 == seq.len() {
+                let got = count.report();
+                let want = CountReport::new(vec!["comm".into()], want_n.clone());
+                assert_eq!(got, want, "counts after sample {step}");
+                let mut wh = HistReport::new("v", None, Scale::Log2, vec!["comm".into()]);
+                wh.set_groups(want_h.clone());
+                assert_eq!(hist.report(), wh, "histograms after sample {step}");
+            }
+        }
+        assert_eq!(count.report().total, (seq.len() - 20) as u64);
     }
 
     #[test]

@@ -187,6 +187,31 @@ pub fn key_of(specs: &[KeySpec], s: &Sample<'_>) -> Key {
     specs.iter().map(|k| k.value_of(s)).collect()
 }
 
+/// Makes `key` the key of `s` under `specs`, reusing its allocations (a
+/// string value keeps its buffer): what [`key_of`] gives, without
+/// allocating per sample once `key` has held a value of each kind.
+pub fn fill_key(specs: &[KeySpec], s: &Sample<'_>, key: &mut Key) {
+    key.resize(specs.len(), KeyValue::Missing);
+    for (spec, slot) in specs.iter().zip(key.iter_mut()) {
+        let text = match spec {
+            KeySpec::Func => Some(s.func.unwrap_or_else(|| event_name(s.event))),
+            KeySpec::Comm => Some(s.comm),
+            KeySpec::Field(f) => match s.field(f) {
+                Some(Value::Str(v)) => Some(v),
+                _ => None,
+            },
+            _ => None,
+        };
+        match (text, slot) {
+            (Some(t), KeyValue::Str(buf)) => {
+                buf.clear();
+                buf.push_str(t);
+            }
+            (_, slot) => *slot = spec.value_of(s),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,5 +318,56 @@ mod tests {
             KeyValue::Str("vfs_read".into())
         );
         assert_eq!(KeySpec::Stack.value_of(&with_func), KeyValue::Missing);
+    }
+
+    #[test]
+    fn fill_key_reuses_and_equals_key_of() {
+        let stack = vec!["a+0x1/0x10".to_string()];
+        let a = [("path", Value::Str("/a/long/path")), ("n", Value::U64(1))];
+        let b = [("path", Value::U64(5)), ("n", Value::Str("x"))];
+        let c = [("n", Value::S64(-2))];
+        let base = Sample {
+            ts_ns: 1,
+            cpu: 0,
+            pid: 1,
+            tid: 1,
+            comm: "swapper",
+            event: "g/vfs_open",
+            func: None,
+            stack: None,
+            fields: &a,
+        };
+        let specs = [
+            KeySpec::Comm,
+            KeySpec::Field("path".into()),
+            KeySpec::Field("n".into()),
+            KeySpec::Func,
+            KeySpec::Stack,
+        ];
+        // values change kind between samples; the scratch key must follow
+        let samples = [
+            base,
+            Sample {
+                comm: "dd",
+                fields: &b,
+                func: Some("f"),
+                stack: Some(&stack),
+                ..base
+            },
+            Sample {
+                comm: "a-much-longer-comm",
+                fields: &c,
+                ..base
+            },
+            base,
+        ];
+        let mut scratch = vec![KeyValue::U64(9); 7];
+        for s in &samples {
+            fill_key(&specs, s, &mut scratch);
+            assert_eq!(scratch, key_of(&specs, s));
+        }
+        let mut short = Key::new();
+        fill_key(&specs[..1], &samples[1], &mut short);
+        assert_eq!(short, vec![KeyValue::Str("dd".into())]);
     }
 }
