@@ -264,11 +264,13 @@ pub(crate) fn setup_built(
 /// an empty one would trace every function), ktrace's own threads kept out
 /// (`set_ftrace_notrace_pid`) or only `-p PID` / the command traced
 /// (`set_ftrace_pid` with `function-fork`), the stream opened, then
-/// `current_tracer=function`. Returns the run and the functions the
-/// kernel's filter holds.
+/// `current_tracer=function`; with `stacks`, its `func_stack_trace`
+/// option (a kernel stack record after each call). Returns the run and the
+/// functions the kernel's filter holds.
 pub(crate) fn setup_function(
     mut sess: Session,
     globs: &[String],
+    stacks: bool,
     args: &RunArgs,
     root: &std::path::Path,
     view: &KernelView,
@@ -332,6 +334,15 @@ pub(crate) fn setup_function(
     check(signals)?;
     inst.set_tracing_on(false)?;
     inst.set_current_tracer("function")?;
+    if stacks {
+        // a tracer option: its file is there while the tracer is current
+        inst.set_option("func_stack_trace", true).with_context(|| {
+            format!(
+                "the function tracer in ktrace's instance {} has no func_stack_trace option                  (a stack per call); use --route kprobe for --by stack",
+                inst.name()
+            )
+        })?;
+    }
     let stream = Stream::open(root, &inst, &[], opts)?;
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
@@ -484,6 +495,7 @@ pub(crate) fn setup_kernel(
     probes: Vec<session::Probe>,
     args: &RunArgs,
     signals: &Signals,
+    keep_recording: bool,
     install: &mut Install<'_>,
 ) -> anyhow::Result<KernelRun> {
     let inst = create_objects(&mut sess, probes, args, signals)?;
@@ -497,6 +509,17 @@ pub(crate) fn setup_kernel(
     pid_lists(&inst, args, own_pid)?;
     check(signals)?;
     install(&inst, args.filter.as_deref(), &own)?;
+    if !keep_recording {
+        // Nobody reads this instance's buffer: with recording off, the
+        // kernel hands each hit to the hist triggers in its temporary
+        // buffer and writes nothing (trace_event_buffer_lock_reserve():
+        // "If tracing is off, but we have triggers enabled we still need
+        // to look at the event data"), so the traced tasks do not pay for
+        // filling a ring buffer. Latency keeps it on: its `common_timestamp`
+        // variables need events in the real buffer (measured on 6.1: with
+        // recording off every return went unmatched).
+        inst.set_tracing_on(false)?;
+    }
     crate::eline!(
         "ktrace: aggregating {} probe(s) in the kernel, session {}; Ctrl-C to stop",
         sess.probes().len(),

@@ -708,9 +708,23 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
 /// The event the function tracer's records are (system/name).
 const FUNCTION_EVENT: &str = "ftrace/function";
 
-/// The keys the function tracer's records can give (no probe fields; a
-/// stack would need the `func_stack_trace` option, not done yet).
-const FUNCTION_KEYS: [&str; 5] = ["func", "comm", "pid", "tid", "cpu"];
+/// A `func_stack_trace` stack from the traced function `func` outwards:
+/// the tracer's own frames before it (`ftrace_caller+0x6c` on arm64 7.2)
+/// are left out, as a kprobe's stack starts at its function.
+fn from_function<'f>(frames: &'f [String], func: &str) -> &'f [String] {
+    let own = |f: &String| {
+        f.strip_prefix(func)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
+    };
+    match frames.iter().position(own) {
+        Some(i) => &frames[i..],
+        None => frames,
+    }
+}
+
+/// The keys the function tracer's records can give (no probe fields; the
+/// stack with its `func_stack_trace` option).
+const FUNCTION_KEYS: [&str; 6] = ["func", "comm", "pid", "tid", "cpu", "stack"];
 
 /// A bare kernel function name or glob (`vfs_*`, `ext4_?et*`, `tcp_v4_rcv`):
 /// the characters of symbol names and the kernel's glob (`*`, `?`), and
@@ -736,7 +750,7 @@ fn function_route_refusal(defs: &[String], by: &[String], common: &Common) -> Op
     }
     if let Some(k) = by.iter().find(|k| !FUNCTION_KEYS.contains(&k.as_str())) {
         return Some(format!(
-            "--by {k} needs a probe (the function tracer gives func, comm, pid, tid, cpu)"
+            "--by {k} needs a probe (the function tracer gives func, comm, pid, tid, cpu, stack)"
         ));
     }
     if common.engine == EngineChoice::Kernel {
@@ -876,6 +890,8 @@ fn run_kernel(
     root: &Path,
 ) -> anyhow::Result<ExitCode> {
     let group = sess.name().to_string();
+    // (latency's synthetic events time entries with common_timestamp)
+    let timestamps = matches!(kp, KPlan::Latency(_));
     let legacy = !ktrace_tracefs::DynEvents::new(root).uses_dynamic_events();
     let dynev = ktrace_tracefs::DynEvents::new(root);
     // What was written, so exactly that is removed (in reverse).
@@ -920,7 +936,7 @@ fn run_kernel(
             None => Ok(()),
         }
     };
-    let mut run = match live::setup_kernel(sess, probes, args, signals, &mut install) {
+    let mut run = match live::setup_kernel(sess, probes, args, signals, timestamps, &mut install) {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
@@ -993,8 +1009,11 @@ struct AggSink<'s> {
     /// `GROUP/EVENT` → the function.
     funcs: HashMap<String, String>,
     tgids: HashMap<u32, u32>,
-    /// `GROUP/EVENT` by event id.
-    names: HashMap<u16, String>,
+    /// The last (tid, tgid) looked up: a burst of one task hashes nothing.
+    last_tgid: Option<(u32, u32)>,
+    /// `GROUP/EVENT` and its function, by event id (a record costs an
+    /// index, not a hash of its name).
+    names: Vec<Option<(String, Option<String>)>>,
     /// Key by stack: samples wait for their stack record.
     stacks: bool,
     pending: Option<Pending>,
@@ -1024,6 +1043,8 @@ struct Pending {
     tid: u32,
     comm: String,
     event: String,
+    /// The function, when the record named it (the function tracer's).
+    func: Option<String>,
     fields: Vec<(String, Owned)>,
 }
 
@@ -1088,10 +1109,29 @@ fn tgid_of(tid: u32) -> u32 {
 }
 
 impl AggSink<'_> {
+    /// The process of thread `tid` (looked up once per thread).
+    fn tgid(&mut self, tid: u32) -> u32 {
+        if let Some((t, p)) = self.last_tgid
+            && t == tid
+        {
+            return p;
+        }
+        let p = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
+        self.last_tgid = Some((tid, p));
+        p
+    }
+
     /// The pending sample goes in (with `stack`, or without one).
     fn settle(&mut self, stack: Option<&[String]>) {
         if let Some(p) = self.pending.take() {
-            let func = self.funcs.get(&p.event).map(String::as_str);
+            let func = p
+                .func
+                .as_deref()
+                .or_else(|| self.funcs.get(&p.event).map(String::as_str));
+            let stack = match (p.event.as_str(), func, stack) {
+                (FUNCTION_EVENT, Some(f), Some(frames)) => Some(from_function(frames, f)),
+                (_, _, stack) => stack,
+            };
             self.state.borrow_mut().add(&p, func, stack);
         }
     }
@@ -1148,14 +1188,28 @@ impl AggSink<'_> {
         let Some(ip) = ip else {
             return;
         };
+        let tid = ev.pid() as u32;
+        let pid = self.tgid(tid);
         let symbols = self.symbols;
         let func = self.ips.entry(ip).or_insert_with(|| {
             symbols
                 .lookup(ip)
                 .map_or_else(|| format!("0x{ip:x}"), |s| s.name.to_string())
         });
-        let tid = ev.pid() as u32;
-        let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
+        if self.stacks {
+            // `func_stack_trace`: the stack record follows
+            self.pending = Some(Pending {
+                ts_ns: ev.ts,
+                cpu: ev.cpu as u32,
+                pid,
+                tid,
+                comm: ev.comm().to_string(),
+                event: FUNCTION_EVENT.to_string(),
+                func: Some(func.clone()),
+                fields: Vec::new(),
+            });
+            return;
+        }
         let s = Sample {
             ts_ns: ev.ts,
             cpu: ev.cpu as u32,
@@ -1192,7 +1246,7 @@ impl Sink for AggSink<'_> {
         // a sample still waiting had no stack record
         self.settle(None);
         let tid = ev.pid() as u32;
-        let pid = *self.tgids.entry(tid).or_insert_with(|| tgid_of(tid));
+        let pid = self.tgid(tid);
         let mut vals: Vec<(&str, Field<'_>)> = Vec::new();
         for (i, f) in ev.fields() {
             if !self.wanted.contains(&f.name) {
@@ -1217,10 +1271,15 @@ impl Sink for AggSink<'_> {
             };
             vals.push((f.name.as_str(), v));
         }
-        let event = self
-            .names
-            .entry(ev.info.id)
-            .or_insert_with(|| format!("{}/{}", ev.info.system(), ev.info.name()));
+        let id = usize::from(ev.info.id);
+        if self.names.len() <= id {
+            self.names.resize(id + 1, None);
+        }
+        let (event, func) = self.names[id].get_or_insert_with(|| {
+            let name = format!("{}/{}", ev.info.system(), ev.info.name());
+            let func = self.funcs.get(&name).cloned();
+            (name, func)
+        });
         if self.stacks {
             self.pending = Some(Pending {
                 ts_ns: ev.ts,
@@ -1229,6 +1288,7 @@ impl Sink for AggSink<'_> {
                 tid,
                 comm: ev.comm().to_string(),
                 event: event.clone(),
+                func: None,
                 fields: vals
                     .into_iter()
                     .map(|(n, v)| {
@@ -1261,7 +1321,7 @@ impl Sink for AggSink<'_> {
             tid,
             comm: ev.comm(),
             event,
-            func: self.funcs.get(event.as_str()).map(String::as_str),
+            func: func.as_deref(),
             stack: None,
             fields: &fields,
         };
@@ -1336,7 +1396,8 @@ fn run_user(
         state: Rc::clone(&state),
         funcs,
         tgids: HashMap::new(),
-        names: HashMap::new(),
+        last_tgid: None,
+        names: Vec::new(),
         stacks,
         pending: None,
         symbols,
@@ -1356,16 +1417,18 @@ fn run_user(
         ips: HashMap::new(),
     };
     let setup = match globs {
-        Some(g) => live::setup_function(sess, g, args, root, view, signals).map(|(r, funcs)| {
-            crate::eline!(
-                "ktrace: counting the {} function(s) of available_filter_functions matching {} \
+        Some(g) => {
+            live::setup_function(sess, g, stacks, args, root, view, signals).map(|(r, funcs)| {
+                crate::eline!(
+                    "ktrace: counting the {} function(s) of available_filter_functions matching {} \
                  (the function tracer's list: it has functions kprobes refuse, and lacks \
                  notrace ones kprobes may take)",
-                funcs.len(),
-                g.join(" ")
-            );
-            r
-        }),
+                    funcs.len(),
+                    g.join(" ")
+                );
+                r
+            })
+        }
         None => live::setup_built(sess, probes, stacks, args, root, view, signals),
     };
     let mut run = match setup {
@@ -1420,6 +1483,24 @@ fn run_user(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn function_stacks_start_at_the_function() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // arm64 7.2, func_stack_trace on ksys_sync
+        let arm = f(&[
+            "ftrace_caller+0x6c",
+            "ksys_sync+0x8",
+            "__arm64_sys_sync+0x18",
+        ]);
+        assert_eq!(from_function(&arm, "ksys_sync"), &arm[1..]);
+        // already starting there; a longer name sharing the prefix is not it
+        let x = f(&["ksys_sync_helper+0x4", "ksys_sync+0x5", "x+0x1"]);
+        assert_eq!(from_function(&x, "ksys_sync"), &x[1..]);
+        assert_eq!(from_function(&x[1..], "ksys_sync"), &x[1..]);
+        // not found: the stack as the kernel wrote it
+        assert_eq!(from_function(&arm, "vfs_read"), &arm[..]);
+    }
 
     fn count_plan(n: usize) -> KPlan {
         let evs: Vec<ProbeEvent> = (0..n)

@@ -93,6 +93,27 @@ else
         pass
 fi
 
+ktest by_stack_through_the_function_tracer
+# --by stack on the function tracer's route: its func_stack_trace option
+# writes a stack after each call; every call counted once, under a stack
+# that runs through the sync syscall (and, where kprobes work, the kprobe
+# route counts the same calls)
+if [ -n "$WHY" ]; then
+    skip "$WHY"
+else
+    f=$(ktrace count ksys_sync --by stack --json --route ftrace -- sh -c "$SYNCS" 2>/tmp/f.err)
+    fc=$?
+    cat /tmp/f.err
+    echo "ftrace: $f"
+    total=$(printf '%s' "$f" | sed -n 's/.*"total":\([0-9]*\).*/\1/p' | head -n 1)
+    expect_eq "exit ($(_kt_short "$(cat /tmp/f.err)"))" "$fc" 0 &&
+        expect_match "the function tracer's route" "$(cat /tmp/f.err)" 'route: the function tracer' &&
+        expect_eq "calls counted" "$total" "$N" &&
+        expect_match "stacks from the function through the syscall" "$f" '"stack":\["ksys_sync\+[^]]*sys_sync' &&
+        expect_nomatch "no call without its stack" "$f" '"stack":null' &&
+        pass "$N calls in $(printf '%s' "$f" | grep -o '"stack":\[' | wc -l) stack(s)"
+fi
+
 ktest glob_matching_nothing_is_an_error
 if [ -n "$WHY" ]; then
     skip "$WHY"
