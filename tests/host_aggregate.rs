@@ -560,11 +560,11 @@ fn bad_input_is_refused_before_anything_is_written() {
                 "count".into(),
                 "vfs_read".into(),
                 "--by".into(),
-                "stack".into(),
+                "count".into(),
                 "--route".into(),
                 "ftrace".into(),
             ],
-            "--route ftrace cannot do this: --by stack needs a probe",
+            "--route ftrace cannot do this: --by count needs a probe",
         ),
         (
             vec![
