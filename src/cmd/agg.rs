@@ -1048,6 +1048,28 @@ struct Pending {
     fields: Vec<(String, Owned)>,
 }
 
+impl Pending {
+    /// The sample of record `ev` of process `pid`, waiting for its stack.
+    fn of(
+        ev: &ktrace_stream::Event<'_>,
+        pid: u32,
+        event: &str,
+        func: Option<String>,
+        fields: Vec<(String, Owned)>,
+    ) -> Pending {
+        Pending {
+            ts_ns: ev.ts,
+            cpu: ev.cpu as u32,
+            pid,
+            tid: ev.pid() as u32,
+            comm: ev.comm().to_string(),
+            event: event.to_string(),
+            func,
+            fields,
+        }
+    }
+}
+
 struct UserState {
     agg: UserAgg,
     /// Never reset: what Prometheus serves.
@@ -1198,16 +1220,8 @@ impl AggSink<'_> {
         });
         if self.stacks {
             // `func_stack_trace`: the stack record follows
-            self.pending = Some(Pending {
-                ts_ns: ev.ts,
-                cpu: ev.cpu as u32,
-                pid,
-                tid,
-                comm: ev.comm().to_string(),
-                event: FUNCTION_EVENT.to_string(),
-                func: Some(func.clone()),
-                fields: Vec::new(),
-            });
+            let func = Some(func.clone());
+            self.pending = Some(Pending::of(ev, pid, FUNCTION_EVENT, func, Vec::new()));
             return;
         }
         let s = Sample {
@@ -1281,25 +1295,17 @@ impl Sink for AggSink<'_> {
             (name, func)
         });
         if self.stacks {
-            self.pending = Some(Pending {
-                ts_ns: ev.ts,
-                cpu: ev.cpu as u32,
-                pid,
-                tid,
-                comm: ev.comm().to_string(),
-                event: event.clone(),
-                func: None,
-                fields: vals
-                    .into_iter()
-                    .map(|(n, v)| {
-                        let v = match v {
-                            Field::Num(x) => Owned::Num(x),
-                            Field::Text(t) => Owned::Text(t.into_owned()),
-                        };
-                        (n.to_string(), v)
-                    })
-                    .collect(),
-            });
+            let fields = vals
+                .into_iter()
+                .map(|(n, v)| {
+                    let v = match v {
+                        Field::Num(x) => Owned::Num(x),
+                        Field::Text(t) => Owned::Text(t.into_owned()),
+                    };
+                    (n.to_string(), v)
+                })
+                .collect();
+            self.pending = Some(Pending::of(ev, pid, event, None, fields));
             return Ok(Flow::Continue);
         }
         let fields: Vec<(&str, Value<'_>)> = vals
