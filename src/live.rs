@@ -334,14 +334,21 @@ pub(crate) fn setup_function(
     check(signals)?;
     inst.set_tracing_on(false)?;
     inst.set_current_tracer("function")?;
+    // A tracer option: its file is there while the tracer is current. Set
+    // either way: where the tracer's options are one value for all
+    // instances (6.12), one left on elsewhere would otherwise put a stack
+    // after every call. Teardown switches it off again.
+    let stack_option = ktrace_tracefs::owner::FUNC_STACK_TRACE;
     if stacks {
-        // a tracer option: its file is there while the tracer is current
-        inst.set_option("func_stack_trace", true).with_context(|| {
+        inst.set_option(stack_option, true).with_context(|| {
             format!(
-                "the function tracer in ktrace's instance {} has no func_stack_trace option                  (a stack per call); use --route kprobe for --by stack",
+                "the function tracer in ktrace's instance {} has no func_stack_trace option \
+                 (a stack per call); use --route kprobe for --by stack",
                 inst.name()
             )
         })?;
+    } else if inst.option(stack_option) == Some(true) {
+        inst.set_option(stack_option, false)?;
     }
     let stream = Stream::open(root, &inst, &[], opts)?;
     if let Some(pid) = args.pid {

@@ -729,7 +729,7 @@ const FUNCTION_KEYS: [&str; 6] = ["func", "comm", "pid", "tid", "cpu", "stack"];
 /// A bare kernel function name or glob (`vfs_*`, `ext4_?et*`, `tcp_v4_rcv`):
 /// the characters of symbol names and the kernel's glob (`*`, `?`), and
 /// nothing of the probe syntax (no place, argument, `%return`, path).
-fn bare_glob(def: &str) -> bool {
+pub(crate) fn bare_glob(def: &str) -> bool {
     !def.is_empty()
         && def.len() <= 256
         && !def.starts_with(|c: char| c.is_ascii_digit() || c == '.')

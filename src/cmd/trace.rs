@@ -26,6 +26,7 @@ use ktrace_printer::{
 use ktrace_stream::Sink;
 use ktrace_symbols::KernelView;
 
+use crate::cmd::agg::{Route, bare_glob};
 use crate::live::{self, RunArgs, Stop};
 use crate::output::{self, Output, Target};
 use crate::session::{self, Signals};
@@ -50,6 +51,14 @@ pub struct Args {
     /// compiled with its BTF into registers and types elsewhere.
     #[arg(long)]
     pub args: bool,
+    /// How kernel wildcards attach: `auto` takes the function tracer in
+    /// ktrace's own instance (one glob write, ~1,000 functions in about a
+    /// second; the kernel's function-tracer lines `func <-caller`) when
+    /// every definition is a bare glob (`'ext4_*'`) and nothing needs a
+    /// probe (no arguments, -f, --trigger, --args), else one kprobe per
+    /// function; `ftrace` / `kprobe` force one.
+    #[arg(long, value_enum, default_value_t = Route::Auto)]
+    pub route: Route,
     /// The options of the run (filter, trigger, -d, -n, -p, buffer, clock,
     /// the command).
     #[command(flatten)]
@@ -121,12 +130,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         true => crate::resolve::spec::with_all_args(&args.defs, &|m| view.is_module(m))?,
         false => args.defs.clone(),
     };
-    let mut run = match live::setup(&defs, args.stack, &args.run, &root, &view, &signals) {
+    let globs = function_route(&args, &root)?;
+    let setup = match &globs {
+        Some(g) => session::Session::new(&root).and_then(|sess| {
+            let (run, funcs) =
+                live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
+            crate::eline!(
+                "ktrace: tracing the {} function(s) of available_filter_functions matching {} \
+                 (the function tracer's list: it has functions kprobes refuse, and lacks \
+                 notrace ones kprobes may take)",
+                funcs.len(),
+                g.join(" ")
+            );
+            Ok(run)
+        }),
+        None => live::setup(&defs, args.stack, &args.run, &root, &view, &signals),
+    };
+    let mut run = match setup {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
     let symbols = crate::kview::KernelSymbols::new(&view);
-    let symbols: &dyn Symbolizer = if run.kernel_probes {
+    let symbols: &dyn Symbolizer = if run.kernel_probes || globs.is_some() {
         &symbols
     } else {
         &NoSymbols
@@ -199,6 +224,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (_, Ok(())) => None,
     };
     live::conclude(run, end, stop, error, output_error, &out_name)
+}
+
+/// The route of `ktrace trace`: the function tracer's globs, or `None` for
+/// probes. Auto takes the function tracer only for kernel wildcards (a
+/// bare name keeps its kprobe and its event line); says which and why on
+/// stderr when there was a choice. `--route ftrace` when the function
+/// tracer cannot do the job is an error, before anything is written.
+fn function_route(args: &Args, root: &std::path::Path) -> anyhow::Result<Option<Vec<String>>> {
+    let wild = |d: &String| bare_glob(d) && d.contains(['*', '?']);
+    let refusal = if let Some(d) = args.defs.iter().find(|d| !bare_glob(d)) {
+        Some(format!(
+            "{d:?} is not a bare function name or glob (arguments, return probes, offsets, \
+             user probes and events need probes)"
+        ))
+    } else if args.args {
+        Some("--args needs probes".to_string())
+    } else if args.run.filter.is_some() {
+        Some("-f filters probe events".to_string())
+    } else if args.run.trigger.is_some() {
+        Some("--trigger applies to probe events".to_string())
+    } else if !ktrace_tracefs::features::function_tracer(root) {
+        Some("this kernel offers no function tracer (no `function` in available_tracers)".into())
+    } else {
+        None
+    };
+    match (args.route, refusal) {
+        (Route::Kprobe, _) => Ok(None),
+        (Route::Ftrace, Some(why)) => anyhow::bail!("--route ftrace cannot do this: {why}"),
+        (Route::Auto, _) if !args.defs.iter().any(wild) => Ok(None),
+        (Route::Auto, Some(why)) => {
+            crate::eline!("ktrace: route: one kprobe per function: {why}");
+            Ok(None)
+        }
+        (_, None) => {
+            crate::eline!(
+                "ktrace: route: the function tracer in ktrace's own instance (one glob write \
+                 for all the functions of available_filter_functions that match; --route \
+                 kprobe for one kprobe per function)"
+            );
+            let mut globs = args.defs.clone();
+            globs.dedup();
+            Ok(Some(globs))
+        }
+    }
 }
 
 /// The sinks' destination: the [`Output`] held by `run`, which takes it

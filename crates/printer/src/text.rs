@@ -434,7 +434,9 @@ impl<'a> TextPrinter<'a> {
     /// Appends `name: ` and the event's own text (no context, no newline).
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
-        if ev.system == "ftrace" && self.write_stack(out, f, data) {
+        if ev.system == "ftrace"
+            && (self.write_stack(out, f, data) || self.write_function(out, f, data))
+        {
             return;
         }
         if f.print_fmt.is_none() {
@@ -583,6 +585,34 @@ impl<'a> TextPrinter<'a> {
             } else {
                 self.write_ip_sym(out, addr, false);
             }
+        }
+        true
+    }
+
+    /// The function tracer's record, as `print_fn_trace()` in
+    /// kernel/trace/trace_output.c prints it with the default options
+    /// (`print-parent` on, `sym-offset` off): `func <-parent`, no event
+    /// name. Returns false for other events.
+    fn write_function(&self, out: &mut Vec<u8>, f: &EventFormat, data: &[u8]) -> bool {
+        if f.name != "function" {
+            return false;
+        }
+        let field = |name: &str| {
+            let x = f.fields.iter().find(|x| x.name == name)?;
+            let b = data.get(x.offset..x.offset + x.size)?;
+            Some(match x.size {
+                8 => self.endian.u64(b),
+                4 => u64::from(self.endian.u32(b)),
+                _ => return None,
+            })
+        };
+        let Some(ip) = field("ip") else {
+            return false;
+        };
+        self.write_ip_sym(out, ip, false);
+        if let Some(parent) = field("parent_ip").filter(|p| *p != 0) {
+            out.extend_from_slice(b" <-");
+            self.write_ip_sym(out, parent, false);
         }
         true
     }
@@ -879,6 +909,62 @@ mod tests {
     /// Stack records as the kernel prints them, with the format files of
     /// ftrace's own events captured on the 6.18 host
     /// (`cat /sys/kernel/tracing/events/ftrace/{kernel,user}_stack/format`).
+    /// The function tracer's record as the kernel's `trace` prints it
+    /// (format read from this host's events/ftrace/function/format, 6.18).
+    #[test]
+    fn function_records_print_like_print_fn_trace() {
+        const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n\n\
+print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("ftrace", FUNCTION, ProbeKind::Other)
+            .unwrap();
+        let syms = crate::TableSymbols::new(vec![
+            (0xffff_0000_1000, 0x100, "ksys_sync".to_string(), None),
+            (
+                0xffff_0000_2000,
+                0x80,
+                "romfs_fill_super".to_string(),
+                Some("romfs".to_string()),
+            ),
+        ]);
+        let p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &syms,
+            Comms::new(),
+        );
+        let rec = |ip: u64, parent: u64| {
+            let mut r = vec![1, 0, 0, 0, 1, 0, 0, 0];
+            r.extend_from_slice(&ip.to_le_bytes());
+            r.extend_from_slice(&parent.to_le_bytes());
+            r
+        };
+        let cases = [
+            // no offset, no module: kallsyms_lookup's name alone
+            (
+                rec(0xffff_0000_1004, 0xffff_0000_2010),
+                "ksys_sync <-romfs_fill_super",
+            ),
+            // an unknown parent in hex; no parent: no arrow
+            (rec(0xffff_0000_1004, 0xdead_beef), "ksys_sync <-0xdeadbeef"),
+            (rec(0xffff_0000_1004, 0), "ksys_sync"),
+        ];
+        for (r, want) in cases {
+            let mut out = Vec::new();
+            p.write_event(&mut out, events.get(1).unwrap(), &r);
+            assert_eq!(String::from_utf8_lossy(&out), want);
+        }
+    }
+
     #[test]
     fn stack_records_print_like_trace_output_c() {
         const KERNEL_STACK: &str = "name: kernel_stack\nID: 4\nformat:\n\

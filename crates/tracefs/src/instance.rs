@@ -388,6 +388,16 @@ impl Instance {
         )
     }
 
+    /// The value of `options/NAME` (`None`: no such option here).
+    pub fn option(&self, name: &str) -> Option<bool> {
+        let v = fs::read_to_string(self.dir.join("options").join(name)).ok()?;
+        match v.trim() {
+            "1" => Some(true),
+            "0" => Some(false),
+            _ => None,
+        }
+    }
+
     /// Whether this instance offers the function tracer: `function` in its
     /// `available_tracers` and its own `set_ftrace_filter` (instances have
     /// them where the kernel supports function tracing in instances).

@@ -214,6 +214,9 @@ fn ns_inode(link: &str) -> Option<u64> {
     s.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
+/// The function tracer's option that writes a stack after each call.
+pub const FUNC_STACK_TRACE: &str = "func_stack_trace";
+
 /// What a teardown removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Teardown {
@@ -235,6 +238,14 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
         // The function tracer of `ktrace count`'s fast route: switched off
         // first (removing the instance would too, and frees its filter).
         if inst.current_tracer().is_ok_and(|t| t != "nop") {
+            // Its `func_stack_trace` (`--by stack`) is one value for every
+            // instance on kernels whose tracer options are the tracer's
+            // (6.12: a later instance's function tracer started with it
+            // on): switched off here, while the tracer is current and its
+            // option file exists, so nothing of it outlives the session.
+            if inst.option(FUNC_STACK_TRACE) == Some(true) {
+                let _ = inst.set_option(FUNC_STACK_TRACE, false);
+            }
             let _ = inst.set_current_tracer("nop");
         }
         if let Err(e) = inst.remove() {

@@ -111,7 +111,46 @@ else
         expect_eq "calls counted" "$total" "$N" &&
         expect_match "stacks from the function through the syscall" "$f" '"stack":\["ksys_sync\+[^]]*sys_sync' &&
         expect_nomatch "no call without its stack" "$f" '"stack":null' &&
+        expect_eq "func_stack_trace off again (one value for all instances on some kernels)" \
+            "$(cat "$TRACEFS/options/func_stack_trace" 2>/dev/null || echo 0)" 0 &&
         pass "$N calls in $(printf '%s' "$f" | grep -o '"stack":\[' | wc -l) stack(s)"
+fi
+
+ktest trace_wildcard_through_the_function_tracer
+# `ktrace trace` with a kernel wildcard and nothing that needs a probe takes
+# the function tracer too: every call shown once, as the kernel's own
+# function tracer prints it (`func <-caller`, compared with a manual run of
+# the function tracer in an instance on the same workload)
+if [ -n "$WHY" ]; then
+    skip "$WHY"
+else
+    ktrace trace 'ksys_sy*' -- sh -c "$SYNCS" >/tmp/t.out 2>/tmp/t.err
+    tc=$?
+    cat /tmp/t.err
+    head -n 3 /tmp/t.out
+    inst=$(instance_new ftman)
+    echo ksys_sync >"$inst/set_ftrace_filter"
+    echo function >"$inst/current_tracer"
+    sh -c "$SYNCS"
+    # (switching the tracer clears the buffer: read it first)
+    echo 0 >"$inst/tracing_on"
+    grep -v '^#' "$inst/trace" >/tmp/t.kernel
+    echo nop >"$inst/current_tracer"
+    echo >"$inst/set_ftrace_filter"
+    rmdir "$inst"
+    head -n 3 /tmp/t.kernel
+    # the text after the timestamp, for ksys_sync (the kernel's run shows
+    # the same calls from another shell)
+    ours=$(grep -c ': ksys_sync <-' /tmp/t.out)
+    kernel_form=$(sed -n 's/.*[0-9]: \(ksys_sync <-.*\)$/\1/p' /tmp/t.kernel | sort -u)
+    our_form=$(sed -n 's/.*[0-9]: \(ksys_sync <-.*\)$/\1/p' /tmp/t.out | sort -u)
+    expect_eq "exit ($(_kt_short "$(cat /tmp/t.err)"))" "$tc" 0 &&
+        expect_match "the function tracer's route" "$(cat /tmp/t.err)" 'route: the function tracer' &&
+        expect_eq "calls shown" "$ours" "$N" &&
+        expect_ne "the kernel's own run showed them" "$kernel_form" "" &&
+        expect_eq "lines as the kernel prints them" "$our_form" "$kernel_form" &&
+        expect_match "context columns as the kernel's" "$(head -n 1 /tmp/t.out)" '^ +sync-[0-9]+ +\[[0-9]+\] [^ ]+ +[0-9]+\.[0-9]{6}: ksys_sync <-' &&
+        pass "$ours calls: $our_form"
 fi
 
 ktest glob_matching_nothing_is_an_error
@@ -180,7 +219,8 @@ for g in pci_ acpi_ tcp_ udp_ ipv6_ ip_ netlink_ kobject_ sysfs_ of_ clk_ regula
 done
 echo "globs for ~1000: $BIG ($BIGN in available_filter_functions); for ~100: $SMALL ($SMALLN)"
 
-# measure ROUTE GLOBS... — runs ktrace count for 2 s; prints
+# measure ROUTE GLOBS... — runs ktrace count (MCMD=trace: ktrace trace, output
+# to /dev/null) for 2 s; prints
 # "attach_cs detach_ms functions" (attach: wall time from start to tracing,
 # startup included; detach: ktrace's own cleanup time)
 measure() {
@@ -188,7 +228,11 @@ measure() {
     shift
     rm -f /tmp/m.err
     _t0=$(now_cs)
-    ktrace count "$@" --route "$_r" --by func -d 2 >/tmp/m.out 2>/tmp/m.err &
+    if [ "${MCMD:-count}" = trace ]; then
+        ktrace trace "$@" --route "$_r" -d 2 -o /dev/null >/tmp/m.out 2>/tmp/m.err &
+    else
+        ktrace count "$@" --route "$_r" --by func -d 2 >/tmp/m.out 2>/tmp/m.err &
+    fi
     _p=$!
     wait_tracing /tmp/m.err $_p 3000
     _t1=$(now_cs)
@@ -242,6 +286,12 @@ else
                 fi
             fi
         fi
-        pass "ftrace route on $BIGN functions: $big (attach cs, detach ms, functions)"
+        # shellcheck disable=SC2086
+        tb=$(MCMD=trace measure ftrace $BIG)
+        echo "trace, ftrace $BIGN: $tb"
+        case $tb in failed*) fail "ktrace trace on $BIG: $tb" ;; esac
+        set -- $tb
+        echo "FIGURES trace ftrace functions=$3 attach_wall_s=$(($1 / 100)).$(printf %02d $(($1 % 100))) filter_write_ms=$(ms_of "$(cat /tmp/m.err)" 'attached in') detach_ms=$2"
+        pass "ftrace route on $BIGN functions: count $big, trace $tb (attach cs, detach ms, functions)"
     fi
 fi
