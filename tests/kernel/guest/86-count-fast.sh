@@ -106,10 +106,16 @@ else
     cat /tmp/f.err
     echo "ftrace: $f"
     total=$(printf '%s' "$f" | sed -n 's/.*"total":\([0-9]*\).*/\1/p' | head -n 1)
+    # riscv64's unwinder stops at the ftrace trampoline: its stacks are
+    # `ftrace_pid_func+0x44 … ftrace_call+0x8 do_trap_ecall_u+0x94
+    # handle_exception+0x14a`, without the function or its callers (6.12
+    # and 7.2, the kernel's own func_stack_trace): only that they are there
+    want_stack='"stack":\["ksys_sync\+[^]]*sys_sync'
+    [ "$KTEST_ARCH" = riscv64 ] && want_stack='"stack":\["[^]]*ftrace'
     expect_eq "exit ($(_kt_short "$(cat /tmp/f.err)"))" "$fc" 0 &&
         expect_match "the function tracer's route" "$(cat /tmp/f.err)" 'route: the function tracer' &&
         expect_eq "calls counted" "$total" "$N" &&
-        expect_match "stacks from the function through the syscall" "$f" '"stack":\["ksys_sync\+[^]]*sys_sync' &&
+        expect_match "stacks from the function through the syscall" "$f" "$want_stack" &&
         expect_nomatch "no call without its stack" "$f" '"stack":null' &&
         expect_eq "func_stack_trace off again (one value for all instances on some kernels)" \
             "$(cat "$TRACEFS/options/func_stack_trace" 2>/dev/null || echo 0)" 0 &&
@@ -265,7 +271,12 @@ else
             set -- $fs
             echo "FIGURES ftrace glob=$SMALL functions=$3 attach_wall_s=$(($1 / 100)).$(printf %02d $(($1 % 100))) filter_write_ms=$(ms_of "$(cat /tmp/m.err)" 'attached in') detach_ms=$2"
             refused=$(entry_probe_refused)
-            if [ -n "$refused" ]; then
+            if [ -z "${KTEST_FIGURES:-}" ]; then
+                # ~110 kprobes take 4-24 s to attach and 2-4 s to detach per
+                # cell under TCG: measured for the README's table with
+                # KTEST_FIGURES=1, not in every CI run
+                echo "kprobe route not measured (KTEST_FIGURES unset)"
+            elif [ -n "$refused" ]; then
                 echo "kprobe route not measured: entry kprobes refused ($refused)"
             else
                 ks=$(measure kprobe "$SMALL")
