@@ -109,7 +109,8 @@ done
 if [ -z "$pat" ]; then
     fail "no pattern with 50 probe-able functions"
 else
-    kt "$pat" -d 60
+    # (one kprobe per function: the function tracer would be auto's route)
+    kt "$pat" --route kprobe -d 60
     cat /ktest/env >/dev/null
     during=$(grep -c "ktrace_p${kpid}_" "$TRACEFS/dynamic_events")
     ktwait
