@@ -257,6 +257,18 @@ pub(crate) fn setup_built(
     })
 }
 
+/// Says what the function tracer's route attaches to (`verb`: counting,
+/// tracing): the functions of its list that the globs matched.
+pub(crate) fn say_functions(verb: &str, funcs: &[String], globs: &[String]) {
+    crate::eline!(
+        "ktrace: {verb} the {} function(s) of available_filter_functions matching {} (the \
+         function tracer's list: it has functions kprobes refuse, and lacks notrace ones \
+         kprobes may take)",
+        funcs.len(),
+        globs.join(" ")
+    );
+}
+
 /// The function tracer's setup (`ktrace count` over bare function globs,
 /// see crate::cmd::agg): ktrace's own instance, no probes; the globs
 /// written to the instance's `set_ftrace_filter` one write each (the

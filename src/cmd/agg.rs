@@ -1425,13 +1425,7 @@ fn run_user(
     let setup = match globs {
         Some(g) => {
             live::setup_function(sess, g, stacks, args, root, view, signals).map(|(r, funcs)| {
-                crate::eline!(
-                    "ktrace: counting the {} function(s) of available_filter_functions matching {} \
-                 (the function tracer's list: it has functions kprobes refuse, and lacks \
-                 notrace ones kprobes may take)",
-                    funcs.len(),
-                    g.join(" ")
-                );
+                live::say_functions("counting", &funcs, g);
                 r
             })
         }

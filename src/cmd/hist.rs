@@ -19,7 +19,7 @@ pub struct Args {
     /// The numeric field whose distribution to show.
     #[arg(value_name = "FIELD")]
     pub field: String,
-    /// Power-of-two buckets, bpftrace's [0], [1], [2, 4), ... (the
+    /// Power-of-two buckets, bpftrace's `[0]`, `[1]`, `[2, 4)`, ... (the
     /// default).
     #[arg(long, conflicts_with = "linear")]
     pub log2: bool,

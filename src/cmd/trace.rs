@@ -135,13 +135,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(g) => session::Session::new(&root).and_then(|sess| {
             let (run, funcs) =
                 live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
-            crate::eline!(
-                "ktrace: tracing the {} function(s) of available_filter_functions matching {} \
-                 (the function tracer's list: it has functions kprobes refuse, and lacks \
-                 notrace ones kprobes may take)",
-                funcs.len(),
-                g.join(" ")
-            );
+            live::say_functions("tracing", &funcs, g);
             Ok(run)
         }),
         None => live::setup(&defs, args.stack, &args.run, &root, &view, &signals),

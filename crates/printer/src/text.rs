@@ -907,8 +907,6 @@ mod tests {
     }
 
     /// Stack records as the kernel prints them, with the format files of
-    /// ftrace's own events captured on the 6.18 host
-    /// (`cat /sys/kernel/tracing/events/ftrace/{kernel,user}_stack/format`).
     /// The function tracer's record as the kernel's `trace` prints it
     /// (format read from this host's events/ftrace/function/format, 6.18).
     #[test]
@@ -965,6 +963,8 @@ print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
         }
     }
 
+    /// ftrace's own events captured on the 6.18 host
+    /// (`cat /sys/kernel/tracing/events/ftrace/{kernel,user}_stack/format`).
     #[test]
     fn stack_records_print_like_trace_output_c() {
         const KERNEL_STACK: &str = "name: kernel_stack\nID: 4\nformat:\n\
