@@ -16,7 +16,7 @@ macro_rules! tp_errors {
         #[allow(non_camel_case_types)]
         pub enum TpErr {
             $(
-                #[doc = $text]
+                #[doc = concat!("`", $text, "`")]
                 $name,
             )*
         }
