@@ -1043,7 +1043,8 @@ struct Pending {
     tid: u32,
     comm: String,
     event: String,
-    /// The function, when the record named it (the function tracer's).
+    /// The function: the probe's (looked up once per event id) or the one
+    /// the function tracer's record is in.
     func: Option<String>,
     fields: Vec<(String, Owned)>,
 }
@@ -1146,10 +1147,7 @@ impl AggSink<'_> {
     /// The pending sample goes in (with `stack`, or without one).
     fn settle(&mut self, stack: Option<&[String]>) {
         if let Some(p) = self.pending.take() {
-            let func = p
-                .func
-                .as_deref()
-                .or_else(|| self.funcs.get(&p.event).map(String::as_str));
+            let func = p.func.as_deref();
             let stack = match (p.event.as_str(), func, stack) {
                 (FUNCTION_EVENT, Some(f), Some(frames)) => Some(from_function(frames, f)),
                 (_, _, stack) => stack,
@@ -1305,7 +1303,7 @@ impl Sink for AggSink<'_> {
                     (n.to_string(), v)
                 })
                 .collect();
-            self.pending = Some(Pending::of(ev, pid, event, None, fields));
+            self.pending = Some(Pending::of(ev, pid, event, func.clone(), fields));
             return Ok(Flow::Continue);
         }
         let fields: Vec<(&str, Value<'_>)> = vals
