@@ -1,13 +1,18 @@
 //! The kernel view as the printers' `Symbolizer`: kernel addresses →
 //! `func+off/size [mod]` columns from the view's kallsyms table, which is
 //! parsed at the first lookup (parsing takes seconds on a slow board and
-//! must not delay enabling the probes, nor compete with it for the CPU).
+//! must not delay enabling the probes, nor compete with it for the CPU),
+//! and kernel strings (`%s` of a `tracepoint_string()` pointer, as
+//! `rcu_utilization` prints) from tracefs `printk_formats`, read at the
+//! first such `%s`.
 //!
 //! It mirrors the kernel's own `%pS` lookup (see `ktrace_symbols::kallsyms`);
-//! it reads nothing itself.
+//! it reads nothing itself but through ktrace-tracefs.
 
-use std::sync::Once;
+use std::path::PathBuf;
+use std::sync::{Once, OnceLock};
 
+use ktrace_event::printfmt::KernelStrings;
 use ktrace_printer::{Symbol, Symbolizer};
 use ktrace_symbols::KernelView;
 
@@ -15,6 +20,9 @@ use ktrace_symbols::KernelView;
 pub struct KernelSymbols<'v> {
     view: &'v KernelView,
     warned: Once,
+    /// The tracefs whose `printk_formats` names kernel strings.
+    root: Option<PathBuf>,
+    strings: OnceLock<KernelStrings>,
 }
 
 impl<'v> KernelSymbols<'v> {
@@ -23,11 +31,31 @@ impl<'v> KernelSymbols<'v> {
         Self {
             view,
             warned: Once::new(),
+            root: None,
+            strings: OnceLock::new(),
+        }
+    }
+
+    /// The same, with kernel strings from the tracefs at `root`.
+    pub fn with_strings(view: &'v KernelView, root: &std::path::Path) -> Self {
+        Self {
+            root: Some(root.to_path_buf()),
+            ..Self::new(view)
         }
     }
 }
 
 impl Symbolizer for KernelSymbols<'_> {
+    fn string(&self, addr: u64) -> Option<&[u8]> {
+        let root = self.root.as_deref()?;
+        self.strings
+            .get_or_init(|| {
+                let text = ktrace_tracefs::buffers::printk_formats(root).unwrap_or_default();
+                KernelStrings::parse(text.as_bytes())
+            })
+            .get(addr)
+    }
+
     fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
         let table = match self.view.kallsyms() {
             Ok(t) => t,
@@ -61,10 +89,13 @@ fn symbol_at(table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> Option<Sy
 }
 
 /// Kernel symbols from kallsyms text kept in a recording, parsed at the
-/// first lookup (a report of uprobes never parses it).
+/// first lookup (a report of uprobes never parses it), and the kernel
+/// strings of its `printk_formats`.
 pub struct SavedSymbols {
     text: Vec<u8>,
     table: std::sync::OnceLock<Option<ktrace_symbols::kallsyms::Kallsyms>>,
+    printk: Vec<u8>,
+    strings: OnceLock<KernelStrings>,
 }
 
 impl SavedSymbols {
@@ -73,11 +104,27 @@ impl SavedSymbols {
         Self {
             text,
             table: std::sync::OnceLock::new(),
+            printk: Vec::new(),
+            strings: OnceLock::new(),
+        }
+    }
+
+    /// The same, with the kernel strings of `printk_formats` text.
+    pub fn with_strings(text: Vec<u8>, printk: Vec<u8>) -> Self {
+        Self {
+            printk,
+            ..Self::new(text)
         }
     }
 }
 
 impl Symbolizer for SavedSymbols {
+    fn string(&self, addr: u64) -> Option<&[u8]> {
+        self.strings
+            .get_or_init(|| KernelStrings::parse(&self.printk))
+            .get(addr)
+    }
+
     fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
         let table = self.table.get_or_init(|| {
             if self.text.is_empty() {

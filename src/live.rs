@@ -103,7 +103,6 @@ pub(crate) struct Run {
     pub(crate) child: Option<Child>,
     /// The command's exit status, once it has exited.
     pub(crate) status: Option<std::process::ExitStatus>,
-    pub(crate) kernel_probes: bool,
     /// The header of the instance's `trace` file, read before enabling
     /// (opening `trace` pauses recording while it is open).
     pub(crate) trace_header: Option<String>,
@@ -167,12 +166,6 @@ pub(crate) fn setup_built(
     let inst = create_objects(&mut sess, probes, args, signals)?;
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     let specs = probe_specs(&sess);
-    let kernel_probes = specs.iter().any(|p| {
-        matches!(
-            p.kind,
-            ktrace_event::ProbeKind::Kprobe | ktrace_event::ProbeKind::Kretprobe
-        )
-    });
     let own_pid = std::process::id();
     let opts = Options {
         // tracing a command: ktrace's own records (before the fork) go
@@ -249,7 +242,6 @@ pub(crate) fn setup_built(
         inst,
         child,
         status: None,
-        kernel_probes,
         trace_header,
         modules,
         disturbed: None,
@@ -397,7 +389,6 @@ pub(crate) fn setup_function(
             inst,
             child,
             status: None,
-            kernel_probes: false,
             trace_header: None,
             modules,
             disturbed: None,

@@ -50,7 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mut decoder,
         streams,
     } = rec;
-    let symbols = SavedSymbols::new(meta.kallsyms.clone());
+    let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
     let defs = crate::cmd::report::definitions(&meta);
     let out = std::fs::File::create(&args.output)
         .with_context(|| format!("cannot create {}", args.output.display()))?;

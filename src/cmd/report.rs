@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use ktrace_event::ProbeKind;
-use ktrace_printer::{FlagStyle, JsonSink, TextSink, clock_in_ns};
+use ktrace_printer::{FlagStyle, JsonSink, SyscallStyle, TextSink, clock_in_ns};
 use ktrace_stream::{
     Comms, CpuPages, Decoder, EndOfRun, EventTable, Options, Role, Sink, TaskNames,
 };
@@ -226,7 +226,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mut decoder,
         streams,
     } = open(&args.file)?;
-    let symbols = SavedSymbols::new(meta.kallsyms.clone());
+    let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
     // Straight to file descriptor 1: the standard library's stdout is
     // line-buffered, which scans every 64 KiB written for newlines.
     let out =
@@ -235,12 +235,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Box::new(JsonSink::new(out, &symbols))
     } else {
         let release = meta.kernel_release().unwrap_or("");
-        Box::new(TextSink::new(
-            out,
-            FlagStyle::for_release(release),
-            &symbols,
-            clock_in_ns(meta.clock().unwrap_or("local")),
-        ))
+        Box::new(
+            TextSink::new(
+                out,
+                FlagStyle::for_release(release),
+                &symbols,
+                clock_in_ns(meta.clock().unwrap_or("local")),
+            )
+            .syscalls(SyscallStyle::for_release(release)),
+        )
     };
     let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());
     for w in decoder.take_warnings() {

@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use ktrace_printer::{
-    Dest, FlagStyle, JsonSink, NoSymbols, RawSink, Symbolizer, TextSink, clock_in_ns,
+    Dest, FlagStyle, JsonSink, RawSink, Symbolizer, SyscallStyle, TextSink, clock_in_ns,
 };
 use ktrace_stream::Sink;
 use ktrace_symbols::KernelView;
@@ -144,12 +144,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
-    let symbols = crate::kview::KernelSymbols::new(&view);
-    let symbols: &dyn Symbolizer = if run.kernel_probes || globs.is_some() {
-        &symbols
-    } else {
-        &NoSymbols
-    };
+    // kernel symbols (parsed at the first lookup) for every run: the
+    // kernel's own events a trigger enables print `%pS` and kernel strings
+    // too, uprobe sessions included
+    let symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
+    let symbols: &dyn Symbolizer = &symbols;
     let format = if args.perfetto {
         Format::Perfetto
     } else if args.json {
@@ -168,16 +167,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .release()
                 .to_string_lossy()
                 .into_owned();
-            Box::new(TextSink::with_dest(
-                writer,
-                run.trace_header
-                    .as_deref()
-                    .map_or(FlagStyle::for_release(&release), |h| {
-                        FlagStyle::from_trace_header(h, &release)
-                    }),
-                symbols,
-                in_ns,
-            ))
+            Box::new(
+                TextSink::with_dest(
+                    writer,
+                    run.trace_header
+                        .as_deref()
+                        .map_or(FlagStyle::for_release(&release), |h| {
+                            FlagStyle::from_trace_header(h, &release)
+                        }),
+                    symbols,
+                    in_ns,
+                )
+                .syscalls(SyscallStyle::for_release(&release)),
+            )
         }
         Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
         Format::Raw => Box::new(RawSink::with_dest(writer)),

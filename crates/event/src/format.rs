@@ -81,6 +81,17 @@ impl EventFormat {
         let mut common = true;
         let mut in_format = false;
         let mut print_fmt_text = None;
+        // the print fmt is the file's last item and may hold newlines (a
+        // TP_printk() format string with a literal line break, ext4's
+        // fsmap events): it runs to the end of the file
+        let (text, tail) = match text.find("\nprint fmt:") {
+            Some(i) => (&text[..i + 1], Some(&text[i + 1..])),
+            None if text.starts_with("print fmt:") => ("", Some(text)),
+            None => (text, None),
+        };
+        if let Some(rest) = tail.and_then(|t| t.strip_prefix("print fmt:")) {
+            print_fmt_text = Some(rest.trim().to_string());
+        }
         for (lineno, line) in text.lines().enumerate() {
             let lineno = lineno + 1;
             if let Some(rest) = line.strip_prefix("name:") {
@@ -93,9 +104,6 @@ impl EventFormat {
                 })?);
             } else if line.starts_with("format:") {
                 in_format = true;
-            } else if let Some(rest) = line.strip_prefix("print fmt:") {
-                print_fmt_text = Some(rest.trim().to_string());
-                in_format = false;
             } else if in_format && line.trim().is_empty() {
                 if !fields.is_empty() {
                     common = false;
@@ -118,7 +126,7 @@ impl EventFormat {
         let (print_fmt, print_fmt_error) = if print_fmt_text.is_empty() {
             (None, Some("no print fmt".to_string()))
         } else {
-            match PrintFmt::parse(&print_fmt_text, &fields) {
+            match PrintFmt::parse(&print_fmt_text, &fields, long_size) {
                 Ok(p) => (Some(p), None),
                 Err(e) => (None, Some(e)),
             }
@@ -196,6 +204,21 @@ fn parse_field_line(line: &str, long_size: usize, common: bool) -> Result<Field,
             .trim_start_matches("volatile ");
         match scalar_size(base, long_size) {
             Some(sz) => (FieldKind::Int, sz),
+            // a typedef or an enum (`dev_t`, `ino_t`, `enum lru_list`):
+            // an integer of the size the kernel gives (per element for an
+            // array of a known length)
+            None if !base.starts_with("struct ") && !base.starts_with("union ") => {
+                let elem = match name_dim {
+                    None => size,
+                    Some(Some(n)) if n > 0 && size % n == 0 => size / n,
+                    Some(_) => 0,
+                };
+                if matches!(elem, 1 | 2 | 4 | 8) {
+                    (FieldKind::Int, elem)
+                } else {
+                    (FieldKind::Bytes, size.max(1))
+                }
+            }
             None => (FieldKind::Bytes, size.max(1)),
         }
     };

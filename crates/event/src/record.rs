@@ -59,6 +59,12 @@ fn until_nul(s: &[u8]) -> &[u8] {
     }
 }
 
+/// Whether C type `t` is a `char` type (`char`, `unsigned char`, `const
+/// char`), whose arrays hold text; `u8` arrays (addresses, hashes) do not.
+fn is_char(t: &str) -> bool {
+    t.split_whitespace().any(|w| w == "char")
+}
+
 /// A string field's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StrValue<'a> {
@@ -195,6 +201,14 @@ impl EventFormat {
                 },
             }
         };
+        // a fixed `char` array (`char comm[16]`) is text, as the kernel's
+        // `%s` and trace-cmd show it: a string up to its first NUL
+        if f.is_array && f.elem_size == 1 && f.kind == FieldKind::Int && is_char(&f.type_name) {
+            return match self.read_char_array(data, field) {
+                Some(s) => Value::Str(StrValue::Ok(s)),
+                None => Value::Missing,
+            };
+        }
         if f.is_array && f.kind != FieldKind::Bytes {
             Value::Array((0..f.count).map(one).collect())
         } else {

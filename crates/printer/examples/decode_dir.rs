@@ -9,7 +9,7 @@
 
 use ktrace_event::{Endian, Events, ProbeKind};
 use ktrace_printer::{
-    Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, TextPrinter, write_raw,
+    Comms, FlagStyle, JsonPrinter, LostSummary, NoSymbols, SyscallStyle, TextPrinter, write_raw,
 };
 use ktrace_ring::{Merged, PageLayout, merge_streams};
 use std::io::Write;
@@ -70,6 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let style = FlagStyle::for_release(&release);
     let mut text = TextPrinter::new(&events, layout.endian, style, &NoSymbols, comms.clone());
+    text.syscall_style = SyscallStyle::for_release(&release);
     let mut json = JsonPrinter::new(&events, layout.endian, &NoSymbols, comms);
     // `buf` is the only buffer: it is handed to stdout whole (stdout's
     // line buffering passes writes that end in a newline straight through)

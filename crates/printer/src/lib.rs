@@ -21,32 +21,20 @@ mod context;
 mod json;
 mod num;
 mod sink;
+mod syscalls;
 mod text;
 
 pub use context::{FlagStyle, write_task_cpu, write_timestamp};
 pub use json::{JsonPrinter, write_raw};
 pub use ktrace_stream::{Comms, LostSummary};
 pub use sink::{Buffered, Dest, JsonSink, RawSink, TextSink};
+pub use syscalls::SyscallStyle;
 pub use text::{TextPrinter, clock_in_ns};
 
-/// A kernel symbol covering an address.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Symbol<'a> {
-    /// Symbol name.
-    pub name: &'a str,
-    /// Address minus the symbol's start.
-    pub offset: u64,
-    /// Symbol size (distance to the next symbol, as kallsyms computes it).
-    pub size: u64,
-    /// Module name for module symbols.
-    pub module: Option<&'a str>,
-}
-
-/// Address → symbol lookups (implemented from /proc/kallsyms elsewhere).
-pub trait Symbolizer {
-    /// The symbol containing `addr`, if any.
-    fn lookup(&self, addr: u64) -> Option<Symbol<'_>>;
-}
+/// A kernel symbol covering an address, and address → symbol lookups
+/// (implemented from /proc/kallsyms elsewhere): ktrace-event's, which
+/// prints `%pS` with them.
+pub use ktrace_event::printfmt::{Symbol, Symbolizer};
 
 /// A symbolizer that knows no symbols (addresses print as hex).
 #[derive(Debug, Clone, Copy, Default)]

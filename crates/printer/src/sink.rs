@@ -120,6 +120,7 @@ pub struct TextSink<'a, D: Dest> {
     symbols: &'a dyn Symbolizer,
     style: FlagStyle,
     time_in_ns: bool,
+    syscall_style: crate::SyscallStyle,
     printer: Option<TextPrinter<'a>>,
 }
 
@@ -150,8 +151,16 @@ impl<'a, D: Dest> TextSink<'a, D> {
             symbols,
             style,
             time_in_ns,
+            syscall_style: crate::SyscallStyle::Mixed,
             printer: None,
         }
+    }
+
+    /// Prints `syscalls` events in `style` (see [`crate::SyscallStyle`];
+    /// the newest by default).
+    pub fn syscalls(mut self, style: crate::SyscallStyle) -> Self {
+        self.syscall_style = style;
+        self
     }
 }
 
@@ -165,6 +174,7 @@ impl<D: Dest> Sink for TextSink<'_, D> {
             ktrace_stream::Comms::new(),
         );
         p.time_in_ns = self.time_in_ns;
+        p.syscall_style = self.syscall_style;
         self.printer = Some(p);
         Ok(())
     }

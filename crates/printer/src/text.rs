@@ -14,10 +14,9 @@
 use crate::Symbolizer;
 use crate::context::{FlagStyle, write_task_cpu};
 use crate::num;
-use ktrace_event::printfmt::{Arg, Conv, Length, Op, Spec};
-use ktrace_event::{
-    Common, Endian, Event, EventFormat, Events, FieldKind, Int, ProbeKind, StrValue,
-};
+use crate::syscalls::SyscallStyle;
+use ktrace_event::printfmt::{Arg, Conv, Op, Render, Spec, length_bits};
+use ktrace_event::{Common, Endian, Event, EventFormat, Events, FieldKind, ProbeKind, StrValue};
 use ktrace_ring::Missed;
 use ktrace_stream::Comms;
 use std::io::Write;
@@ -48,6 +47,9 @@ pub struct TextPrinter<'a> {
     /// `uptime`, `x86-tsc`), whose stamps it prints raw as ` %12llu`. See
     /// [`clock_in_ns`].
     pub time_in_ns: bool,
+    /// How the kernel prints `syscalls` events (by release; the newest by
+    /// default).
+    pub syscall_style: SyscallStyle,
     /// Per event id: what `write_event` would otherwise work out per record.
     plans: Vec<Option<Plan>>,
     /// The context columns last written, and what they were made from
@@ -194,7 +196,13 @@ impl FastInt {
         let Arg::Field { index, elem } = arg else {
             return None;
         };
-        if spec.width.is_some() || spec.precision.is_some() || spec.plus || spec.space {
+        if spec.width.is_some()
+            || spec.precision.is_some()
+            || spec.width_arg.is_some()
+            || spec.precision_arg.is_some()
+            || spec.plus
+            || spec.space
+        {
             return None;
         }
         let conv = match spec.conv {
@@ -261,26 +269,14 @@ impl FastInt {
                 }
                 num::dec(out, sval.unsigned_abs());
             }
+            // the kernel's number(): `%#x` of zero is `0x0` (C's is `0`)
             FastConv::Hex { upper, alt } => {
-                if alt && ubits != 0 {
+                if alt {
                     out.extend_from_slice(if upper { b"0X" } else { b"0x" });
                 }
                 num::hex_case(out, ubits, upper);
             }
         }
-    }
-}
-
-/// Bits of the integer a conversion prints (its length modifier; pointers
-/// are always the kernel's long).
-fn length_bits(spec: &Spec, long_size: usize) -> u32 {
-    match spec.length {
-        _ if matches!(spec.conv, Conv::Pointer(_)) => 8 * long_size as u32,
-        Length::Char => 8,
-        Length::Short => 16,
-        Length::Int => 32,
-        Length::Long | Length::Size => 8 * long_size as u32,
-        Length::LongLong => 64,
     }
 }
 
@@ -315,6 +311,7 @@ impl<'a> TextPrinter<'a> {
             comms,
             irq_info: true,
             time_in_ns: true,
+            syscall_style: SyscallStyle::Mixed,
             plans,
             ctx: Vec::new(),
             ctx_key: None,
@@ -439,6 +436,18 @@ impl<'a> TextPrinter<'a> {
         {
             return;
         }
+        if ev.system == "syscalls"
+            && crate::syscalls::write(
+                out,
+                f,
+                data,
+                self.endian,
+                self.long_size,
+                self.syscall_style,
+            )
+        {
+            return;
+        }
         if f.print_fmt.is_none() {
             out.extend_from_slice(f.name.as_bytes());
             out.extend_from_slice(b": [FAILED TO PARSE]");
@@ -505,35 +514,24 @@ impl<'a> TextPrinter<'a> {
                 }
                 Step::Conv(spec, arg) => {
                     skip_quote = false;
-                    match arg {
-                        // `%s` of a fixed `char` array such as `comm[16]`
-                        Arg::Field { index, elem: None } if spec.conv == Conv::Str => {
-                            match f.read_char_array(data, *index) {
-                                Some(s) => write_padded(out, spec, s),
-                                None => out.extend_from_slice(b"[FAILED TO PARSE]"),
-                            }
+                    if let Arg::Str { index, elem } = arg
+                        && plan.args
+                        && f.read_str(data, *index, elem.unwrap_or(0), self.endian)
+                            == StrValue::Fault
+                    {
+                        // a probe argument whose fetch faulted:
+                        // `(fault)` without the quotes around it
+                        // (trace_probe_print_args())
+                        if out.last() == Some(&b'"') {
+                            out.pop();
+                            skip_quote = true;
                         }
-                        Arg::Field { index, elem } => {
-                            match f.read_int(data, *index, elem.unwrap_or(0), self.endian) {
-                                Some(v) => self.write_int(out, spec, v),
-                                None => out.extend_from_slice(b"[FAILED TO PARSE]"),
-                            }
-                        }
-                        Arg::Str { index, elem } => {
-                            match f.read_str(data, *index, elem.unwrap_or(0), self.endian) {
-                                StrValue::Ok(s) => write_padded(out, spec, s),
-                                StrValue::Fault if plan.args => {
-                                    if out.last() == Some(&b'"') {
-                                        out.pop();
-                                        skip_quote = true;
-                                    }
-                                    out.extend_from_slice(b"(fault)");
-                                }
-                                StrValue::Fault => write_padded(out, spec, b""),
-                                StrValue::Bad => out.extend_from_slice(b"[FAILED TO PARSE]"),
-                            }
-                        }
-                        Arg::Unsupported(_) => out.extend_from_slice(b"[FAILED TO PARSE]"),
+                        out.extend_from_slice(b"(fault)");
+                        continue;
+                    }
+                    let r = Render::new(f, data, self.endian, self.long_size, self.symbols);
+                    if r.write(out, spec, arg).is_err() {
+                        out.extend_from_slice(b"[FAILED TO PARSE]");
                     }
                 }
             }
@@ -637,113 +635,6 @@ impl<'a> TextPrinter<'a> {
             }
         }
     }
-
-    fn write_int(&self, out: &mut Vec<u8>, spec: &Spec, v: Int) {
-        let bits = v.bits();
-        let width_bits = length_bits(spec, self.long_size);
-        let mask = if width_bits >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << width_bits) - 1
-        };
-        let ubits = bits & mask;
-        let sval = if width_bits >= 64 {
-            ubits as i64
-        } else {
-            let sh = 64 - width_bits;
-            ((ubits << sh) as i64) >> sh
-        };
-        let mut tmp = [0u8; 24];
-        let (prefix, digits): (&[u8], &[u8]) = match &spec.conv {
-            Conv::Signed => {
-                let d = num::digits(&mut tmp, sval.unsigned_abs(), 10, false);
-                let p: &[u8] = if sval < 0 {
-                    b"-"
-                } else if spec.plus {
-                    b"+"
-                } else if spec.space {
-                    b" "
-                } else {
-                    b""
-                };
-                (p, d)
-            }
-            Conv::Unsigned => (b"", num::digits(&mut tmp, ubits, 10, false)),
-            Conv::Hex { upper } => {
-                let p: &[u8] = match (spec.alt && ubits != 0, *upper) {
-                    (true, true) => b"0X",
-                    (true, false) => b"0x",
-                    _ => b"",
-                };
-                (p, num::digits(&mut tmp, ubits, 16, *upper))
-            }
-            Conv::Octal => {
-                let p: &[u8] = if spec.alt { b"0" } else { b"" };
-                (p, num::digits(&mut tmp, ubits, 8, false))
-            }
-            Conv::Char => {
-                write_padded(out, spec, &[ubits as u8]);
-                return;
-            }
-            Conv::Str => {
-                out.extend_from_slice(b"[FAILED TO PARSE]");
-                return;
-            }
-            Conv::Pointer(ext) => {
-                self.write_pointer(out, spec, ext, ubits);
-                return;
-            }
-        };
-        let digits: &[u8] =
-            if spec.precision == Some(0) && ubits == 0 && !matches!(spec.conv, Conv::Signed) {
-                b""
-            } else {
-                digits
-            };
-        if spec.width.is_none() && spec.precision.is_none() {
-            out.extend_from_slice(prefix);
-            out.extend_from_slice(digits);
-            return;
-        }
-        let prec = spec.precision.unwrap_or(0);
-        let zeros_prec = prec.saturating_sub(digits.len());
-        let body = prefix.len() + zeros_prec + digits.len();
-        let width = spec.width.unwrap_or(0);
-        let pad = width.saturating_sub(body);
-        if spec.left {
-            out.extend_from_slice(prefix);
-            out.resize(out.len() + zeros_prec, b'0');
-            out.extend_from_slice(digits);
-            out.resize(out.len() + pad, b' ');
-        } else if spec.zero && spec.precision.is_none() {
-            out.extend_from_slice(prefix);
-            out.resize(out.len() + pad + zeros_prec, b'0');
-            out.extend_from_slice(digits);
-        } else {
-            out.resize(out.len() + pad, b' ');
-            out.extend_from_slice(prefix);
-            out.resize(out.len() + zeros_prec, b'0');
-            out.extend_from_slice(digits);
-        }
-    }
-
-    /// `%pS`/`%pB` (sym+off/size), `%ps` (sym), anything else as hex.
-    fn write_pointer(&self, out: &mut Vec<u8>, spec: &Spec, ext: &str, addr: u64) {
-        let mut s = Vec::new();
-        match (ext.chars().next(), self.symbols.lookup(addr)) {
-            (Some('S' | 'B'), Some(sym)) => {
-                let _ = write!(s, "{}+0x{:x}/0x{:x}", sym.name, sym.offset, sym.size);
-                if let Some(m) = sym.module {
-                    let _ = write!(s, " [{m}]");
-                }
-            }
-            (Some('s'), Some(sym)) => s.extend_from_slice(sym.name.as_bytes()),
-            _ => {
-                let _ = write!(s, "0x{addr:x}");
-            }
-        }
-        write_padded(out, spec, &s);
-    }
 }
 
 /// Where the print fmt body starts after a probe header of `n` conversions
@@ -765,25 +656,6 @@ fn body_start(ops: &[Op], n: usize) -> Option<(usize, usize)> {
     None
 }
 
-fn write_padded(out: &mut Vec<u8>, spec: &Spec, s: &[u8]) {
-    if spec.width.is_none() && spec.precision.is_none() {
-        out.extend_from_slice(s);
-        return;
-    }
-    let s = match spec.precision {
-        Some(p) if p < s.len() => &s[..p],
-        _ => s,
-    };
-    let pad = spec.width.unwrap_or(0).saturating_sub(s.len());
-    if !spec.left {
-        out.resize(out.len() + pad, b' ');
-    }
-    out.extend_from_slice(s);
-    if spec.left {
-        out.resize(out.len() + pad, b' ');
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -799,9 +671,11 @@ mod tests {
         };
     }
 
-    /// printf conversions against values as C's printf renders them.
+    /// printf conversions against values as the kernel's vsnprintf()
+    /// renders them (lib/vsprintf.c number(): `%#x` of zero is `0x0`, where
+    /// C's printf and trace-cmd print `0`).
     #[test]
-    fn int_conversions_follow_c_printf() {
+    fn int_conversions_follow_kernel_vsprintf() {
         let fmt = concat!(
             "name: t\nID: 9\nformat:\n",
             common_fields!(),
@@ -813,7 +687,10 @@ mod tests {
             ("%-5u|", 7, "7    |"),
             ("%05x", 255, "000ff"),
             ("%#x", 255, "0xff"),
-            ("%#x", 0, "0"),
+            ("%#x", 0, "0x0"),
+            ("%#lx", 0, "0x0"),
+            ("%#08x", 0, "0x000000"),
+            ("%.0u", 0, "0"),
             ("%#o", 8, "010"),
             ("%X", 48879, "BEEF"),
             ("%hhd", 255, "-1"),

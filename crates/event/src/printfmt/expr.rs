@@ -1,0 +1,1315 @@
+//! The C expressions a `print fmt` passes to its format string, parsed into
+//! a typed tree.
+//!
+//! A tracepoint's print fmt is its `TP_printk()` arguments stringified after
+//! macro expansion (include/trace/stages/stage7_class_define.h): `REC->field`
+//! (`__entry->field`), integer arithmetic, comparisons, `?:`, casts, `sizeof`
+//! and the print helpers of include/trace/stages/stage3_trace_output.h
+//! (`__print_flags`, `__print_symbolic` and their `_u64` forms,
+//! `__print_hex`, `__print_hex_str`, `__print_array`,
+//! `__print_dynamic_array`, `__get_str`, `__get_rel_str`,
+//! `__get_dynamic_array`, `__get_dynamic_array_len`, `__get_bitmask`,
+//! `__get_cpumask`, `__get_sockaddr`, `__print_ns_to_secs`, ...). This
+//! module only parses and types them; [`super::eval`] evaluates a tree
+//! against a record. What it does not know (other functions, statement
+//! expressions, enum names the kernel left unexported) is an error, kept by
+//! the caller as [`super::Arg::Unsupported`], never guessed at.
+
+use crate::format::{Field, FieldKind};
+
+/// A C integer type: width in bits and signedness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntTy {
+    /// 8, 16, 32 or 64.
+    pub bits: u32,
+    /// Whether it is signed.
+    pub signed: bool,
+}
+
+impl IntTy {
+    /// `int`.
+    pub const INT: IntTy = IntTy::new(32, true);
+    /// `unsigned int`.
+    pub const UINT: IntTy = IntTy::new(32, false);
+    /// `long long`.
+    pub const LLONG: IntTy = IntTy::new(64, true);
+    /// `unsigned long long`.
+    pub const ULLONG: IntTy = IntTy::new(64, false);
+    /// `char` (signed on the kernel's x86 and arm64 builds: `-fsigned-char`
+    /// is not used everywhere, but the value only matters in arithmetic).
+    pub const CHAR: IntTy = IntTy::new(8, true);
+    /// `unsigned char`.
+    pub const UCHAR: IntTy = IntTy::new(8, false);
+
+    /// A type of `bits` bits.
+    pub const fn new(bits: u32, signed: bool) -> IntTy {
+        IntTy { bits, signed }
+    }
+
+    /// The kernel's `long` (`long_size` bytes).
+    pub fn long(long_size: usize) -> IntTy {
+        IntTy::new(8 * long_size as u32, true)
+    }
+
+    /// The kernel's `unsigned long`.
+    pub fn ulong(long_size: usize) -> IntTy {
+        IntTy::new(8 * long_size as u32, false)
+    }
+
+    /// `v` cut to this type and extended back to 64 bits (sign-extended
+    /// for signed types): the canonical bits of a value of this type.
+    pub fn norm(self, v: u64) -> u64 {
+        if self.bits >= 64 {
+            return v;
+        }
+        let sh = 64 - self.bits;
+        if self.signed {
+            (((v << sh) as i64) >> sh) as u64
+        } else {
+            (v << sh) >> sh
+        }
+    }
+
+    /// The integer promotions: types narrower than `int` become `int`.
+    pub fn promote(self) -> IntTy {
+        if self.bits < 32 { IntTy::INT } else { self }
+    }
+
+    /// The usual arithmetic conversions of two (promoted) operand types.
+    pub fn common(a: IntTy, b: IntTy) -> IntTy {
+        let (a, b) = (a.promote(), b.promote());
+        if a == b {
+            return a;
+        }
+        if a.signed == b.signed {
+            return if a.bits >= b.bits { a } else { b };
+        }
+        let (u, s) = if a.signed { (b, a) } else { (a, b) };
+        if u.bits >= s.bits { u } else { s }
+    }
+}
+
+/// The type of a cast or of a value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CType {
+    /// An integer (enums and `bool` included).
+    Int(IntTy),
+    /// A pointer; the element type when it is an integer (`char *`,
+    /// `u32 *`), `None` for `void *` and structure pointers.
+    Ptr(Option<IntTy>),
+}
+
+/// A unary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unary {
+    /// `-x`.
+    Neg,
+    /// `+x`.
+    Plus,
+    /// `!x`.
+    Not,
+    /// `~x`.
+    BitNot,
+    /// `*p`.
+    Deref,
+}
+
+/// A binary operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `%`.
+    Rem,
+    /// `+`.
+    Add,
+    /// `-`.
+    Sub,
+    /// `<<`.
+    Shl,
+    /// `>>`.
+    Shr,
+    /// `<`.
+    Lt,
+    /// `>`.
+    Gt,
+    /// `<=`.
+    Le,
+    /// `>=`.
+    Ge,
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `&`.
+    BitAnd,
+    /// `^`.
+    BitXor,
+    /// `|`.
+    BitOr,
+    /// `&&`.
+    And,
+    /// `||`.
+    Or,
+}
+
+/// A `{ value, "name" }` table of `__print_flags` / `__print_symbolic`.
+pub type Table = Vec<(u64, Vec<u8>)>;
+
+/// A print helper of stage3_trace_output.h.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Helper {
+    /// `__print_flags(value, delim, {mask, "name"}...)` (`wide`:
+    /// `__print_flags_u64`).
+    Flags {
+        /// The flags.
+        value: Box<Expr>,
+        /// The delimiter.
+        delim: Vec<u8>,
+        /// Masks and names, in order.
+        table: Table,
+        /// The `_u64` form (matters on 32-bit kernels).
+        wide: bool,
+    },
+    /// `__print_symbolic(value, {value, "name"}...)` (`wide`:
+    /// `__print_symbolic_u64`).
+    Symbolic {
+        /// The value.
+        value: Box<Expr>,
+        /// Values and names, in order.
+        table: Table,
+        /// The `_u64` form.
+        wide: bool,
+    },
+    /// `__print_hex(buf, len)` (`concat` false) or `__print_hex_str`.
+    Hex {
+        /// The bytes.
+        buf: Box<Expr>,
+        /// How many.
+        len: Box<Expr>,
+        /// No spaces between the bytes.
+        concat: bool,
+    },
+    /// `__print_array(array, count, el_size)`.
+    Array {
+        /// The elements.
+        buf: Box<Expr>,
+        /// How many.
+        count: Box<Expr>,
+        /// Bytes per element.
+        el_size: Box<Expr>,
+    },
+    /// `__get_dynamic_array(field)`, `__get_str(field)`,
+    /// `__get_sockaddr(field)` and their `_rel_` forms: a pointer to the
+    /// field's data (element `elem` of a `__data_loc char[][N]`).
+    DynArray {
+        /// The `__data_loc`/`__rel_loc` field.
+        field: usize,
+        /// Element of a string array.
+        elem: usize,
+    },
+    /// `__get_dynamic_array_len(field)` (and the `_rel_` form).
+    DynLen {
+        /// The field.
+        field: usize,
+    },
+    /// `__get_bitmask(field)` / `__get_cpumask(field)` (and `_rel_`).
+    Bitmask {
+        /// The field.
+        field: usize,
+    },
+    /// `__print_ns_to_secs(value)`.
+    NsToSecs(Box<Expr>),
+    /// `__print_ns_without_secs(value)`.
+    NsWithoutSecs(Box<Expr>),
+    /// `__event_in_hardirq()` and friends: `common_flags & mask`.
+    InIrq(u8),
+}
+
+/// A typed expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// An integer constant.
+    Num(u64, IntTy),
+    /// A string literal.
+    Str(Vec<u8>),
+    /// `REC->field`.
+    Field(usize),
+    /// `a[i]`.
+    Index(Box<Expr>, Box<Expr>),
+    /// A unary operation.
+    Unary(Unary, Box<Expr>),
+    /// A binary operation.
+    Binary(Binary, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `(type)x`.
+    Cast(CType, Box<Expr>),
+    /// A print helper.
+    Helper(Helper),
+}
+
+/// Parses one argument expression of a print fmt.
+pub fn parse(text: &str, fields: &[Field], long_size: usize) -> Result<Expr, String> {
+    let toks = lex(text, long_size)?;
+    let mut p = Parser {
+        toks,
+        at: 0,
+        fields,
+        long_size,
+    };
+    let e = p.cond()?;
+    match p.peek() {
+        None => Ok(e),
+        Some(t) => Err(format!("unexpected {} in {text:?}", t.show())),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Num(u64, IntTy),
+    Str(Vec<u8>),
+    P(&'static str),
+}
+
+impl Tok {
+    fn show(&self) -> String {
+        match self {
+            Tok::Ident(s) => format!("{s:?}"),
+            Tok::Num(v, _) => v.to_string(),
+            Tok::Str(s) => format!("{:?}", String::from_utf8_lossy(s)),
+            Tok::P(p) => format!("'{p}'"),
+        }
+    }
+}
+
+const PUNCT: &[&str] = &[
+    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "[", "]", "{", "}", ",", "?",
+    ":", "+", "-", "*", "/", "%", "&", "|", "^", "~", "!", "<", ">", ".",
+];
+
+fn lex(text: &str, long_size: usize) -> Result<Vec<Tok>, String> {
+    let b = text.as_bytes();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            toks.push(Tok::Ident(text[s..i].to_string()));
+        } else if c.is_ascii_digit() {
+            let s = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.') {
+                i += 1;
+            }
+            let (v, ty) = number(&text[s..i], long_size)?;
+            toks.push(Tok::Num(v, ty));
+        } else if c == b'"' {
+            let (s, n) = string_lit(&b[i..])?;
+            i += n;
+            // adjacent literals concatenate
+            if let Some(Tok::Str(prev)) = toks.last_mut() {
+                prev.extend_from_slice(&s);
+            } else {
+                toks.push(Tok::Str(s));
+            }
+        } else if c == b'\'' {
+            let (s, n) = char_lit(&b[i..])?;
+            i += n;
+            toks.push(Tok::Num(IntTy::INT.norm(u64::from(s)), IntTy::INT));
+        } else {
+            let p = PUNCT
+                .iter()
+                .find(|p| b[i..].starts_with(p.as_bytes()))
+                .ok_or_else(|| format!("unexpected character {:?}", c as char))?;
+            i += p.len();
+            toks.push(Tok::P(p));
+        }
+    }
+    Ok(toks)
+}
+
+/// An integer literal with C's typing rules (6.4.4.1).
+fn number(s: &str, long_size: usize) -> Result<(u64, IntTy), String> {
+    let lower = s.to_ascii_lowercase();
+    let digits_end = lower.trim_end_matches(['u', 'l']).len();
+    let (digits, suffix) = lower.split_at(digits_end);
+    let (unsigned, longs) = match suffix {
+        "" => (false, 0),
+        "u" => (true, 0),
+        "l" => (false, 1),
+        "ul" | "lu" => (true, 1),
+        "ll" => (false, 2),
+        "ull" | "llu" => (true, 2),
+        _ => return Err(format!("bad integer literal {s:?}")),
+    };
+    let (radix, body) = if let Some(h) = digits.strip_prefix("0x") {
+        (16, h)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let v = u64::from_str_radix(body, radix).map_err(|_| format!("bad integer literal {s:?}"))?;
+    let lbits = 8 * long_size as u32;
+    let candidates: &[(u32, bool)] = match (longs, unsigned, radix == 10) {
+        (0, false, true) => &[(32, true), (0, true), (64, true)],
+        (0, false, false) => &[
+            (32, true),
+            (32, false),
+            (0, true),
+            (0, false),
+            (64, true),
+            (64, false),
+        ],
+        (0, true, _) => &[(32, false), (0, false), (64, false)],
+        (1, false, true) => &[(0, true), (64, true)],
+        (1, false, false) => &[(0, true), (0, false), (64, true), (64, false)],
+        (1, true, _) => &[(0, false), (64, false)],
+        (_, false, true) => &[(64, true)],
+        (_, false, false) => &[(64, true), (64, false)],
+        (_, true, _) => &[(64, false)],
+    };
+    for &(bits, signed) in candidates {
+        let bits = if bits == 0 { lbits } else { bits };
+        let max = if signed {
+            (1u64 << (bits - 1)) - 1
+        } else if bits == 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
+        if v <= max {
+            return Ok((v, IntTy::new(bits, signed)));
+        }
+    }
+    Ok((v, IntTy::ULLONG))
+}
+
+fn escape(b: &[u8], i: &mut usize) -> Result<u8, String> {
+    let c = *b.get(*i).ok_or("unterminated escape")?;
+    *i += 1;
+    Ok(match c {
+        b'n' => b'\n',
+        b't' => b'\t',
+        b'r' => b'\r',
+        b'a' => 7,
+        b'b' => 8,
+        b'f' => 12,
+        b'v' => 11,
+        b'x' => {
+            let mut v = 0u32;
+            while let Some(d) = b.get(*i).and_then(|c| (*c as char).to_digit(16)) {
+                v = (v * 16 + d) & 0xff;
+                *i += 1;
+            }
+            v as u8
+        }
+        b'0'..=b'7' => {
+            let mut v = u32::from(c - b'0');
+            let mut n = 1;
+            while n < 3 && b.get(*i).is_some_and(|c| (b'0'..=b'7').contains(c)) {
+                v = v * 8 + u32::from(b[*i] - b'0');
+                *i += 1;
+                n += 1;
+            }
+            v as u8
+        }
+        other => other,
+    })
+}
+
+/// A string literal at the start of `b`: its bytes and its length in `b`.
+fn string_lit(b: &[u8]) -> Result<(Vec<u8>, usize), String> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < b.len() {
+        match b[i] {
+            b'"' => return Ok((out, i + 1)),
+            b'\\' => {
+                i += 1;
+                out.push(escape(b, &mut i)?);
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Err("unterminated string literal".into())
+}
+
+fn char_lit(b: &[u8]) -> Result<(u8, usize), String> {
+    let mut i = 1;
+    let c = match b.get(i) {
+        Some(b'\\') => {
+            i += 1;
+            escape(b, &mut i)?
+        }
+        Some(&c) => {
+            i += 1;
+            c
+        }
+        None => return Err("unterminated character literal".into()),
+    };
+    if b.get(i) != Some(&b'\'') {
+        return Err("unterminated character literal".into());
+    }
+    // a plain `char` constant is an int holding a (signed) char
+    Ok((c, i + 1))
+}
+
+/// Qualifiers and annotations that do not change a type.
+const IGNORED: &[&str] = &[
+    "const",
+    "volatile",
+    "__force",
+    "__user",
+    "__iomem",
+    "__rcu",
+    "__percpu",
+    "restrict",
+    "__restrict",
+];
+
+/// Typedefs of integer types met in print fmts: (name, bits, signed); a
+/// `bits` of 0 means the kernel's `long`.
+const TYPEDEFS: &[(&str, u32, bool)] = &[
+    ("u8", 8, false),
+    ("u16", 16, false),
+    ("u32", 32, false),
+    ("u64", 64, false),
+    ("s8", 8, true),
+    ("s16", 16, true),
+    ("s32", 32, true),
+    ("s64", 64, true),
+    ("__u8", 8, false),
+    ("__u16", 16, false),
+    ("__u32", 32, false),
+    ("__u64", 64, false),
+    ("__s8", 8, true),
+    ("__s16", 16, true),
+    ("__s32", 32, true),
+    ("__s64", 64, true),
+    ("uint8_t", 8, false),
+    ("uint16_t", 16, false),
+    ("uint32_t", 32, false),
+    ("uint64_t", 64, false),
+    ("int8_t", 8, true),
+    ("int16_t", 16, true),
+    ("int32_t", 32, true),
+    ("int64_t", 64, true),
+    ("__le16", 16, false),
+    ("__le32", 32, false),
+    ("__le64", 64, false),
+    ("__be16", 16, false),
+    ("__be32", 32, false),
+    ("__be64", 64, false),
+    ("bool", 8, false),
+    ("_Bool", 8, false),
+    ("uint", 32, false),
+    ("ulong", 0, false),
+    ("size_t", 0, false),
+    ("ssize_t", 0, true),
+    ("uintptr_t", 0, false),
+    ("ptrdiff_t", 0, true),
+    ("off_t", 0, true),
+    ("ino_t", 0, false),
+    ("pid_t", 32, true),
+    ("uid_t", 32, false),
+    ("gid_t", 32, false),
+    ("kuid_t", 32, false),
+    ("kgid_t", 32, false),
+    ("dev_t", 32, false),
+    ("gfp_t", 32, false),
+    ("fmode_t", 32, false),
+    ("umode_t", 16, false),
+    ("loff_t", 64, true),
+    ("sector_t", 64, false),
+    ("blkcnt_t", 64, false),
+    ("time64_t", 64, true),
+    ("ktime_t", 64, true),
+    ("clockid_t", 32, true),
+    ("key_serial_t", 32, true),
+    ("blk_opf_t", 32, false),
+    ("blk_status_t", 8, false),
+    ("__kernel_rwf_t", 32, true),
+    ("netdev_features_t", 64, false),
+    ("xfs_ino_t", 64, false),
+    ("xfs_off_t", 64, true),
+    ("xfs_daddr_t", 64, true),
+    ("xfs_agnumber_t", 32, false),
+    ("xfs_agblock_t", 32, false),
+    ("xfs_fsblock_t", 64, false),
+    ("xfs_fileoff_t", 64, false),
+    ("xfs_filblks_t", 64, false),
+    ("xfs_extlen_t", 32, false),
+    ("xfs_fsize_t", 64, true),
+    ("vm_fault_t", 32, false),
+    ("irq_hw_number_t", 0, false),
+    ("cputime_t", 64, false),
+    ("nfs4_stateid", 0, false),
+];
+
+/// Sizes of the structures `sizeof` meets in print fmts.
+const STRUCTS: &[(&str, u64)] = &[
+    ("in_addr", 4),
+    ("in6_addr", 16),
+    ("sockaddr", 16),
+    ("sockaddr_in", 16),
+    ("sockaddr_in6", 28),
+    ("sockaddr_storage", 128),
+];
+
+struct Parser<'a> {
+    toks: Vec<Tok>,
+    at: usize,
+    fields: &'a [Field],
+    long_size: usize,
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.at)
+    }
+
+    fn peek_at(&self, n: usize) -> Option<&Tok> {
+        self.toks.get(self.at + n)
+    }
+
+    fn is(&self, p: &str) -> bool {
+        matches!(self.peek(), Some(Tok::P(q)) if *q == p)
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        if self.is(p) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, p: &str) -> Result<(), String> {
+        if self.eat(p) {
+            Ok(())
+        } else {
+            Err(match self.peek() {
+                Some(t) => format!("expected '{p}', found {}", t.show()),
+                None => format!("expected '{p}' at the end"),
+            })
+        }
+    }
+
+    fn ident(&mut self) -> Result<String, String> {
+        match self.toks.get(self.at) {
+            Some(Tok::Ident(s)) => {
+                self.at += 1;
+                Ok(s.clone())
+            }
+            Some(t) => Err(format!("expected a name, found {}", t.show())),
+            None => Err("expected a name at the end".into()),
+        }
+    }
+
+    fn cond(&mut self) -> Result<Expr, String> {
+        let c = self.binary(0)?;
+        if !self.eat("?") {
+            return Ok(c);
+        }
+        // GNU `a ?: b` is not used by print fmts
+        let a = self.cond()?;
+        self.expect(":")?;
+        let b = self.cond()?;
+        Ok(Expr::Cond(Box::new(c), Box::new(a), Box::new(b)))
+    }
+
+    fn binop(&self) -> Option<(Binary, u8)> {
+        let Some(Tok::P(p)) = self.peek() else {
+            return None;
+        };
+        Some(match *p {
+            "||" => (Binary::Or, 1),
+            "&&" => (Binary::And, 2),
+            "|" => (Binary::BitOr, 3),
+            "^" => (Binary::BitXor, 4),
+            "&" => (Binary::BitAnd, 5),
+            "==" => (Binary::Eq, 6),
+            "!=" => (Binary::Ne, 6),
+            "<" => (Binary::Lt, 7),
+            ">" => (Binary::Gt, 7),
+            "<=" => (Binary::Le, 7),
+            ">=" => (Binary::Ge, 7),
+            "<<" => (Binary::Shl, 8),
+            ">>" => (Binary::Shr, 8),
+            "+" => (Binary::Add, 9),
+            "-" => (Binary::Sub, 9),
+            "*" => (Binary::Mul, 10),
+            "/" => (Binary::Div, 10),
+            "%" => (Binary::Rem, 10),
+            _ => return None,
+        })
+    }
+
+    /// Precedence climbing over the binary operators above `min`.
+    fn binary(&mut self, min: u8) -> Result<Expr, String> {
+        let mut lhs = self.unary()?;
+        while let Some((op, prec)) = self.binop() {
+            if prec <= min {
+                break;
+            }
+            self.at += 1;
+            let rhs = self.binary(prec)?;
+            lhs = Expr::Binary(op, Box::new(lhs), Box::new(rhs));
+        }
+        Ok(lhs)
+    }
+
+    fn unary(&mut self) -> Result<Expr, String> {
+        let op = match self.peek() {
+            Some(Tok::P("-")) => Some(Unary::Neg),
+            Some(Tok::P("+")) => Some(Unary::Plus),
+            Some(Tok::P("!")) => Some(Unary::Not),
+            Some(Tok::P("~")) => Some(Unary::BitNot),
+            Some(Tok::P("*")) => Some(Unary::Deref),
+            _ => None,
+        };
+        if let Some(op) = op {
+            self.at += 1;
+            let e = self.unary()?;
+            return Ok(Expr::Unary(op, Box::new(e)));
+        }
+        if self.is("&") {
+            return Err("'&' (address of) is not supported".into());
+        }
+        if matches!(self.peek(), Some(Tok::Ident(s)) if s == "sizeof") {
+            self.at += 1;
+            return self.sizeof();
+        }
+        if self.is("(") {
+            let save = self.at;
+            self.at += 1;
+            if let Some(ty) = self.type_name()?
+                && self.eat(")")
+            {
+                let e = self.unary()?;
+                return Ok(Expr::Cast(ty, Box::new(e)));
+            }
+            self.at = save;
+        }
+        self.postfix()
+    }
+
+    fn sizeof(&mut self) -> Result<Expr, String> {
+        let ulong = IntTy::ulong(self.long_size);
+        if self.is("(") {
+            let save = self.at;
+            self.at += 1;
+            let struct_name = match (self.peek(), self.peek_at(1), self.peek_at(2)) {
+                (Some(Tok::Ident(k)), Some(Tok::Ident(n)), Some(Tok::P(")")))
+                    if k == "struct" || k == "union" =>
+                {
+                    Some(n.clone())
+                }
+                _ => None,
+            };
+            if let Some(n) = struct_name {
+                self.at += 3;
+                let size = STRUCTS
+                    .iter()
+                    .find(|(s, _)| *s == n)
+                    .map(|(_, z)| *z)
+                    .ok_or_else(|| format!("sizeof(struct {n}) is not known"))?;
+                return Ok(Expr::Num(size, ulong));
+            }
+            if let Some(ty) = self.type_name()? {
+                self.expect(")")?;
+                let size = match ty {
+                    CType::Int(t) => u64::from(t.bits / 8),
+                    CType::Ptr(_) => self.long_size as u64,
+                };
+                return Ok(Expr::Num(size, ulong));
+            }
+            self.at = save;
+        }
+        // sizeof of a field (`sizeof(REC->x)`, `sizeof(REC->x[0])`)
+        let e = self.unary()?;
+        let size = match &e {
+            Expr::Field(i) => self.fields[*i].size as u64,
+            Expr::Index(b, _) => match **b {
+                Expr::Field(i) => self.fields[i].elem_size as u64,
+                _ => return Err("sizeof of an expression is not supported".into()),
+            },
+            _ => return Err("sizeof of an expression is not supported".into()),
+        };
+        Ok(Expr::Num(size, ulong))
+    }
+
+    /// A type name at the current position (after a `(`), or `None` (and
+    /// nothing consumed) when what follows is not one.
+    fn type_name(&mut self) -> Result<Option<CType>, String> {
+        let start = self.at;
+        let mut words: Vec<String> = Vec::new();
+        let mut named: Option<CType> = None;
+        let mut aggregate = false;
+        while let Some(Tok::Ident(w)) = self.peek() {
+            let w = w.clone();
+            if IGNORED.contains(&w.as_str()) {
+                self.at += 1;
+                continue;
+            }
+            match w.as_str() {
+                "struct" | "union" => {
+                    self.at += 1;
+                    self.ident()?;
+                    aggregate = true;
+                }
+                "enum" => {
+                    self.at += 1;
+                    self.ident()?;
+                    named = Some(CType::Int(IntTy::INT));
+                }
+                "signed" | "unsigned" | "char" | "short" | "int" | "long" | "void" => {
+                    self.at += 1;
+                    words.push(w);
+                }
+                _ if words.is_empty() && named.is_none() && !aggregate => {
+                    if let Some(&(_, bits, signed)) = TYPEDEFS.iter().find(|t| t.0 == w) {
+                        let bits = if bits == 0 {
+                            8 * self.long_size as u32
+                        } else {
+                            bits
+                        };
+                        named = Some(CType::Int(IntTy::new(bits, signed)));
+                        self.at += 1;
+                    } else if w.ends_with("_t")
+                        && matches!(self.peek_at(1), Some(Tok::P(")" | "*")))
+                    {
+                        return Err(format!("the size of type {w} is not known"));
+                    } else {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        if words.is_empty() && named.is_none() && !aggregate {
+            self.at = start;
+            return Ok(None);
+        }
+        let mut ptr = 0;
+        while self.eat("*") {
+            ptr += 1;
+            while matches!(self.peek(), Some(Tok::Ident(w)) if IGNORED.contains(&w.as_str())) {
+                self.at += 1;
+            }
+        }
+        let base: Option<IntTy> = if aggregate {
+            None
+        } else if let Some(CType::Int(t)) = named {
+            Some(t)
+        } else {
+            self.base_type(&words)?
+        };
+        Ok(Some(match (ptr, base) {
+            (0, Some(t)) => CType::Int(t),
+            (0, None) if aggregate => return Err("a cast to a structure".into()),
+            (0, None) => return Err("a cast to void".into()),
+            (1, elem) => CType::Ptr(elem),
+            // a pointer to pointers: elements of the kernel's long
+            (_, _) => CType::Ptr(Some(IntTy::ulong(self.long_size))),
+        }))
+    }
+
+    /// `unsigned long`, `char`, `long long int`, `void` (`None`)...
+    fn base_type(&self, words: &[String]) -> Result<Option<IntTy>, String> {
+        let has = |w: &str| words.iter().any(|x| x == w);
+        let longs = words.iter().filter(|w| *w == "long").count();
+        let unsigned = has("unsigned");
+        if has("void") {
+            return Ok(None);
+        }
+        let bits = if has("char") {
+            8
+        } else if has("short") {
+            16
+        } else if longs >= 2 {
+            64
+        } else if longs == 1 {
+            8 * self.long_size as u32
+        } else {
+            32
+        };
+        if has("char") && !unsigned && !has("signed") {
+            return Ok(Some(IntTy::CHAR));
+        }
+        Ok(Some(IntTy::new(bits, !unsigned)))
+    }
+
+    fn postfix(&mut self) -> Result<Expr, String> {
+        let mut e = self.primary()?;
+        while self.eat("[") {
+            let i = self.cond()?;
+            self.expect("]")?;
+            e = Expr::Index(Box::new(e), Box::new(i));
+        }
+        if self.is("->") || self.is(".") {
+            return Err("member access other than REC->field is not supported".into());
+        }
+        Ok(e)
+    }
+
+    fn primary(&mut self) -> Result<Expr, String> {
+        match self.toks.get(self.at).cloned() {
+            Some(Tok::Num(v, ty)) => {
+                self.at += 1;
+                Ok(Expr::Num(v, ty))
+            }
+            Some(Tok::Str(s)) => {
+                self.at += 1;
+                Ok(Expr::Str(s))
+            }
+            Some(Tok::P("(")) => {
+                self.at += 1;
+                // `(REC)->field`
+                if matches!(self.peek(), Some(Tok::Ident(r)) if r == "REC")
+                    && matches!(self.peek_at(1), Some(Tok::P(")")))
+                    && matches!(self.peek_at(2), Some(Tok::P("->")))
+                {
+                    self.at += 3;
+                    let f = self.ident()?;
+                    return self.field(&f).map(Expr::Field);
+                }
+                if self.is("{") {
+                    return Err("statement expressions are not supported".into());
+                }
+                let e = self.cond()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Some(Tok::Ident(name)) => {
+                self.at += 1;
+                if name == "REC" {
+                    self.expect("->")?;
+                    let f = self.ident()?;
+                    return self.field(&f).map(Expr::Field);
+                }
+                if self.eat("(") {
+                    return self.call(&name);
+                }
+                match name.as_str() {
+                    "NULL" | "false" => Ok(Expr::Num(0, IntTy::INT)),
+                    "true" => Ok(Expr::Num(1, IntTy::INT)),
+                    _ => Err(format!("unknown name {name}")),
+                }
+            }
+            Some(t) => Err(format!("unexpected {}", t.show())),
+            None => Err("expression ends early".into()),
+        }
+    }
+
+    fn field(&self, name: &str) -> Result<usize, String> {
+        self.fields
+            .iter()
+            .position(|f| f.name == name)
+            .ok_or_else(|| format!("no field {name}"))
+    }
+
+    /// `name` or `name[N]` naming a `__data_loc`/`__rel_loc` field, then `)`.
+    fn loc_field(&mut self) -> Result<(usize, usize), String> {
+        let name = self.ident()?;
+        let mut elem = 0;
+        if self.eat("[") {
+            match self.toks.get(self.at) {
+                Some(&Tok::Num(v, _)) => {
+                    self.at += 1;
+                    elem = usize::try_from(v).map_err(|_| "element out of range")?;
+                }
+                _ => return Err("expected an element number".into()),
+            }
+            self.expect("]")?;
+        }
+        self.expect(")")?;
+        let i = self.field(&name)?;
+        let f = &self.fields[i];
+        if !matches!(f.kind, FieldKind::DataLoc { .. }) {
+            return Err(format!("{name} is not a dynamic (__data_loc) field"));
+        }
+        if elem >= f.count {
+            return Err(format!("{name}[{elem}] is out of range"));
+        }
+        Ok((i, elem))
+    }
+
+    fn args(&mut self) -> Result<Vec<Expr>, String> {
+        let mut v = Vec::new();
+        if self.eat(")") {
+            return Ok(v);
+        }
+        loop {
+            v.push(self.cond()?);
+            if self.eat(")") {
+                return Ok(v);
+            }
+            self.expect(",")?;
+        }
+    }
+
+    fn string(&mut self) -> Result<Vec<u8>, String> {
+        match self.toks.get(self.at) {
+            Some(Tok::Str(s)) => {
+                let s = s.clone();
+                self.at += 1;
+                Ok(s)
+            }
+            // `(void *)0` or `NULL` as a delimiter: none
+            _ => match self.cond()? {
+                Expr::Num(0, _) | Expr::Cast(_, _) => Ok(Vec::new()),
+                _ => Err("expected a string".into()),
+            },
+        }
+    }
+
+    /// `, { value, "name" } ...)` of the flag and symbol helpers; values
+    /// are constants, taken as `unsigned long` (`unsigned long long` for
+    /// the `_u64` forms).
+    fn table(&mut self, wide: bool) -> Result<Table, String> {
+        let ty = if wide {
+            IntTy::ULLONG
+        } else {
+            IntTy::ulong(self.long_size)
+        };
+        let mut t = Vec::new();
+        while self.eat(",") {
+            self.expect("{")?;
+            let v = self.cond()?;
+            let v = super::eval::constant(&v, self.long_size)
+                .ok_or("a table value is not a constant")?;
+            self.expect(",")?;
+            let name = self.string()?;
+            self.expect("}")?;
+            t.push((ty.norm(v), name));
+        }
+        self.expect(")")?;
+        Ok(t)
+    }
+
+    fn call(&mut self, name: &str) -> Result<Expr, String> {
+        let rel = name.contains("_rel_");
+        let check_rel = |p: &Parser, i: usize| -> Result<(), String> {
+            match p.fields[i].kind {
+                FieldKind::DataLoc { relative } if relative == rel => Ok(()),
+                _ => Err(format!("{name} of a field of another kind")),
+            }
+        };
+        let h = match name {
+            "__print_flags" | "__print_flags_u64" => {
+                let value = Box::new(self.cond()?);
+                self.expect(",")?;
+                let delim = self.string()?;
+                let table = self.table(name.ends_with("u64"))?;
+                Helper::Flags {
+                    value,
+                    delim,
+                    table,
+                    wide: name.ends_with("u64"),
+                }
+            }
+            "__print_symbolic" | "__print_symbolic_u64" => {
+                let value = Box::new(self.cond()?);
+                let table = self.table(name.ends_with("u64"))?;
+                Helper::Symbolic {
+                    value,
+                    table,
+                    wide: name.ends_with("u64"),
+                }
+            }
+            "__print_hex" | "__print_hex_str" => {
+                let mut a = self.args()?;
+                if a.len() != 2 {
+                    return Err(format!("{name} takes 2 arguments"));
+                }
+                let len = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                Helper::Hex {
+                    buf,
+                    len,
+                    concat: name == "__print_hex_str",
+                }
+            }
+            "__print_array" => {
+                let mut a = self.args()?;
+                if a.len() != 3 {
+                    return Err("__print_array takes 3 arguments".into());
+                }
+                let el_size = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let count = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                Helper::Array {
+                    buf,
+                    count,
+                    el_size,
+                }
+            }
+            "__print_dynamic_array" => {
+                let f = self.ident()?;
+                let field = self.field(&f)?;
+                self.expect(",")?;
+                let el_size = self.cond()?;
+                self.expect(")")?;
+                let len = Expr::Helper(Helper::DynLen { field });
+                Helper::Array {
+                    buf: Box::new(Expr::Helper(Helper::DynArray { field, elem: 0 })),
+                    count: Box::new(Expr::Binary(
+                        Binary::Div,
+                        Box::new(len),
+                        Box::new(el_size.clone()),
+                    )),
+                    el_size: Box::new(el_size),
+                }
+            }
+            "__get_str" | "__get_rel_str" => {
+                let (field, elem) = self.loc_field()?;
+                check_rel(self, field)?;
+                Helper::DynArray { field, elem }
+            }
+            "__get_dynamic_array"
+            | "__get_rel_dynamic_array"
+            | "__get_sockaddr"
+            | "__get_rel_sockaddr" => {
+                let (field, elem) = self.loc_field()?;
+                check_rel(self, field)?;
+                let e = Expr::Helper(Helper::DynArray { field, elem });
+                let elem_ty = if name.contains("sockaddr") {
+                    None
+                } else {
+                    Some(IntTy::UCHAR)
+                };
+                return Ok(Expr::Cast(CType::Ptr(elem_ty), Box::new(e)));
+            }
+            "__get_dynamic_array_len" | "__get_rel_dynamic_array_len" => {
+                let (field, _) = self.loc_field()?;
+                check_rel(self, field)?;
+                Helper::DynLen { field }
+            }
+            "__get_bitmask" | "__get_cpumask" | "__get_rel_bitmask" | "__get_rel_cpumask" => {
+                let (field, _) = self.loc_field()?;
+                check_rel(self, field)?;
+                Helper::Bitmask { field }
+            }
+            "__print_ns_to_secs" | "__print_ns_without_secs" => {
+                let mut a = self.args()?;
+                if a.len() != 1 {
+                    return Err(format!("{name} takes 1 argument"));
+                }
+                let v = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                if name == "__print_ns_to_secs" {
+                    Helper::NsToSecs(v)
+                } else {
+                    Helper::NsWithoutSecs(v)
+                }
+            }
+            "__event_in_hardirq" | "__event_in_softirq" | "__event_in_irq" => {
+                self.expect(")")?;
+                Helper::InIrq(match name {
+                    "__event_in_hardirq" => 0x08,
+                    "__event_in_softirq" => 0x10,
+                    _ => 0x18,
+                })
+            }
+            "__builtin_expect" => {
+                let mut a = self.args()?;
+                if a.len() != 2 {
+                    return Err("__builtin_expect takes 2 arguments".into());
+                }
+                a.truncate(1);
+                return Ok(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+            }
+            _ => return Err(format!("unknown function {name}()")),
+        };
+        Ok(Expr::Helper(h))
+    }
+}
+
+impl Expr {
+    /// The static type of the expression (C's, before evaluation), used
+    /// to convert the arms of `?:` to one type; `None` when it is not an
+    /// integer or pointer the evaluator knows statically.
+    pub fn ty(&self, fields: &[Field], long_size: usize) -> Option<CType> {
+        Some(match self {
+            Expr::Num(_, t) => CType::Int(*t),
+            Expr::Str(_) => CType::Ptr(Some(IntTy::CHAR)),
+            Expr::Field(i) => field_type(fields.get(*i)?, long_size),
+            Expr::Index(b, _) | Expr::Unary(Unary::Deref, b) => match b.ty(fields, long_size)? {
+                CType::Ptr(Some(t)) => CType::Int(t),
+                _ => return None,
+            },
+            Expr::Unary(Unary::Not, _) => CType::Int(IntTy::INT),
+            Expr::Unary(_, e) => match e.ty(fields, long_size)? {
+                CType::Int(t) => CType::Int(t.promote()),
+                p => p,
+            },
+            Expr::Binary(op, a, b) => match op {
+                Binary::Lt
+                | Binary::Gt
+                | Binary::Le
+                | Binary::Ge
+                | Binary::Eq
+                | Binary::Ne
+                | Binary::And
+                | Binary::Or => CType::Int(IntTy::INT),
+                Binary::Shl | Binary::Shr => match a.ty(fields, long_size)? {
+                    CType::Int(t) => CType::Int(t.promote()),
+                    p => p,
+                },
+                _ => match (a.ty(fields, long_size)?, b.ty(fields, long_size)?) {
+                    (CType::Int(x), CType::Int(y)) => CType::Int(IntTy::common(x, y)),
+                    (p @ CType::Ptr(_), CType::Int(_)) | (CType::Int(_), p @ CType::Ptr(_)) => p,
+                    _ => CType::Int(IntTy::long(long_size)),
+                },
+            },
+            Expr::Cond(_, a, b) => match (a.ty(fields, long_size)?, b.ty(fields, long_size)?) {
+                (CType::Int(x), CType::Int(y)) => CType::Int(IntTy::common(x, y)),
+                (p @ CType::Ptr(_), _) | (_, p @ CType::Ptr(_)) => p,
+            },
+            Expr::Cast(t, _) => *t,
+            Expr::Helper(h) => match h {
+                Helper::DynLen { .. } => CType::Int(IntTy::UINT),
+                Helper::NsToSecs(_) => CType::Int(IntTy::ULLONG),
+                Helper::NsWithoutSecs(_) => CType::Int(IntTy::UINT),
+                Helper::InIrq(_) => CType::Int(IntTy::INT),
+                Helper::DynArray { .. } => CType::Ptr(Some(IntTy::CHAR)),
+                _ => CType::Ptr(Some(IntTy::CHAR)),
+            },
+        })
+    }
+}
+
+/// The C type of `REC->field`: an integer, or for arrays and dynamic
+/// fields a pointer to their elements.
+pub fn field_type(f: &Field, long_size: usize) -> CType {
+    let elem = IntTy::new(8 * f.elem_size.min(8) as u32, f.signed);
+    match f.kind {
+        FieldKind::Int if f.is_array => CType::Ptr(Some(elem)),
+        FieldKind::Int if f.type_name.contains('*') => CType::Int(IntTy::ulong(long_size)),
+        FieldKind::Int if matches!(f.elem_size, 1 | 2 | 4 | 8) => CType::Int(elem),
+        FieldKind::DataLoc { .. } => CType::Ptr(Some(IntTy::CHAR)),
+        _ => CType::Ptr(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields() -> Vec<Field> {
+        let text = "name: t\nID: 1\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+\tfield:long prev_state;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield:__data_loc char[] name;\toffset:16;\tsize:4;\tsigned:0;\n\
+\tfield:__rel_loc char[] r;\toffset:20;\tsize:4;\tsigned:0;\n\
+\tfield:u8 saddr[4];\toffset:24;\tsize:4;\tsigned:0;\n\nprint fmt: \"\"\n";
+        crate::EventFormat::parse(text, 8).unwrap().fields
+    }
+
+    #[test]
+    fn literals_take_c_types() {
+        let cases: &[(&str, u64, IntTy)] = &[
+            ("0", 0, IntTy::INT),
+            ("2147483647", 0x7fff_ffff, IntTy::INT),
+            ("2147483648", 0x8000_0000, IntTy::new(64, true)),
+            ("0x80000000", 0x8000_0000, IntTy::UINT),
+            ("0x00000001", 1, IntTy::INT),
+            ("1UL", 1, IntTy::new(64, false)),
+            ("1ULL", 1, IntTy::ULLONG),
+            ("1u", 1, IntTy::UINT),
+            ("010", 8, IntTy::INT),
+            ("0xFFFF0000U", 0xffff_0000, IntTy::UINT),
+            ("0xffffffffffffffff", u64::MAX, IntTy::ULLONG),
+        ];
+        for (s, v, t) in cases {
+            assert_eq!(number(s, 8).unwrap(), (*v, *t), "{s}");
+        }
+        assert_eq!(number("1UL", 4).unwrap(), (1, IntTy::UINT));
+        assert_eq!(number("2147483648", 4).unwrap().1, IntTy::LLONG);
+        for bad in ["0x", "1uu", "12abc", "1lul", "08"] {
+            assert!(number(bad, 8).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_what_formats_use() {
+        let f = fields();
+        for ok in [
+            "REC->prev_state & ((((0x00000000 | 0x00000001) + 1) << 1) - 1)",
+            "(REC->prev_state & 3) ? __print_flags(REC->prev_state & 3, \"|\", { 0x01, \"S\" }, { 0x02, \"D\" }) : \"R\"",
+            "__print_symbolic(REC->prev_state, { 0, \"HI\" }, { 1, \"TIMER\" })",
+            "((unsigned int) ((REC->prev_state) >> 20))",
+            "( gfp_t)REC->prev_state",
+            "(void *)REC->prev_state",
+            "(const char *)__get_str(name)",
+            "__get_rel_str(r)",
+            "REC->saddr[3]",
+            "sizeof(u64)",
+            "sizeof(unsigned int)",
+            "sizeof(struct sockaddr_in6)",
+            "__print_hex(__get_dynamic_array(name), __get_dynamic_array_len(name))",
+            "__print_array(__get_dynamic_array(name), __get_dynamic_array_len(name) / sizeof(u64), sizeof(u64))",
+            "__print_dynamic_array(name, 1)",
+            "REC->prev_state ? \"a\" \"b\" : ((void *)0)",
+            "__print_flags(REC->prev_state, \"\", { (1u << 1), \"ROOT\" }, { -1, \"ALL\" })",
+            "'c' + !REC->prev_state - ~1",
+            "__builtin_expect(!!(REC->prev_state), 0)",
+        ] {
+            parse(ok, &f, 8).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for bad in [
+            "jiffies_to_msecs(REC->prev_state)",
+            "REC->nope",
+            "__get_str(prev_state)",
+            "__get_str(r)",
+            "__get_rel_str(name)",
+            "REC->prev_state +",
+            "({ int x = 1; x; })",
+            "SOME_ENUM_NAME",
+            "&REC->prev_state",
+            "REC->saddr.x",
+            "(struct foo)REC->prev_state",
+            "(mystery_t)REC->prev_state",
+            "\"abc",
+            "REC->prev_state ? 1",
+            "__print_symbolic(REC->prev_state, { REC->prev_state, \"x\" })",
+            "",
+        ] {
+            assert!(parse(bad, &f, 8).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn precedence_and_casts() {
+        let f = fields();
+        let e = parse("1 + 2 * 3 << 1 | 4", &f, 8).unwrap();
+        assert_eq!(
+            super::super::eval::constant(&e, 8),
+            Some(((1 + 2 * 3) << 1) | 4)
+        );
+        let e = parse("(unsigned char)-1", &f, 8).unwrap();
+        assert_eq!(super::super::eval::constant(&e, 8), Some(255));
+        let e = parse("-1 < 0u", &f, 8).unwrap();
+        assert_eq!(super::super::eval::constant(&e, 8), Some(0));
+        let e = parse("-1 < 0", &f, 8).unwrap();
+        assert_eq!(super::super::eval::constant(&e, 8), Some(1));
+        let e = parse("(1 ? -1 : 0u) > 0", &f, 8).unwrap();
+        assert_eq!(super::super::eval::constant(&e, 8), Some(1));
+        let e = parse("sizeof(long) + sizeof(char *)", &f, 4).unwrap();
+        assert_eq!(super::super::eval::constant(&e, 4), Some(8));
+    }
+}
