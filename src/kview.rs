@@ -136,6 +136,27 @@ impl Symbolizer for SavedSymbols {
     }
 }
 
+/// Enum constants of the running kernel's BTF, for print fmts that keep
+/// them by name (`mode=%s` of `hrtimer_start` names `HRTIMER_MODE_ABS`
+/// when the kernel did not export it): read from
+/// /sys/kernel/btf/vmlinux at the first name asked, once. Without BTF no
+/// name is known, and the argument prints as `[FAILED TO PARSE]`.
+pub fn btf_names() -> ktrace_event::printfmt::Names {
+    let table: std::sync::Arc<OnceLock<std::collections::HashMap<String, i64>>> =
+        std::sync::Arc::default();
+    ktrace_event::printfmt::Names::new(move |name| {
+        table
+            .get_or_init(|| {
+                ktrace_symbols::btf::open_enumerators(std::path::Path::new(
+                    ktrace_symbols::kernel::VMLINUX_BTF,
+                ))
+                .unwrap_or_default()
+            })
+            .get(name)
+            .copied()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

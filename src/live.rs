@@ -179,7 +179,9 @@ pub(crate) fn setup_built(
     };
     // The reader thread starts before the pid lists are written, so
     // `event-fork` does not add it to the traced pids.
-    let stream = Stream::open(root, &inst, &specs, opts)?;
+    let mut stream = Stream::open(root, &inst, &specs, opts)?;
+    // the kernel's own events a trigger enables may name enum constants
+    stream.set_names(crate::kview::btf_names());
     // ktrace's own threads (main, reader, output) are kept out in the
     // kernel: by the event filter, and by a condition on every trigger.
     // An unconditional trigger runs before the kernel's pid lists are
@@ -354,7 +356,8 @@ pub(crate) fn setup_function(
     } else if inst.option(stack_option) == Some(true) {
         inst.set_option(stack_option, false)?;
     }
-    let stream = Stream::open(root, &inst, &[], opts)?;
+    let mut stream = Stream::open(root, &inst, &[], opts)?;
+    stream.set_names(crate::kview::btf_names());
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         if !args.command.is_empty() {

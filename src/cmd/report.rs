@@ -126,6 +126,15 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
 /// its definition (ktrace's option) or its format says.
 fn table(meta: &Meta) -> anyhow::Result<EventTable> {
     let mut t = EventTable::new(usize::from(meta.long_size), None);
+    // enum constants left in print fmts: from the running kernel's BTF,
+    // when the recording was made on this very kernel
+    let running = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    if meta.kernel_release() == Some(running.as_str()) {
+        t.set_names(crate::kview::btf_names());
+    }
     let defs = definitions(meta);
     for f in &meta.ftrace_formats {
         let text = String::from_utf8_lossy(f);

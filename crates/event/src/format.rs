@@ -10,7 +10,7 @@
 //! [`crate::printfmt`].
 
 use crate::Error;
-use crate::printfmt::PrintFmt;
+use crate::printfmt::{Names, PrintFmt};
 
 /// How a field's bytes are to be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,16 @@ impl EventFormat {
     /// Parses the text of a `format` file. `long_size` (4 or 8) is the
     /// kernel's `sizeof(long)`, used to size `long` array elements.
     pub fn parse(text: &str, long_size: usize) -> Result<EventFormat, Error> {
+        EventFormat::parse_with(text, long_size, None)
+    }
+
+    /// [`EventFormat::parse`], with the values of names its print fmt may
+    /// hold (see [`Names`]).
+    pub fn parse_with(
+        text: &str,
+        long_size: usize,
+        names: Option<&Names>,
+    ) -> Result<EventFormat, Error> {
         let mut name = None;
         let mut id = None;
         let mut fields = Vec::new();
@@ -126,7 +136,7 @@ impl EventFormat {
         let (print_fmt, print_fmt_error) = if print_fmt_text.is_empty() {
             (None, Some("no print fmt".to_string()))
         } else {
-            match PrintFmt::parse(&print_fmt_text, &fields, long_size) {
+            match PrintFmt::parse_with(&print_fmt_text, &fields, long_size, names) {
                 Ok(p) => (Some(p), None),
                 Err(e) => (None, Some(e)),
             }
@@ -384,6 +394,47 @@ mod tests {
                 1,
                 4,
                 FieldKind::DataLoc { relative: true },
+                8,
+                false,
+            ),
+            // typedefs and enums: integers of the size the kernel gives
+            (
+                "field:dev_t s_dev;\toffset:16;\tsize:4;\tsigned:0;",
+                "s_dev",
+                "dev_t",
+                1,
+                4,
+                FieldKind::Int,
+                16,
+                false,
+            ),
+            (
+                "field:enum lru_list lru;\toffset:24;\tsize:4;\tsigned:0;",
+                "lru",
+                "enum lru_list",
+                1,
+                4,
+                FieldKind::Int,
+                24,
+                false,
+            ),
+            (
+                "field:xfs_ino_t inos[2];\toffset:8;\tsize:16;\tsigned:0;",
+                "inos",
+                "xfs_ino_t",
+                2,
+                8,
+                FieldKind::Int,
+                8,
+                true,
+            ),
+            (
+                "field:cpumask_t mask;\toffset:8;\tsize:12;\tsigned:0;",
+                "mask",
+                "cpumask_t",
+                1,
+                12,
+                FieldKind::Bytes,
                 8,
                 false,
             ),

@@ -138,6 +138,7 @@ pub fn eprobe_target(definition: &str) -> Option<String> {
 pub struct Events {
     long_size: usize,
     by_id: Vec<Option<Arc<Event>>>,
+    names: Option<printfmt::Names>,
 }
 
 impl Events {
@@ -146,7 +147,18 @@ impl Events {
         Events {
             long_size,
             by_id: Vec::new(),
+            names: None,
         }
+    }
+
+    /// Where the print fmts of events added from now on find the values
+    /// of names the kernel left in them (enum constants, from BTF).
+    pub fn set_names(&mut self, names: printfmt::Names) {
+        self.names = Some(names);
+    }
+
+    fn parse(&self, text: &str) -> Result<EventFormat, Error> {
+        EventFormat::parse_with(text, self.long_size, self.names.as_ref())
     }
 
     /// The kernel's `sizeof(long)`.
@@ -158,7 +170,7 @@ impl Events {
     /// probe kind from its fields (a uprobe/kprobe distinction needs
     /// [`Events::add_with_kind`]).
     pub fn add(&mut self, system: &str, format_text: &str) -> Result<&Arc<Event>, Error> {
-        let format = EventFormat::parse(format_text, self.long_size)?;
+        let format = self.parse(format_text)?;
         let kind = if format.field("__probe_ret_ip").is_some() {
             ProbeKind::Uretprobe
         } else if format.field("__probe_ip").is_some() {
@@ -176,7 +188,7 @@ impl Events {
         format_text: &str,
         kind: ProbeKind,
     ) -> Result<&Arc<Event>, Error> {
-        let format = EventFormat::parse(format_text, self.long_size)?;
+        let format = self.parse(format_text)?;
         self.insert(system, format, kind)
     }
 
@@ -187,7 +199,7 @@ impl Events {
         format_text: &str,
         target: &str,
     ) -> Result<&Arc<Event>, Error> {
-        let format = EventFormat::parse(format_text, self.long_size)?;
+        let format = self.parse(format_text)?;
         self.insert_event(Event {
             system: system.to_string(),
             format,

@@ -201,13 +201,17 @@ impl EventFormat {
                 },
             }
         };
-        // a fixed `char` array (`char comm[16]`) is text, as the kernel's
-        // `%s` and trace-cmd show it: a string up to its first NUL
+        // a fixed `char` array (`char comm[16]`) holding text is a string
+        // up to its first NUL, as the kernel's `%s` and trace-cmd show it;
+        // one holding binary (a UUID in `char sec_type[16]`) stays bytes
         if f.is_array && f.elem_size == 1 && f.kind == FieldKind::Int && is_char(&f.type_name) {
-            return match self.read_char_array(data, field) {
-                Some(s) => Value::Str(StrValue::Ok(s)),
-                None => Value::Missing,
-            };
+            match self.read_char_array(data, field) {
+                Some(s) if s.iter().all(|&c| c >= 0x20 && c != 0x7f) => {
+                    return Value::Str(StrValue::Ok(s));
+                }
+                Some(_) => {}
+                None => return Value::Missing,
+            }
         }
         if f.is_array && f.kind != FieldKind::Bytes {
             Value::Array((0..f.count).map(one).collect())
@@ -280,6 +284,27 @@ print fmt: \"%s\", REC->comm\n";
         assert_eq!(f.read_char_array(&d, 1), Some(&b"kfix0123456789ab"[..]));
         assert_eq!(f.read_char_array(&d[..20], 1), None);
         assert_eq!(f.read_char_array(&d, 0), None);
+    }
+
+    /// Issue 23 row 16: `char comm[16]` fields were byte arrays in JSON;
+    /// they are strings (up to the NUL), binary char arrays stay bytes.
+    #[test]
+    fn char_arrays_are_strings() {
+        let fmt = "name: s\nID: 3\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n\
+\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+\tfield:u8 addr[4];\toffset:24;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"%s\", REC->prev_comm\n";
+        let f = EventFormat::parse(fmt, 8).unwrap();
+        let mut d = vec![3, 0, 0, 0, 0, 0, 0, 0];
+        d.extend_from_slice(b"swapper/1\0\0\0\0\0\0\0");
+        d.extend_from_slice(&[10, 0, 2, 15]);
+        let e = Endian::Little;
+        assert_eq!(f.value(&d, 1, e), Value::Str(StrValue::Ok(b"swapper/1")));
+        assert!(matches!(f.value(&d, 2, e), Value::Array(_)));
+        d[8] = 1;
+        assert!(matches!(f.value(&d, 1, e), Value::Array(_)));
+        assert_eq!(f.value(&d[..20], 1, e), Value::Missing);
     }
 
     #[test]

@@ -269,6 +269,149 @@ fn flag_table(text: &str) -> Option<Vec<(u64, Vec<u8>)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{FlagStyle, NoSymbols, TextPrinter};
+    use ktrace_event::{Events, ProbeKind};
+    use ktrace_stream::Comms;
+
+    const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n";
+
+    /// A record of event `id`: the arguments as unsigned longs from offset
+    /// 16, then the user copies (`__data_loc` words and their bytes).
+    fn record(id: u16, args: &[u64], user: &[&[u8]]) -> Vec<u8> {
+        let mut d = vec![0u8; 16];
+        d[..2].copy_from_slice(&id.to_le_bytes());
+        for a in args {
+            d.extend_from_slice(&a.to_le_bytes());
+        }
+        let mut at = d.len() + 4 * user.len();
+        let mut data = Vec::new();
+        for u in user {
+            d.extend_from_slice(&((at as u32) | (u.len() as u32) << 16).to_le_bytes());
+            at += u.len();
+            data.extend_from_slice(u);
+        }
+        d.extend(data);
+        d
+    }
+
+    fn print(style: SyscallStyle, format: &str, rec: &[u8]) -> String {
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("syscalls", format, ProbeKind::Other)
+            .unwrap();
+        let mut p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &NoSymbols,
+            Comms::new(),
+        );
+        p.syscall_style = style;
+        let id = u16::from_le_bytes([rec[0], rec[1]]);
+        let mut out = Vec::new();
+        p.write_event(&mut out, events.get(id).unwrap(), rec);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The lines the kernels' own `trace` printed for these records:
+    /// Debian 6.1.0-56 (x86_64 guest), the 6.18 host, Debian 7.2.13
+    /// (x86_64 guest, with its user copies and openat's own printer).
+    #[test]
+    fn syscall_lines_like_each_kernel() {
+        let enter = format!(
+            "name: sys_enter_openat\nID: 760\nformat:\n{COMMON}\
+\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n\
+\tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n\n\
+print fmt: \"dfd: 0x%08lx, filename: 0x%08lx, flags: 0x%08lx, mode: 0x%08lx\", ((unsigned long)(REC->dfd)), ((unsigned long)(REC->filename)), ((unsigned long)(REC->flags)), ((unsigned long)(REC->mode))\n"
+        );
+        let exit = format!(
+            "name: sys_exit_openat\nID: 759\nformat:\n{COMMON}\
+\tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n\n\
+print fmt: \"0x%lx\", REC->ret\n"
+        );
+        let rec = record(760, &[0xffffff9c, 0x3a77c990, 0x241, 0x1b6], &[]);
+        assert_eq!(
+            print(SyscallStyle::Hex, &enter, &rec),
+            "sys_openat(dfd: ffffff9c, filename: 3a77c990, flags: 241, mode: 1b6)"
+        );
+        let rec = record(760, &[0xffffff9c, 0x7f05661685b0, 0x80000, 0], &[]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &enter, &rec),
+            "sys_openat(dfd: 0xffffff9c, filename: 0x7f05661685b0, flags: 0x80000, mode: 0)"
+        );
+        let rec = record(759, &[3], &[]);
+        assert_eq!(print(SyscallStyle::Hex, &exit, &rec), "sys_openat -> 0x3");
+        let rec = record(759, &[-22i64 as u64], &[]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &exit, &rec),
+            "sys_openat -> 0xffffffffffffffea"
+        );
+        // 7.2: user copies
+        let write = format!(
+            "name: sys_enter_write\nID: 800\nformat:\n{COMMON}\
+\tfield:unsigned int fd;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:const char * buf;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:size_t count;\toffset:32;\tsize:8;\tsigned:0;\n\
+\tfield:__data_loc char[] __buf_val;\toffset:40;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"fd: 0x%08lx, buf: 0x%08lx (%s), count: 0x%08lx\", ((unsigned long)(REC->fd)), ((unsigned long)(REC->buf)), __print_dynamic_array(__buf_val, 1), ((unsigned long)(REC->count))\n"
+        );
+        let rec = record(800, &[1, 0x464bd30, 6], &[b"hello\n"]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &write, &rec),
+            "sys_write(fd: 1, buf: 0x464bd30 (68:65:6c:6c:6f:0a) \"hello.\", count: 6)"
+        );
+        // a copy cut short of the count, and bytes with nothing printable
+        let rec = record(800, &[1, 0x464bd30, 600], &[b"ab"]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &write, &rec),
+            "sys_write(fd: 1, buf: 0x464bd30 (61:62, ...) \"ab\"..., count: 0x258)"
+        );
+        let rec = record(800, &[1, 0x464bd30, 2], &[&[0, 1]]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &write, &rec),
+            "sys_write(fd: 1, buf: 0x464bd30 (00:01), count: 2)"
+        );
+        let openat = format!(
+            "name: sys_enter_openat\nID: 760\nformat:\n{COMMON}\
+\tfield:int dfd;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:const char * filename;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:int flags;\toffset:32;\tsize:8;\tsigned:0;\n\
+\tfield:umode_t mode;\toffset:40;\tsize:8;\tsigned:0;\n\
+\tfield:__data_loc char[] __filename_val;\toffset:48;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"dfd: 0x%08lx, filename: 0x%08lx \\\"%s\\\", flags: %s%s, mode: 0%03o\", ((unsigned long)(REC->dfd)), ((unsigned long)(REC->filename)), __get_str(__filename_val), (REC->flags & ~3) && !(REC->flags & 3) ? \"O_RDONLY|\" : \"\",  REC->flags ? __print_flags(REC->flags, \"|\", {{ 0x1, \"O_WRONLY\" }}, {{ 0x2, \"O_RDWR\" }}, {{ 0x40, \"O_CREAT\" }}, {{ 0x80, \"O_EXCL\" }}, {{ 0x100, \"O_NOCTTY\" }}, {{ 0x200, \"O_TRUNC\" }}, {{ 0x400, \"O_APPEND\" }}, {{ 0x800, \"O_NONBLOCK\" }}, {{ 0x1000, \"O_DSYNC\" }}, {{ 0x4000, \"O_DIRECT\" }}, {{ 0x8000, \"O_LARGEFILE\" }}, {{ 0x10000, \"O_DIRECTORY\" }}, {{ 0x20000, \"O_NOFOLLOW\" }}, {{ 0x40000, \"O_NOATIME\" }}, {{ 0x80000, \"O_CLOEXEC\" }}) : \"O_RDONLY\",  ((unsigned long)(REC->mode))\n"
+        );
+        let rec = record(
+            760,
+            &[0xffffff9c, 389940048, 0x241, 0o666],
+            &[b"/dev/null\0"],
+        );
+        assert_eq!(
+            print(SyscallStyle::Mixed, &openat, &rec),
+            "sys_openat(dfd: 4294967196, filename: 389940048 \"/dev/null\", flags: O_WRONLY|O_CREAT|O_TRUNC, mode: 0666)"
+        );
+        let rec = record(760, &[0xffffff9c, 389939992, 0x90800, 0], &[b"/\0"]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &openat, &rec),
+            "sys_openat(dfd: 4294967196, filename: 389939992 \"/\", flags: O_RDONLY|O_NONBLOCK|O_DIRECTORY|O_CLOEXEC, mode: 0000)"
+        );
+        // no O_CREAT nor O_TMPFILE bit: the mode is left out
+        let rec = record(760, &[3, 389939992, 0x80000, 0], &[b"x\0"]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &openat, &rec),
+            "sys_openat(dfd: 3, filename: 389939992 \"x\", flags: O_RDONLY|O_CLOEXEC)"
+        );
+        let rec = record(760, &[3, 389939992, 0, 0], &[b"x\0"]);
+        assert_eq!(
+            print(SyscallStyle::Mixed, &openat, &rec),
+            "sys_openat(dfd: 3, filename: 389939992 \"x\", flags: O_RDONLY)"
+        );
+    }
 
     #[test]
     fn styles_by_release() {

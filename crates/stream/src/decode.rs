@@ -77,6 +77,11 @@ impl Decoder {
         &self.table
     }
 
+    /// The event table, to change.
+    pub fn table_mut(&mut self) -> &mut EventTable {
+        &mut self.table
+    }
+
     /// The sub-buffer layout.
     pub fn layout(&self) -> PageLayout {
         self.layout

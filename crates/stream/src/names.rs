@@ -165,7 +165,7 @@ impl TaskNames {
         }
         let name = std::fs::read_to_string(self.proc.join(format!("{pid}/comm")))
             .ok()
-            .map(|n| n.trim_end_matches('\n').to_string())
+            .map(|n| task_comm(n.trim_end_matches('\n')).to_string())
             .or_else(|| {
                 let text = ktrace_tracefs::buffers::saved_cmdlines(self.root.as_deref()?).ok()?;
                 saved_name(&text, pid).map(str::to_string)
@@ -174,6 +174,27 @@ impl TaskNames {
             self.comms.insert(pid, &name);
         }
     }
+}
+
+/// The task's own name (`task->comm`, what `saved_cmdlines` and the
+/// kernel's TASK column hold) from what `/proc/PID/comm` shows: for a
+/// workqueue worker the kernel appends its work's description there
+/// (`wq_worker_comm()`: `kworker/1:0-rcu_gp`, `kworker/u8:2+flush-254:0`),
+/// for a kernel thread it shows the full name (`rcu_tasks_trace_kthread`)
+/// where `task->comm` keeps 15 bytes (`TASK_COMM_LEN`).
+fn task_comm(name: &str) -> &str {
+    let name = match name.strip_prefix("kworker/") {
+        Some(rest) => match rest.find(['-', '+']) {
+            Some(i) => &name[..8 + i],
+            None => name,
+        },
+        None => name,
+    };
+    let mut end = name.len().min(15);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
 }
 
 /// The name `saved_cmdlines` text (`<pid> <comm>` lines) holds for `pid`.
@@ -198,6 +219,26 @@ mod tests {
         assert!(c.knows(0) && c.knows(12) && !c.knows(5));
         assert_eq!(saved_name("1 init\n22 sh\n", 22), Some("sh"));
         assert_eq!(saved_name("1 init\nx y\n", 2), None);
+    }
+
+    /// A workqueue worker's /proc name carries its work after the name,
+    /// a kernel thread's its full name (live 6.18 host: `kworker/1:0-rcu_gp`
+    /// and `rcu_tasks_trace_kthread` where the kernel's TASK column has
+    /// `kworker/1:0` and `rcu_tasks_trace`).
+    #[test]
+    fn workqueue_workers_by_their_task_name() {
+        for (proc_comm, want) in [
+            ("kworker/1:0-rcu_gp", "kworker/1:0"),
+            ("kworker/u8:2+flush-254:0", "kworker/u8:2"),
+            ("kworker/1:1H-kblockd", "kworker/1:1H"),
+            ("kworker/0:2", "kworker/0:2"),
+            ("my-kworker/1", "my-kworker/1"),
+            ("systemd-journal", "systemd-journal"),
+            ("rcu_tasks_trace_kthread", "rcu_tasks_trace"),
+            ("ééééééééé", "ééééééé"),
+        ] {
+            assert_eq!(task_comm(proc_comm), want);
+        }
     }
 
     /// The running task's name comes from /proc first; a pid is looked up

@@ -132,6 +132,13 @@ impl Stream {
         self.dec.table()
     }
 
+    /// Where the kernel's events registered as they are met find the
+    /// values of names left in their print fmt (see
+    /// [`EventTable::set_names`]).
+    pub fn set_names(&mut self, names: ktrace_event::printfmt::Names) {
+        self.dec.table_mut().set_names(names);
+    }
+
     /// The sub-buffer layout.
     pub fn layout(&self) -> PageLayout {
         self.dec.layout()

@@ -205,6 +205,12 @@ impl EventTable {
         self.infos.iter().filter_map(Option::as_ref)
     }
 
+    /// Where events registered from now on find the values of the names
+    /// their print fmt holds (enum constants the kernel did not export).
+    pub fn set_names(&mut self, names: ktrace_event::printfmt::Names) {
+        self.events.set_names(names);
+    }
+
     /// The registered events as ktrace-event's registry (what printers
     /// are built from).
     pub fn events(&self) -> &Events {

@@ -10,8 +10,10 @@
 //! (0 is `void`) in section order.
 //!
 //! What it answers: struct/union member offsets (for `+OFF(%reg)` fetch
-//! arguments) and function parameter names and types (for `$argN`-style
-//! conveniences). It does not read split (module) BTF on top of vmlinux,
+//! arguments), function parameter names and types (for `$argN`-style
+//! conveniences), and the values of enum constants ([`enumerators`]: the
+//! names a tracepoint's print fmt keeps when the kernel did not export
+//! them with `TRACE_DEFINE_ENUM()`, such as `HRTIMER_MODE_ABS`). It does not read split (module) BTF on top of vmlinux,
 //! and does not resolve BTF-ID relocations. Never panics on input: every
 //! read is bounds-checked.
 
@@ -451,10 +453,64 @@ impl Btf {
     }
 }
 
-/// Reads and parses a BTF file (the only I/O in this module).
+/// Reads and parses a BTF file (the only I/O in this module, with
+/// [`open_enumerators`]).
 pub fn open(path: &std::path::Path) -> Result<Btf> {
     let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     Btf::parse(&data)
+}
+
+/// The enum constants of a BTF file by name (see [`enumerators`]).
+pub fn open_enumerators(path: &std::path::Path) -> Result<HashMap<String, i64>> {
+    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    enumerators(&data)
+}
+
+/// Every enum constant of a BTF blob and its value (`BTF_KIND_ENUM`
+/// values are signed when the kind flag says so, `BTF_KIND_ENUM64` ones
+/// 64-bit), the first of a name when two enums share one. Walks the type
+/// section without building the types: a vmlinux BTF holds tens of
+/// thousands of records, and only these are wanted.
+pub fn enumerators(data: &[u8]) -> Result<HashMap<String, i64>> {
+    let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
+    let (types, strings, big) = Btf::sections(data)?;
+    let rd = |at: usize| u32_at(types, at, big).ok_or_else(|| err(at, "truncated type record"));
+    let mut out = HashMap::new();
+    let mut at = 0usize;
+    while at < types.len() {
+        let info = rd(at + 4)?;
+        let vlen = (info & 0xffff) as usize;
+        let signed = info >> 31 != 0;
+        let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or_else(|| err(at, "unknown kind"))?;
+        let body = at + 12;
+        let (each, fixed) = match kind {
+            Kind::Int | Kind::Var | Kind::DeclTag => (0, 4),
+            Kind::Array => (0, 12),
+            Kind::Struct | Kind::Union | Kind::Datasec | Kind::Enum64 => (12, 0),
+            Kind::Enum | Kind::FuncProto => (8, 0),
+            _ => (0, 0),
+        };
+        if matches!(kind, Kind::Enum | Kind::Enum64) {
+            for i in 0..vlen {
+                let m = body + i * each;
+                let Some(name) = cstr(strings, rd(m)?) else {
+                    return Err(err(m, "name offset out of range"));
+                };
+                let lo = rd(m + 4)?;
+                let v = match kind {
+                    Kind::Enum64 => (u64::from(rd(m + 8)?) << 32 | u64::from(lo)) as i64,
+                    _ if signed => i64::from(lo as i32),
+                    _ => i64::from(lo),
+                };
+                out.entry(name).or_insert(v);
+            }
+        }
+        at = body + fixed + vlen * each;
+        if at > types.len() {
+            return Err(err(body, "type record runs past the type section"));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -528,6 +584,33 @@ mod tests {
                 ("how".to_string(), "struct how *".to_string())
             ]
         );
+    }
+
+    /// Enum constants among other records, signed (kind flag), unsigned
+    /// and 64-bit; a truncated blob is an error, not a panic.
+    #[test]
+    fn enum_constants_by_name() {
+        // strings: 0 "", 1 "A", 3 "B", 5 "C", 7 "D", 9 "e"
+        let strs = b"\0A\0B\0C\0D\0e\0";
+        let b = blob(
+            strs,
+            &[
+                (0, info(1, 0, false), 4, vec![32]),                     // int
+                (9, info(6, 2, true), 4, vec![1, 0, 3, (-2i32) as u32]), // enum e { A, B = -2 }
+                (0, info(4, 1, false), 4, vec![1, 1, 0]),                // struct { int A; }
+                (0, info(6, 1, false), 4, vec![5, 0x8000_0000]),         // enum { C = 1u << 31 }
+                (0, info(19, 1, false), 8, vec![7, 1, 2]), // enum64 { D = 2 << 32 | 1 }
+            ],
+        );
+        let e = enumerators(&b).unwrap();
+        assert_eq!(e.get("A"), Some(&0));
+        assert_eq!(e.get("B"), Some(&-2));
+        assert_eq!(e.get("C"), Some(&0x8000_0000));
+        assert_eq!(e.get("D"), Some(&(2 << 32 | 1)));
+        assert_eq!(e.len(), 4);
+        for n in 0..b.len() {
+            let _ = enumerators(&b[..n]);
+        }
     }
 
     #[test]

@@ -251,14 +251,21 @@ pub enum Expr {
     Helper(Helper),
 }
 
-/// Parses one argument expression of a print fmt.
-pub fn parse(text: &str, fields: &[Field], long_size: usize) -> Result<Expr, String> {
+/// Parses one argument expression of a print fmt; `names` gives the
+/// values of names the kernel left unexpanded (enum constants).
+pub fn parse(
+    text: &str,
+    fields: &[Field],
+    long_size: usize,
+    names: Option<&super::Names>,
+) -> Result<Expr, String> {
     let toks = lex(text, long_size)?;
     let mut p = Parser {
         toks,
         at: 0,
         fields,
         long_size,
+        names,
     };
     let e = p.cond()?;
     match p.peek() {
@@ -574,6 +581,7 @@ struct Parser<'a> {
     at: usize,
     fields: &'a [Field],
     long_size: usize,
+    names: Option<&'a super::Names>,
 }
 
 impl Parser<'_> {
@@ -908,7 +916,15 @@ impl Parser<'_> {
                 match name.as_str() {
                     "NULL" | "false" => Ok(Expr::Num(0, IntTy::INT)),
                     "true" => Ok(Expr::Num(1, IntTy::INT)),
-                    _ => Err(format!("unknown name {name}")),
+                    // an enum constant: an int, or wider when it does not fit
+                    _ => match self.names.and_then(|n| n.value(&name)) {
+                        Some(v) if i32::try_from(v).is_ok() => {
+                            Ok(Expr::Num(IntTy::INT.norm(v as u64), IntTy::INT))
+                        }
+                        Some(v) if u32::try_from(v).is_ok() => Ok(Expr::Num(v as u64, IntTy::UINT)),
+                        Some(v) => Ok(Expr::Num(v as u64, IntTy::LLONG)),
+                        None => Err(format!("unknown name {name}")),
+                    },
                 }
             }
             Some(t) => Err(format!("unexpected {}", t.show())),
@@ -1269,7 +1285,7 @@ mod tests {
             "'c' + !REC->prev_state - ~1",
             "__builtin_expect(!!(REC->prev_state), 0)",
         ] {
-            parse(ok, &f, 8).unwrap_or_else(|e| panic!("{ok}: {e}"));
+            parse(ok, &f, 8, None).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
         for bad in [
             "jiffies_to_msecs(REC->prev_state)",
@@ -1289,27 +1305,27 @@ mod tests {
             "__print_symbolic(REC->prev_state, { REC->prev_state, \"x\" })",
             "",
         ] {
-            assert!(parse(bad, &f, 8).is_err(), "{bad}");
+            assert!(parse(bad, &f, 8, None).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn precedence_and_casts() {
         let f = fields();
-        let e = parse("1 + 2 * 3 << 1 | 4", &f, 8).unwrap();
+        let e = parse("1 + 2 * 3 << 1 | 4", &f, 8, None).unwrap();
         assert_eq!(
             super::super::eval::constant(&e, 8),
             Some(((1 + 2 * 3) << 1) | 4)
         );
-        let e = parse("(unsigned char)-1", &f, 8).unwrap();
+        let e = parse("(unsigned char)-1", &f, 8, None).unwrap();
         assert_eq!(super::super::eval::constant(&e, 8), Some(255));
-        let e = parse("-1 < 0u", &f, 8).unwrap();
+        let e = parse("-1 < 0u", &f, 8, None).unwrap();
         assert_eq!(super::super::eval::constant(&e, 8), Some(0));
-        let e = parse("-1 < 0", &f, 8).unwrap();
+        let e = parse("-1 < 0", &f, 8, None).unwrap();
         assert_eq!(super::super::eval::constant(&e, 8), Some(1));
-        let e = parse("(1 ? -1 : 0u) > 0", &f, 8).unwrap();
+        let e = parse("(1 ? -1 : 0u) > 0", &f, 8, None).unwrap();
         assert_eq!(super::super::eval::constant(&e, 8), Some(1));
-        let e = parse("sizeof(long) + sizeof(char *)", &f, 4).unwrap();
+        let e = parse("sizeof(long) + sizeof(char *)", &f, 4, None).unwrap();
         assert_eq!(super::super::eval::constant(&e, 4), Some(8));
     }
 }
