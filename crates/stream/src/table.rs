@@ -11,7 +11,7 @@
 //! kernel's own `trace` uses to find an event's printer by type. It does
 //! not decode records (that is [`crate::Event`]) nor print.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -92,6 +92,9 @@ pub struct EventTable {
     root: Option<PathBuf>,
     /// Ids looked up and not found (not looked up again).
     missing: HashSet<u16>,
+    /// Every event's id in the tracefs, read at the first unknown id (and
+    /// again when an id is not in it: an event created since).
+    ids: Option<HashMap<u16, (String, String)>>,
 }
 
 impl EventTable {
@@ -103,6 +106,7 @@ impl EventTable {
             infos: Vec::new(),
             root: root.map(Path::to_path_buf),
             missing: HashSet::new(),
+            ids: None,
         }
     }
 
@@ -172,21 +176,24 @@ impl EventTable {
             && let Some(root) = self.root.clone()
             && self.missing.insert(id)
         {
-            match ktrace_tracefs::buffers::find_event_by_id(&root, id) {
-                Ok(Some(found)) => {
-                    if let Err(e) = self.add(
-                        &found.system,
-                        &found.format,
-                        ProbeKind::Other,
-                        None,
-                        Role::Kernel,
-                    ) {
-                        warning = Some(format!(
-                            "cannot decode event {}/{} (id {id}): {e}",
-                            found.system, found.name
-                        ));
-                    } else {
-                        self.missing.remove(&id);
+            match self.lookup_id(&root, id) {
+                Ok(Some((system, name))) => {
+                    let added = ktrace_tracefs::buffers::event_format(&root, &system, &name)
+                        .map_err(|e| e.to_string())
+                        .and_then(|format| {
+                            self.add(&system, &format, ProbeKind::Other, None, Role::Kernel)
+                                .map(|_| ())
+                                .map_err(|e| e.to_string())
+                        });
+                    match added {
+                        Err(e) => {
+                            warning = Some(format!(
+                                "cannot decode event {system}/{name} (id {id}): {e}"
+                            ))
+                        }
+                        Ok(()) => {
+                            self.missing.remove(&id);
+                        }
                     }
                 }
                 Ok(None) => {
@@ -198,6 +205,26 @@ impl EventTable {
             }
         }
         (self.get(id), warning)
+    }
+
+    /// The system and name of event `id`, from the id map (read again
+    /// once when `id` is not in it).
+    fn lookup_id(
+        &mut self,
+        root: &Path,
+        id: u16,
+    ) -> Result<Option<(String, String)>, ktrace_tracefs::Error> {
+        let fresh = self.ids.is_none();
+        if !fresh && let Some(found) = self.ids.as_ref().and_then(|m| m.get(&id)) {
+            return Ok(Some(found.clone()));
+        }
+        let map: HashMap<u16, (String, String)> = ktrace_tracefs::buffers::event_ids(root)?
+            .into_iter()
+            .map(|(i, s, n)| (i, (s, n)))
+            .collect();
+        let found = map.get(&id).cloned();
+        self.ids = Some(map);
+        Ok(found)
     }
 
     /// All registered events.

@@ -95,9 +95,37 @@ pub fn printk_formats(root: &Path) -> Result<String> {
     read_whole(&root.join("printk_formats"), "cannot read printk_formats")
 }
 
+/// Every event's type id: `(id, system, event)` from each
+/// `events/*/*/id` (a few thousand small files: read them once, not once
+/// per id looked up).
+pub fn event_ids(root: &Path) -> Result<Vec<(u16, String, String)>> {
+    let events = root.join("events");
+    let systems = fs::read_dir(&events).map_err(|e| Error::io("cannot list events", &events, e))?;
+    let mut out = Vec::new();
+    for sys in systems.filter_map(|e| e.ok()) {
+        let Ok(evs) = fs::read_dir(sys.path()) else {
+            continue;
+        };
+        let system = sys.file_name().to_string_lossy().into_owned();
+        for ev in evs.filter_map(|e| e.ok()) {
+            let Ok(text) = fs::read_to_string(ev.path().join("id")) else {
+                continue;
+            };
+            if let Ok(id) = text.trim().parse::<u16>() {
+                out.push((
+                    id,
+                    system.clone(),
+                    ev.file_name().to_string_lossy().into_owned(),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The event whose type id is `id`: every `events/*/*/id` is read until
-/// one holds it (a few thousand small files; done once per unknown id).
-/// `None` when no event has it.
+/// one holds it (a few thousand small files; for many ids, read
+/// [`event_ids`] once). `None` when no event has it.
 pub fn find_event_by_id(root: &Path, id: u16) -> Result<Option<EventById>> {
     let events = root.join("events");
     let systems = fs::read_dir(&events).map_err(|e| Error::io("cannot list events", &events, e))?;

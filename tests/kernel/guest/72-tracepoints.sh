@@ -1,61 +1,65 @@
 # Every tracepoint of the kernel printed as the kernel's own `trace` prints
-# it (issue 21 item 1): all events are switched on for a moment in ktrace's
-# own instance (a `ktrace trace` session with one kprobe) and in a
-# reference instance, and each line ktrace prints must be one of the
-# reference's lines (a multiset: ktrace leaves out its own threads, and
-# the reference saw a little more time on both sides). Masked: the time
-# stamp and the need-resched flag (each instance's copy is stamped on its
-# own), the task's name (the kernel names tasks from its small
+# it (issue 21 item 1). A `ktrace trace` session (one kprobe) is stopped
+# (SIGSTOP) so that it reads nothing; every event is switched on in its
+# instance, recorded for a moment (tracing_on), and the kernel's `trace`
+# file of that instance read; then ktrace continues and prints the same
+# records from the buffer. Every line of the kernel's must be one of
+# ktrace's, time stamps and flags included. Masked: the task's name (the kernel names tasks from its small
 # saved_cmdlines cache when `trace` is read, ktrace when it printed them),
-# and 16-digit hex words: the reference prints `%p` hashed (`hash-ptr` on,
-# the default; with it off the x86_64 6.1 kernel prints `%s` arguments
-# empty or garbled: trace_event_format()'s rewritten format and
-# trace_check_vprintf() share iter->fmt), ktrace prints the address. An
-# argument computed from a kernel variable (`vmemmap_base`,
-# `memstart_addr`, `jiffies`: `page=%p` of the mm events) cannot be known
-# to a reader of the buffer: ktrace prints `[FAILED TO PARSE]` there, and
-# the rest of such a line must match. The verdict line carries the
-# figures: tracepoints enabled, lines compared, equal, equal but for
-# kernel-variable arguments.
+# and 16-digit hex words: the kernel prints `%p` hashed (`hash-ptr` on, the
+# default; with it off the x86_64 6.1 kernel prints `%s` arguments empty or
+# garbled: trace_event_format()'s rewritten format and
+# trace_check_vprintf() share iter->fmt), ktrace the address. An argument
+# computed from a kernel variable (`vmemmap_base`, `memstart_addr`,
+# `jiffies`: `page=%p` of the mm events) cannot be known to a reader of the
+# buffer: ktrace prints `[FAILED TO PARSE]` there, and the rest of such a
+# line must match. One instance only: switching an event off while another
+# instance has it on costs a synchronize_rcu() each (75 s for the ~1,300
+# events of x86_64 7.2 under TCG; the last instance's takes 3 s). The
+# verdict line carries the figures: tracepoints enabled, lines compared,
+# equal, equal but for kernel-variable arguments.
 . "$KTEST_LIB"
 entry_probes_or_skip tracepoints_equal_kernel_trace
 
 ktest tracepoints_equal_kernel_trace
-rm -f /tmp/tp.out /tmp/tp.err /tmp/tp.kernel /tmp/tp.unlike
-ktrace trace 'p:anchor do_sys_openat2' -d 120 -o /tmp/tp.out 2>/tmp/tp.err &
+rm -f /tmp/tp.*
+ktrace trace 'p:anchor do_sys_openat2' -d 300 -o /tmp/tp.out 2>/tmp/tp.err &
 kpid=$!
 wait_tracing /tmp/tp.err $kpid 100
 sess=$(sed -n 's/.*in session \([^;]*\);.*/\1/p' /tmp/tp.err)
 ours=$TRACEFS/instances/$sess
-ref=$(instance_new tpref)
-echo 8192 >"$ref/buffer_size_kb"
-# the reference first and last: it holds everything ktrace's instance saw
-echo 1 >"$ref/events/enable"
+kill -STOP $kpid
+echo 0 >"$ours/tracing_on"
 echo 1 >"$ours/events/enable"
-enabled=$(cat "$ours"/events/*/*/enable 2>/dev/null | grep -c 1)
+enabled=$(grep -c . "$ours/set_event")
+echo 1 >"$ours/tracing_on"
 ls / >/dev/null; cat /ktest/env >/dev/null; echo x >/tmp/tp.x; sleep 0.3
+echo 0 >"$ours/tracing_on"
+trace_lines "$ours" >/tmp/tp.kernel
+# every event off again but ktrace's own (switching ~1,300 events off is
+# 3 s here, 20 s in ktrace's teardown with them on)
 echo 0 >"$ours/events/enable"
-echo 0 >"$ref/events/enable"
-sleep 1
-trace_lines "$ref" >/tmp/tp.kernel
-written=$(sed -n 's/^# entries-in-buffer\/entries-written: \([0-9]*\)\/\([0-9]*\).*/\1 \2/p' "$ref/trace")
-rmdir "$ref"
+echo 1 >"$ours/events/$sess/enable"
+kill -CONT $kpid
 kill -INT $kpid; wait $kpid
-# events whose print fmt reads a kernel variable
-allow=$(grep -l 'vmemmap_base\|memstart_addr\|jiffies\|page_offset_base' "$TRACEFS"/events/*/*/format 2>/dev/null |
-    sed 's|.*/events/[^/]*/\([^/]*\)/format|\1|' | tr '\n' ' ')
-res=$(awk -v allow="$allow" '
-function mask(l,   pc, rest, fl, sp) {
-    if (!match(l, /-[0-9]+ +\[[0-9]+\] /)) return ""
-    pc = substr(l, RSTART + 1, RLENGTH - 2); gsub(/ +/, " ", pc)
-    rest = substr(l, RSTART + RLENGTH)
-    sp = index(rest, " "); fl = substr(rest, 1, sp - 1); rest = substr(rest, sp)
-    if (!sub(/^ *[0-9]+\.[0-9]+: /, "", rest)) return ""
-    fl = substr(fl, 1, 1) "?" substr(fl, 3)
-    gsub(/[0-9a-f]{16}/, "P", rest)
-    return pc " " fl " " rest
-}
-function evname(k,   r) { r = k; sub(/^[^ ]* [^ ]* [^ ]* /, "", r); sub(/[:(].*/, "", r); return r }
+# the comparison: both sides masked (sed), and the kernel's lines not
+# among ktrace's (a multiset difference: ktrace may have read a page
+# before it was stopped, so it may have more); what is left may still
+# match ktrace's `[FAILED TO PARSE]` lines of events whose print fmt reads
+# a kernel variable
+mask() { sed -E 's/^[^[]*-([0-9]+ +\[)/\1/; s/[0-9a-f]{16}/P/g' "$1"; }
+mask /tmp/tp.out >/tmp/tp.ours.m
+mask /tmp/tp.kernel >/tmp/tp.kernel.m
+compared=$(wc -l </tmp/tp.kernel.m | tr -d ' ')
+awk 'NR == FNR { O[$0]++; next } O[$0] > 0 { O[$0]--; next } { print }' /tmp/tp.ours.m /tmp/tp.kernel.m >/tmp/tp.missing
+allow=
+for e in $(sed -E -n 's/^[0-9]+ +\[[0-9]+\] [^ ]* +[0-9]+\.[0-9]+: ([a-z0-9_]*): .*FAILED TO PARSE.*/\1/p' /tmp/tp.ours.m | sort -u); do
+    grep -q 'vmemmap_base\|memstart_addr\|jiffies\|page_offset_base' "$TRACEFS"/events/*/"$e"/format 2>/dev/null &&
+        allow="$allow $e"
+done
+res=$(grep -F '[FAILED TO PARSE]' /tmp/tp.ours.m | awk -v allow="$allow" '
+function evname(k,   r) { r = k; sub(/^[0-9]+ +\[[0-9]+\] [^ ]* +[0-9]+\.[0-9]+: /, "", r); sub(/[:(].*/, "", r); return r }
+function head(k) { return match(k, /^[0-9]+ +\[[0-9]+\] [^ ]* +[0-9]+\.[0-9]+: /) ? substr(k, 1, RLENGTH) : k }
 function gapmatch(o, k,   n, p, i, at, rest) {
     n = split(o, p, /\[FAILED TO PARSE\]/); rest = k
     if (substr(rest, 1, length(p[1])) != p[1]) return 0
@@ -64,22 +68,18 @@ function gapmatch(o, k,   n, p, i, at, rest) {
     return length(rest) >= length(p[n]) && substr(rest, length(rest) - length(p[n]) + 1) == p[n]
 }
 BEGIN { na = split(allow, a, " "); for (i = 1; i <= na; i++) A[a[i]] = 1 }
-NR == FNR { k = mask($0); if (k != "") { K[k]++; e = evname(k); E[e, ++EN[e]] = k }; next }
+NR == FNR { if (evname($0) in A) { h = head($0); G[h, ++GN[h]] = $0 }; next }
 {
-    o = mask($0); if (o == "") next
-    n++
-    if (K[o] > 0) { K[o]--; eq++; next }
-    e = evname(o)
-    if (index(o, "[FAILED TO PARSE]") && (e in A))
-        for (i = 1; i <= EN[e]; i++) if (K[E[e, i]] > 0 && gapmatch(o, E[e, i])) { K[E[e, i]]--; gaps++; next }
+    h = head($0)
+    for (i = 1; i <= GN[h]; i++) if (G[h, i] != "" && gapmatch(G[h, i], $0)) { G[h, i] = ""; gaps++; next }
     bad++; print $0 >"/tmp/tp.unlike"
 }
-END { printf "%d %d %d %d\n", n, eq, gaps, bad }' /tmp/tp.kernel /tmp/tp.out)
+END { printf "%d %d\n", gaps, bad }' - /tmp/tp.missing)
 set -- $res
-compared=$1 equal=$2 gaps=$3 unlike=$4
-figures="tracepoints enabled $enabled, lines compared $compared, equal $equal (+$gaps but for kernel-variable arguments), unlike $unlike; reference kept/written ${written:-?}"
+gaps=$1 unlike=$2 equal=$((compared - $(wc -l </tmp/tp.missing)))
+figures="tracepoints enabled $enabled, lines compared $compared, equal $equal (+$gaps but for kernel-variable arguments), unlike $unlike"
 echo "$figures"
 expect_gt "lines compared" "$compared" 100 &&
     expect_eq "lines unlike the kernel's" "$unlike" 0 &&
     pass "$figures"
-[ "$unlike" = 0 ] || { echo "--- unlike (first 20)"; head -20 /tmp/tp.unlike; }
+[ "$unlike" = 0 ] || { echo "--- kernel lines unlike ktrace's (first 20)"; head -20 /tmp/tp.unlike; }
