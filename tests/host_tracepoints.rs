@@ -217,6 +217,53 @@ fn trigger_enabled_sched_switch_prints_state_and_text_comms() {
     assert!(seen > 0, "no sched_switch object:\n{json}");
 }
 
+/// `ktrace record --trigger enable_event:sched:sched_switch` keeps
+/// sched_switch's format in the file: `ktrace report` printed none of its
+/// records (their type was unknown to the file), trace-cmd neither.
+#[test]
+fn recording_keeps_the_events_a_trigger_enables() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("tp_rec");
+    let file = p.dir.join("k.dat");
+    let out = ktrace()
+        .arg("record")
+        .arg(format!("p:hit {}", p.place()))
+        .args(["--trigger", "enable_event:sched:sched_switch", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&p.bin)
+        .args(["20", "10000"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rep = ktrace().arg("report").arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&rep.stdout).into_owned();
+    let ours: Vec<String> = text
+        .lines()
+        .filter(|l| l.contains(" sched_switch: "))
+        .map(str::to_string)
+        .collect();
+    assert!(!ours.is_empty(), "no sched_switch in the report:\n{text}");
+    assert!(ours.iter().all(|l| !l.contains(FAILED) && l.contains(" prev_state=")));
+    if have_trace_cmd() {
+        let o = Command::new("trace-cmd")
+            .args(["report", "-N", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains(" sched_switch:"))
+            .filter_map(tc_body)
+            .collect();
+        let ours: Vec<String> = ours.iter().filter_map(|l| kernel_body(l)).collect();
+        assert_eq!(ours, theirs, "trace-cmd report -N reads the file alike");
+    }
+}
+
 /// Every tracepoint of the host for a moment, one buffer read three ways:
 /// the kernel's `trace`, `ktrace report` and `trace-cmd report` of a
 /// `trace-cmd extract` of it.

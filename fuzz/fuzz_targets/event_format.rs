@@ -1,6 +1,7 @@
-//! Fuzz target: format-file and print-fmt parsing, then decoding and
-//! printing a record against the parsed format, must never panic. Input:
-//! format text, a NUL byte, record bytes.
+//! Fuzz target: format-file and print-fmt parsing (C expressions and the
+//! kernel's print helpers), then decoding and printing a record against
+//! the parsed format (as a probe, an eprobe, a tracepoint and a syscall
+//! event), must never panic. Input: format text, a NUL byte, record bytes.
 #![no_main]
 
 use ktrace_event::{Endian, Events, ProbeKind};
@@ -15,14 +16,15 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(text) else {
         return;
     };
-    for kind in [
-        ProbeKind::Uprobe,
-        ProbeKind::Kretprobe,
-        ProbeKind::Eprobe,
-        ProbeKind::Other,
+    for (system, kind) in [
+        ("fuzz", ProbeKind::Uprobe),
+        ("fuzz", ProbeKind::Kretprobe),
+        ("fuzz", ProbeKind::Eprobe),
+        ("fuzz", ProbeKind::Other),
+        ("syscalls", ProbeKind::Other),
     ] {
         let mut events = Events::new(8);
-        let Ok(ev) = events.add_with_kind("fuzz", text, kind) else {
+        let Ok(ev) = events.add_with_kind(system, text, kind) else {
             return;
         };
         let id = ev.format.id.to_le_bytes();

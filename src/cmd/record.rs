@@ -10,7 +10,8 @@
 //! ktrace_tracedat::Writer, whose layout leaves a readable file if ktrace is
 //! killed with SIGKILL. The file carries what a reader needs: header_page
 //! and header_event, the probes' formats (and ftrace's kernel_stack /
-//! user_stack with --stack), kallsyms, printk_formats, saved_cmdlines (at
+//! user_stack with --stack, and the events an `enable_event` trigger
+//! switches on, such as sched_switch), kallsyms, printk_formats, saved_cmdlines (at
 //! the start, replaced at the end), the trace clock, the CPU count, uname,
 //! and the probe definitions (ktrace's own option). At the end each CPU's
 //! `per_cpu/cpuN/stats` (lost and overrun counts) goes into the file.
@@ -79,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Err(e);
         }
     };
-    let header = header(&root, &run, &view, args.stack)?;
+    let header = header(&root, &run, &view, args.stack, args.run.trigger.as_deref())?;
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
     let page_size = header.page_size as usize;
     // the writer takes the header (kallsyms makes it megabytes: no copy)
@@ -117,14 +118,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     live::conclude(run, end, stop, error, None, &name)
 }
 
+/// The events a trigger switches on (`enable_event:SYS:EVENT[:N] [if
+/// ...]`, the kernel's event_enable_trigger syntax): the records they
+/// leave in the instance need their formats in the file.
+fn trigger_events(trigger: &str) -> Vec<(String, String)> {
+    let head = trigger.split(" if ").next().unwrap_or("").trim();
+    let mut parts = head.split(':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("enable_event"), Some(sys), Some(ev)) if !sys.is_empty() && !ev.is_empty() => {
+            vec![(sys.to_string(), ev.to_string())]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The file's metadata, read through ktrace-tracefs before the first page.
-fn header(root: &Path, run: &live::Run, view: &KernelView, stack: bool) -> anyhow::Result<Header> {
+fn header(
+    root: &Path,
+    run: &live::Run,
+    view: &KernelView,
+    stack: bool,
+    trigger: Option<&str>,
+) -> anyhow::Result<Header> {
     use ktrace_tracefs::buffers;
     let layout = run.stream.layout();
     let group = run.sess.name().to_string();
     let mut formats = Vec::new();
     for p in run.sess.probes() {
         formats.push(buffers::event_format(root, &group, p.event())?.into_bytes());
+    }
+    let mut systems = vec![System {
+        name: group,
+        formats,
+    }];
+    for (sys, ev) in trigger.map(trigger_events).unwrap_or_default() {
+        let format = buffers::event_format(root, &sys, &ev)
+            .with_context(|| format!("the trigger's event {sys}:{ev}"))?
+            .into_bytes();
+        match systems.iter_mut().find(|s| s.name == sys) {
+            Some(s) => s.formats.push(format),
+            None => systems.push(System {
+                name: sys,
+                formats: vec![format],
+            }),
+        }
     }
     let mut ftrace_formats = Vec::new();
     if stack {
@@ -160,10 +197,7 @@ fn header(root: &Path, run: &live::Run, view: &KernelView, stack: bool) -> anyho
         header_page: buffers::header_page(root)?.into_bytes(),
         header_event: buffers::header_event(root)?.into_bytes(),
         ftrace_formats,
-        systems: vec![System {
-            name: group,
-            formats,
-        }],
+        systems,
         kallsyms,
         printk_formats: buffers::printk_formats(root)
             .map(String::into_bytes)
@@ -297,5 +331,36 @@ impl Sink for RecordSink {
         w.finish(cmdlines.as_deref().map(str::as_bytes), &stats)
             .map_err(io::Error::other)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trigger_events;
+
+    #[test]
+    fn events_a_trigger_enables() {
+        let e = |s: &str, v: &str| vec![(s.to_string(), v.to_string())];
+        assert_eq!(
+            trigger_events("enable_event:sched:sched_switch"),
+            e("sched", "sched_switch")
+        );
+        assert_eq!(
+            trigger_events("enable_event:irq:softirq_raise:3"),
+            e("irq", "softirq_raise")
+        );
+        assert_eq!(
+            trigger_events("enable_event:sched:sched_switch if common_pid != 7"),
+            e("sched", "sched_switch")
+        );
+        for other in [
+            "stacktrace",
+            "traceoff:1",
+            "disable_event:sched:sched_switch",
+            "enable_event:",
+            "",
+        ] {
+            assert!(trigger_events(other).is_empty(), "{other}");
+        }
     }
 }
