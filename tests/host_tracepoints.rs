@@ -238,7 +238,11 @@ fn recording_keeps_the_events_a_trigger_enables() {
         .args(["20", "10000"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rep = ktrace().arg("report").arg(&file).output().unwrap();
     let text = String::from_utf8_lossy(&rep.stdout).into_owned();
     let ours: Vec<String> = text
@@ -247,7 +251,10 @@ fn recording_keeps_the_events_a_trigger_enables() {
         .map(str::to_string)
         .collect();
     assert!(!ours.is_empty(), "no sched_switch in the report:\n{text}");
-    assert!(ours.iter().all(|l| !l.contains(FAILED) && l.contains(" prev_state=")));
+    assert!(
+        ours.iter()
+            .all(|l| !l.contains(FAILED) && l.contains(" prev_state="))
+    );
     if have_trace_cmd() {
         let o = Command::new("trace-cmd")
             .args(["report", "-N", "-i"])
