@@ -142,13 +142,10 @@ impl std::error::Error for Interrupted {}
 /// kernel is rendered from it; nothing re-parses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
-    /// The definition (for a BTF-named definition on a kernel that reads
-    /// BTF names itself: the classic form ktrace compiled, which records
-    /// the same fields).
+    /// The definition (for a BTF-named definition: as the kernel reads it
+    /// where it reads BTF names itself, else the classic form ktrace
+    /// compiled, which records the same fields).
     pub def: ProbeDef,
-    /// On such a kernel, the argument words written as the user wrote them
-    /// (the kernel resolves the names itself).
-    pub native_args: Option<Vec<String>>,
 }
 
 impl Probe {
@@ -172,19 +169,7 @@ impl Probe {
 
     /// The definition as written to the kernel.
     pub fn definition(&self) -> String {
-        match &self.native_args {
-            None => ktrace_probe::render::definition(&self.def),
-            Some(words) => {
-                let mut head = self.def.clone();
-                head.args.clear();
-                let mut s = ktrace_probe::render::definition(&head);
-                for w in words {
-                    s.push(' ');
-                    s.push_str(w);
-                }
-                s
-            }
-        }
+        ktrace_probe::render::definition(&self.def)
     }
 }
 

@@ -140,6 +140,8 @@ pub struct Options {
     pub vmlinux: Option<std::path::PathBuf>,
     /// `--file`.
     pub interface: Interface,
+    /// `--explain`.
+    pub explain: bool,
 }
 
 impl From<&Args> for Options {
@@ -157,6 +159,7 @@ impl From<&Args> for Options {
                 FileArg::Kprobe => Interface::KprobeEvents,
                 FileArg::Uprobe => Interface::UprobeEvents,
             },
+            explain: args.explain,
         }
     }
 }
@@ -206,8 +209,10 @@ pub struct Checker {
     live_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
     tracefs: Option<std::path::PathBuf>,
     route: crate::btfroute::Route,
+    btf: Option<ktrace_symbols::btf_types::KernelBtf>,
     vmlinux: Option<std::path::PathBuf>,
     view: Option<KernelView>,
+    explain: bool,
 }
 
 impl Checker {
@@ -283,6 +288,14 @@ impl Checker {
             (None, Some(root)) => crate::btfroute::Route::live(root),
             (None, None) => crate::btfroute::Route::none(target.kernel),
         };
+        // The BTF the kernel's own reading of BTF names is checked with.
+        let btf = match (&opts.btf, &mounted) {
+            (Some(file), _) => ktrace_symbols::btf_types::KernelBtf::open_file(file),
+            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::open(Path::new(
+                ktrace_symbols::btf_types::SYSFS_BTF,
+            )),
+            (None, None) => None,
+        };
         Ok(Checker {
             arch,
             target,
@@ -292,8 +305,10 @@ impl Checker {
                 .as_ref()
                 .and_then(|v| v.tracefs().map(Path::to_path_buf)),
             route,
+            btf,
             vmlinux: opts.vmlinux.clone(),
             view,
+            explain: opts.explain,
         })
     }
 
@@ -302,10 +317,16 @@ impl Checker {
     pub fn check(&mut self, input: &str) -> Report {
         let arch = self.arch;
         let target = self.target;
-        let file_env = self.file_counts.as_ref().map(SymbolsEnv);
+        let btf = self.btf.as_ref();
+        let file_env = (self.file_counts.is_some() || (self.tracefs.is_none() && btf.is_some()))
+            .then_some(SymbolsEnv {
+                symbols: self.file_counts.as_ref(),
+                btf,
+            });
         let live_env = self.tracefs.as_deref().map(|t| LiveEnv {
             symbols: self.live_counts.as_ref(),
             tracefs: t,
+            btf,
         });
         let env: &dyn Environment = match (&file_env, &live_env) {
             (Some(k), _) => k,
@@ -320,88 +341,69 @@ impl Checker {
                 crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
             }
         };
-        let native = self.route.native;
-        let compiled = self.route.compile(input, target, env);
-        let btf_missing = self.route.missing.clone();
+        // The kernel's verdict on the line as written: the kernel's own
+        // parser, BTF names included where the kernel reads them.
+        let mut kernel = check_line(input, target, env);
+        let why = crate::code::check(&mut kernel, arch, &source);
         let mut report = Report {
             input: input.to_string(),
-            kernel: Checked {
-                command: String::new(),
-                definition: Ok(Definition::Empty),
-                unchecked: Vec::new(),
-            },
+            kernel,
             readback: None,
             btf_route: None,
             native: None,
             ktrace: None,
-            why: None,
+            why,
             btf_missing: None,
         };
-        match compiled {
-            // No BTF involved: the classic check is both answers.
-            None => {
-                let mut c = check_line(input, target, env);
-                report.why = crate::code::check(&mut c, arch, &source);
-                report.kernel = c;
+        if !ktrace_probe::btfarg::may_use_btf(input) {
+            return report;
+        }
+        if self.route.native {
+            report.btf_route = Some("native");
+            if self.explain
+                && let Some(Ok(c)) = self.route.compile(input, target, env)
+            {
+                report.native = Some(Box::new(c));
             }
-            // The kernel reads BTF names itself: ktrace's mirror of its BTF
-            // parser is the kernel's verdict, and its readback the kernel's.
-            Some(result) if native => {
-                report.btf_route = Some("native");
-                match result {
-                    Ok(mut c) => {
-                        report.why = crate::code::check(&mut c.checked, arch, &source);
-                        report.readback = c.readback.clone();
-                        report.kernel = std::mem::replace(
-                            &mut c.checked,
-                            Checked {
-                                command: String::new(),
-                                definition: Ok(Definition::Empty),
-                                unchecked: Vec::new(),
-                            },
-                        );
-                        report.native = Some(Box::new(c));
-                    }
-                    Err(e) => {
-                        report.btf_missing = btf_missing;
-                        report.kernel = Checked {
-                            command: e.command.clone(),
-                            definition: Err(e),
-                            unchecked: Vec::new(),
-                        };
-                    }
-                }
+            if !report.kernel.accepted()
+                && self.btf.is_none()
+                && let Err(e) = &report.kernel.definition
+                && e.message.contains("BTF")
+            {
+                report.btf_missing = Some(
+                    "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
+                     and no --btf FILE"
+                        .into(),
+                );
             }
-            // The kernel does not read BTF names (5.10, 6.1, kernels built
-            // without BTF arguments): its verdict is the classic parser's on
-            // the line as written; ktrace's compilation is the second answer.
-            Some(result) => {
-                let mut c = check_line(input, target, env);
-                report.why = crate::code::check(&mut c, arch, &source);
-                report.kernel = c;
-                let result = result.map(|mut c| {
-                    if c.checked.accepted() {
-                        crate::code::check(&mut c.checked, arch, &source);
-                    }
-                    Box::new(c)
-                });
-                let same = match &result {
-                    Ok(c) => {
-                        c.checked.accepted() == report.kernel.accepted()
-                            && c.readback == report.kernel.normalized(arch)
-                    }
-                    Err(_) => !report.kernel.accepted(),
-                };
-                if result.as_ref().is_ok_and(|c| c.uses_btf) {
-                    report.btf_route = Some("compiled");
-                }
-                if result.is_err() {
-                    report.btf_missing = btf_missing;
-                }
-                if !same {
-                    report.ktrace = Some(KtraceForm { result });
-                }
+            return report;
+        }
+        // The kernel does not read BTF names (5.10, 6.1, kernels built
+        // without BTF arguments): ktrace's compilation is the second answer.
+        let Some(result) = self.route.compile(input, target, env) else {
+            return report;
+        };
+        let result = result.map(|mut c| {
+            if c.checked.accepted() {
+                crate::code::check(&mut c.checked, arch, &source);
             }
+            Box::new(c)
+        });
+        let same = match &result {
+            Ok(c) => {
+                c.checked.accepted() == report.kernel.accepted()
+                    && c.readback == report.kernel.normalized(arch)
+            }
+            Err(_) => !report.kernel.accepted(),
+        };
+        if result.as_ref().is_ok_and(|c| c.uses_btf) {
+            report.btf_route = Some("compiled");
+        }
+        if result.is_err() {
+            report.btf_missing = self.route.missing.clone();
+        }
+        if !same {
+            report.ktrace = Some(KtraceForm { result });
         }
         report
     }
@@ -419,12 +421,8 @@ impl Report {
     }
 
     /// The format file the kernel would give the event (without its `ID:`
-    /// line), where ktrace can tell it: probes checked by the classic parser
-    /// (the native BTF route's fields are typed by BTF and not rendered).
+    /// line).
     pub fn format(&self, arch: Arch, features: ktrace_probe::kernel::Features) -> Option<String> {
-        if self.native.as_ref().is_some_and(|c| c.uses_btf) {
-            return None;
-        }
         match &self.kernel.definition {
             Ok(Definition::Probe(p)) => {
                 Some(ktrace_probe::render::format_file_for(p, arch, features))
@@ -453,8 +451,10 @@ impl Report {
         if let Some(route) = self.btf_route {
             v["btf_route"] = route.into();
         }
+        if self.btf_route == Some("native") && self.kernel.accepted() {
+            v["write"] = self.input.clone().into();
+        }
         if let Some(c) = &self.native {
-            v["write"] = c.text.clone().into();
             v["classic"] = c.classic.clone().into();
         }
         if let Some(k) = &self.ktrace {
@@ -498,9 +498,11 @@ impl Report {
                 }
             }
         }
-        if explain && let (Some(route), Some(n)) = (self.btf_route, &self.native) {
-            writeln!(out, "  btf route: {route}")?;
-            writeln!(out, "{}", n.explain())?;
+        if explain && self.btf_route == Some("native") {
+            writeln!(out, "  btf route: native")?;
+            if let Some(n) = &self.native {
+                writeln!(out, "{}", n.explain())?;
+            }
         }
         if let Some(k) = &self.ktrace {
             match &k.result {

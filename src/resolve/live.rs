@@ -10,8 +10,10 @@
 
 use std::path::Path;
 
+use ktrace_probe::btfarg::{BtfFunc, BtfTypes};
 use ktrace_probe::{Arch, Environment, FileKind, KernelVersion, Target};
 use ktrace_symbols::KernelView;
+use ktrace_symbols::btf_types::KernelBtf;
 use ktrace_symbols::kallsyms::SymbolCounts;
 
 /// `ktrace_probe::Environment` over the running kernel.
@@ -20,6 +22,9 @@ pub struct LiveEnv<'a> {
     pub symbols: Option<&'a SymbolCounts>,
     /// The tracefs mount.
     pub tracefs: &'a Path,
+    /// The kernel's BTF (/sys/kernel/btf), for the names a kernel that reads
+    /// BTF arguments resolves itself.
+    pub btf: Option<&'a KernelBtf>,
 }
 
 impl Environment for LiveEnv<'_> {
@@ -51,19 +56,33 @@ impl Environment for LiveEnv<'_> {
             Err(_) => None,
         }
     }
+
+    fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+        self.btf?.function(name)
+    }
 }
 
-/// Only kernel symbol counts (a copy of another kernel's kallsyms, `ktrace
-/// check --kallsyms`): every other question is left unchecked.
-pub struct SymbolsEnv<'a>(pub &'a SymbolCounts);
+/// Another kernel's copies (`ktrace check --kallsyms FILE`, `--btf FILE`):
+/// symbol counts and BTF where given; every other question is left
+/// unchecked.
+pub struct SymbolsEnv<'a> {
+    /// Counts from the kallsyms copy.
+    pub symbols: Option<&'a SymbolCounts>,
+    /// The BTF copy.
+    pub btf: Option<&'a KernelBtf>,
+}
 
 impl Environment for SymbolsEnv<'_> {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.0.count(name)
+        self.symbols?.count(name)
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.0.module_symbol(module, name)
+        self.symbols?.module_symbol(module, name)
+    }
+
+    fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+        self.btf?.function(name)
     }
 }
 

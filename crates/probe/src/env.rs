@@ -41,6 +41,18 @@ pub trait Environment {
     fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
         None
     }
+    /// The prototype of function `name` in the target's BTF as the kernel
+    /// looks it up (`btf_find_func_proto()`: vmlinux, then every module's
+    /// BTF, by the name as written), with the BTF that holds its types:
+    /// `Some(None)` when no BTF has it, `None` when the target's BTF is not
+    /// known here.
+    #[allow(clippy::type_complexity)]
+    fn btf_function(
+        &self,
+        _name: &str,
+    ) -> Option<Option<(&dyn crate::btfarg::BtfTypes, crate::btfarg::BtfFunc)>> {
+        None
+    }
 }
 
 /// Knows nothing: every target-dependent check is reported as not done.

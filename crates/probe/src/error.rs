@@ -124,6 +124,8 @@ tp_errors! {
     TOO_MANY_ARGS => "Too many arguments are specified",
     TOO_MANY_EARGS => "Too many entry arguments specified",
     NO_TRACEPOINT => "Tracepoint is not found",
+    BAD_TP_NAME => "Invalid character in tracepoint name",
+    TYPECAST_NOT_EVENT => "Typecasts are only for eprobe fields",
     // Synthetic events' own entries (kernel/trace/trace_events_synth.c, subsystem
     // `synthetic_events`).
     SYNTH_CMD_INCOMPLETE => "Command must be of the form: <name> field[;field] ...",
@@ -271,8 +273,9 @@ mod tests {
             assert!(!e.code().is_empty());
         }
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
-        // argument errors of 6.6+, as in 6.12's trace_probe.h).
-        assert_eq!(TpErr::ALL.len(), 85);
+        // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
+        // tracepoint-name and typecast errors).
+        assert_eq!(TpErr::ALL.len(), 87);
     }
 
     #[test]

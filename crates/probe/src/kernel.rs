@@ -121,6 +121,12 @@ pub struct Features {
     /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
     /// the classic parser. Gated at 6.16 (estimate).
     pub meta_args_without_btf: bool,
+    /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
+    /// probes get "Typecasts are only for eprobe fields", or "BTF is not
+    /// available or not supported" without BTF arguments (seen on the 6.18
+    /// host; 6.12 reads `(` as an invalid fetch argument). Gated at 6.16
+    /// (estimate, between the two).
+    pub typecasts: bool,
 }
 
 impl KernelVersion {
@@ -196,6 +202,7 @@ impl KernelVersion {
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
             meta_args_without_btf: self.at_least(6, 16),
+            typecasts: self.at_least(6, 16),
         }
     }
 }

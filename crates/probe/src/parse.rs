@@ -12,10 +12,12 @@ use crate::arch::Arch;
 use crate::ast::{
     Definition, FprobeDef, KprobePlace, ProbeDef, ProbeKind, RemoveDef, Span, SynthDef,
 };
+use crate::btfvar::BtfScope;
 use crate::env::{Environment, FileKind};
 use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
 use crate::fetch::{
-    ArgCtx, ArgError, ArgFlags, ArgsState, MAX_TRACE_ARGS, good_name, good_system_name, parse_arg,
+    ArgCtx, ArgError, ArgFlags, ArgsState, MAX_TRACE_ARGS, good_name, good_system_name,
+    parse_arg_with,
 };
 use crate::kernel::{Features, KernelVersion};
 use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul};
@@ -195,6 +197,15 @@ impl<'a> Argv<'a> {
             joined: words.join(" "),
             words,
             starts,
+        }
+    }
+
+    /// The same words again (a second view of `other`).
+    fn split_words_from(other: &Argv<'a>) -> Argv<'a> {
+        Argv {
+            words: other.words.clone(),
+            starts: other.starts.clone(),
+            joined: other.joined.clone(),
         }
     }
 
@@ -477,9 +488,9 @@ fn dentry_offsets(arch: Arch, kernel: KernelVersion) -> Option<(u64, u64)> {
 /// D and F the offsets of `struct dentry`'s name and `struct file`'s dentry in
 /// the target's build. The kernel rewrites the words in place, so later errors
 /// show the rewritten command. `None` when no word has such a type.
-fn expand_dentry_args(argv: &Argv, first: usize, ctx: &mut Ctx) -> Option<Vec<String>> {
+fn expand_dentry_args(words: &[String], ctx: &mut Ctx) -> Option<Vec<String>> {
     if !ctx.target.features().dentry_types
-        || !argv.words[first..]
+        || !words
             .iter()
             .any(|w| w.ends_with(":%pd") || w.ends_with(":%pD"))
     {
@@ -494,13 +505,11 @@ fn expand_dentry_args(argv: &Argv, first: usize, ctx: &mut Ctx) -> Option<Vec<St
             (0x28, 0x40)
         }
     };
-    let words = argv
-        .words
+    let words = words
         .iter()
-        .enumerate()
-        .map(|(i, w)| {
+        .map(|w| {
             let is_d = w.ends_with(":%pd");
-            if i < first || !(is_d || w.ends_with(":%pD")) {
+            if !(is_d || w.ends_with(":%pD")) {
                 return w.to_string();
             }
             let w = &w[..w.len() - 4];
@@ -518,48 +527,106 @@ fn expand_dentry_args(argv: &Argv, first: usize, ctx: &mut Ctx) -> Option<Vec<St
     Some(words)
 }
 
-fn parse_args(
+fn parse_args<'e>(
     argv: &Argv,
     first: usize,
     actx: &ArgCtx,
-    ctx: &mut Ctx,
+    ctx: &mut Ctx<'e>,
+    mut btf: Option<&mut BtfScope<'e>>,
 ) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
-    // The kernel expands `$arg…` words (BTF) before `%pd`/`%pD` ones.
-    let original = argv;
-    let expanded = expand_dentry_args(argv, first, ctx);
-    let rewritten;
-    let argv = match &expanded {
-        Some(words) => {
-            rewritten = Argv::split_words(words);
-            &rewritten
+    let features = ctx.target.features();
+    let btf_era = features.btf_args && ctx.target.arch.has_arg_access();
+    // traceprobe_expand_meta_args() (6.5+, kernel probes): `$arg…` words are
+    // checked first, then, with BTF, `$argN` and `$arg*` become parameter names.
+    let mut expanded: Option<Vec<String>> = None;
+    if features.btf_parser && actx.flags.kernel && !actx.flags.tpoint {
+        if btf_era || features.meta_args_without_btf {
+            let mut own;
+            let scope = match btf.as_deref_mut() {
+                Some(s) => s,
+                None => {
+                    own = BtfScope::new(ctx.env, ctx.target.arch, None);
+                    &mut own
+                }
+            };
+            let entry_or_exit = crate::fetch::function_entry(actx.flags)
+                || crate::fetch::function_return(actx.flags);
+            match crate::btfvar::expand_meta_args(
+                &argv.words[first..],
+                entry_or_exit,
+                btf_era,
+                scope,
+            ) {
+                Ok(crate::btfvar::Expanded::Same) => {}
+                Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
+                Err((i, e)) => {
+                    return Err(match e {
+                        ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                        ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+                    });
+                }
+            }
+        } else if let Err((i, e)) = crate::fetch::scan_meta_args(&argv.words[first..], actx) {
+            return Err(match e {
+                ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+            });
         }
-        None => argv,
+    }
+    // The words parsed: the expanded ones, or the command's own.
+    let mut words: Vec<String> = match &expanded {
+        Some(w) => w.clone(),
+        None => argv.words[first..].iter().map(|w| w.to_string()).collect(),
+    };
+    // Newer kernels refuse what older ones silently cut at MAX_TRACE_ARGS
+    // (counted after the expansion).
+    if features.too_many_args_error && words.len() > MAX_TRACE_ARGS {
+        return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, first, 0));
+    }
+    if features.too_many_args_silent && words.len() > MAX_TRACE_ARGS {
+        return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
+    }
+    // `%pd`/`%pD` rewrite the words in place: in the command the log shows
+    // too, unless the meta-argument expansion made a copy of them.
+    let rewritten;
+    let log = match expand_dentry_args(&words, ctx) {
+        Some(new) => {
+            words = new;
+            if expanded.is_none() {
+                let mut all: Vec<String> =
+                    argv.words[..first].iter().map(|w| w.to_string()).collect();
+                all.extend(words.iter().cloned());
+                rewritten = all;
+                Argv::split_words(&rewritten)
+            } else {
+                Argv::split_words_from(argv)
+            }
+        }
+        None => Argv::split_words_from(argv),
     };
     let mut state = ArgsState::default();
     let mut args = Vec::new();
-    let words = &argv.words[first..];
-    // Newer kernels refuse what older ones silently cut at MAX_TRACE_ARGS.
-    if ctx.target.features().too_many_args_error && words.len() > MAX_TRACE_ARGS {
-        return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, first, 0));
-    }
-    if ctx.target.features().too_many_args_silent && words.len() > MAX_TRACE_ARGS {
-        return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
-    }
-    if let Err((i, e)) = crate::fetch::scan_meta_args(&original.words[first..], actx) {
-        return Err(match e {
-            ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
-            ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
-        });
-    }
+    let unknown_btf = btf.as_deref().is_some_and(BtfScope::unknown);
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
-        if crate::fetch::btf_dependent(original.words[index], actx) {
+        let span = if index < log.words.len() {
+            log.span(index)
+        } else {
+            Default::default()
+        };
+        // `$arg…` words whose expansion needed BTF this check does not have
+        if unknown_btf && w.starts_with("$arg") {
             ctx.note(Unchecked::Btf);
+            args.push(crate::fetch::opaque_arg(w, i, span, actx, &mut state));
+            continue;
         }
-        match parse_arg(w, i, argv.span(index), actx, &mut state) {
+        match parse_arg_with(w, i, span, actx, &mut state, btf.as_deref_mut()) {
             Ok(a) => args.push(a),
-            Err(ArgError::Logged(e, off)) => return Err(ctx.logged(argv, e, index, off)),
-            Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &argv.joined))),
+            Err(ArgError::Logged(e, off)) => return Err(ctx.logged(&log, e, index, off)),
+            Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &log.joined))),
+        }
+        if btf.as_deref().is_some_and(BtfScope::unknown) {
+            ctx.note(Unchecked::Btf);
         }
     }
     Ok((args, words.len().saturating_sub(MAX_TRACE_ARGS)))
@@ -720,7 +787,14 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             fprobe: false,
         },
     };
-    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    // ctx->funcname: the symbol as written (an address probe has none)
+    let func = match &place {
+        KprobePlace::Symbol { symbol, .. } => Some(symbol.clone()),
+        KprobePlace::Address(_) => None,
+    };
+    let env = ctx.env;
+    let mut scope = BtfScope::new(env, ctx.target.arch, func.as_deref());
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, Some(&mut scope))?;
     // register_trace_kprobe(): a symbol of a loaded module that does not exist fails
     // with -ENOENT; a module that is not loaded defers the probe.
     if let KprobePlace::Symbol { symbol, .. } = &place
@@ -938,7 +1012,7 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             fprobe: false,
         },
     };
-    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, None)?;
     ctx.note(Unchecked::EventName);
     Ok(ProbeDef {
         group,
@@ -1009,7 +1083,7 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         starts: argv.starts[..argc].to_vec(),
         joined: argv.joined.clone(),
     };
-    let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx)?;
+    let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx, None)?;
     if let Some(Some(fields)) = &fields {
         for (i, a) in args.iter().enumerate() {
             if let crate::ast::Fetch::Field(f) = &a.fetch
@@ -1217,7 +1291,15 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             fprobe: true,
         },
     };
-    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx)?;
+    let env = ctx.env;
+    let stub = tracepoint.then(|| format!("__probestub_{symbol}"));
+    let mut scope = BtfScope::new(
+        env,
+        ctx.target.arch,
+        Some(stub.as_deref().unwrap_or(symbol)),
+    );
+    scope.set_tracepoint(tracepoint);
+    let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, Some(&mut scope))?;
     if !tracepoint {
         match symbol_exists(ctx, symbol) {
             Some(false) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
