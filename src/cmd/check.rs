@@ -327,6 +327,7 @@ impl Checker {
             symbols: self.live_counts.as_ref(),
             tracefs: t,
             btf,
+            view: self.view.as_ref(),
         });
         let env: &dyn Environment = match (&file_env, &live_env) {
             (Some(k), _) => k,

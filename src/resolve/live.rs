@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use ktrace_probe::btfarg::{BtfFunc, BtfTypes};
+use ktrace_probe::env::Refusal;
 use ktrace_probe::{Arch, Environment, FileKind, KernelVersion, Target};
 use ktrace_symbols::KernelView;
 use ktrace_symbols::btf_types::KernelBtf;
@@ -25,15 +26,51 @@ pub struct LiveEnv<'a> {
     /// The kernel's BTF (/sys/kernel/btf), for the names a kernel that reads
     /// BTF arguments resolves itself.
     pub btf: Option<&'a KernelBtf>,
+    /// The kernel's tables (kallsyms, blacklist, ftrace locations), for what
+    /// the counts above do not hold and for registration checks.
+    pub view: Option<&'a KernelView>,
+}
+
+impl LiveEnv<'_> {
+    /// The whole kallsyms table, when a count or a check needs more than the
+    /// names counted up front.
+    fn table(&self) -> Option<&ktrace_symbols::kallsyms::Kallsyms> {
+        self.view?.kallsyms().ok()
+    }
 }
 
 impl Environment for LiveEnv<'_> {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.symbols?.count(name)
+        self.symbols
+            .and_then(|s| s.count(name))
+            .or_else(|| Some(self.table()?.count_same(name, None)))
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.symbols?.module_symbol(module, name)
+        self.symbols
+            .and_then(|s| s.module_symbol(module, name))
+            .or_else(|| {
+                let t = self.table()?;
+                let loaded = t
+                    .symbols()
+                    .iter()
+                    .any(|s| s.module.as_deref() == Some(module));
+                Some(loaded.then(|| t.count_same(name, Some(module)) > 0))
+            })
+    }
+
+    fn dynamic_events(&self) -> Option<Vec<String>> {
+        ktrace_tracefs::DynEvents::new(self.tracefs).listing().ok()
+    }
+
+    fn kprobe_refusal(&self, symbol: &str, offset: u64) -> Option<Option<Refusal>> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        match ktrace_symbols::probeable::kprobe_refusal(table, &view.rules(), symbol, offset)? {
+            Err(why) => Some(Some(Refusal::Notrace(why))),
+            Ok(Some(why)) => Some(Some(Refusal::Address(why))),
+            Ok(None) => Some(None),
+        }
     }
 
     fn file_kind(&self, path: &str) -> Option<FileKind> {

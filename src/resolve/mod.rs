@@ -66,6 +66,7 @@ pub fn build(
         symbols: counts.as_ref(),
         tracefs,
         btf: kernel_btf.as_ref(),
+        view: Some(view),
     };
     let target = live_target(arch, view);
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked

@@ -19,6 +19,16 @@ pub enum FileKind {
     Other,
 }
 
+/// Why the kernel refuses to register a kprobe the language allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A function without an ftrace location ("Could not probe notrace
+    /// function"), refused before the arguments' symbols are resolved.
+    Notrace(String),
+    /// Not kernel text, or in the kprobe blacklist (`register_kprobe()`).
+    Address(String),
+}
+
 /// Answers about the target kernel. `None` means "cannot tell".
 pub trait Environment {
     /// How many symbols named exactly `name` (vmlinux and modules).
@@ -39,6 +49,18 @@ pub trait Environment {
     }
     /// Field names of an existing event (event probes).
     fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
+        None
+    }
+    /// The lines `dynamic_events` lists now (what a removal can match).
+    fn dynamic_events(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// Why registering a kprobe at `symbol`+`offset` fails although the
+    /// definition parses: the address is not kernel text (data, an init
+    /// function freed after boot), it is in the kprobe blacklist, or the
+    /// function is notrace. `Some(None)` when it registers, `None` when
+    /// that cannot be told here.
+    fn kprobe_refusal(&self, _symbol: &str, _offset: u64) -> Option<Option<Refusal>> {
         None
     }
     /// The prototype of function `name` in the target's BTF as the kernel

@@ -173,6 +173,8 @@ pub enum Silent {
     /// More than 128 arguments: kernels 6.5 to 6.14 return `-E2BIG` without a log
     /// entry.
     TooManyArgs,
+    /// A removal that matches no event of the file's kind (`-ENOENT`).
+    NothingToRemove,
     /// Zero bytes consumed: the kernel returns `-EINVAL` without logging (e.g. a bad
     /// `%return` on an address, eprobe filter compile failures).
     Other,
@@ -195,6 +197,7 @@ impl Silent {
             Silent::BadRemove => "malformed removal command: expected -:[GROUP/]EVENT",
             Silent::WrongFile => "this kind of definition is not accepted by that file",
             Silent::Synthetic => "synthetic event definitions are not checked by ktrace",
+            Silent::NothingToRemove => "no such event to remove (the kernel answers ENOENT)",
             Silent::Other => "rejected by the kernel without an error_log entry",
             Silent::TooManyArgs => {
                 "more than 128 arguments (this kernel refuses them without an error_log entry)"

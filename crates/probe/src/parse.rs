@@ -395,12 +395,72 @@ fn remove(argv: &Argv, ctx: &mut Ctx) -> Result<RemoveDef, Fail> {
     if group.is_none() && event.is_empty() {
         return Err(bad());
     }
-    ctx.note(Unchecked::RemoveTarget);
+    // dyn_event_release(): -ENOENT unless some event of the file's kind
+    // matches (name, group, and the place and arguments when given).
+    match ctx.env.dynamic_events() {
+        Some(listing) => {
+            let args: Vec<&str> = argv.words[1..].to_vec();
+            let found = listing.iter().any(|line| {
+                removal_matches(line, group.as_deref(), &event, &args, ctx.target.interface)
+            });
+            if !found {
+                return Err(Fail::Err(silent(Silent::NothingToRemove, &argv.joined)));
+            }
+        }
+        None => ctx.note(Unchecked::RemoveTarget),
+    }
     Ok(RemoveDef {
         group,
         event,
         args: argv.words[1..].iter().map(|s| s.to_string()).collect(),
     })
+}
+
+/// `(group, event)` of a listed dynamic event line.
+fn listed_name(line: &str) -> Option<(&str, &str)> {
+    let head = line.split_whitespace().next()?;
+    head.split_once(':')?.1.split_once('/')
+}
+
+/// Whether listed event `line` is what `-:[GROUP/]EVENT [PLACE ARGS...]`
+/// removes from `interface` (the `match` operations of trace_kprobe.c,
+/// trace_uprobe.c, trace_eprobe.c, trace_fprobe.c, trace_events_synth.c).
+fn removal_matches(
+    line: &str,
+    group: Option<&str>,
+    event: &str,
+    args: &[&str],
+    interface: Interface,
+) -> bool {
+    let mut words = line.split_whitespace();
+    let Some(head) = words.next() else {
+        return false;
+    };
+    let Some((kind, name)) = head.split_once(':') else {
+        return false;
+    };
+    let Some((g, e)) = name.split_once('/') else {
+        return false;
+    };
+    let place = words.next().unwrap_or_default();
+    let uprobe = place.contains('/') && place.contains(':');
+    let of_file = match interface {
+        Interface::DynamicEvents => true,
+        Interface::KprobeEvents => kind.starts_with(['p', 'r']) && !uprobe,
+        Interface::UprobeEvents => kind.starts_with(['p', 'r']) && uprobe,
+    };
+    if !of_file || !(event.is_empty() || e == event) || group.is_some_and(|want| want != g) {
+        return false;
+    }
+    if kind.starts_with('s') {
+        // a synthetic event matches by name (and its fields, not compared)
+        return args.is_empty();
+    }
+    let Some((first, rest)) = args.split_first() else {
+        return true;
+    };
+    let listed: Vec<&str> = words.collect();
+    *first == place && rest.len() <= listed.len() && rest.iter().zip(&listed).all(|(a, l)| a == l)
 }
 
 /// `traceprobe_parse_event_name()`: returns (group, event or None for auto).
@@ -806,7 +866,45 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             None => ctx.note(Unchecked::SymbolExists),
         }
     }
+    // register_trace_kprobe(): a name another event (a tracepoint) has is
+    // taken ("already used"); then __register_trace_kprobe() refuses a
+    // notrace function before it resolves the arguments' symbols, and
+    // register_kprobe() an address that is not kernel text or blacklisted.
+    let refusal = match &place {
+        KprobePlace::Symbol { symbol, offset } if !symbol.contains(':') => {
+            ctx.env.kprobe_refusal(symbol, *offset)
+        }
+        _ => None,
+    };
+    if ctx.env.event_exists(&group, &event) == Some(true)
+        && ctx
+            .env
+            .dynamic_events()
+            .is_some_and(|l| !l.iter().any(|l| listed_name(l) == Some((&group, &event))))
+    {
+        return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
+    }
+    if let Some(Some(crate::env::Refusal::Notrace(why))) = &refusal {
+        let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
+        if let Fail::Err(e) = &mut e {
+            e.hint = Some(why.clone());
+        }
+        return Err(e);
+    }
     check_arg_symbols(ctx, argv, &args, true)?;
+    match refusal {
+        Some(Some(crate::env::Refusal::Address(why))) => {
+            let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
+            if let Fail::Err(e) = &mut e {
+                e.hint = Some(why);
+            }
+            return Err(e);
+        }
+        Some(_) => {
+            ctx.unchecked.retain(|u| *u != Unchecked::Probeable);
+        }
+        None => {}
+    }
     // register_kprobe() -> arch_prepare_kprobe(): arm64 instructions are 4-byte
     // aligned; a misaligned offset into a function fails with -EINVAL. (An address
     // outside kernel text is not looked at: the kernel defers it as if it were in a
@@ -1196,7 +1294,8 @@ fn synth_type_known(ty: &str) -> bool {
     SCALARS.contains(&ty) || ty.contains("char[") || ty.contains("long[")
 }
 
-/// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12): `f[N][:[GRP/][EVENT]]
+/// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12) and
+/// `trace_fprobe_create_internal()` (7.2): `f[N][:[GRP/][EVENT]]
 /// [MOD:]SYM[%return] [ARGS]` and `t[:[GRP/][EVENT]] TRACEPOINT [ARGS]`.
 fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     let w0 = argv.words[0];
@@ -1211,10 +1310,12 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     ctx.subsystem = "trace_fprobe";
     let event_at = w0[1..].find(':').map(|c| c + 2);
     let mut maxactive = 0u32;
-    if w0.as_bytes().get(1).is_some_and(|c| c.is_ascii_digit()) {
-        if ctx.target.features().fprobe_no_maxactive {
+    if ctx.target.features().fprobe_no_maxactive {
+        // 7.2: anything between the kind and `:` is a bad maxactive.
+        if w0.len() > 1 && w0.as_bytes()[1] != b':' {
             return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
         }
+    } else if w0.as_bytes().get(1).is_some_and(|c| c.is_ascii_digit()) {
         let end = event_at.map_or(w0.len(), |e| e - 1);
         let digits = &w0[1..end];
         if digits.len() > MAX_EVENT_NAME_LEN - 1 {
@@ -1228,6 +1329,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
         }
     }
+    // parse_symbol_and_return()
     let w1 = argv.words[1];
     let mut symbol = w1;
     let mut is_return = false;
@@ -1239,16 +1341,28 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             return Err(ctx.logged(argv, TpErr::BAD_ADDR_SUFFIX, 1, pct));
         }
     }
+    if !is_return {
+        if tracepoint
+            && let Some(bad) = symbol.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(ctx.logged(argv, TpErr::BAD_TP_NAME, 1, bad));
+        }
+        // A `$retval` (not followed by a name character) makes it an exit
+        // probe; a tracepoint has none.
+        for (i, w) in argv.words.iter().enumerate().skip(2) {
+            if let Some(at) = w.find("$retval")
+                && !w[at + 7..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            {
+                if tracepoint {
+                    return Err(ctx.logged(argv, TpErr::RETVAL_ON_PROBE, i, at));
+                }
+                is_return = true;
+                break;
+            }
+        }
+    }
     if !is_return && maxactive != 0 {
         return Err(ctx.logged(argv, TpErr::MAXACT_NO_RETURN, 0, 1));
-    }
-    // Newer kernels make an fprobe that fetches `$retval` an exit probe.
-    if !tracepoint
-        && !is_return
-        && ctx.target.features().fprobe_auto_return
-        && argv.words[2..].iter().any(|w| w.contains("$retval"))
-    {
-        is_return = true;
     }
     let (group, event) = match event_at {
         Some(at) => parse_event_name(ctx, argv, 0, &w0[at..], at)?,
