@@ -308,6 +308,11 @@ fn answer_of(
         readback,
         format: accepted.then(|| r.format(arch, features)).flatten(),
         errno: None,
+        // an address probe's name and listing show hashed pointers
+        readback_unknown: r
+            .kernel
+            .unchecked
+            .contains(&ktrace_probe::Unchecked::AddressName),
     }
 }
 

@@ -131,6 +131,12 @@ tp_errors! {
     SYNTH_CMD_INCOMPLETE => "Command must be of the form: <name> field[;field] ...",
     SYNTH_INVALID_DYN_CMD => "Command must be of the form: s or -:[synthetic/]<name> field[;field] ...",
     SYNTH_INVALID_TYPE => "Invalid type",
+    SYNTH_BAD_NAME => "Illegal name",
+    SYNTH_EVENT_EXISTS => "Event already exists",
+    SYNTH_TOO_MANY_FIELDS => "Too many fields",
+    SYNTH_INCOMPLETE_TYPE => "Incomplete type",
+    SYNTH_INVALID_FIELD => "Invalid field",
+    SYNTH_INVALID_ARRAY_SPEC => "Invalid array specification",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -278,7 +284,7 @@ mod tests {
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
         // tracepoint-name and typecast errors).
-        assert_eq!(TpErr::ALL.len(), 87);
+        assert_eq!(TpErr::ALL.len(), 93);
     }
 
     #[test]

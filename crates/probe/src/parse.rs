@@ -271,7 +271,10 @@ fn silent(kind: Silent, command: &str) -> ProbeError {
 
 /// Checks one line as the kernel would read it from `target.interface`.
 pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked {
-    if line.chars().any(|c| c.is_control() && c != '\t') {
+    // A newline ends the command (the kernel reads what follows as another);
+    // a NUL ends the write. Other control characters are bytes like any
+    // other to the kernel's parser (isspace() ones separate words).
+    if line.contains(['\n', '\0']) {
         return Checked {
             command: line.to_string(),
             definition: Err(silent(Silent::ControlChar, line)),
@@ -371,8 +374,9 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
                     other => return other.map(Definition::Fprobe),
                 }
             }
-            if raw.starts_with("s:") {
-                return synthetic(argv, ctx).map(Definition::Synthetic);
+            match synthetic(raw, ctx) {
+                Err(Fail::Cancel) => {}
+                other => return other.map(Definition::Synthetic),
             }
             Err(Fail::Cancel)
         }
@@ -649,7 +653,13 @@ fn parse_args<'e>(
     // `%pd`/`%pD` rewrite the words in place: in the command the log shows
     // too, unless the meta-argument expansion made a copy of them.
     let rewritten;
-    let log = match expand_dentry_args(&words, ctx) {
+    // (kprobes and fprobes only: event probes and uprobes keep the words)
+    let dentry = if actx.flags.kernel && !actx.flags.tpoint {
+        expand_dentry_args(&words, ctx)
+    } else {
+        None
+    };
+    let log = match dentry {
         Some(new) => {
             words = new;
             if expanded.is_none() {
@@ -1184,12 +1194,13 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx, None)?;
     if let Some(Some(fields)) = &fields {
         for (i, a) in args.iter().enumerate() {
+            // The event's own fields (trace_get_fields(): not the common_ ones).
             if let crate::ast::Fetch::Field(f) = &a.fetch
                 && f != "comm"
                 && f != "COMM"
-                && !fields.iter().any(|x| x == f)
+                && !fields.iter().any(|x| x == f && !x.starts_with("common_"))
             {
-                if actx.features.btf_args {
+                if actx.features.btf_parser {
                     // 6.12: the field lookup fails inside the $-variable parser.
                     let off = if a.named { a.name.len() + 1 } else { 0 };
                     return Err(ctx.logged(argv, TpErr::BAD_VAR, i + 2, off));
@@ -1216,82 +1227,161 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
 
 /// `synth_event_create()` / `__create_synth_event()` (trace_events_synth.c) as
 /// `dynamic_events` takes it: `s:[synthetic/]NAME TYPE FIELD[; TYPE FIELD]…`.
-fn synthetic(argv: &Argv, ctx: &mut Ctx) -> Result<SynthDef, Fail> {
+/// `create_synth_event()`, `__create_synth_event()` and
+/// `parse_synth_field()` of kernel/trace/trace_events_synth.c (the same in
+/// 6.1 and 7.2): `s:[synthetic/]NAME TYPE FIELD[; TYPE FIELD]...` on the
+/// raw command (the kernel does not split it into words first, and logs it
+/// as written); an error's caret is where its word first occurs in the
+/// command (`err_pos()` is a `strstr()`).
+fn synthetic(raw: &str, ctx: &mut Ctx) -> Result<SynthDef, Fail> {
     ctx.subsystem = "synthetic_events";
-    let cmd = &argv.joined;
-    let w0 = argv.words[0];
-    let mut name = &w0[2..];
-    if let Some((g, n)) = name.split_once('/') {
-        if g != "synthetic" {
-            return Err(ctx.logged(argv, TpErr::SYNTH_INVALID_DYN_CMD, 0, 0));
+    let cmd = raw.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let err = |e: TpErr, pos: usize| {
+        Fail::Err(ProbeError {
+            kind: ErrorKind::Logged(e),
+            message: e.message(),
+            subsystem: Some("synthetic_events"),
+            pos: Some(pos),
+            command: cmd.to_string(),
+            hint: None,
+        })
+    };
+    let errpos = |word: &str| cmd.find(word).unwrap_or(0);
+    let Some(after) = cmd.strip_prefix("s:") else {
+        return Err(Fail::Cancel);
+    };
+    let Some(p) = cmd.find([' ', '\t']) else {
+        return Err(err(TpErr::SYNTH_CMD_INCOMPLETE, 0));
+    };
+    let fields_text = cmd[p..].trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let mut start = 2;
+    if after.contains('/') {
+        if !after.starts_with("synthetic/") {
+            return Err(err(TpErr::SYNTH_INVALID_DYN_CMD, 0));
         }
-        name = n;
+        start += "synthetic/".len();
     }
-    // The fields: the rest of the command, `;`-separated.
-    let rest = &cmd[w0.len()..];
+    // check_command(): the name and the first field need three words
+    let first = cmd[start..].split(';').next().unwrap_or_default();
+    if !first.starts_with('!') && first.split_ascii_whitespace().count() < 3 {
+        return Err(err(TpErr::SYNTH_CMD_INCOMPLETE, 0));
+    }
+    let name = cmd.get(start..p).unwrap_or_default();
+    if name.is_empty() {
+        return Err(err(TpErr::SYNTH_CMD_INCOMPLETE, 0));
+    }
+    if !good_name(name) {
+        return Err(err(TpErr::SYNTH_BAD_NAME, errpos(name)));
+    }
+    if let Some(listing) = ctx.env.dynamic_events() {
+        if listing
+            .iter()
+            .any(|l| l.starts_with("s:") && listed_name(l).is_some_and(|(_, e)| e == name))
+        {
+            return Err(err(TpErr::SYNTH_EVENT_EXISTS, errpos(name)));
+        }
+    } else {
+        ctx.note(Unchecked::EventName);
+    }
+    const SYNTH_FIELDS_MAX: usize = 64;
     let mut fields = Vec::new();
-    let mut at = w0.len();
-    for part in rest.split(';') {
-        let words: Vec<&str> = part.split_whitespace().collect();
-        let start = at + (part.len() - part.trim_start().len());
-        at += part.len() + 1;
-        if words.is_empty() && rest.trim().is_empty() {
-            break;
+    for part in fields_text.split(';') {
+        let argv: Vec<&str> = part.split_ascii_whitespace().collect();
+        let mut consumed = 0;
+        while argv.len() > consumed {
+            let rest = &argv[consumed..];
+            let (prefix, ty, fname) = if rest[0] == "unsigned" {
+                if rest.len() < 3 {
+                    return Err(err(TpErr::SYNTH_INCOMPLETE_TYPE, errpos(rest[0])));
+                }
+                consumed += 3;
+                ("unsigned ", rest[1], Some(rest[2]))
+            } else {
+                consumed += 2;
+                ("", rest[0], rest.get(1).copied())
+            };
+            let Some(fname) = fname else {
+                return Err(err(TpErr::SYNTH_INVALID_FIELD, errpos(ty)));
+            };
+            let (bare, array) = match fname.find('[') {
+                Some(a) => (&fname[..a], &fname[a..]),
+                None => (fname, ""),
+            };
+            if !good_name(bare) {
+                return Err(err(TpErr::SYNTH_BAD_NAME, errpos(fname)));
+            }
+            let full = format!("{prefix}{ty}{array}");
+            match synth_field_size(&full) {
+                Err(()) if !array.is_empty() => {
+                    return Err(err(TpErr::SYNTH_INVALID_ARRAY_SPEC, errpos(fname)));
+                }
+                Err(()) => return Err(err(TpErr::SYNTH_INVALID_TYPE, errpos(ty))),
+                Ok(0) if !(full.contains("char[") || full.contains("long[")) => {
+                    return Err(err(TpErr::SYNTH_INVALID_TYPE, errpos(ty)));
+                }
+                Ok(_) => {}
+            }
+            if fields.len() == SYNTH_FIELDS_MAX {
+                return Err(err(TpErr::SYNTH_TOO_MANY_FIELDS, 0));
+            }
+            fields.push((full, bare.to_string()));
         }
-        if words.len() < 2 {
-            return Err(ctx.logged(argv, TpErr::SYNTH_CMD_INCOMPLETE, 0, 0));
-        }
-        let (ty_words, fname) = words.split_at(words.len() - 1);
-        let mut ty = ty_words.join(" ");
-        let mut fname = fname[0].to_string();
-        if let Some(open) = fname.find('[') {
-            ty.push_str(&fname[open..]);
-            fname.truncate(open);
-        }
-        if !synth_type_known(&ty) {
-            return Err(Fail::Err(ProbeError {
-                kind: ErrorKind::Logged(TpErr::SYNTH_INVALID_TYPE),
-                message: TpErr::SYNTH_INVALID_TYPE.message(),
-                subsystem: Some(ctx.subsystem),
-                pos: Some(start),
-                command: cmd.clone(),
-                hint: None,
-            }));
-        }
-        fields.push((ty, fname));
     }
     if fields.is_empty() {
-        return Err(ctx.logged(argv, TpErr::SYNTH_CMD_INCOMPLETE, 0, 0));
+        return Err(err(TpErr::SYNTH_CMD_INCOMPLETE, 0));
     }
-    ctx.note(Unchecked::EventName);
     Ok(SynthDef {
         name: name.to_string(),
         fields,
     })
 }
 
-/// `synth_field_size()`: the types a synthetic event field may have.
-fn synth_type_known(ty: &str) -> bool {
-    const SCALARS: &[&str] = &[
-        "s64",
-        "u64",
-        "s32",
-        "u32",
-        "s16",
-        "u16",
-        "s8",
-        "u8",
-        "char",
-        "unsigned char",
-        "int",
-        "unsigned int",
-        "long",
-        "unsigned long",
-        "bool",
-        "pid_t",
-        "gfp_t",
+/// `synth_field_size()`: a field type's size (0: variable, a `char[]` or
+/// `long[]`), or an error for a string length that is not one.
+fn synth_field_size(ty: &str) -> Result<u32, ()> {
+    const SCALARS: &[(&str, u32)] = &[
+        ("s64", 8),
+        ("u64", 8),
+        ("s32", 4),
+        ("u32", 4),
+        ("s16", 2),
+        ("u16", 2),
+        ("s8", 1),
+        ("u8", 1),
+        ("char", 1),
+        ("unsigned char", 1),
+        ("int", 4),
+        ("unsigned int", 4),
+        ("long", 8),
+        ("unsigned long", 8),
+        ("bool", 1),
+        ("pid_t", 4),
+        ("gfp_t", 4),
     ];
-    SCALARS.contains(&ty) || ty.contains("char[") || ty.contains("long[")
+    if let Some((_, n)) = SCALARS.iter().find(|(t, _)| *t == ty) {
+        return Ok(*n);
+    }
+    if let Some(at) = ty.find("char[") {
+        // synth_field_string_size()
+        let start = at + "char[".len();
+        let Some(end) = ty.find(']') else {
+            return Err(());
+        };
+        if end < start || ty.len() > end + 1 {
+            return Err(());
+        }
+        let digits = &ty[start..end];
+        if digits.len() > 3 {
+            return Err(());
+        }
+        if digits.is_empty() {
+            return Ok(0);
+        }
+        let n = kstrtouint(digits, 0).map_err(|_| ())?;
+        // STR_VAR_LEN_MAX
+        return if n > 256 { Err(()) } else { Ok(n) };
+    }
+    Ok(0)
 }
 
 /// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12) and
@@ -1463,14 +1553,8 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_never_pass() {
-        for l in [
-            "p foo\n-:someone_else",
-            "p foo\r",
-            "p vfs_read\0",
-            "p vfs\x1b[0m",
-            "p foo\x7f",
-        ] {
+    fn newlines_and_nul_never_pass_other_control_characters_read_as_the_kernel() {
+        for l in ["p foo\n-:someone_else", "p vfs_read\0"] {
             let c = check(l);
             assert_eq!(
                 c.definition.unwrap_err().kind,
@@ -1478,8 +1562,19 @@ mod tests {
                 "{l:?}"
             );
         }
-        // A tab separates words like a space (argv_split() uses isspace()).
+        // argv_split() splits at isspace(): \t, \v, \f and \r separate words
+        // like a space; other control bytes are part of a word (a symbol
+        // with ESC or DEL in it is no symbol; a line starting with DEL is no
+        // kind of event: x86_64 7.2 logged "No matching dynamic event type").
         assert!(check("p\tvfs_read").accepted());
+        assert!(check("p vfs_read\r").accepted());
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = KernelVersion::new(7, 2);
+        let e = check_line("\x7fp vfs_read", t, &Offline)
+            .definition
+            .unwrap_err();
+        assert_eq!(e.message, "No matching dynamic event type");
+        assert!(check("p vfs\x1b[0m").accepted());
     }
 
     #[test]
