@@ -213,6 +213,29 @@ const ENDBR: [[u8; 4]; 3] = [
 /// guest, so `+4` past it is left undecided.
 const ENDBR_POISON: [u8; 4] = [0x66, 0x0f, 0x1f, 0x00];
 
+/// Whether the running kernel's function `symbol` (`NAME` or `MOD:NAME`)
+/// starts with an `endbr64`/`endbr32`, read from /proc/kcore; `None` when
+/// its code cannot be read or starts with the nop a sealed `endbr64`
+/// becomes (whether the kernel's `is_endbr()` takes that was not seen).
+pub fn starts_with_endbr(view: &KernelView, symbol: &str) -> Option<bool> {
+    // A symbol that is not a function (data): its bytes are no endbr64.
+    let (module, name) = match symbol.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, symbol),
+    };
+    if let Ok(ks) = view.kallsyms() {
+        let found = ks.by_name(name, module);
+        if !found.is_empty() && found.iter().all(|s| !s.is_text()) {
+            return Some(false);
+        }
+    }
+    let bytes = Source::live(view).read(symbol).ok()?;
+    if bytes.starts_with(&ENDBR_POISON) {
+        return None;
+    }
+    Some(ENDBR.iter().any(|e| bytes.starts_with(e)))
+}
+
 /// Makes the code checks of an accepted kprobe at `SYM+OFF` that the
 /// checker left open ([`Unchecked::InsnBoundary`], and on x86
 /// [`Unchecked::FunctionEntry`] for `+4`): a refusal replaces the

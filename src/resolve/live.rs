@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use ktrace_probe::btfarg::{BtfFunc, BtfTypes};
-use ktrace_probe::env::Refusal;
+use ktrace_probe::env::{AddressFate, Refusal};
 use ktrace_probe::{Arch, Environment, FileKind, KernelVersion, Target};
 use ktrace_symbols::KernelView;
 use ktrace_symbols::btf_types::KernelBtf;
@@ -57,6 +57,61 @@ impl Environment for LiveEnv<'_> {
                     .any(|s| s.module.as_deref() == Some(module));
                 Some(loaded.then(|| t.count_same(name, Some(module)) > 0))
             })
+    }
+
+    fn kprobe_address(&self, addr: u64, is_return: bool) -> Option<AddressFate> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        // kallsyms_lookup_size_offset(): an address in no symbol of the
+        // kernel (or of a module) is -ENOENT, which registration takes as a
+        // module yet to come.
+        let end = table.by_name("_end", None).first().map(|s| s.addr);
+        let Some(at) = table.lookup(addr) else {
+            return Some(AddressFate::Deferred);
+        };
+        if at.symbol.module.is_none() && end.is_some_and(|e| addr >= e) {
+            return Some(AddressFate::Deferred);
+        }
+        let name = at.symbol.name.clone();
+        let refusal =
+            ktrace_symbols::probeable::kprobe_refusal(table, &view.rules(), &name, at.offset)?;
+        if let Err(why) = refusal {
+            return Some(AddressFate::Refused(Refusal::Notrace(why)));
+        }
+        if is_return {
+            // register_kretprobe(): kprobe_on_func_entry()
+            let entry =
+                at.offset == 0 || (at.offset == 4 && self.starts_with_endbr(&name) == Some(true));
+            if !entry {
+                return Some(AddressFate::Refused(Refusal::Address(format!(
+                    "{name}+{:#x} is not the entry of {name}: return probes go on a function's entry",
+                    at.offset
+                ))));
+            }
+        }
+        Some(match refusal {
+            Ok(Some(why)) => AddressFate::Refused(Refusal::Address(why)),
+            _ => AddressFate::Registered,
+        })
+    }
+
+    fn ftrace_matches(&self, pattern: &str) -> Option<bool> {
+        let names = self.view?.ftrace_names()?;
+        if pattern.contains(['*', '?', '[']) {
+            return Some(
+                names
+                    .iter()
+                    .any(|n| ktrace_symbols::glob::glob_match(pattern, n)),
+            );
+        }
+        Some(names.binary_search_by(|n| n.as_str().cmp(pattern)).is_ok())
+    }
+
+    fn starts_with_endbr(&self, symbol: &str) -> Option<bool> {
+        crate::code::starts_with_endbr(self.view?, symbol)
     }
 
     fn dynamic_events(&self) -> Option<Vec<String>> {

@@ -29,6 +29,18 @@ pub enum Refusal {
     Address(String),
 }
 
+/// What registration does with a kprobe on a raw address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressFate {
+    /// In no kernel symbol: the kernel waits for a module to bring it
+    /// (`-ENOENT` at registration is taken as "not loaded yet").
+    Deferred,
+    /// Refused at registration.
+    Refused(Refusal),
+    /// Registered.
+    Registered,
+}
+
 /// Answers about the target kernel. `None` means "cannot tell".
 pub trait Environment {
     /// How many symbols named exactly `name` (vmlinux and modules).
@@ -61,6 +73,22 @@ pub trait Environment {
     /// function is notrace. `Some(None)` when it registers, `None` when
     /// that cannot be told here.
     fn kprobe_refusal(&self, _symbol: &str, _offset: u64) -> Option<Option<Refusal>> {
+        None
+    }
+    /// What registration does with a kprobe (a return probe when
+    /// `is_return`) on raw address `addr`.
+    fn kprobe_address(&self, _addr: u64, _is_return: bool) -> Option<AddressFate> {
+        None
+    }
+    /// Whether ftrace can attach to a function `pattern` names (a name or a
+    /// glob): what an fprobe's registration needs.
+    fn ftrace_matches(&self, _pattern: &str) -> Option<bool> {
+        None
+    }
+    /// Whether kernel function `symbol` starts with an `endbr64`/`endbr32`
+    /// (x86 IBT), which makes `+4` its entry (`arch_adjust_kprobe_addr()`);
+    /// `None` when its code cannot be read.
+    fn starts_with_endbr(&self, _symbol: &str) -> Option<bool> {
         None
     }
     /// The prototype of function `name` in the target's BTF as the kernel

@@ -271,8 +271,13 @@ fn parse_vars(
     if ctx.features.nofentry_args_error
         && ctx.arch.has_arg_access()
         && !ctx.flags.kernel
-        && var.starts_with("arg")
+        && let Some(rest) = var.strip_prefix("arg")
     {
+        // the number is read before the place is looked at
+        let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+        if n == 0 || n > ctx.arch.param_max_stack() {
+            return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
+        }
         return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
     }
     Err(bad_var)

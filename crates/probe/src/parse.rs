@@ -780,7 +780,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             // (known symbol, not at its entry) rejects a return probe.
             let exists = symbol_exists(ctx, sym);
             if exists != Some(false) {
-                let at_entry = entry_offset(ctx, offset as u64);
+                let at_entry = entry_offset(ctx, sym, offset as u64);
                 match at_entry {
                     Some(true) => fentry = true,
                     Some(false) => {
@@ -865,6 +865,16 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let env = ctx.env;
     let mut scope = BtfScope::new(env, ctx.target.arch, func.as_deref());
     let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, Some(&mut scope))?;
+    // A probe on a module that is not loaded waits for it: registration
+    // (and its -ENOENT for an argument's symbol) comes when it loads.
+    let deferred = match &place {
+        KprobePlace::Symbol { symbol, .. } => symbol
+            .split_once(':')
+            .is_some_and(|(m, n)| ctx.env.module_symbol(m, n) == Some(None)),
+        KprobePlace::Address(a) => {
+            ctx.env.kprobe_address(*a, is_return) == Some(crate::env::AddressFate::Deferred)
+        }
+    };
     // register_trace_kprobe(): a symbol of a loaded module that does not exist fails
     // with -ENOENT; a module that is not loaded defers the probe.
     if let KprobePlace::Symbol { symbol, .. } = &place
@@ -884,6 +894,11 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         KprobePlace::Symbol { symbol, offset } if !symbol.contains(':') => {
             ctx.env.kprobe_refusal(symbol, *offset)
         }
+        KprobePlace::Address(a) => match ctx.env.kprobe_address(*a, is_return) {
+            Some(crate::env::AddressFate::Refused(r)) => Some(Some(r)),
+            Some(_) => Some(None),
+            None => None,
+        },
         _ => None,
     };
     if ctx.env.event_exists(&group, &event) == Some(true)
@@ -901,7 +916,9 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
         return Err(e);
     }
-    check_arg_symbols(ctx, argv, &args, true)?;
+    if !deferred {
+        check_arg_symbols(ctx, argv, &args, true)?;
+    }
     match refusal {
         Some(Some(crate::env::Refusal::Address(why))) => {
             let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
@@ -934,9 +951,11 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         return Err(ctx.logged(argv, TpErr::BAD_INSN_BNDRY, 1, 0));
     }
     ctx.note(Unchecked::EventName);
-    // register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()).
+    // register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()),
+    // unless the probe waits for its module (nothing registered yet).
     let shown_maxactive = match (is_return, maxactive, ctx.target.possible_cpus) {
         (false, _, _) => Some(0),
+        (true, m, _) if deferred => Some(m),
         (true, m, _) if m != 0 => Some(m),
         (true, _, Some(cpus)) if ctx.target.features().maxactive_default_10 => {
             Some(10.max(2 * cpus))
@@ -976,10 +995,10 @@ fn symbol_exists(ctx: &Ctx, sym: &str) -> Option<bool> {
 
 /// Whether `offset` is at the function entry (`arch_adjust_kprobe_addr()`), or
 /// `None` when that depends on the code at the address (x86 `endbr64` at +0).
-fn entry_offset(ctx: &Ctx, offset: u64) -> Option<bool> {
+fn entry_offset(ctx: &Ctx, symbol: &str, offset: u64) -> Option<bool> {
     match (ctx.target.arch, offset) {
         (_, 0) => Some(true),
-        (Arch::X86_64 | Arch::I386, 4) => None,
+        (Arch::X86_64 | Arch::I386, 4) => ctx.env.starts_with_endbr(symbol),
         _ => Some(false),
     }
 }
@@ -1505,7 +1524,13 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     scope.set_tracepoint(tracepoint);
     let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, Some(&mut scope))?;
     if !tracepoint {
-        match symbol_exists(ctx, symbol) {
+        // register_fprobe(): the symbol (or glob) must name functions ftrace
+        // can attach to.
+        let exists = (!symbol.contains(':'))
+            .then(|| ctx.env.ftrace_matches(symbol))
+            .flatten()
+            .or_else(|| symbol_exists(ctx, symbol));
+        match exists {
             Some(false) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
             Some(true) => {}
             None => ctx.note(Unchecked::SymbolExists),
