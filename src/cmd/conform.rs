@@ -47,6 +47,10 @@ pub struct Args {
     /// Print the definitions only; write nothing to the kernel.
     #[arg(long)]
     pub dry_run: bool,
+    /// Run ktrace's checks only and time them; write nothing to the kernel
+    /// (for profiling the checker).
+    #[arg(long)]
+    pub check_only: bool,
     /// Directory for the report: `disagreements.txt` (corpus blocks),
     /// `summary.txt`.
     #[arg(long)]
@@ -107,6 +111,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let dynevents = DynEvents::new(&root);
+    if args.check_only {
+        let t0 = Instant::now();
+        let lines: Vec<String> = cases.iter().map(|c| c.line.clone()).collect();
+        let mut checker = Checker::with_options(&Options::default(), &lines)?;
+        let setup = t0.elapsed().as_secs_f64();
+        let mut accepted = 0;
+        for c in &cases {
+            accepted += usize::from(checker.check(&c.line).kernel.accepted());
+        }
+        crate::oline!(
+            "conform: {} checks ({accepted} accepted) in {:.2} s (setup {setup:.2} s)",
+            cases.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let before = dynevents.listing()?;
     if !before.is_empty() {
         bail!(
