@@ -617,15 +617,14 @@ pub(crate) fn conclude_kernel(
     removed.context("cleanup failed")?;
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s) and synthetic event(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        started.elapsed().as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s) and synthetic event(s)"),
+        started.elapsed().as_millis(),
+        teardown.via()
     );
+    if let Some(m) = teardown.moved {
+        anyhow::bail!("{m}");
+    }
     let uprobes = run.sess.probes().iter().any(|p| p.kind().is_uprobe());
     let fate = run.status.and_then(|st| command_fate(st, uprobes));
     if let Some((line, _)) = &fate {
@@ -852,16 +851,14 @@ pub(crate) fn teardown_and_summary(
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        cleanup_time.as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s)"),
+        cleanup_time.as_millis(),
+        teardown.via()
     );
-    Ok(disturbed)
+    // tracefs unmounted under the run: cleaned up, but the user's tracefs
+    // went away (an error, as a disturbance is)
+    Ok(disturbed.or(teardown.moved))
 }
 
 /// A filter that is false for ktrace's own threads.
