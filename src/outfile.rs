@@ -416,6 +416,14 @@ impl OutFile {
             .to_string()
     }
 
+    /// Nothing worth keeping was written (the writer failed at its
+    /// start): a replacing writer's partial file goes.
+    pub fn abandon(mut self) {
+        if let Mode::Replace { keep } = &mut self.mode {
+            *keep = false;
+        }
+    }
+
     /// The writing is complete: the partial file replaces the target.
     pub fn commit(mut self) -> anyhow::Result<()> {
         self.committed = true;

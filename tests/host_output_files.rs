@@ -527,3 +527,52 @@ fn the_summary_counted_unwritten_events_as_shown() {
     assert_eq!(shown(&t, "hit"), 0, "{t}");
     assert!(t.contains("No space left on device"), "{t}");
 }
+
+/// Regression (row 19, `ktrace record`): on a full file system the summary
+/// counted the events of the page that could not be written; the
+/// recording so far stays readable in `k.dat.partial` and says as much.
+/// A 12 MiB tmpfs in a private mount namespace.
+#[test]
+fn a_full_disk_counted_the_unwritten_page_as_shown() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = serial();
+    let p = Prog::build("of_enospc");
+    let mnt = p.dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=12m none {mnt} || exit 90
+        {ktrace} record 'p:hit {place} {ARGS}' -o {mnt}/k.dat -- {bin} 300000 2> {dir}/rec.err
+        echo record=$?
+        f={mnt}/k.dat; [ -e $f ] || f={mnt}/k.dat.partial
+        {ktrace} report $f 2> /dev/null | grep -c ' hit: '",
+        mnt = mnt.display(),
+        ktrace = env!("CARGO_BIN_EXE_ktrace"),
+        place = p.place(),
+        bin = p.bin.display(),
+        dir = p.dir.display(),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    let err = std::fs::read_to_string(p.dir.join("rec.err")).unwrap_or_default();
+    assert!(t.contains("record=1"), "{t}\n{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let read: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(read > 1000, "{t}");
+    assert_eq!(summary_events(&err), read, "{err}");
+    assert_eq!(shown(&err, "hit"), read, "{err}");
+    assert!(
+        err.contains("what was written is in") && err.contains("k.dat.partial"),
+        "{err}"
+    );
+}

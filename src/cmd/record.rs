@@ -89,8 +89,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     out.start()?;
     let name = out.name();
     // the writer takes the header (kallsyms makes it megabytes: no copy)
-    let writer = Writer::create_owned(out.file()?, header, cpus, WriterOptions::default())
-        .map_err(|e| anyhow::anyhow!("cannot write {name}: {}", tracedat_error(&e)))?;
+    let writer = match Writer::create_owned(out.file()?, header, cpus, WriterOptions::default()) {
+        Ok(w) => w,
+        Err(e) => {
+            out.abandon();
+            anyhow::bail!("cannot write {name}: {}", tracedat_error(&e));
+        }
+    };
     let mut sink = RecordSink {
         writer: Some(writer),
         page_size,
@@ -294,7 +299,21 @@ impl Sink for RecordSink {
         let Some(w) = self.writer.as_mut() else {
             return Ok(Flow::Continue);
         };
-        // count events: each record's type id, nothing else decoded
+        let page = if bytes.len() == self.page_size {
+            bytes
+        } else {
+            // a partial page taken at the end: padded (its header says
+            // how much of it is data)
+            self.pad.clear();
+            self.pad
+                .extend_from_slice(&bytes[..bytes.len().min(self.page_size)]);
+            self.pad.resize(self.page_size, 0);
+            &self.pad
+        };
+        w.append_pages(cpu, page).map_err(sink_error)?;
+        self.pages += 1;
+        // count the events written: each record's type id, nothing else
+        // decoded (a page that could not be written is not counted)
         if let Ok(p) = ktrace_ring::Page::parse(self.layout, bytes) {
             for r in p.records().flatten() {
                 if r.data.len() >= 2 {
@@ -310,19 +329,6 @@ impl Sink for RecordSink {
                 }
             }
         }
-        let page = if bytes.len() == self.page_size {
-            bytes
-        } else {
-            // a partial page taken at the end: padded (its header says
-            // how much of it is data)
-            self.pad.clear();
-            self.pad
-                .extend_from_slice(&bytes[..bytes.len().min(self.page_size)]);
-            self.pad.resize(self.page_size, 0);
-            &self.pad
-        };
-        w.append_pages(cpu, page).map_err(sink_error)?;
-        self.pages += 1;
         Ok(Flow::Continue)
     }
 
