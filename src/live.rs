@@ -136,25 +136,11 @@ pub(crate) fn setup_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
     Err(e)
 }
 
-/// Creates the probes, the instance and its settings, opens the stream,
+/// Creates the probes already built (checked, nothing written) into `sess`
+/// by `resolve::build`, the instance and its settings, opens the stream,
 /// keeps ktrace's own threads out, enables the probes and starts the
-/// command.
-pub(crate) fn setup(
-    defs: &[String],
-    stack: bool,
-    args: &RunArgs,
-    root: &std::path::Path,
-    view: &KernelView,
-    signals: &Signals,
-) -> anyhow::Result<Run> {
-    let sess = Session::new(root)?;
-    let probes = crate::resolve::build(&sess, defs, args.pid, view)?;
-    setup_built(sess, probes, stack, args, root, view, signals)
-}
-
-/// [`setup`] for probes already built (checked, nothing written) into
-/// `sess` by `resolve::build`: commands that check their own input against
-/// the probes' fields first.
+/// command. Commands check their own input (fields, outputs) against the
+/// built probes first.
 pub(crate) fn setup_built(
     mut sess: Session,
     probes: Vec<session::Probe>,
@@ -617,15 +603,14 @@ pub(crate) fn conclude_kernel(
     removed.context("cleanup failed")?;
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s) and synthetic event(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        started.elapsed().as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s) and synthetic event(s)"),
+        started.elapsed().as_millis(),
+        teardown.via()
     );
+    if let Some(m) = teardown.moved {
+        anyhow::bail!("{m}");
+    }
     let uprobes = run.sess.probes().iter().any(|p| p.kind().is_uprobe());
     let fate = run.status.and_then(|st| command_fate(st, uprobes));
     if let Some((line, _)) = &fate {
@@ -775,16 +760,34 @@ pub(crate) fn warn(stream: &mut Stream) {
     }
 }
 
-/// Stops reading and takes the end-of-run account (per-CPU stats).
-pub(crate) fn finish(run: &mut Run, sink: &mut dyn Sink, stop: Stop) -> anyhow::Result<EndOfRun> {
+/// Stops reading, takes the end-of-run account (per-CPU stats) and ends
+/// the sink. The sink's last writes can fail: a closed pipe then ends the
+/// run quietly (`stop` becomes [`Stop::OutputClosed`]), any other failure
+/// becomes `error` (unless there is one already); the account is kept
+/// either way.
+pub(crate) fn finish(
+    run: &mut Run,
+    sink: &mut dyn Sink,
+    stop: &mut Stop,
+    error: &mut Option<anyhow::Error>,
+) -> anyhow::Result<EndOfRun> {
     run.sess.stop();
-    let end = match stop {
-        // the output is gone: account without writing to it
-        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped => run.stream.finish(&mut Discard),
-        _ => run.stream.finish(sink),
-    };
+    let end = run.stream.finish(&mut Discard);
     warn(&mut run.stream);
-    Ok(end?)
+    let end = end?;
+    // the output is gone: account without writing to it
+    if !matches!(
+        *stop,
+        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped
+    ) && let Err(e) = sink.finish(&end)
+    {
+        let (s, err) = failed(ktrace_stream::Error::Output(e));
+        *stop = s;
+        if error.is_none() {
+            *error = err;
+        }
+    }
+    Ok(end)
 }
 
 /// A sink that keeps nothing (the end of a run whose output failed).
@@ -852,16 +855,14 @@ pub(crate) fn teardown_and_summary(
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        cleanup_time.as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s)"),
+        cleanup_time.as_millis(),
+        teardown.via()
     );
-    Ok(disturbed)
+    // tracefs unmounted under the run: cleaned up, but the user's tracefs
+    // went away (an error, as a disturbance is)
+    Ok(disturbed.or(teardown.moved))
 }
 
 /// A filter that is false for ktrace's own threads.

@@ -1462,9 +1462,9 @@ fn run_user(
         }
         Ok(())
     };
-    let (stop, error) =
+    let (mut stop, mut error) =
         live::stream_loop_ticking(args, signals, deadline, &mut run, &mut sink, &mut tick);
-    let end = live::finish(&mut run, &mut sink, stop);
+    let end = live::finish(&mut run, &mut sink, &mut stop, &mut error);
     {
         let mut st = state.borrow_mut();
         if let Some(t) = &mut st.total {
