@@ -32,6 +32,21 @@ pub struct LiveEnv<'a> {
 }
 
 impl LiveEnv<'_> {
+    /// `is_ksym_addr()` with CONFIG_KALLSYMS_ALL: within the core kernel
+    /// (`_stext` to `_end`), or within a module's symbols.
+    fn in_kernel(&self, table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> bool {
+        let bound = |n: &str| table.by_name(n, None).first().map(|s| s.addr);
+        if let (Some(lo), Some(hi)) = (bound("_stext"), bound("_end"))
+            && addr >= lo
+            && addr < hi
+        {
+            return true;
+        }
+        table
+            .lookup(addr)
+            .is_some_and(|l| l.symbol.module.is_some())
+    }
+
     /// The whole kallsyms table, when a count or a check needs more than the
     /// names counted up front.
     fn table(&self) -> Option<&ktrace_symbols::kallsyms::Kallsyms> {
@@ -68,13 +83,12 @@ impl Environment for LiveEnv<'_> {
         // kallsyms_lookup_size_offset(): an address in no symbol of the
         // kernel (or of a module) is -ENOENT, which registration takes as a
         // module yet to come.
-        let end = table.by_name("_end", None).first().map(|s| s.addr);
+        if !self.in_kernel(table, addr) {
+            return Some(AddressFate::Deferred);
+        }
         let Some(at) = table.lookup(addr) else {
             return Some(AddressFate::Deferred);
         };
-        if at.symbol.module.is_none() && end.is_some_and(|e| addr >= e) {
-            return Some(AddressFate::Deferred);
-        }
         let name = at.symbol.name.clone();
         let refusal =
             ktrace_symbols::probeable::kprobe_refusal(table, &view.rules(), &name, at.offset)?;
@@ -83,8 +97,10 @@ impl Environment for LiveEnv<'_> {
         }
         if is_return {
             // register_kretprobe(): kprobe_on_func_entry()
-            let entry =
-                at.offset == 0 || (at.offset == 4 && self.starts_with_endbr(&name) == Some(true));
+            let entry = at.offset == 0
+                || (at.offset == 4
+                    && matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386))
+                    && crate::code::starts_with_endbr(view, &name) == Some(true));
             if !entry {
                 return Some(AddressFate::Refused(Refusal::Address(format!(
                     "{name}+{:#x} is not the entry of {name}: return probes go on a function's entry",
@@ -110,8 +126,36 @@ impl Environment for LiveEnv<'_> {
         Some(names.binary_search_by(|n| n.as_str().cmp(pattern)).is_ok())
     }
 
-    fn starts_with_endbr(&self, symbol: &str) -> Option<bool> {
-        crate::code::starts_with_endbr(self.view?, symbol)
+    fn kprobe_entry(&self, symbol: &str, offset: u64) -> Option<Option<bool>> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        let (module, name) = match symbol.split_once(':') {
+            Some((m, n)) => (Some(m), n),
+            None => (None, symbol),
+        };
+        let sym = *table.by_name(name, module).first()?;
+        let addr = sym.addr.checked_add(offset)?;
+        if !self.in_kernel(table, addr) {
+            return Some(None);
+        }
+        let Some(at) = table.lookup(addr) else {
+            return Some(None);
+        };
+        let x86 = matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386));
+        let func = at.symbol.name.clone();
+        let func = match &at.symbol.module {
+            Some(m) => format!("{m}:{func}"),
+            None => func,
+        };
+        Some(Some(
+            at.offset == 0
+                || (x86
+                    && at.offset == 4
+                    && crate::code::starts_with_endbr(view, &func) == Some(true)),
+        ))
     }
 
     fn dynamic_events(&self) -> Option<Vec<String>> {

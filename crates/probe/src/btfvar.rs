@@ -57,6 +57,8 @@ pub struct BtfScope<'e> {
     pub(crate) last: Option<Last>,
     /// `ctx->offset` after the last BTF variable's fields.
     pub(crate) end_offset: Option<usize>,
+    /// `ctx->event`'s own fields, for an event probe (not the `common_` ones).
+    event_fields: Option<Vec<String>>,
 }
 
 impl<'e> BtfScope<'e> {
@@ -71,7 +73,26 @@ impl<'e> BtfScope<'e> {
             tpoint: false,
             last: None,
             end_offset: None,
+            event_fields: None,
         }
+    }
+
+    /// An event probe's attached event: its own fields (`common_` fields
+    /// are left out, as `trace_get_fields()` leaves them out).
+    pub fn set_event_fields(&mut self, fields: &[String]) {
+        self.event_fields = Some(
+            fields
+                .iter()
+                .filter(|f| !f.starts_with("common_"))
+                .cloned()
+                .collect(),
+        );
+    }
+
+    /// Whether the attached event has field `name`; `None` when its fields
+    /// are not known here.
+    pub fn has_event_field(&self, name: &str) -> Option<bool> {
+        Some(self.event_fields.as_ref()?.iter().any(|f| f == name))
     }
 
     /// A tracepoint probe: the stub's first parameter (`void *__data`) is

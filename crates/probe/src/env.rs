@@ -85,10 +85,12 @@ pub trait Environment {
     fn ftrace_matches(&self, _pattern: &str) -> Option<bool> {
         None
     }
-    /// Whether kernel function `symbol` starts with an `endbr64`/`endbr32`
-    /// (x86 IBT), which makes `+4` its entry (`arch_adjust_kprobe_addr()`);
-    /// `None` when its code cannot be read.
-    fn starts_with_endbr(&self, _symbol: &str) -> Option<bool> {
+    /// `kprobe_on_func_entry()` for `symbol`+`offset`: whether the address
+    /// is the entry of the function it falls in (its start, or on x86 the
+    /// `+4` after an `endbr64`, `arch_adjust_kprobe_addr()`); `Some(None)`
+    /// when the address is in no symbol (`-ENOENT`, decided at
+    /// registration); `None` when that cannot be told here.
+    fn kprobe_entry(&self, _symbol: &str, _offset: u64) -> Option<Option<bool>> {
         None
     }
     /// The prototype of function `name` in the target's BTF as the kernel

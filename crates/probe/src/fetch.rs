@@ -193,6 +193,15 @@ fn parse_vars(
 ) -> Result<(Fetch, Op), ArgError> {
     let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
     if ctx.flags.tpoint {
+        // 6.5+ parse_probe_vars(): the field is looked up now (`comm` when
+        // the event has no such field means the task's comm).
+        if ctx.features.btf_parser
+            && btf.as_deref().and_then(|b| b.has_event_field(var)) == Some(false)
+            && var != "comm"
+            && var != "COMM"
+        {
+            return Err(bad_var);
+        }
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
     }
     if ctx.features.btf_parser && ctx.flags.kernel {

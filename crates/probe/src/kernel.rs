@@ -127,6 +127,10 @@ pub struct Features {
     /// host; 6.12 reads `(` as an invalid fetch argument). Gated at 6.16
     /// (estimate, between the two).
     pub typecasts: bool,
+    /// `validate_probe_symbol()` (no symbol, or more than one) before the
+    /// function-entry check of a return probe: seen in 6.12 and 7.2's
+    /// sources; 6.1 counts the symbol after that check. Gated at 6.12.
+    pub validate_symbol_early: bool,
 }
 
 impl KernelVersion {
@@ -203,6 +207,7 @@ impl KernelVersion {
             fprobe_auto_return: self.at_least(6, 16),
             meta_args_without_btf: self.at_least(6, 16),
             typecasts: self.at_least(6, 16),
+            validate_symbol_early: self.at_least(6, 12),
         }
     }
 }

@@ -420,6 +420,16 @@ fn remove(argv: &Argv, ctx: &mut Ctx) -> Result<RemoveDef, Fail> {
     })
 }
 
+/// The event field an argument fetches, if any (at the bottom of its
+/// dereferences).
+fn first_field(f: &crate::ast::Fetch) -> Option<&str> {
+    match f {
+        crate::ast::Fetch::Field(name) => Some(name),
+        crate::ast::Fetch::Deref { inner, .. } => first_field(inner),
+        _ => None,
+    }
+}
+
 /// `(group, event)` of a listed dynamic event line.
 fn listed_name(line: &str) -> Option<(&str, &str)> {
     let head = line.split_whitespace().next()?;
@@ -691,6 +701,19 @@ fn parse_args<'e>(
             continue;
         }
         match parse_arg_with(w, i, span, actx, &mut state, btf.as_deref_mut()) {
+            // 6.1 trace_eprobe_tp_arg_update(): the field is looked up after
+            // the argument parsed, before the next one.
+            Ok(a)
+                if actx.flags.tpoint
+                    && !features.btf_parser
+                    && first_field(&a.fetch).is_some_and(|f| {
+                        f != "comm"
+                            && f != "COMM"
+                            && btf.as_deref().and_then(|b| b.has_event_field(f)) == Some(false)
+                    }) =>
+            {
+                return Err(ctx.logged(&log, TpErr::BAD_ATTACH_ARG, index, 0));
+            }
             Ok(a) => args.push(a),
             Err(ArgError::Logged(e, off)) => return Err(ctx.logged(&log, e, index, off)),
             Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &log.joined))),
@@ -776,30 +799,49 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             if sym.is_empty() || sym.as_bytes()[0].is_ascii_digit() {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
+            // validate_probe_symbol() (6.12 and later: before the entry check;
+            // 6.1 counts after it): no symbol, or more than one, is refused.
+            let validate = |ctx: &mut Ctx| -> Result<(), Fail> {
+                if sym.contains(':') {
+                    return Ok(());
+                }
+                match ctx.env.symbol_count(sym) {
+                    Some(0) => Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+                    Some(n) if n > 1 && ctx.target.features().non_unique_symbol => {
+                        Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0))
+                    }
+                    Some(_) => Ok(()),
+                    None => {
+                        ctx.note(Unchecked::SymbolExists);
+                        Ok(())
+                    }
+                }
+            };
+            if ctx.target.features().validate_symbol_early {
+                validate(ctx)?;
+            }
             // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
             // (known symbol, not at its entry) rejects a return probe.
             let exists = symbol_exists(ctx, sym);
             if exists != Some(false) {
-                let at_entry = entry_offset(ctx, sym, offset as u64);
+                let at_entry = match ctx.env.kprobe_entry(sym, offset as u64) {
+                    Some(known) => Some(known),
+                    None => entry_offset(ctx, offset as u64).map(Some),
+                };
                 match at_entry {
-                    Some(true) => fentry = true,
-                    Some(false) => {
+                    Some(Some(true)) => fentry = true,
+                    Some(Some(false)) => {
                         if is_return {
                             return Err(ctx.logged(argv, TpErr::BAD_RETPROBE, 1, 0));
                         }
                     }
+                    // -ENOENT: the registration decides
+                    Some(None) => {}
                     None => ctx.note(Unchecked::FunctionEntry),
                 }
             }
-            if !sym.contains(':') {
-                match ctx.env.symbol_count(sym) {
-                    Some(0) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
-                    Some(n) if n > 1 && ctx.target.features().non_unique_symbol => {
-                        return Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0));
-                    }
-                    Some(_) => {}
-                    None => ctx.note(Unchecked::SymbolExists),
-                }
+            if !ctx.target.features().validate_symbol_early {
+                validate(ctx)?;
             }
             // x86 decodes the function up to the offset (-EILSEQ); riscv64
             // walks instruction lengths; 32-bit arm checks alignment by the
@@ -846,11 +888,14 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
     };
 
+    // TPARG_FL_RETURN is set for a probe on a symbol only: the arguments of
+    // a return probe on a raw address are parsed as a plain kprobe's.
+    let symbol_return = is_return && matches!(place, KprobePlace::Symbol { .. });
     let actx = ArgCtx {
         arch: ctx.target.arch,
         features: ctx.target.features(),
         flags: ArgFlags {
-            ret: is_return,
+            ret: symbol_return,
             kernel: true,
             fentry,
             tpoint: false,
@@ -916,8 +961,17 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
         return Err(e);
     }
+    // -ENOENT from an argument's symbol is taken as "the module is not
+    // loaded yet" for a probe not on a core symbol (trace_kprobe_module_exist()
+    // is false without a symbol): the probe is accepted and waits.
+    let on_core_symbol =
+        matches!(&place, KprobePlace::Symbol { symbol, .. } if !symbol.contains(':'));
     if !deferred {
-        check_arg_symbols(ctx, argv, &args, true)?;
+        match check_arg_symbols(ctx, argv, &args, true) {
+            Err(Fail::Err(e))
+                if !on_core_symbol && e.kind == ErrorKind::Logged(TpErr::BAD_PROBE_ADDR) => {}
+            other => other?,
+        }
     }
     match refusal {
         Some(Some(crate::env::Refusal::Address(why))) => {
@@ -995,10 +1049,10 @@ fn symbol_exists(ctx: &Ctx, sym: &str) -> Option<bool> {
 
 /// Whether `offset` is at the function entry (`arch_adjust_kprobe_addr()`), or
 /// `None` when that depends on the code at the address (x86 `endbr64` at +0).
-fn entry_offset(ctx: &Ctx, symbol: &str, offset: u64) -> Option<bool> {
+fn entry_offset(ctx: &Ctx, offset: u64) -> Option<bool> {
     match (ctx.target.arch, offset) {
         (_, 0) => Some(true),
-        (Arch::X86_64 | Arch::I386, 4) => ctx.env.starts_with_endbr(symbol),
+        (Arch::X86_64 | Arch::I386, 4) => None,
         _ => Some(false),
     }
 }
@@ -1210,24 +1264,12 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         starts: argv.starts[..argc].to_vec(),
         joined: argv.joined.clone(),
     };
-    let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx, None)?;
+    let env = ctx.env;
+    let mut scope = BtfScope::new(env, ctx.target.arch, None);
     if let Some(Some(fields)) = &fields {
-        for (i, a) in args.iter().enumerate() {
-            // The event's own fields (trace_get_fields(): not the common_ ones).
-            if let crate::ast::Fetch::Field(f) = &a.fetch
-                && f != "comm"
-                && f != "COMM"
-                && !fields.iter().any(|x| x == f && !x.starts_with("common_"))
-            {
-                if actx.features.btf_parser {
-                    // 6.12: the field lookup fails inside the $-variable parser.
-                    let off = if a.named { a.name.len() + 1 } else { 0 };
-                    return Err(ctx.logged(argv, TpErr::BAD_VAR, i + 2, off));
-                }
-                return Err(ctx.logged(argv, TpErr::BAD_ATTACH_ARG, i + 2, 0));
-            }
-        }
+        scope.set_event_fields(fields);
     }
+    let (args, ignored_args) = parse_args(&sub, 2, &actx, ctx, Some(&mut scope))?;
     check_arg_symbols(ctx, argv, &args, false)?;
     ctx.note(Unchecked::EventName);
     Ok(ProbeDef {
