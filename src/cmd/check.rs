@@ -356,6 +356,24 @@ impl Checker {
             why,
             btf_missing: None,
         };
+        // A uprobe inside an instruction: the kernel takes it; `ktrace
+        // trace` does not (the program would die of SIGILL).
+        if let Ok(Definition::Probe(p)) = &report.kernel.definition
+            && let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &p.kind
+            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        {
+            report.ktrace = Some(KtraceForm {
+                result: Err(ktrace_probe::ProbeError {
+                    kind: ktrace_probe::ErrorKind::Silent(ktrace_probe::Silent::Other),
+                    message: "the uprobe is not on an instruction boundary",
+                    subsystem: None,
+                    pos: None,
+                    command: report.kernel.command.clone(),
+                    hint: Some(why),
+                }),
+            });
+            return report;
+        }
         if !ktrace_probe::btfarg::may_use_btf(input) {
             return report;
         }
@@ -531,7 +549,7 @@ impl Report {
                 Err(e) => {
                     writeln!(
                         out,
-                        "  ktrace: `ktrace trace` would refuse it (BTF): {}{}",
+                        "  ktrace: `ktrace trace` refuses it: {}{}",
                         e.message,
                         e.hint
                             .as_deref()

@@ -99,6 +99,33 @@ pub fn build(
             Ok(_) => bail!("{:?} is not a probe definition", r.input),
             Err(e) => bail!("{}", rejection_text(&r.input, &e)),
         };
+        // A uprobe inside an instruction: the kernel takes it, the traced
+        // program dies of SIGILL; ktrace refuses it.
+        if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
+            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        {
+            bail!(
+                "definition rejected before anything was written: {}\n  {why}",
+                r.input
+            );
+        }
+        // An offset past the function's end lands in another function; the
+        // kernel may take it, ktrace does not put a probe there.
+        if let ktrace_probe::ProbeKind::Kprobe {
+            place: ktrace_probe::ast::KprobePlace::Symbol { symbol, offset },
+            ..
+        } = &def.kind
+            && *offset > 0
+            && let Some(size) = function_size(view, symbol)
+            && *offset >= size
+        {
+            bail!(
+                "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
+                 end of {symbol} ({size:#x} bytes): the probe would land in another function \
+                 (ktrace disasm {symbol} lists the offsets a probe can take)",
+                r.input
+            );
+        }
         if def.ignored_args > 0 {
             crate::eline!(
                 "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
@@ -122,6 +149,21 @@ pub fn build(
         .collect();
     naming::name_into_group(&mut defs, sess.name(), &taken);
     Ok(defs.into_iter().map(|def| Probe { def }).collect())
+}
+
+/// The size of kernel function `symbol` (`NAME` or `MOD:NAME`): up to the
+/// next symbol in kallsyms.
+fn function_size(view: &KernelView, symbol: &str) -> Option<u64> {
+    let (module, name) = match symbol.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, symbol),
+    };
+    let ks = view.kallsyms().ok()?;
+    if ks.addresses_hidden() {
+        return None;
+    }
+    let sym = ks.by_name(name, module).into_iter().find(|s| s.is_text())?;
+    ks.extent(sym)
 }
 
 /// Creates the probes, in chunks with a progress line when there are many
