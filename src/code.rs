@@ -426,7 +426,19 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
 /// offset is in no function of the symbol table, or the machine is not
 /// one ktrace decodes.
 pub fn uprobe_boundary(path: &Path, file_offset: u64) -> Result<(), String> {
-    let Ok(image) = elf::open(path) else {
+    // One parse per file and process (`ktrace check` of many definitions on
+    // one binary, the differential tester).
+    type Cache = std::collections::HashMap<PathBuf, Option<std::sync::Arc<elf::ElfImage>>>;
+    static IMAGES: std::sync::Mutex<Option<Cache>> = std::sync::Mutex::new(None);
+    let image = {
+        let mut cache = IMAGES.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = cache.get_or_insert_with(Cache::new);
+        cache
+            .entry(path.to_path_buf())
+            .or_insert_with(|| elf::open(path).ok().map(std::sync::Arc::new))
+            .clone()
+    };
+    let Some(image) = image else {
         return Ok(());
     };
     let Some(vaddr) = image.file_offset_to_vaddr(file_offset) else {
