@@ -437,8 +437,15 @@ fn create_objects(
 }
 
 /// The instance's pid lists: `-p PID` (and the command's tree), or ktrace's
-/// own threads left out.
-fn pid_lists(inst: &ktrace_tracefs::Instance, args: &RunArgs, own_pid: u32) -> anyhow::Result<()> {
+/// own threads left out. Returns the pids of `set_event_pid` that must
+/// stay there while they live: ktrace's own (the command's parent) or the
+/// process of `-p` (`None`: the list is empty, the notrace list was
+/// written).
+fn pid_lists(
+    inst: &ktrace_tracefs::Instance,
+    args: &RunArgs,
+    own_pid: u32,
+) -> anyhow::Result<Option<Vec<u32>>> {
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         if !args.command.is_empty() {
@@ -449,18 +456,25 @@ fn pid_lists(inst: &ktrace_tracefs::Instance, args: &RunArgs, own_pid: u32) -> a
         }
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&tids)?;
+        // (its other threads may exit, and their numbers be reused)
+        let mut anchors = vec![pid];
+        if !args.command.is_empty() {
+            anchors.push(own_pid);
+        }
+        Ok(Some(anchors))
     } else if !args.command.is_empty() {
         // Children of listed pids are added as they fork, so the command is
         // traced from its first instruction; our own records are dropped.
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&[own_pid])?;
+        Ok(Some(vec![own_pid]))
     } else {
         // ktrace's own reads of the ring buffer (main and reader thread)
         // would otherwise feed probes on read/write paths, which feed the
         // buffer again.
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
+        Ok(None)
     }
-    Ok(())
 }
 
 fn start_command(args: &RunArgs) -> anyhow::Result<Option<Child>> {
@@ -484,6 +498,10 @@ pub(crate) struct KernelRun {
     pub(crate) inst: ktrace_tracefs::Instance,
     pub(crate) child: Option<Child>,
     pub(crate) status: Option<std::process::ExitStatus>,
+    /// Pids written to `set_event_pid` that stay there while they live
+    /// (`None`: it was left empty and ktrace's own threads went to
+    /// `set_event_notrace_pid`).
+    pub(crate) event_pids: Option<Vec<u32>>,
 }
 
 /// What writes the kernel engine's triggers: given the instance, the
@@ -511,7 +529,7 @@ pub(crate) fn setup_kernel(
         sess.set_filter(f)?;
         sess.set_filter("0")?;
     }
-    pid_lists(&inst, args, own_pid)?;
+    let event_pids = pid_lists(&inst, args, own_pid)?;
     check(signals)?;
     install(&inst, args.filter.as_deref(), &own)?;
     if !keep_recording {
@@ -536,6 +554,24 @@ pub(crate) fn setup_kernel(
         inst,
         child,
         status: None,
+        event_pids,
+    })
+}
+
+/// Whether someone else rewrote the kernel-engine instance's pid list:
+/// a pid ktrace wrote (still alive) is gone from `set_event_pid`, or the
+/// list ktrace left empty now names pids. Either way events ktrace should
+/// count are not counted.
+pub(crate) fn kernel_pids_disturbed(run: &KernelRun) -> Option<String> {
+    let now = run.inst.event_pids(false).ok().flatten()?;
+    let lost = match &run.event_pids {
+        Some(ours) => ours.iter().any(|p| !now.contains(p) && process_exists(*p)),
+        None => !now.is_empty(),
+    };
+    lost.then(|| {
+        "the instance's set_event_pid was rewritten by someone else while aggregating: events \
+         of the traced tasks are no longer counted"
+            .to_string()
     })
 }
 
