@@ -165,7 +165,13 @@ impl Environment for LiveEnv<'_> {
     fn kprobe_refusal(&self, symbol: &str, offset: u64) -> Option<Option<Refusal>> {
         let view = self.view?;
         let table = view.kallsyms().ok()?;
-        match ktrace_symbols::probeable::kprobe_refusal(table, &view.rules(), symbol, offset)? {
+        match ktrace_symbols::probeable::kprobe_refusal_on(
+            table,
+            &view.rules(),
+            symbol,
+            offset,
+            no_kprobes_on_ftrace(),
+        )? {
             Err(why) => Some(Some(Refusal::Notrace(why))),
             Ok(Some(why)) => Some(Some(Refusal::Address(why))),
             Ok(None) => Some(None),
@@ -195,6 +201,18 @@ impl Environment for LiveEnv<'_> {
 
     fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
         self.btf?.function(name)
+    }
+}
+
+/// The architectures without `HAVE_KPROBES_ON_FTRACE` (a kprobe exactly on
+/// an ftrace call site is refused), with the site's offset in a traceable
+/// function where only the ftrace names are known: arm64's is +4 (after the
+/// first patchable nop; arm64 6.1 refuses `p FUNC+4`).
+fn no_kprobes_on_ftrace() -> Option<Option<u64>> {
+    match Arch::native()? {
+        Arch::Arm64 => Some(Some(4)),
+        Arch::Riscv64 | Arch::Arm => Some(None),
+        _ => None,
     }
 }
 
@@ -257,6 +275,7 @@ pub fn features_from_readme(
     f.btf_parser |= readme.btf_args;
     // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
     f.fprobes = readme.fprobes;
+    f.synthetic_events = readme.synthetic;
     f
 }
 

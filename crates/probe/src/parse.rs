@@ -241,11 +241,20 @@ struct Ctx<'e> {
 
 impl Ctx<'_> {
     fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
+        let pos = (offset != crate::fetch::NO_CARET).then(|| argv.pos(index, offset));
+        // 5.10 keeps the position in a byte
+        let pos = pos.map(|p| {
+            if self.target.features().error_pos_u8 {
+                p % 256
+            } else {
+                p
+            }
+        });
         Fail::Err(ProbeError {
             kind: ErrorKind::Logged(err),
             message: err.message_for(self.target.features()),
             subsystem: Some(self.subsystem),
-            pos: Some(argv.pos(index, offset)),
+            pos,
             command: argv.joined.clone(),
             hint: None,
         })
@@ -374,9 +383,11 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
                     other => return other.map(Definition::Fprobe),
                 }
             }
-            match synthetic(raw, ctx) {
-                Err(Fail::Cancel) => {}
-                other => return other.map(Definition::Synthetic),
+            if ctx.target.features().synthetic_events {
+                match synthetic(raw, ctx) {
+                    Err(Fail::Cancel) => {}
+                    other => return other.map(Definition::Synthetic),
+                }
             }
             Err(Fail::Cancel)
         }

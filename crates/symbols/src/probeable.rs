@@ -304,6 +304,22 @@ pub fn kprobe_refusal(
     symbol: &str,
     offset: u64,
 ) -> Option<std::result::Result<Option<String>, String>> {
+    kprobe_refusal_on(ks, rules, symbol, offset, None)
+}
+
+/// [`kprobe_refusal`] for an architecture without `KPROBES_ON_FTRACE`
+/// (arm64, riscv64, arm): `check_ftrace_location()` refuses a probe exactly
+/// on a function's ftrace call site. The sites come from
+/// `available_filter_functions_addrs`; with only the names,
+/// `site_offset` (arm64: 4, after the first patchable nop) is taken as the
+/// site of every traceable function.
+pub fn kprobe_refusal_on(
+    ks: &Kallsyms,
+    rules: &Rules<'_>,
+    symbol: &str,
+    offset: u64,
+    no_kprobes_on_ftrace: Option<Option<u64>>,
+) -> Option<std::result::Result<Option<String>, String>> {
     if ks.addresses_hidden() {
         return None;
     }
@@ -341,6 +357,22 @@ pub fn kprobe_refusal(
             "{} is a CFI/prefix preamble, which kprobes refuse",
             func.name
         ))));
+    }
+    if let (Some(site_guess), Some(ft)) = (no_kprobes_on_ftrace, rules.ftrace) {
+        let on_site = match ft {
+            FtraceLocations::Addrs(sites) => sites.binary_search(&addr).is_ok(),
+            FtraceLocations::Names(_) => {
+                site_guess.is_some_and(|o| at.as_ref().is_some_and(|l| l.offset == o))
+                    && ft.covers(ks, func)
+            }
+        };
+        if on_site {
+            return Some(Ok(Some(format!(
+                "{symbol}+{offset:#x} is the ftrace call site of {}, and this architecture \
+                 has no kprobes on ftrace: probe the function's entry (+0) or use an fprobe",
+                func.name
+            ))));
+        }
     }
     if let Some(bl) = rules.blacklist {
         if let Some(e) = bl
