@@ -170,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mark: log.mark(),
         log,
         secs: 0.0,
+        slowest: Vec::new(),
     };
     let mut check_secs = 0.0;
     let mut tally = Tally::default();
@@ -260,6 +261,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         kernel_side.secs,
     );
     crate::oline!("{summary}");
+    for (secs, family, line) in &kernel_side.slowest {
+        crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
+    }
     if let Some(dir) = &args.out {
         std::fs::write(dir.join("summary.txt"), &summary)?;
     }
@@ -346,10 +350,25 @@ struct Kernel<'a> {
     mark: Mark,
     /// Seconds spent writing, reading back and removing.
     secs: f64,
+    /// The slowest cases: (seconds, family, line).
+    slowest: Vec<(f64, &'static str, String)>,
 }
 
 impl Kernel<'_> {
     fn ask(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
+        let t0 = Instant::now();
+        let r = self.ask_timed(case);
+        let took = t0.elapsed().as_secs_f64();
+        if self.slowest.len() < 8 || took > self.slowest[self.slowest.len() - 1].0 {
+            self.slowest.push((took, case.family, case.line.clone()));
+            self.slowest
+                .sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+            self.slowest.truncate(8);
+        }
+        r
+    }
+
+    fn ask_timed(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
         let t0 = Instant::now();
         let result = self.dynevents.write_raw(case.file.name(), &case.line);
         let mut answer = Answer {
