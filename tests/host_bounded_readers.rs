@@ -121,3 +121,126 @@ fn report_and_export_of_corrupt_zstd_recordings_end() {
         );
     }
 }
+
+/// A program with symbols (crates/ring/fixtures/target.c, `probe_me`),
+/// built with gcc into `dir`.
+fn build_target(dir: &Path) -> PathBuf {
+    let bin = dir.join("target");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/ring/fixtures/target.c");
+    let st = Command::new("gcc")
+        .args(["-O1", "-fno-inline", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success());
+    bin
+}
+
+/// Row 9: `ktrace syms SYM --elf BIG` and `ktrace disasm BIG:SYM` read the
+/// whole file: a 2 GB regular file with an ELF header cost 2.1 GB of RSS,
+/// an 8 GB one aborted on allocation. Now only the headers and symbol
+/// tables are read: a real program grown to 2.5 GB (sparse: its own bytes,
+/// then zeros) costs what the program itself costs.
+#[test]
+fn syms_and_disasm_of_a_2gb_elf_stay_small() {
+    let dir = std::env::temp_dir().join(format!("ktrace_bigelf_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let small = build_target(&dir);
+    let big = dir.join("big");
+    std::fs::copy(&small, &big).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(2_500 << 20)
+        .unwrap();
+    let mut rss = Vec::new();
+    for file in [&small, &big] {
+        let r = run_bounded(
+            &[
+                "syms".as_ref(),
+                "probe_me".as_ref(),
+                "--elf".as_ref(),
+                file.as_os_str(),
+            ],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("probe_me"), "{}", r.stdout);
+        let target = format!("{}:probe_me", file.display());
+        let d = run_bounded(
+            &["disasm".as_ref(), target.as_ref()],
+            Duration::from_secs(60),
+        );
+        assert_eq!(d.code, 0, "{}", d.stderr);
+        assert!(d.stdout.lines().count() > 3, "{}", d.stdout);
+        let name = file.display().to_string();
+        rss.push((
+            r.stdout.replace(&name, "F"),
+            r.max_rss_kb,
+            d.stdout.replace(&name, "F"),
+            d.max_rss_kb,
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    // the same answers, whatever follows the program in the file
+    assert_eq!(rss[0].0, rss[1].0);
+    assert_eq!(rss[0].2, rss[1].2);
+    for (what, small, big) in [("syms", rss[0].1, rss[1].1), ("disasm", rss[0].3, rss[1].3)] {
+        eprintln!("{what}: peak RSS {small} KiB on the program, {big} KiB on it grown to 2.5 GB");
+        assert!(
+            big < small + (16 << 10) && big < 64 << 10,
+            "{what}: {big} KiB for the 2.5 GB file against {small} KiB for the program"
+        );
+    }
+}
+
+/// The same pattern as row 9 in the table readers: `--kallsyms FILE` and
+/// `--btf-file FILE` were read whole, so /dev/zero grew ktrace until the
+/// allocation failed (or the OOM killer came; here under a 1 GB address
+/// space limit) and a 100 MB file cost 100 MB. Now a device is refused
+/// before any read, and a table longer than 64 MiB is an error.
+#[test]
+fn kallsyms_and_btf_tables_are_read_with_a_bound() {
+    let limited = |args: &str| {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 1000000; exec timeout -k 5 60 /usr/bin/time -f %M {} {args}",
+                env!("CARGO_BIN_EXE_ktrace")
+            ))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let rss: u64 = err.lines().last().and_then(|l| l.parse().ok()).unwrap_or(0);
+        (out.status.code(), err, rss)
+    };
+    for args in [
+        "check --kallsyms /dev/zero 'p:x vfs_read'",
+        "syms --btf --btf-file /dev/zero task_struct.pid",
+    ] {
+        let (code, err, rss) = limited(args);
+        assert_eq!(code, Some(1), "{args}: {err}");
+        assert!(
+            err.contains("/dev/zero: a device, not a table file"),
+            "{args}: {err}"
+        );
+        assert!(rss < 64 << 10, "{args}: {rss} KiB");
+    }
+    let big = std::env::temp_dir().join(format!("ktrace_bigtable_{}", std::process::id()));
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(100 << 20)
+        .unwrap();
+    for args in [
+        format!("check --kallsyms {} 'p:x vfs_read'", big.display()),
+        format!("syms --btf --btf-file {} task_struct.pid", big.display()),
+    ] {
+        let (code, err, rss) = limited(&args);
+        assert_eq!(code, Some(1), "{args}: {err}");
+        assert!(err.contains("longer than 64 MiB"), "{args}: {err}");
+        assert!(rss < 100 << 10, "{args}: {rss} KiB");
+    }
+    let _ = std::fs::remove_file(&big);
+}
