@@ -204,6 +204,17 @@ impl ElfImage {
         Self::parse_from(path, data)
     }
 
+    /// [`ElfImage::parse`] of `data` read in pieces, as [`open`] reads a
+    /// file (for tests and fuzzing: it must give what parsing the whole
+    /// bytes gives).
+    pub fn parse_in_pieces(path: &str, data: &[u8]) -> Result<Self> {
+        let ranges = crate::elf_file::read(data, data.len() as u64).map_err(|e| Error::BadElf {
+            path: path.to_string(),
+            reason: format!("{e:?}"),
+        })?;
+        Self::parse_from(path, &ranges)
+    }
+
     /// [`ElfImage::parse`] over any `object` reader (the whole file as bytes,
     /// or the pieces of it [`crate::elf_file`] read).
     fn parse_from<'data, R: ReadRef<'data>>(path: &str, data: R) -> Result<Self> {

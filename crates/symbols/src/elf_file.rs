@@ -12,7 +12,6 @@
 //! alignment they have in the file. No memory mapping: nothing here can
 //! fault when someone truncates the file meanwhile.
 
-use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
@@ -28,6 +27,36 @@ pub const MAX_PIECE: u64 = 1 << 30;
 /// The most bytes read for one note section (build ids are 36 bytes; a
 /// bigger note section is skipped, not an error).
 const MAX_NOTES: u64 = 1 << 20;
+
+/// Where the pieces come from: a file, or bytes already in memory (tests
+/// and fuzzing read the same way as a file is read).
+pub trait Source {
+    /// Fills `buf` from `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl Source for std::fs::File {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        FileExt::read_exact_at(self, buf, offset)
+    }
+}
+
+impl Source for [u8] {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let at = usize::try_from(offset).map_err(std::io::Error::other)?;
+        let src = at
+            .checked_add(buf.len())
+            .and_then(|end| self.get(at..end))
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// Where an empty read points when no piece holds its offset.
+#[repr(align(16))]
+struct Aligned([u8; 16]);
+static ALIGNED: Aligned = Aligned([0; 16]);
 
 /// Pieces of a file, by offset.
 #[derive(Debug, Default)]
@@ -68,19 +97,21 @@ impl Ranges {
     /// piece already holds them.
     fn load(
         &mut self,
-        f: &File,
+        f: &(impl Source + ?Sized),
         what: &'static str,
         offset: u64,
         size: u64,
     ) -> Result<(), RangeError> {
-        if size == 0 || offset >= self.len {
+        // a range past the end of the file is left out: reading it fails
+        // then, as it fails on the whole file
+        if size == 0 || offset.checked_add(size).is_none_or(|end| end > self.len) {
             return Ok(());
         }
         if size > MAX_PIECE {
             return Err(RangeError::TooBig { what, offset, size });
         }
         let start = offset & !15;
-        let end = offset.saturating_add(size).min(self.len);
+        let end = offset + size;
         if self.covers(start, end) {
             return Ok(());
         }
@@ -98,7 +129,20 @@ impl<'a> ReadRef<'a> for &'a Ranges {
 
     fn read_bytes_at(self, offset: u64, size: u64) -> Result<&'a [u8], ()> {
         if size == 0 {
-            return Ok(&[]);
+            // as over the whole file: empty, aligned as `offset` is
+            if offset > self.len {
+                return Err(());
+            }
+            if let Some((s, b)) = self
+                .pieces
+                .iter()
+                .find(|(s, b)| *s <= offset && offset <= s + b.len() as u64)
+            {
+                let at = (offset - s) as usize;
+                return Ok(&b[at..at]);
+            }
+            let at = (offset % 16) as usize;
+            return Ok(&ALIGNED.0[at..at]);
         }
         let end = offset.checked_add(size).ok_or(())?;
         let (s, b) = self
@@ -111,6 +155,10 @@ impl<'a> ReadRef<'a> for &'a Ranges {
     }
 
     fn read_bytes_at_until(self, range: Range<u64>, delimiter: u8) -> Result<&'a [u8], ()> {
+        // as over the whole file: the range must lie in it
+        if range.end > self.len {
+            return Err(());
+        }
         // of the pieces holding the start, the one reaching furthest (a
         // string table can begin inside the first piece and end past it)
         let (s, b) = self
@@ -131,7 +179,7 @@ impl<'a> ReadRef<'a> for &'a Ranges {
 /// needs. A file that is not ELF, or whose tables lie outside it, gives
 /// pieces that simply miss them: the parse then fails as it would on the
 /// whole file.
-pub fn read(f: &File, len: u64) -> Result<Ranges, RangeError> {
+pub fn read(f: &(impl Source + ?Sized), len: u64) -> Result<Ranges, RangeError> {
     let mut r = Ranges {
         len,
         pieces: Vec::new(),
@@ -148,38 +196,50 @@ pub fn read(f: &File, len: u64) -> Result<Ranges, RangeError> {
 
 /// Loads the header tables, then the sections the symbol lookups read.
 fn tables<Elf: FileHeader<Endian = object::Endianness>>(
-    f: &File,
+    f: &(impl Source + ?Sized),
     r: &mut Ranges,
 ) -> Result<(), RangeError> {
+    // The tables as `object` reads them: none at offset 0, none with
+    // entries of another size than the ELF class's.
+    let sh_size = std::mem::size_of::<Elf::SectionHeader>() as u64;
+    let ph_size = std::mem::size_of::<Elf::ProgramHeader>() as u64;
+    let table = |off: u64, entsize: u16, want: u64, n: u64| {
+        (off != 0 && u64::from(entsize) == want).then(|| (off, n.saturating_mul(want)))
+    };
     // section 0 first: it holds the counts when they overflow the header
-    let first = |r: &Ranges| -> Option<[(u64, u64); 2]> {
+    let first = |r: &Ranges| -> Option<Vec<(u64, u64)>> {
         let h = Elf::parse(r).ok()?;
         let e = h.endian().ok()?;
-        let shoff: u64 = h.e_shoff(e).into();
-        let phoff: u64 = h.e_phoff(e).into();
-        let phsize = u64::from(h.e_phnum(e)) * u64::from(h.e_phentsize(e));
-        Some([(shoff, u64::from(h.e_shentsize(e))), (phoff, phsize)])
+        let phnum = u64::from(h.e_phnum(e)).min(u64::from(elf::PN_XNUM) - 1);
+        Some(
+            [
+                table(h.e_shoff(e).into(), h.e_shentsize(e), sh_size, 1),
+                table(h.e_phoff(e).into(), h.e_phentsize(e), ph_size, phnum),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        )
     };
     if let Some(ranges) = first(r) {
         for (off, size) in ranges {
             r.load(f, "elf header table", off, size)?;
         }
     }
-    let counted = |r: &Ranges| -> Option<[(u64, u64); 2]> {
+    let counted = |r: &Ranges| -> Option<Vec<(u64, u64)>> {
         let h = Elf::parse(r).ok()?;
         let e = h.endian().ok()?;
-        let shnum = h.shnum(e, r).ok()? as u64;
-        let phnum = h.phnum(e, r).ok()? as u64;
-        Some([
-            (
-                h.e_shoff(e).into(),
-                shnum.saturating_mul(u64::from(h.e_shentsize(e))),
-            ),
-            (
-                h.e_phoff(e).into(),
-                phnum.saturating_mul(u64::from(h.e_phentsize(e))),
-            ),
-        ])
+        let shnum = h.shnum(e, r).map_or(0, |n| n as u64);
+        let phnum = h.phnum(e, r).map_or(0, |n| n as u64);
+        Some(
+            [
+                table(h.e_shoff(e).into(), h.e_shentsize(e), sh_size, shnum),
+                table(h.e_phoff(e).into(), h.e_phentsize(e), ph_size, phnum),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        )
     };
     if let Some(ranges) = counted(r) {
         for (off, size) in ranges {
@@ -246,6 +306,9 @@ mod tests {
         assert_eq!((&r).read_bytes_at(3, 2), Err(()));
         assert_eq!((&r).read_bytes_at(500, 1), Err(()));
         assert_eq!((&r).read_bytes_at(u64::MAX, 2), Err(()));
+        // empty reads: anywhere in the file, as over the whole file
+        assert_eq!((&r).read_bytes_at(1000, 0), Ok(&b""[..]));
+        assert_eq!((&r).read_bytes_at(1001, 0), Err(()));
         assert_eq!((&r).read_bytes_at_until(96..104, 0), Ok(&b"abc"[..]));
         assert_eq!((&r).read_bytes_at_until(100..104, 0), Ok(&b"def"[..]));
         // the delimiter must lie inside the range and the piece
