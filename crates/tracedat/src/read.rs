@@ -431,6 +431,9 @@ impl<R: Read + Seek> TraceDat<R> {
             }
             v => return Err(Error::Version(v.into())),
         }
+        for b in &meta.buffers {
+            check_merge_size(b)?;
+        }
         Ok(TraceDat { src, meta })
     }
 
@@ -490,6 +493,27 @@ impl<R: Read + Seek> TraceDat<R> {
             .ok_or_else(|| Error::Usage(format!("buffer {buffer} has no cpu index {index}")))?;
         Ok((data, b.page_size as u64))
     }
+}
+
+/// Page memory a buffer's merge may need: one page per CPU is held while
+/// the CPUs are merged by time (the kernel's largest sub-buffers are
+/// 512 KiB with 4 KiB pages; 256 CPUs of those are 128 MiB).
+pub const MAX_MERGE: u64 = 256 << 20;
+
+/// A buffer whose CPUs' pages, one each, exceed [`MAX_MERGE`] is refused:
+/// reading it would hold them all at once.
+fn check_merge_size(b: &Buffer) -> Result<(), Error> {
+    let need = (b.cpus.len() as u64).saturating_mul(u64::from(b.page_size));
+    if need > MAX_MERGE {
+        return Err(Error::Format(format!(
+            "buffer {:?}: {} cpus of {}-byte pages need more than {} MiB to merge",
+            b.name,
+            b.cpus.len(),
+            b.page_size,
+            MAX_MERGE >> 20
+        )));
+    }
+    Ok(())
 }
 
 fn check_page_size(page_size: u32) -> Result<(), Error> {
@@ -1111,6 +1135,34 @@ mod tests {
         b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
         let e = TraceDat::open(std::io::Cursor::new(b)).unwrap_err();
         assert!(e.to_string().contains("flyrecord tables overlap"), "{e}");
+    }
+
+    /// A version 6 file of 20 CPUs of 16 MiB pages: merging them held a
+    /// page per CPU, 320 MiB (and a file of thousands of CPUs far more);
+    /// now refused at open.
+    #[test]
+    fn buffers_whose_merge_needs_too_much_are_refused() {
+        let cpus = 20u32;
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]);
+        b.extend_from_slice(&cpus.to_le_bytes());
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
+        let e = TraceDat::open(std::io::Cursor::new(b.clone())).unwrap_err();
+        assert!(
+            e.to_string().contains("need more than 256 MiB to merge"),
+            "{e}"
+        );
+        // 15 of them fit
+        let at = b.len() - 20 * 16 - 10 - 4;
+        b[at..at + 4].copy_from_slice(&15u32.to_le_bytes());
+        assert!(TraceDat::open(std::io::Cursor::new(b)).is_ok());
     }
 
     /// Version 7 metadata sections may decompress to [`META_BUDGET`]
