@@ -208,10 +208,8 @@ impl ElfImage {
     /// file (for tests and fuzzing: it must give what parsing the whole
     /// bytes gives).
     pub fn parse_in_pieces(path: &str, data: &[u8]) -> Result<Self> {
-        let ranges = crate::elf_file::read(data, data.len() as u64).map_err(|e| Error::BadElf {
-            path: path.to_string(),
-            reason: format!("{e:?}"),
-        })?;
+        let ranges = crate::elf_file::read(data, data.len() as u64)
+            .map_err(|e| range_error(std::path::Path::new(path), e))?;
         Self::parse_from(path, &ranges)
     }
 
@@ -568,14 +566,22 @@ pub fn open(path: &std::path::Path) -> Result<ElfImage> {
     if f.read_exact(&mut magic).is_err() || &magic != b"\x7fELF" {
         return Err(bad("not an elf file (no \\x7fELF magic)".into()));
     }
-    let ranges = crate::elf_file::read(&f, meta.len()).map_err(|e| match e {
-        crate::elf_file::RangeError::Io(e) => Error::io(path, e),
-        crate::elf_file::RangeError::TooBig { what, offset, size } => bad(format!(
-            "{what} at offset {offset:#x} claims {size} bytes, more than ktrace reads ({} MiB)",
-            crate::elf_file::MAX_PIECE >> 20
-        )),
-    })?;
+    let ranges = crate::elf_file::read(&f, meta.len()).map_err(|e| range_error(path, e))?;
     ElfImage::parse_from(&path.display().to_string(), &ranges)
+}
+
+/// The error of a piece of `path` that could not be read.
+fn range_error(path: &std::path::Path, e: crate::elf_file::RangeError) -> Error {
+    match e {
+        crate::elf_file::RangeError::Io(e) => Error::io(path, e),
+        crate::elf_file::RangeError::TooBig { what, offset, size } => Error::BadElf {
+            path: path.display().to_string(),
+            reason: format!(
+                "{what} at offset {offset:#x} claims {size} bytes, more than ktrace reads ({} MiB)",
+                crate::elf_file::MAX_PIECE >> 20
+            ),
+        },
+    }
 }
 
 /// Like [`open`], and for a file without `.symtab` also reads the symbols of
