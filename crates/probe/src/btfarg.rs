@@ -1030,7 +1030,7 @@ fn member_path(b: &dyn BtfTypes, name: &str, path: &[&str]) -> Option<u32> {
 /// Members one member search looks at, at most, anonymous ones' included
 /// (the kernel's biggest structs, with everything nested in them, have a
 /// few thousand).
-pub const MEMBER_VISITS: usize = 1 << 20;
+pub const MEMBER_VISITS: usize = 1 << 16;
 
 /// `btf_find_struct_member()`: named members first, then anonymous members from
 /// a stack (last pushed first), accumulating their offsets. `None` when `ty` is

@@ -464,7 +464,7 @@ impl Btf {
 
 /// Members one member search may look at, those of nested anonymous structs
 /// and unions included (the kernel's biggest structs have a few thousand).
-const MEMBER_SEARCH_BUDGET: usize = 1 << 20;
+const MEMBER_SEARCH_BUDGET: usize = 1 << 16;
 
 /// Reads and parses a BTF file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Btf> {
