@@ -294,16 +294,7 @@ fn synthetic_recording(path: &Path, events: u64) {
         .truncate(true)
         .open(path)
         .unwrap();
-    let mut w = Writer::create(
-        f,
-        &header,
-        2,
-        WriterOptions {
-            stride: 1 << 32,
-            slack: 0,
-        },
-    )
-    .unwrap();
+    let mut w = Writer::create(f, &header, 2, WriterOptions::default()).unwrap();
     let per_page = (4096 - 16) / 36;
     let mut ts = [1_000_000_000u64, 1_000_000_500];
     let mut n = 0u64;

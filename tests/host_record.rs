@@ -3,8 +3,9 @@
 //! and writer of trace.dat: trace-cmd reads ktrace's recordings with the
 //! same event lines, ktrace reads trace-cmd's (version 7, compressed) with
 //! the same lines, a report equals the live `ktrace trace` of the same
-//! workload, a recorder killed with SIGKILL leaves a readable file, and bad
-//! files are refused without a panic.
+//! workload, a recorder killed with SIGKILL leaves `FILE.partial` that
+//! `ktrace report` reads (and the target untouched), and bad files are
+//! refused without a panic.
 //!
 //! trace-cmd's `report` prints `comm-pid [cpu] ts: event: (addr) args`
 //! without the flags column and with the address in plain hex, the kernel's
@@ -269,14 +270,19 @@ fn ktrace_reads_tracecmd_recording_alike() {
     assert_eq!(ours, theirs);
 }
 
-/// A recorder killed with SIGKILL leaves a file that both readers read up
-/// to the last page written; the next ktrace run reaps the session.
+/// A recorder killed with SIGKILL leaves `k.dat.partial`, which `ktrace
+/// report` reads up to the last page written (trace-cmd refuses it rather
+/// than misread it), no larger than about its data (regression: 1.1 TB of
+/// apparent size, each CPU's region 1 TiB further into the file), and
+/// `k.dat` as it was; the next ktrace run reaps the session.
 #[test]
 fn sigkill_leaves_a_readable_recording() {
     let Some(_root) = tracefs() else { return };
     let _g = common::serial();
     let p = Prog::build("rec_kill");
     let file = p.dir.join("k.dat");
+    let partial = p.dir.join("k.dat.partial");
+    std::fs::write(&file, "an earlier file").unwrap();
     // 20,000 hits 200 us apart: about 4 s of events
     let mut child = ktrace()
         .arg("record")
@@ -291,10 +297,10 @@ fn sigkill_leaves_a_readable_recording() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // wait until pages landed (the file grows past its header), then kill
+    // wait until pages landed in the partial file, then kill
     let start = Instant::now();
     let grown = || {
-        let out = ktrace().arg("report").arg(&file).output().unwrap();
+        let out = ktrace().arg("report").arg(&partial).output().unwrap();
         String::from_utf8_lossy(&out.stdout).lines().count() > 100
     };
     while !grown() {
@@ -310,7 +316,9 @@ fn sigkill_leaves_a_readable_recording() {
     )
     .unwrap();
     let _ = child.wait();
-    let (ours, _) = report(&file, false);
+    assert_eq!(std::fs::read(&file).unwrap(), b"an earlier file");
+    let (ours, err) = report(&partial, false);
+    assert!(err.contains("unfinished recording"), "{err}");
     let ours = norm_all(&ours);
     assert!(
         ours.len() > 100 && ours.len() < 20000,
@@ -326,8 +334,21 @@ fn sigkill_leaves_a_readable_recording() {
         };
         assert!(l.ends_with(&want), "line {i}: {l}");
     }
+    // no giant sparse file: each CPU's last chunk holds at most 4 MiB
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let len = std::fs::metadata(&partial).unwrap().len();
+    assert!(
+        len < (ours.len() as u64) * 1024 + (cpus + 2) * (4 << 20) + (8 << 20),
+        "{len} bytes apparent for {} events",
+        ours.len()
+    );
     if have_trace_cmd() {
-        assert_eq!(norm_all(&trace_cmd_report(&file)), ours);
+        let out = Command::new("trace-cmd")
+            .args(["report", "-i"])
+            .arg(&partial)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "trace-cmd read an unfinished file");
     }
     // the traced program was left running by the kill; end it, and let
     // the next run reap the session
@@ -338,6 +359,15 @@ fn sigkill_leaves_a_readable_recording() {
         .status();
     let clean = ktrace().arg("clean").output().unwrap();
     assert!(clean.status.success(), "{clean:?}");
+    // recording again to the same name replaces the leftover, then the file
+    let err = record(&p, &file, 50);
+    assert!(
+        err.contains("replacing") && err.contains("k.dat.partial"),
+        "{err}"
+    );
+    assert!(!partial.exists());
+    let (again, _) = report(&file, false);
+    assert_eq!(norm_all(&again).len(), 50);
 }
 
 /// Truncated, corrupted and foreign files: exit 1 with a message naming

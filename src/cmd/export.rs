@@ -31,6 +31,7 @@ use ktrace_printer::Symbolizer;
 use ktrace_stream::{Event, EventTable, Flow, Sink};
 
 use crate::kview::SavedSymbols;
+use crate::outfile::{Input, OutFile};
 
 /// Arguments of `ktrace export`.
 #[derive(Debug, clap::Args)]
@@ -41,7 +42,9 @@ pub struct Args {
     /// Write a Perfetto trace (protobuf; the only format so far).
     #[arg(long, required = true)]
     pub perfetto: bool,
-    /// Where to write it.
+    /// Where to write it: written as OUT.partial beside it and renamed to
+    /// OUT at the end (a failed export leaves OUT as it was); refused when it
+    /// is the recording itself (also through a link) or not a regular file.
     #[arg(short = 'o', long, value_name = "OUT", required = true)]
     pub output: PathBuf,
 }
@@ -56,16 +59,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } = rec;
     let symbols = SavedSymbols::new(meta.kallsyms.clone());
     let defs = crate::cmd::report::definitions(&meta);
-    let out = std::fs::File::create(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
-    let mut sink = PerfettoSink::new(BufWriter::new(out), &symbols, defs);
+    // Written to OUT.partial and renamed at the end: a failed export
+    // leaves OUT as it was; an output that is the recording is refused.
+    let mut out = OutFile::replace(&args.output, "the Perfetto trace", false)?;
+    out.check_inputs(&[Input::new(&args.file, "the recording read")])?;
+    out.start()?;
+    let name = out.name();
+    let mut sink = PerfettoSink::new(BufWriter::new(out.file()?), &symbols, defs);
     let end = ktrace_stream::replay(&mut decoder, streams, &mut sink);
     for w in decoder.take_warnings() {
         crate::say!("{w}");
     }
     let end = end.context("cannot export the recording")?;
     sink.close()
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+        .with_context(|| format!("cannot write {name}"))?;
+    out.commit()?;
     crate::eline!(
         "ktrace: exported {} event(s) to {}",
         end.summary.events,

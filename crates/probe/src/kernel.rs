@@ -121,6 +121,16 @@ pub struct Features {
     /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
     /// the classic parser. Gated at 6.16 (estimate).
     pub meta_args_without_btf: bool,
+    /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
+    /// probes get "Typecasts are only for eprobe fields", or "BTF is not
+    /// available or not supported" without BTF arguments (seen on the 6.18
+    /// host; 6.12 reads `(` as an invalid fetch argument). Gated at 6.16
+    /// (estimate, between the two).
+    pub typecasts: bool,
+    /// `validate_probe_symbol()` (no symbol, or more than one) before the
+    /// function-entry check of a return probe: seen in 6.12 and 7.2's
+    /// sources; 6.1 counts the symbol after that check. Gated at 6.12.
+    pub validate_symbol_early: bool,
 }
 
 impl KernelVersion {
@@ -196,6 +206,8 @@ impl KernelVersion {
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
             meta_args_without_btf: self.at_least(6, 16),
+            typecasts: self.at_least(6, 16),
+            validate_symbol_early: self.at_least(6, 12),
         }
     }
 }

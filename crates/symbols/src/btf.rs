@@ -147,6 +147,21 @@ impl Btf {
         Self::parse_on(split, Some((base_btf, base_strings)))
     }
 
+    /// The names of the functions (`BTF_KIND_FUNC`) a module's split BTF
+    /// defines, read without parsing the base's types (its strings only, for
+    /// the names the split blob takes from them): an index of which module
+    /// has which function.
+    pub fn split_function_names(base: &[u8], split: &[u8]) -> Result<Vec<String>> {
+        let base_strings = Self::sections(base)?.1;
+        let names = Self::parse_on(split, Some((Btf::default(), base_strings)))?;
+        Ok(names
+            .types
+            .iter()
+            .filter(|t| t.kind == Kind::Func)
+            .map(|t| t.name.clone())
+            .collect())
+    }
+
     /// The type and string sections of a blob, and its byte order.
     fn sections(data: &[u8]) -> Result<(&[u8], &[u8], bool)> {
         let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);

@@ -132,6 +132,11 @@ impl Kallsyms {
         }
     }
 
+    /// Whether module `name` is loaded (has symbols in the table).
+    pub fn has_module(&self, name: &str) -> bool {
+        self.sorted.contains_key(&Some(name.to_string()))
+    }
+
     /// All symbols in table order.
     pub fn symbols(&self) -> &[KernelSymbol] {
         &self.symbols

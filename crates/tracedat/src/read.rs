@@ -7,6 +7,10 @@
 //! used, every count is bounded by the bytes that must follow it.
 
 use crate::compress::{MAX_BLOCK, decompress};
+use crate::write::{
+    CHUNK_HEADER, CHUNK_MAGIC, Chunk, KIND_CHUNKS, UNFINISHED_MAGIC, VERSION_FINISHING,
+    VERSION_RECORDING,
+};
 use crate::{Endian, Error, MAGIC, option};
 use std::io::{Read, Seek, SeekFrom};
 
@@ -49,14 +53,18 @@ pub struct TraceOption {
 }
 
 /// Where one CPU's pages are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuData {
     /// CPU number.
     pub cpu: u32,
-    /// Offset in the file (v7 compressed: of the chunk list).
+    /// Offset in the file (v7 compressed: of the chunk list; an unfinished
+    /// ktrace recording: of the first run).
     pub offset: u64,
-    /// Size in the file.
+    /// Size in the file (an unfinished ktrace recording: of all runs).
     pub size: u64,
+    /// An unfinished ktrace recording: the runs of pages (offset, size) in
+    /// order, one per chunk; empty otherwise (the data is `offset`, `size`).
+    pub runs: Vec<(u64, u64)>,
 }
 
 /// One ring buffer: the top one or an instance.
@@ -108,6 +116,10 @@ pub struct Meta {
     pub buffers: Vec<Buffer>,
     /// The file holds a latency (text) trace instead of pages.
     pub latency: bool,
+    /// An unfinished ktrace recording (its recorder did not finish it:
+    /// killed, or still recording; see [`crate::Writer`]): the offset of its
+    /// first chunk. The CPUs' pages are then in [`CpuData::runs`].
+    pub unfinished: Option<u64>,
 }
 
 fn opt_str(data: &[u8]) -> &str {
@@ -367,7 +379,12 @@ impl<R: Read + Seek> TraceDat<R> {
             .seek(SeekFrom::End(0))
             .map_err(Error::io("seek to the end of the file"))?;
         let mut src = Src { r, len };
-        if len < MAGIC.len() as u64 || src.read_at(0, MAGIC.len() as u64, "magic")? != MAGIC {
+        if len < MAGIC.len() as u64 {
+            return Err(Error::NotTraceDat);
+        }
+        let magic = src.read_at(0, MAGIC.len() as u64, "magic")?;
+        let unfinished = magic == UNFINISHED_MAGIC;
+        if !unfinished && magic != MAGIC {
             return Err(Error::NotTraceDat);
         }
         let mut i = FileIn {
@@ -379,6 +396,24 @@ impl<R: Read + Seek> TraceDat<R> {
             Error::Format(_) => Error::Version("?".into()),
             e => e,
         })?;
+        let version = match (unfinished, version.as_str()) {
+            (false, "6" | "7") => version,
+            (true, VERSION_RECORDING) => "ktrace unfinished".to_string(),
+            (true, VERSION_FINISHING) => {
+                return Err(Error::Format(
+                    "an unfinished ktrace recording whose finish was interrupted (its \
+                     recorder stopped while moving the pages into place): its pages cannot \
+                     be read"
+                        .into(),
+                ));
+            }
+            (true, v) => {
+                return Err(Error::Format(format!(
+                    "an unfinished ktrace recording of unknown state {v:?}"
+                )));
+            }
+            (false, _) => return Err(Error::Version(version)),
+        };
         let endian = match i.u8("endian")? {
             0 => Endian::Little,
             1 => Endian::Big,
@@ -410,11 +445,16 @@ impl<R: Read + Seek> TraceDat<R> {
             options: Vec::new(),
             buffers: Vec::new(),
             latency: false,
+            unfinished: None,
         };
         match version.as_str() {
             "6" => {
                 meta.version = 6;
-                read_v6(&mut i, &mut meta)?;
+                read_v6(&mut i, &mut meta, false)?;
+            }
+            "ktrace unfinished" => {
+                meta.version = 6;
+                read_v6(&mut i, &mut meta, true)?;
             }
             "7" => {
                 meta.version = 7;
@@ -487,9 +527,10 @@ impl<R: Read + Seek> TraceDat<R> {
             .buffers
             .get(buffer)
             .ok_or_else(|| Error::Usage(format!("no buffer {buffer}")))?;
-        let data = *b
+        let data = b
             .cpus
             .get(index)
+            .cloned()
             .ok_or_else(|| Error::Usage(format!("buffer {buffer} has no cpu index {index}")))?;
         Ok((data, b.page_size as u64))
     }
@@ -525,7 +566,11 @@ fn check_page_size(page_size: u32) -> Result<(), Error> {
     Ok(())
 }
 
-fn read_v6<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(), Error> {
+fn read_v6<R: Read + Seek>(
+    i: &mut FileIn<'_, R>,
+    meta: &mut Meta,
+    recording: bool,
+) -> Result<(), Error> {
     header_info(i, meta)?;
     ftrace_formats(i, meta)?;
     event_formats(i, meta)?;
@@ -556,7 +601,56 @@ fn read_v6<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(),
         }
         kind = i.take(10, "data kind")?;
     }
+    if recording != (&kind[..] == KIND_CHUNKS) {
+        return Err(Error::Format(format!(
+            "data kind {:?} in a file of version {}",
+            String::from_utf8_lossy(&kind),
+            if recording { "ktrace unfinished" } else { "6" }
+        )));
+    }
     match &kind[..] {
+        b"ktchunks\0\0" => {
+            let first = i.u64("offset of the first chunk")?;
+            let ps = u64::from(meta.page_size);
+            if first % ps != 0 || first < i.pos {
+                return Err(Error::Format(format!(
+                    "first chunk at offset {first}: not a page after the header"
+                )));
+            }
+            let len = i.src.len;
+            let chunks = walk_chunks(
+                &mut i.src.r,
+                len,
+                meta.endian,
+                ps,
+                meta.cpus as usize,
+                first,
+            )?;
+            let mut cpus: Vec<CpuData> = (0..meta.cpus)
+                .map(|cpu| CpuData {
+                    cpu,
+                    offset: 0,
+                    size: 0,
+                    runs: Vec::new(),
+                })
+                .collect();
+            for c in chunks.iter().filter(|c| c.used > 0) {
+                let d = &mut cpus[c.cpu as usize];
+                let run = (c.at + ps, u64::from(c.used) * ps);
+                if d.runs.is_empty() {
+                    d.offset = run.0;
+                }
+                d.size += run.1;
+                d.runs.push(run);
+            }
+            meta.unfinished = Some(first);
+            meta.buffers.push(Buffer {
+                name: String::new(),
+                clock: None,
+                page_size: meta.page_size,
+                cpus,
+            });
+        }
         b"flyrecord\0" => {
             let cpus = flyrecord_table(i, meta.cpus)?;
             meta.buffers.push(Buffer {
@@ -617,7 +711,12 @@ fn flyrecord_table<R: Read + Seek>(i: &mut FileIn<'_, R>, n: u32) -> Result<Vec<
     for cpu in 0..n {
         let offset = i.u64("cpu data offset")?;
         let size = i.u64("cpu data size")?;
-        cpus.push(CpuData { cpu, offset, size });
+        cpus.push(CpuData {
+            cpu,
+            offset,
+            size,
+            runs: Vec::new(),
+        });
     }
     Ok(cpus)
 }
@@ -630,6 +729,56 @@ fn flyrecord_table<R: Read + Seek>(i: &mut FileIn<'_, R>, n: u32) -> Result<Vec<
 const META_BUDGET: u64 = 256 << 20;
 #[cfg(test)]
 const META_BUDGET: u64 = 1 << 20;
+
+/// The chunks of an unfinished ktrace recording (see [`crate::Writer`]), in
+/// file order, from `first` on: up to the first page that is not a chunk
+/// header (the end of what was allocated) or the end of the file. A chunk
+/// header that is not what the writer writes is an error.
+pub(crate) fn walk_chunks<R: Read + Seek>(
+    r: &mut R,
+    len: u64,
+    endian: Endian,
+    ps: u64,
+    cpus: usize,
+    first: u64,
+) -> Result<Vec<Chunk>, Error> {
+    let mut chunks = Vec::new();
+    let mut at = first;
+    let mut h = [0u8; CHUNK_HEADER];
+    while at
+        .checked_add(CHUNK_HEADER as u64)
+        .is_some_and(|e| e <= len)
+    {
+        r.seek(SeekFrom::Start(at))
+            .map_err(Error::io("seek to a chunk header"))?;
+        r.read_exact(&mut h)
+            .map_err(Error::io("read a chunk header"))?;
+        if &h[..8] != CHUNK_MAGIC {
+            break;
+        }
+        let [cpu, capacity, used, number] = [8, 12, 16, 20].map(|o| endian.u32(&h[o..o + 4]));
+        if cpu as usize >= cpus
+            || capacity == 0
+            || used > capacity
+            || number as usize != chunks.len()
+        {
+            return Err(Error::Format(format!(
+                "chunk at offset {at}: cpu {cpu}, {used} of {capacity} pages used, number \
+                 {number} (expected chunk {} of a file of {cpus} cpus)",
+                chunks.len()
+            )));
+        }
+        chunks.push(Chunk {
+            at,
+            cpu,
+            capacity,
+            used,
+        });
+        // no overflow: capacity < 2^32, ps <= 2^24
+        at = at.saturating_add((1 + u64::from(capacity)) * ps);
+    }
+    Ok(chunks)
+}
 
 /// Reads the section at `offset` (header checked against `id`), returning
 /// its decompressed content; its size is taken from `budget`.
@@ -789,7 +938,12 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
                     let cpu = s.u32("cpu id")?;
                     let offset = s.u64("cpu data offset")?;
                     let size = s.u64("cpu data size")?;
-                    cpus.push(CpuData { cpu, offset, size });
+                    cpus.push(CpuData {
+                        cpu,
+                        offset,
+                        size,
+                        runs: Vec::new(),
+                    });
                 }
                 let b = Buffer {
                     name,
@@ -837,6 +991,9 @@ pub struct Pages<'a, R> {
     endian: Endian,
     pos: u64,
     end: u64,
+    /// Runs of pages still to read after this one (an unfinished
+    /// recording), last first.
+    runs: Vec<(u64, u64)>,
     chunks_left: u32,
     chunk: Vec<u8>,
     chunk_pos: usize,
@@ -847,6 +1004,12 @@ pub struct Pages<'a, R> {
 impl<'a, R: Read + Seek> Pages<'a, R> {
     fn new(src: SrcRef<'a, R>, meta: &Meta, data: CpuData, page_size: u64) -> Pages<'a, R> {
         let compression = meta.compression.as_ref().map(|c| c.0);
+        let mut runs: Vec<(u64, u64)> = data.runs.iter().rev().copied().collect();
+        let (pos, end) = match runs.pop() {
+            Some((o, n)) => (o, o.saturating_add(n)),
+            None => (data.offset, data.offset.saturating_add(data.size)),
+        };
+        let empty = data.size == 0;
         let mut p = Pages {
             src,
             rbuf: Vec::new(),
@@ -855,15 +1018,16 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
             page_size,
             compression,
             endian: meta.endian,
-            pos: data.offset,
-            end: data.offset.saturating_add(data.size),
+            pos,
+            end,
+            runs,
             chunks_left: 0,
             chunk: Vec::new(),
             chunk_pos: 0,
-            done: data.size == 0,
+            done: empty,
             pending: None,
         };
-        if compression.is_some() && data.size > 0 {
+        if compression.is_some() && !empty {
             match p.src.get().read_at(p.pos, 4, "chunk count") {
                 Ok(b) => {
                     p.chunks_left = p.endian.u32(&b);
@@ -878,8 +1042,10 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
     }
 
     fn next_plain(&mut self) -> Option<Result<Vec<u8>, Error>> {
-        if self.pos >= self.end {
-            return None;
+        while self.pos >= self.end {
+            let (o, n) = self.runs.pop()?;
+            self.pos = o;
+            self.end = o.saturating_add(n);
         }
         let left = self.end - self.pos;
         if self.pos.saturating_add(self.page_size.min(left)) > self.src.len() {
@@ -1061,6 +1227,7 @@ mod tests {
                 cpus: vec![],
             }],
             latency: false,
+            unfinished: None,
         }
     }
 

@@ -97,6 +97,16 @@ pub struct Mark {
     last: Option<ErrorLogEntry>,
 }
 
+impl Mark {
+    /// The end of a log whose entries were just read: entries after the
+    /// last of `entries` are new.
+    pub fn after(entries: &[ErrorLogEntry]) -> Mark {
+        Mark {
+            last: entries.last().cloned(),
+        }
+    }
+}
+
 /// One `error_log` file: the top-level one or an instance's.
 #[derive(Debug, Clone)]
 pub struct ErrorLog {
