@@ -79,13 +79,13 @@ impl Route {
                     None
                 }
                 (Some(file), true) => {
-                    let r = std::fs::read(file)
-                        .map_err(|e| format!("{}: {e}", file.display()))
+                    let r = ktrace_symbols::read_table(file)
+                        .map_err(|e| e.to_string())
                         .and_then(|base| match module {
                             Some(m) => {
                                 let p = file.with_file_name(m);
-                                let split = std::fs::read(&p)
-                                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                                let split =
+                                    ktrace_symbols::read_table(&p).map_err(|e| e.to_string())?;
                                 Btf::parse_split(&base, &split).map_err(|e| e.to_string())
                             }
                             None => Btf::parse(&base).map_err(|e| e.to_string()),

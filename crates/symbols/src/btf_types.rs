@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use ktrace_probe::btfarg::{BtfFunc, BtfKind, BtfMember, BtfTypes, TypeId};
 
 use crate::btf::{Btf, Kind};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// `BTF_INT_SIGNED`.
 const INT_SIGNED: u32 = 1;
@@ -101,12 +101,12 @@ pub const SYSFS_BTF: &str = "/sys/kernel/btf";
 /// plus `module`'s split BTF on top when given.
 pub fn open_kernel(dir: &Path, module: Option<&str>) -> Result<Btf> {
     let vmlinux = dir.join("vmlinux");
-    let base = std::fs::read(&vmlinux).map_err(|e| Error::io(&vmlinux, e))?;
+    let base = crate::read_table(&vmlinux)?;
     match module {
         None => Btf::parse(&base),
         Some(m) => {
             let path = dir.join(m);
-            let split = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            let split = crate::read_table(&path)?;
             Btf::parse_split(&base, &split)
         }
     }

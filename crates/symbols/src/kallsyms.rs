@@ -383,7 +383,7 @@ pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
 
 /// Reads a kallsyms file's text.
 pub fn read(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+    crate::read_table_text(path)
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ impl KernelView {
         self.ftrace
             .get_or_init(|| {
                 let text = match (&self.filter_functions_path, &self.tracefs) {
-                    (Some(p), _) => std::fs::read_to_string(p).ok(),
+                    (Some(p), _) => crate::read_table_text(p).ok(),
                     (None, Some(t)) if self.running => {
                         ktrace_tracefs::tables::read_filter_functions(t)
                     }

@@ -471,6 +471,9 @@ impl<R: Read + Seek> TraceDat<R> {
             }
             v => return Err(Error::Version(v.into())),
         }
+        for b in &meta.buffers {
+            check_merge_size(b)?;
+        }
         Ok(TraceDat { src, meta })
     }
 
@@ -531,6 +534,27 @@ impl<R: Read + Seek> TraceDat<R> {
             .ok_or_else(|| Error::Usage(format!("buffer {buffer} has no cpu index {index}")))?;
         Ok((data, b.page_size as u64))
     }
+}
+
+/// Page memory a buffer's merge may need: one page per CPU is held while
+/// the CPUs are merged by time (the kernel's largest sub-buffers are
+/// 512 KiB with 4 KiB pages; 256 CPUs of those are 128 MiB).
+pub const MAX_MERGE: u64 = 256 << 20;
+
+/// A buffer whose CPUs' pages, one each, exceed [`MAX_MERGE`] is refused:
+/// reading it would hold them all at once.
+fn check_merge_size(b: &Buffer) -> Result<(), Error> {
+    let need = (b.cpus.len() as u64).saturating_mul(u64::from(b.page_size));
+    if need > MAX_MERGE {
+        return Err(Error::Format(format!(
+            "buffer {:?}: {} cpus of {}-byte pages need more than {} MiB to merge",
+            b.name,
+            b.cpus.len(),
+            b.page_size,
+            MAX_MERGE >> 20
+        )));
+    }
+    Ok(())
 }
 
 fn check_page_size(page_size: u32) -> Result<(), Error> {
@@ -660,6 +684,17 @@ fn read_v6<R: Read + Seek>(
                 "instance {name:?}: no flyrecord table"
             )));
         }
+        // every buffer's table is its own part of the file: more entries
+        // than the file holds (one table read again and again, by many
+        // BUFFER options) would cost memory quadratic in its size
+        let entries = (meta.buffers.len() as u64 + 1).saturating_mul(u64::from(meta.cpus));
+        if entries.saturating_mul(16) > i.src.len {
+            return Err(Error::Format(format!(
+                "{} buffers of {} cpus do not fit in the file: their flyrecord tables overlap",
+                meta.buffers.len() + 1,
+                meta.cpus
+            )));
+        }
         let cpus = flyrecord_table(i, meta.cpus)?;
         meta.buffers.push(Buffer {
             name,
@@ -685,6 +720,15 @@ fn flyrecord_table<R: Read + Seek>(i: &mut FileIn<'_, R>, n: u32) -> Result<Vec<
     }
     Ok(cpus)
 }
+
+/// Bytes of metadata sections one version 7 file may decompress to, all
+/// together (a recording's kallsyms and formats are some megabytes; many
+/// options naming one small section that decompresses big would otherwise
+/// cost that much time and memory again and again).
+#[cfg(not(test))]
+const META_BUDGET: u64 = 256 << 20;
+#[cfg(test)]
+const META_BUDGET: u64 = 1 << 20;
 
 /// The chunks of an unfinished ktrace recording (see [`crate::Writer`]), in
 /// file order, from `first` on: up to the first page that is not a chunk
@@ -737,8 +781,27 @@ pub(crate) fn walk_chunks<R: Read + Seek>(
 }
 
 /// Reads the section at `offset` (header checked against `id`), returning
-/// its decompressed content.
+/// its decompressed content; its size is taken from `budget`.
 fn section<R: Read + Seek>(
+    src: &mut Src<R>,
+    meta: &Meta,
+    offset: u64,
+    id: u16,
+    budget: &mut u64,
+) -> Result<Vec<u8>, Error> {
+    let b = section_body(src, meta, offset, id)?;
+    *budget = budget.checked_sub(b.len() as u64).ok_or_else(|| {
+        Error::Format(format!(
+            "metadata sections decompress to more than {} MiB (the section at offset {offset} \
+             is {} bytes)",
+            META_BUDGET >> 20,
+            b.len()
+        ))
+    })?;
+    Ok(b)
+}
+
+fn section_body<R: Read + Seek>(
     src: &mut Src<R>,
     meta: &Meta,
     offset: u64,
@@ -775,6 +838,7 @@ fn section<R: Read + Seek>(
 }
 
 fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Result<(), Error> {
+    let mut budget = META_BUDGET;
     let mut next = first;
     let mut seen = Vec::new();
     while next != 0 {
@@ -784,7 +848,7 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
             )));
         }
         seen.push(next);
-        let body = section(src, meta, next, option::DONE)?;
+        let body = section(src, meta, next, option::DONE, &mut budget)?;
         let mut s = SliceIn {
             b: &body,
             pos: 0,
@@ -825,33 +889,33 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
         match o.id {
             option::HEADER_INFO => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 header_info(&mut slice(&b, e, off), meta)?;
                 have_header = true;
             }
             option::FTRACE_EVENTS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 ftrace_formats(&mut slice(&b, e, off), meta)?;
             }
             option::EVENT_FORMATS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 event_formats(&mut slice(&b, e, off), meta)?;
             }
             option::KALLSYMS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.kallsyms = slice(&b, e, off).blob32("kallsyms")?;
             }
             option::PRINTK => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.printk_formats = slice(&b, e, off).blob32("printk formats")?;
             }
             option::CMDLINES => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.cmdlines = slice(&b, e, off).blob64("saved cmdlines")?;
             }
             option::CPUCOUNT => {
@@ -1206,6 +1270,96 @@ mod tests {
         b.extend_from_slice(&0u64.to_le_bytes());
         b[at..at + patch.len()].copy_from_slice(patch);
         b
+    }
+
+    /// Many BUFFER options of a version 6 file naming one flyrecord table
+    /// of many CPUs: every instance copied the table, memory quadratic in
+    /// the file's size (a 64 KB file gave 2,001 buffers of 2,000 CPUs,
+    /// 96 MB). Now tables that cannot all be in the file are an error.
+    #[test]
+    fn v6_instances_sharing_one_table_are_refused() {
+        let (n, cpus) = (2000u32, 2000u32);
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&4096u32.to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]); // formats, kallsyms, printk, cmdlines
+        b.extend_from_slice(&cpus.to_le_bytes());
+        b.extend_from_slice(b"options  \0");
+        let table_at = b.len() as u64 + u64::from(n) * (2 + 4 + 10) + 2;
+        for _ in 0..n {
+            b.extend_from_slice(&option::BUFFER.to_le_bytes());
+            b.extend_from_slice(&10u32.to_le_bytes());
+            b.extend_from_slice(&table_at.to_le_bytes());
+            b.extend_from_slice(b"x\0");
+        }
+        b.extend_from_slice(&option::DONE.to_le_bytes());
+        assert_eq!(b.len() as u64, table_at);
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
+        let e = TraceDat::open(std::io::Cursor::new(b)).unwrap_err();
+        assert!(e.to_string().contains("flyrecord tables overlap"), "{e}");
+    }
+
+    /// A version 6 file of 20 CPUs of 16 MiB pages: merging them held a
+    /// page per CPU, 320 MiB (and a file of thousands of CPUs far more);
+    /// now refused at open.
+    #[test]
+    fn buffers_whose_merge_needs_too_much_are_refused() {
+        let cpus = 20u32;
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]);
+        b.extend_from_slice(&cpus.to_le_bytes());
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
+        let e = TraceDat::open(std::io::Cursor::new(b.clone())).unwrap_err();
+        assert!(
+            e.to_string().contains("need more than 256 MiB to merge"),
+            "{e}"
+        );
+        // 15 of them fit
+        let at = b.len() - 20 * 16 - 10 - 4;
+        b[at..at + 4].copy_from_slice(&15u32.to_le_bytes());
+        assert!(TraceDat::open(std::io::Cursor::new(b)).is_ok());
+    }
+
+    /// Version 7 metadata sections may decompress to [`META_BUDGET`]
+    /// bytes in all (1 MiB under test): many options naming one section
+    /// that decompresses big cost that much again and again.
+    #[test]
+    fn v7_metadata_has_a_decompression_budget() {
+        let file = |kallsyms: usize| {
+            let h = crate::Header {
+                kallsyms: vec![b'x'; kallsyms],
+                ..crate::Header::default()
+            };
+            crate::write_v7(
+                std::io::Cursor::new(Vec::new()),
+                &h,
+                b"",
+                &[],
+                &[],
+                crate::Compress7::Zstd("1.5.4"),
+            )
+            .unwrap()
+            .into_inner()
+        };
+        let small = TraceDat::open(std::io::Cursor::new(file(100 << 10))).unwrap();
+        assert_eq!(small.meta.kallsyms.len(), 100 << 10);
+        let e = TraceDat::open(std::io::Cursor::new(file(2 << 20))).unwrap_err();
+        assert!(
+            e.to_string().contains("decompress to more than 1 MiB"),
+            "{e}"
+        );
     }
 
     #[test]
