@@ -3,7 +3,7 @@
 //! vmlinux BTF, plus a module's split BTF next to it for `MOD:func` probes),
 //! and "native" when the kernel reads BTF arguments itself. Live, that is what
 //! its tracefs README says (`<argname>`), never the version number; offline,
-//! the target version decides (6.6 and later).
+//! the target version decides (its features: 6.5 and later).
 //!
 //! Thin wiring over `ktrace_probe::btfarg::compile` and
 //! `ktrace_symbols::btf_types`; the coordinator's `ktrace trace` calls
@@ -36,7 +36,7 @@ impl Route {
         Route {
             source: Some(file.to_path_buf()),
             single_file: true,
-            native: kernel >= KernelVersion::new(6, 6),
+            native: kernel.features().btf_args,
             loaded: HashMap::new(),
             missing: None,
         }
@@ -60,7 +60,7 @@ impl Route {
         Route {
             source: None,
             single_file: false,
-            native: kernel >= KernelVersion::new(6, 6),
+            native: kernel.features().btf_args,
             loaded: HashMap::new(),
             missing: None,
         }
@@ -79,13 +79,13 @@ impl Route {
                     None
                 }
                 (Some(file), true) => {
-                    let r = std::fs::read(file)
-                        .map_err(|e| format!("{}: {e}", file.display()))
+                    let r = ktrace_symbols::read_table(file)
+                        .map_err(|e| e.to_string())
                         .and_then(|base| match module {
                             Some(m) => {
                                 let p = file.with_file_name(m);
-                                let split = std::fs::read(&p)
-                                    .map_err(|e| format!("{}: {e}", p.display()))?;
+                                let split =
+                                    ktrace_symbols::read_table(&p).map_err(|e| e.to_string())?;
                                 Btf::parse_split(&base, &split).map_err(|e| e.to_string())
                             }
                             None => Btf::parse(&base).map_err(|e| e.to_string()),

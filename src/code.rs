@@ -46,6 +46,37 @@ impl Source<'_> {
         Source::Live(view, PathBuf::from("/proc/kcore"))
     }
 
+    /// The function the address `symbol`+`offset` falls in when that is past
+    /// `symbol`'s own code (the running kernel's kallsyms decide): its name,
+    /// the offset into it and its code.
+    fn containing(&self, symbol: &str, offset: u64) -> Result<(String, u64, Vec<u8>), String> {
+        let Source::Live(view, core) = self else {
+            return Err("only the running kernel's symbols tell which function is there".into());
+        };
+        let (module, name) = match symbol.split_once(':') {
+            Some((m, n)) => (Some(m), n),
+            None => (None, symbol),
+        };
+        let ks = view.kallsyms().map_err(|e| e.to_string())?;
+        let sym = ks
+            .by_name(name, module)
+            .into_iter()
+            .find(|s| s.is_text())
+            .ok_or_else(|| format!("no kernel function {symbol:?}"))?;
+        let addr = sym.addr.checked_add(offset).ok_or("address overflow")?;
+        let at = ks
+            .lookup(addr)
+            .ok_or_else(|| format!("{addr:#x} is in no kernel symbol"))?;
+        let (f, o) = (at.symbol.clone(), at.offset);
+        let (_, bytes) = kernel_function(view, core, &f.name, f.module.as_deref())
+            .map_err(|e| format!("{e:#}"))?;
+        let fname = match &f.module {
+            Some(m) => format!("{m}:{}", f.name),
+            None => f.name.clone(),
+        };
+        Ok((fname, o, bytes))
+    }
+
     /// The bytes of kernel function `symbol` (`NAME` or `MOD:NAME`), or
     /// why they cannot be read.
     fn read(&self, symbol: &str) -> Result<Vec<u8>, String> {
@@ -213,6 +244,29 @@ const ENDBR: [[u8; 4]; 3] = [
 /// guest, so `+4` past it is left undecided.
 const ENDBR_POISON: [u8; 4] = [0x66, 0x0f, 0x1f, 0x00];
 
+/// Whether the running kernel's function `symbol` (`NAME` or `MOD:NAME`)
+/// starts with an `endbr64`/`endbr32`, read from /proc/kcore; `None` when
+/// its code cannot be read or starts with the nop a sealed `endbr64`
+/// becomes (whether the kernel's `is_endbr()` takes that was not seen).
+pub fn starts_with_endbr(view: &KernelView, symbol: &str) -> Option<bool> {
+    // A symbol that is not a function (data): its bytes are no endbr64.
+    let (module, name) = match symbol.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, symbol),
+    };
+    if let Ok(ks) = view.kallsyms() {
+        let found = ks.by_name(name, module);
+        if !found.is_empty() && found.iter().all(|s| !s.is_text()) {
+            return Some(false);
+        }
+    }
+    let bytes = Source::live(view).read(symbol).ok()?;
+    if bytes.starts_with(&ENDBR_POISON) {
+        return None;
+    }
+    Some(ENDBR.iter().any(|e| bytes.starts_with(e)))
+}
+
 /// Makes the code checks of an accepted kprobe at `SYM+OFF` that the
 /// checker left open ([`Unchecked::InsnBoundary`], and on x86
 /// [`Unchecked::FunctionEntry`] for `+4`): a refusal replaces the
@@ -238,15 +292,10 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
         return None;
     }
     let darch = match arch {
-        Arch::X86_64 => ktrace_disasm::Arch::X86_64,
+        Arch::X86_64 => Some(ktrace_disasm::Arch::X86_64),
+        Arch::Riscv64 => None,
         Arch::Arm64 => return None,
-        other => {
-            let name = match other {
-                Arch::Riscv64 => "riscv64",
-                other => other.name(),
-            };
-            return Some(format!("ktrace has no kprobe rules for {name}"));
-        }
+        other => return Some(format!("ktrace has no kprobe rules for {}", other.name())),
     };
     let bytes = match source.read(&symbol) {
         Ok(b) => b,
@@ -278,11 +327,47 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
         return None;
     }
     let len = bytes.len() as u64;
-    if offset >= len {
-        return Some(format!(
-            "+{offset:#x} is past the end of {symbol} ({len:#x} bytes)"
-        ));
-    }
+    // Past the function's end the address is in another function: the
+    // kernel checks the boundary there, from that function's start.
+    let (fname, offset, bytes) = if offset >= len {
+        match source.containing(&symbol, offset) {
+            Ok((f, o, b)) => (f, o, b),
+            Err(why) => {
+                return Some(format!(
+                    "+{offset:#x} is past the end of {symbol} ({len:#x} bytes): {why}"
+                ));
+            }
+        }
+    } else {
+        (symbol.clone(), offset, bytes)
+    };
+    let symbol = fname;
+    let Some(darch) = darch else {
+        // riscv64: arch_check_kprobe() walks 2- and 4-byte instructions
+        // from the function's start.
+        return match riscv_boundary(&bytes, offset) {
+            Ok(()) => {
+                checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+                None
+            }
+            Err((before, after)) => {
+                let near: Vec<String> = [before, after]
+                    .into_iter()
+                    .flatten()
+                    .map(|o| format!("{symbol}+{o:#x}"))
+                    .collect();
+                reject(
+                    checked,
+                    TpErr::BAD_INSN_BNDRY,
+                    format!(
+                        "+{offset:#x} is inside an instruction; the nearest boundaries are {}",
+                        near.join(" and ")
+                    ),
+                );
+                None
+            }
+        };
+    };
     // Another tool's kprobe shows as int3 in the live code; the kernel
     // decodes the original instruction there, ktrace cannot. (An int3
     // after a return or jump is the compiler's straight-line-speculation
@@ -331,6 +416,92 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
             None
         }
     }
+}
+
+/// Whether a uprobe at `file_offset` of the ELF at `path` starts an
+/// instruction of the function it falls in, decoded from the file (x86_64),
+/// or is aligned (aarch64's 4-byte instructions). The kernel does not
+/// check: a uprobe inside an instruction is accepted, and the traced
+/// program dies of SIGILL when it gets there. `Ok(())` also when the
+/// offset is in no function of the symbol table, or the machine is not
+/// one ktrace decodes.
+pub fn uprobe_boundary(path: &Path, file_offset: u64) -> Result<(), String> {
+    // One parse per file and process (`ktrace check` of many definitions on
+    // one binary, the differential tester).
+    type Cache = std::collections::HashMap<PathBuf, Option<std::sync::Arc<elf::ElfImage>>>;
+    static IMAGES: std::sync::Mutex<Option<Cache>> = std::sync::Mutex::new(None);
+    let image = {
+        let mut cache = IMAGES.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = cache.get_or_insert_with(Cache::new);
+        cache
+            .entry(path.to_path_buf())
+            .or_insert_with(|| elf::open(path).ok().map(std::sync::Arc::new))
+            .clone()
+    };
+    let Some(image) = image else {
+        return Ok(());
+    };
+    let Some(vaddr) = image.file_offset_to_vaddr(file_offset) else {
+        return Ok(());
+    };
+    let Some((sym, inner)) = image.symbolize(vaddr) else {
+        return Ok(());
+    };
+    if inner == 0 || sym.size == 0 || inner >= sym.size {
+        return Ok(());
+    }
+    let name = sym.display_name();
+    match image.machine {
+        // EM_AARCH64
+        183 if inner % 4 != 0 => Err(format!(
+            "{name}+{inner:#x} is not on an instruction (aarch64 instructions are 4 bytes: \
+             {name}+{:#x} and {name}+{:#x} are); the traced program would die of SIGILL there",
+            inner - inner % 4,
+            inner - inner % 4 + 4
+        )),
+        // EM_X86_64
+        62 => {
+            let Ok((_, bytes)) = symbol_bytes(path, &image, sym) else {
+                return Ok(());
+            };
+            match ktrace_disasm::boundary(ktrace_disasm::Arch::X86_64, &bytes, inner) {
+                Ok(()) => Ok(()),
+                Err(nb) => {
+                    let near: Vec<String> = [nb.nearest_before, nb.nearest_after]
+                        .into_iter()
+                        .flatten()
+                        .map(|o| format!("{name}+{o:#x}"))
+                        .collect();
+                    Err(format!(
+                        "{name}+{inner:#x} is inside an instruction; the nearest boundaries are \
+                         {}; the traced program would die of SIGILL there",
+                        near.join(" and ")
+                    ))
+                }
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// riscv64's `arch_check_kprobe()`: from the function's start, each
+/// instruction is 4 bytes when its low two bits are set, else 2 (a
+/// compressed one); `offset` must land on one. The boundaries around it
+/// otherwise.
+fn riscv_boundary(bytes: &[u8], offset: u64) -> Result<(), (Option<u64>, Option<u64>)> {
+    let mut at = 0u64;
+    let mut before = None;
+    while at <= offset {
+        if at == offset {
+            return Ok(());
+        }
+        before = Some(at);
+        let Some(&low) = bytes.get(at as usize) else {
+            return Err((before, None));
+        };
+        at += if low & 3 == 3 { 4 } else { 2 };
+    }
+    Err((before, Some(at).filter(|a| (*a as usize) < bytes.len())))
 }
 
 /// Replaces an accepted definition with the kernel's logged error `err`,
@@ -456,19 +627,29 @@ mod tests {
         assert!(c.accepted());
         assert_eq!(
             why.as_deref(),
-            Some("+0x5000 is past the end of vfs_read (0x310 bytes)")
+            Some(
+                "+0x5000 is past the end of vfs_read (0x310 bytes): only the running kernel's \
+                 symbols tell which function is there"
+            )
         );
         let list = not_checked(&c, why.as_deref());
         assert!(
             list.iter()
                 .any(|l| l.starts_with("instruction boundary of the offset (+0x5000"))
         );
-        let (c, why) = run("p:k/a vfs_read+2", Arch::Riscv64, &code);
+        // riscv64: 2- and 4-byte instructions walked from the start (a
+        // compressed one, low bits 01, then a 4-byte one, low bits 11)
+        let rv = [0x01u8, 0x00, 0x13, 0x00, 0x00, 0x00, 0x01, 0x00];
+        let (c, why) = run("p:k/a f+2", Arch::Riscv64, &rv);
+        assert!(c.accepted(), "{:?}", c.definition);
+        assert_eq!(why, None);
+        let (c, _) = run("p:k/a f+4", Arch::Riscv64, &rv);
+        let e = c.definition.unwrap_err();
+        assert_eq!(e.message, "Probe point is not an instruction boundary");
+        assert!(e.hint.unwrap().contains("f+0x2 and f+0x6"));
+        let (c, why) = run("p:k/a vfs_read+2", Arch::Arm, &code);
         assert!(c.accepted());
-        assert_eq!(
-            why.as_deref(),
-            Some("ktrace has no kprobe rules for riscv64")
-        );
+        assert_eq!(why.as_deref(), Some("ktrace has no kprobe rules for arm"));
         let mut c = check_line("p:k/a vfs_read+6", Target::new(Arch::X86_64), &Offline);
         let why = check(&mut c, Arch::X86_64, &Source::None("offline".into()));
         assert_eq!(why.as_deref(), Some("offline"));

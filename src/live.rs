@@ -135,25 +135,11 @@ pub(crate) fn setup_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
     Err(e)
 }
 
-/// Creates the probes, the instance and its settings, opens the stream,
+/// Creates the probes already built (checked, nothing written) into `sess`
+/// by `resolve::build`, the instance and its settings, opens the stream,
 /// keeps ktrace's own threads out, enables the probes and starts the
-/// command.
-pub(crate) fn setup(
-    defs: &[String],
-    stack: bool,
-    args: &RunArgs,
-    root: &std::path::Path,
-    view: &KernelView,
-    signals: &Signals,
-) -> anyhow::Result<Run> {
-    let sess = Session::new(root)?;
-    let probes = crate::resolve::build(&sess, defs, args.pid, view)?;
-    setup_built(sess, probes, stack, args, root, view, signals)
-}
-
-/// [`setup`] for probes already built (checked, nothing written) into
-/// `sess` by `resolve::build`: commands that check their own input against
-/// the probes' fields first.
+/// command. Commands check their own input (fields, outputs) against the
+/// built probes first.
 pub(crate) fn setup_built(
     mut sess: Session,
     probes: Vec<session::Probe>,
@@ -445,8 +431,15 @@ fn create_objects(
 }
 
 /// The instance's pid lists: `-p PID` (and the command's tree), or ktrace's
-/// own threads left out.
-fn pid_lists(inst: &ktrace_tracefs::Instance, args: &RunArgs, own_pid: u32) -> anyhow::Result<()> {
+/// own threads left out. Returns the pids of `set_event_pid` that must
+/// stay there while they live: ktrace's own (the command's parent) or the
+/// process of `-p` (`None`: the list is empty, the notrace list was
+/// written).
+fn pid_lists(
+    inst: &ktrace_tracefs::Instance,
+    args: &RunArgs,
+    own_pid: u32,
+) -> anyhow::Result<Option<Vec<u32>>> {
     if let Some(pid) = args.pid {
         let mut tids = threads_of(pid).with_context(|| format!("no process {pid}"))?;
         if !args.command.is_empty() {
@@ -457,18 +450,25 @@ fn pid_lists(inst: &ktrace_tracefs::Instance, args: &RunArgs, own_pid: u32) -> a
         }
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&tids)?;
+        // (its other threads may exit, and their numbers be reused)
+        let mut anchors = vec![pid];
+        if !args.command.is_empty() {
+            anchors.push(own_pid);
+        }
+        Ok(Some(anchors))
     } else if !args.command.is_empty() {
         // Children of listed pids are added as they fork, so the command is
         // traced from its first instruction; our own records are dropped.
         inst.set_option("event-fork", true)?;
         inst.set_event_pids(&[own_pid])?;
+        Ok(Some(vec![own_pid]))
     } else {
         // ktrace's own reads of the ring buffer (main and reader thread)
         // would otherwise feed probes on read/write paths, which feed the
         // buffer again.
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
+        Ok(None)
     }
-    Ok(())
 }
 
 fn start_command(args: &RunArgs) -> anyhow::Result<Option<Child>> {
@@ -492,6 +492,10 @@ pub(crate) struct KernelRun {
     pub(crate) inst: ktrace_tracefs::Instance,
     pub(crate) child: Option<Child>,
     pub(crate) status: Option<std::process::ExitStatus>,
+    /// Pids written to `set_event_pid` that stay there while they live
+    /// (`None`: it was left empty and ktrace's own threads went to
+    /// `set_event_notrace_pid`).
+    pub(crate) event_pids: Option<Vec<u32>>,
 }
 
 /// What writes the kernel engine's triggers: given the instance, the
@@ -519,7 +523,7 @@ pub(crate) fn setup_kernel(
         sess.set_filter(f)?;
         sess.set_filter("0")?;
     }
-    pid_lists(&inst, args, own_pid)?;
+    let event_pids = pid_lists(&inst, args, own_pid)?;
     check(signals)?;
     install(&inst, args.filter.as_deref(), &own)?;
     if !keep_recording {
@@ -544,6 +548,24 @@ pub(crate) fn setup_kernel(
         inst,
         child,
         status: None,
+        event_pids,
+    })
+}
+
+/// Whether someone else rewrote the kernel-engine instance's pid list:
+/// a pid ktrace wrote (still alive) is gone from `set_event_pid`, or the
+/// list ktrace left empty now names pids. Either way events ktrace should
+/// count are not counted.
+pub(crate) fn kernel_pids_disturbed(run: &KernelRun) -> Option<String> {
+    let now = run.inst.event_pids(false).ok().flatten()?;
+    let lost = match &run.event_pids {
+        Some(ours) => ours.iter().any(|p| !now.contains(p) && process_exists(*p)),
+        None => !now.is_empty(),
+    };
+    lost.then(|| {
+        "the instance's set_event_pid was rewritten by someone else while aggregating: events \
+         of the traced tasks are no longer counted"
+            .to_string()
     })
 }
 
@@ -611,15 +633,14 @@ pub(crate) fn conclude_kernel(
     removed.context("cleanup failed")?;
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s) and synthetic event(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        started.elapsed().as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s) and synthetic event(s)"),
+        started.elapsed().as_millis(),
+        teardown.via()
     );
+    if let Some(m) = teardown.moved {
+        anyhow::bail!("{m}");
+    }
     let uprobes = run.sess.probes().iter().any(|p| p.kind().is_uprobe());
     let fate = run.status.and_then(|st| command_fate(st, uprobes));
     if let Some((line, _)) = &fate {
@@ -769,16 +790,34 @@ pub(crate) fn warn(stream: &mut Stream) {
     }
 }
 
-/// Stops reading and takes the end-of-run account (per-CPU stats).
-pub(crate) fn finish(run: &mut Run, sink: &mut dyn Sink, stop: Stop) -> anyhow::Result<EndOfRun> {
+/// Stops reading, takes the end-of-run account (per-CPU stats) and ends
+/// the sink. The sink's last writes can fail: a closed pipe then ends the
+/// run quietly (`stop` becomes [`Stop::OutputClosed`]), any other failure
+/// becomes `error` (unless there is one already); the account is kept
+/// either way.
+pub(crate) fn finish(
+    run: &mut Run,
+    sink: &mut dyn Sink,
+    stop: &mut Stop,
+    error: &mut Option<anyhow::Error>,
+) -> anyhow::Result<EndOfRun> {
     run.sess.stop();
-    let end = match stop {
-        // the output is gone: account without writing to it
-        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped => run.stream.finish(&mut Discard),
-        _ => run.stream.finish(sink),
-    };
+    let end = run.stream.finish(&mut Discard);
     warn(&mut run.stream);
-    Ok(end?)
+    let end = end?;
+    // the output is gone: account without writing to it
+    if !matches!(
+        *stop,
+        Stop::OutputClosed | Stop::OutputFailed | Stop::Stopped
+    ) && let Err(e) = sink.finish(&end)
+    {
+        let (s, err) = failed(ktrace_stream::Error::Output(e));
+        *stop = s;
+        if error.is_none() {
+            *error = err;
+        }
+    }
+    Ok(end)
 }
 
 /// A sink that keeps nothing (the end of a run whose output failed).
@@ -846,16 +885,14 @@ pub(crate) fn teardown_and_summary(
     let cleanup_time = cleanup_started.elapsed();
     let teardown = teardown.context("cleanup failed")?;
     crate::eline!(
-        "ktrace: cleanup removed {} probe(s){} in {} ms",
-        teardown.events_removed,
-        if teardown.instance_removed {
-            " and the instance"
-        } else {
-            ""
-        },
-        cleanup_time.as_millis()
+        "ktrace: cleanup removed {} in {} ms{}",
+        teardown.removed_words("probe(s)"),
+        cleanup_time.as_millis(),
+        teardown.via()
     );
-    Ok(disturbed)
+    // tracefs unmounted under the run: cleaned up, but the user's tracefs
+    // went away (an error, as a disturbance is)
+    Ok(disturbed.or(teardown.moved))
 }
 
 /// A filter that is false for ktrace's own threads.

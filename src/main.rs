@@ -60,6 +60,7 @@ mod code;
 mod kview;
 mod live;
 mod modwatch;
+mod outfile;
 mod output;
 mod resolve;
 mod session;

@@ -19,7 +19,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
@@ -63,41 +63,29 @@ impl Target {
 }
 
 /// Opens `target` for writing, before the session creates anything: a
-/// directory, a missing directory, a read-only file system or a FIFO
-/// without a reader (waited for while `stop` says go on) are refused here.
-pub fn open_target(target: &Target, stop: &dyn Fn() -> bool) -> anyhow::Result<File> {
-    let path = match target {
+/// directory, a missing directory, a read-only file system, a file another
+/// ktrace writes or a FIFO without a reader (waited for while `stop` says
+/// go on) are refused here. A file is not truncated yet: see
+/// [`OutFile::start`](crate::outfile::OutFile::start).
+pub fn open_target(
+    target: &Target,
+    stop: &dyn Fn() -> bool,
+) -> anyhow::Result<(File, Option<crate::outfile::OutFile>)> {
+    match target {
         Target::Stdout => {
             let fd = rustix::io::dup(std::io::stdout())?;
-            return Ok(File::from(fd));
+            Ok((File::from(fd), None))
         }
-        Target::File(p) => p,
-    };
-    let shown = path.display();
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => anyhow::bail!("cannot write events to {shown}: it is a directory"),
-        Ok(m) if m.file_type().is_fifo() => return open_fifo(path, stop),
-        _ => {}
+        Target::File(p) => {
+            let out = crate::outfile::OutFile::in_place(p, stop)?;
+            Ok((out.file()?, Some(out)))
+        }
     }
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.is_dir()
-    {
-        anyhow::bail!(
-            "cannot write events to {shown}: the directory {} does not exist",
-            parent.display()
-        );
-    }
-    OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| anyhow::anyhow!("cannot write events to {shown}: {}", describe(&e)))
 }
 
 /// Opens a FIFO for writing without blocking in `open`: while nobody has it
 /// open for reading, waits and asks `stop`.
-fn open_fifo(path: &Path, stop: &dyn Fn() -> bool) -> anyhow::Result<File> {
+pub(crate) fn open_fifo(path: &Path, stop: &dyn Fn() -> bool) -> anyhow::Result<File> {
     let mut said = false;
     loop {
         match OpenOptions::new()
@@ -145,6 +133,21 @@ impl std::fmt::Display for Stopped {
 
 impl std::error::Error for Stopped {}
 
+/// Writes all of `data` to `file`; returns how many bytes it took, and the
+/// error that stopped it.
+fn write_counted(file: &mut File, data: &[u8]) -> (usize, io::Result<()>) {
+    let mut done = 0;
+    while done < data.len() {
+        match file.write(&data[done..]) {
+            Ok(0) => return (done, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Err(e)),
+        }
+    }
+    (done, Ok(()))
+}
+
 /// Whether `e` is [`Stopped`].
 pub fn is_stopped(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|i| i.is::<Stopped>())
@@ -159,11 +162,65 @@ pub fn describe(e: &io::Error) -> String {
     }
 }
 
+/// What reached the destination, counted by the writer thread from the
+/// marks the run put where each event starts ([`Output::mark`]): an event
+/// counts once every byte of it was accepted by the destination (a pipe
+/// closed by its reader, a full disk: the events written before, not the
+/// ones formatted).
+#[derive(Debug, Default, Clone)]
+pub struct Written {
+    /// Events written whole.
+    pub events: u64,
+    /// The same, by event type id.
+    pub per_id: Vec<u64>,
+    /// The event whose bytes are being written (its end is the next mark,
+    /// or the end of the output).
+    open: Option<u16>,
+}
+
+impl Written {
+    fn count(&mut self, id: u16) {
+        self.events += 1;
+        let i = usize::from(id);
+        if self.per_id.len() <= i {
+            self.per_id.resize(i + 1, 0);
+        }
+        self.per_id[i] += 1;
+    }
+
+    /// A buffer with `marks` of which the first `accepted` bytes reached
+    /// the destination.
+    fn account(&mut self, marks: &[(u32, u16)], accepted: usize) {
+        for &(at, id) in marks {
+            if at as usize > accepted {
+                break;
+            }
+            if let Some(prev) = self.open.replace(id) {
+                self.count(prev);
+            }
+        }
+    }
+
+    /// The output ended without an error: the last event is whole.
+    fn close(&mut self) {
+        if let Some(prev) = self.open.take() {
+            self.count(prev);
+        }
+    }
+}
+
+/// A buffer on its way to the writer thread, with its marks (offset in
+/// the buffer where an event starts, its type id).
+type Chunk = (Vec<u8>, Vec<(u32, u16)>);
+
 /// The events' destination: a buffer in front of a writer thread.
 pub struct Output {
     buf: Vec<u8>,
-    tx: Option<SyncSender<Vec<u8>>>,
-    recycle: Receiver<Vec<u8>>,
+    /// Where events start in `buf`.
+    marks: Vec<(u32, u16)>,
+    tx: Option<SyncSender<Chunk>>,
+    recycle: Receiver<Chunk>,
+    counted: Arc<Mutex<Written>>,
     failed: Arc<Mutex<Option<io::Error>>>,
     done: Receiver<()>,
     thread: Option<JoinHandle<()>>,
@@ -201,33 +258,37 @@ impl Stall {
 impl Output {
     /// Starts the writer thread on `file`.
     pub fn new(file: File, stop: StopCheck) -> Output {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
-        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT + 1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(IN_FLIGHT);
+        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Chunk>(IN_FLIGHT + 1);
+        let counted = Arc::new(Mutex::new(Written::default()));
         let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<()>(1);
         let failed = Arc::new(Mutex::new(None));
         let written = Arc::new(AtomicU64::new(0));
         let thread = {
             let failed = Arc::clone(&failed);
             let written = Arc::clone(&written);
+            let counted = Arc::clone(&counted);
             std::thread::Builder::new()
                 .name("ktrace-output".into())
                 .spawn(move || {
                     let mut file = file;
-                    for mut chunk in rx {
+                    for (mut chunk, mut marks) in rx {
                         let ok = failed.lock().map(|f| f.is_none()).unwrap_or(false);
                         if ok {
-                            match file.write_all(&chunk) {
-                                Ok(()) => {}
-                                Err(e) => {
-                                    if let Ok(mut f) = failed.lock() {
-                                        *f = Some(e);
-                                    }
-                                }
+                            let (accepted, result) = write_counted(&mut file, &chunk);
+                            if let Ok(mut c) = counted.lock() {
+                                c.account(&marks, accepted);
+                            }
+                            if let Err(e) = result
+                                && let Ok(mut f) = failed.lock()
+                            {
+                                *f = Some(e);
                             }
                         }
                         chunk.clear();
+                        marks.clear();
                         written.fetch_add(1, Ordering::Relaxed);
-                        let _ = back_tx.try_send(chunk);
+                        let _ = back_tx.try_send((chunk, marks));
                     }
                     // Regular files: make sure the data reached the file
                     // system (a full disk can show only here on NFS etc.).
@@ -239,20 +300,40 @@ impl Output {
                     {
                         *f = Some(e);
                     }
+                    if failed.lock().is_ok_and(|f| f.is_none())
+                        && let Ok(mut c) = counted.lock()
+                    {
+                        c.close();
+                    }
                     let _ = done_tx.send(());
                 })
                 .expect("spawn the output thread")
         };
         Output {
             buf: Vec::with_capacity(BUFFER + SLACK),
+            marks: Vec::new(),
             tx: Some(tx),
             recycle: back_rx,
+            counted,
             failed,
             done: done_rx,
             thread: Some(thread),
             stop,
             written,
         }
+    }
+
+    /// An event of type `id` starts here (see [`Written`]).
+    #[inline]
+    pub fn mark(&mut self, id: u16) {
+        let at = u32::try_from(self.buf.len()).unwrap_or(u32::MAX);
+        self.marks.push((at, id));
+    }
+
+    /// What the writer thread has written so far (final once
+    /// [`Output::finish`] has returned).
+    pub fn written(&self) -> Arc<Mutex<Written>> {
+        Arc::clone(&self.counted)
     }
 
     /// The first error the writer thread met, if any (as a new error with
@@ -269,11 +350,14 @@ impl Output {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let fresh = self
+        let (fresh, fresh_marks) = self
             .recycle
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(BUFFER + SLACK));
-        let mut chunk = std::mem::replace(&mut self.buf, fresh);
+            .unwrap_or_else(|_| (Vec::with_capacity(BUFFER + SLACK), Vec::new()));
+        let mut chunk = (
+            std::mem::replace(&mut self.buf, fresh),
+            std::mem::replace(&mut self.marks, fresh_marks),
+        );
         let Some(tx) = &self.tx else {
             return Err(io::Error::other("output already closed"));
         };
@@ -288,7 +372,7 @@ impl Output {
                     }
                     if (self.stop)() && stall.stalled(&self.written) {
                         // Keep the bytes: `finish` may still get them out.
-                        self.buf = chunk;
+                        (self.buf, self.marks) = chunk;
                         return Err(io::Error::other(Stopped));
                     }
                     std::thread::sleep(TICK);
@@ -388,7 +472,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("out");
         let t = Target::File(path.clone());
-        let f = open_target(&t, &|| false).unwrap();
+        let (f, mut out) = open_target(&t, &|| false).unwrap();
+        out.as_mut().unwrap().start().unwrap();
         let mut o = Output::new(f, never());
         let mut want = Vec::new();
         for i in 0..100_000u32 {
@@ -405,7 +490,7 @@ mod tests {
     fn dev_full_is_an_error_not_a_quiet_end() {
         // Regression: `-o /dev/full` ended with exit 0 and "0 lost".
         let t = Target::File("/dev/full".into());
-        let f = open_target(&t, &|| false).unwrap();
+        let (f, _out) = open_target(&t, &|| false).unwrap();
         let mut o = Output::new(f, never());
         let mut failed = false;
         for _ in 0..1000 {

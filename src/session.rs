@@ -142,13 +142,10 @@ impl std::error::Error for Interrupted {}
 /// kernel is rendered from it; nothing re-parses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
-    /// The definition (for a BTF-named definition on a kernel that reads
-    /// BTF names itself: the classic form ktrace compiled, which records
-    /// the same fields).
+    /// The definition (for a BTF-named definition: as the kernel reads it
+    /// where it reads BTF names itself, else the classic form ktrace
+    /// compiled, which records the same fields).
     pub def: ProbeDef,
-    /// On such a kernel, the argument words written as the user wrote them
-    /// (the kernel resolves the names itself).
-    pub native_args: Option<Vec<String>>,
 }
 
 impl Probe {
@@ -172,19 +169,7 @@ impl Probe {
 
     /// The definition as written to the kernel.
     pub fn definition(&self) -> String {
-        match &self.native_args {
-            None => ktrace_probe::render::definition(&self.def),
-            Some(words) => {
-                let mut head = self.def.clone();
-                head.args.clear();
-                let mut s = ktrace_probe::render::definition(&head);
-                for w in words {
-                    s.push(' ');
-                    s.push_str(w);
-                }
-                s
-            }
-        }
+        ktrace_probe::render::definition(&self.def)
     }
 }
 
@@ -419,32 +404,66 @@ impl Session {
     }
 
     /// Removes the instance and the group. Safe to call more than once.
-    pub fn destroy(&mut self) -> anyhow::Result<owner::Teardown> {
+    pub fn destroy(&mut self) -> anyhow::Result<Cleanup> {
         if self.destroyed {
-            return Ok(owner::Teardown::default());
+            return Ok(Cleanup::default());
         }
         self.destroyed = true;
         let still_live = unregister(&self.name);
         if !still_live {
             // The panic hook got here first.
-            return Ok(owner::Teardown::default());
+            return Ok(Cleanup::default());
         }
         match self.pinned.reach() {
-            ktrace_tracefs::pin::Reach::Path(p) => Ok(owner::teardown(&p, &self.name)?),
+            ktrace_tracefs::pin::Reach::Path(p) => Ok(Cleanup {
+                removed: owner::teardown(&p, &self.name)?,
+                moved: None,
+            }),
             ktrace_tracefs::pin::Reach::Moved { was, now } => {
-                let t = owner::teardown(&now, &self.name)?;
-                anyhow::bail!(
-                    "tracefs at {} was unmounted or replaced while tracing; the session was \
-                     removed through the mount ktrace held open ({} probe(s){})",
-                    was.display(),
-                    t.events_removed,
-                    if t.instance_removed {
-                        " and the instance"
-                    } else {
-                        ""
-                    }
-                )
+                let removed = owner::teardown(&now, &self.name)?;
+                Ok(Cleanup {
+                    removed,
+                    moved: Some(format!(
+                        "tracefs at {} was unmounted or replaced while tracing; ktrace \
+                         removed its session through the mount it held open",
+                        was.display()
+                    )),
+                })
             }
+        }
+    }
+}
+
+/// What [`Session::destroy`] did.
+#[derive(Debug, Default)]
+pub struct Cleanup {
+    /// What was removed.
+    pub removed: owner::Teardown,
+    /// tracefs was unmounted or replaced while tracing (the cleanup went
+    /// through the mount the session held open): what to tell the user.
+    pub moved: Option<String>,
+}
+
+impl Cleanup {
+    /// The cleanup line's words after "removed": `N probe(s)[ and the
+    /// instance]`, and how when tracefs had gone.
+    pub fn removed_words(&self, what: &str) -> String {
+        format!(
+            "{} {what}{}",
+            self.removed.events_removed,
+            if self.removed.instance_removed {
+                " and the instance"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Where the cleanup went, when not through tracefs's usual path.
+    pub fn via(&self) -> &'static str {
+        match self.moved {
+            Some(_) => " (through the tracefs mount ktrace held open)",
+            None => "",
         }
     }
 }

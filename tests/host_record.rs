@@ -3,8 +3,9 @@
 //! and writer of trace.dat: trace-cmd reads ktrace's recordings with the
 //! same event lines, ktrace reads trace-cmd's (version 7, compressed) with
 //! the same lines, a report equals the live `ktrace trace` of the same
-//! workload, a recorder killed with SIGKILL leaves a readable file, and bad
-//! files are refused without a panic.
+//! workload, a recorder killed with SIGKILL leaves `FILE.partial` that
+//! `ktrace report` reads (and the target untouched), and bad files are
+//! refused without a panic.
 //!
 //! trace-cmd's `report` prints `comm-pid [cpu] ts: event: (addr) args`
 //! without the flags column and with the address in plain hex, the kernel's
@@ -269,14 +270,19 @@ fn ktrace_reads_tracecmd_recording_alike() {
     assert_eq!(ours, theirs);
 }
 
-/// A recorder killed with SIGKILL leaves a file that both readers read up
-/// to the last page written; the next ktrace run reaps the session.
+/// A recorder killed with SIGKILL leaves `k.dat.partial`, which `ktrace
+/// report` reads up to the last page written (trace-cmd refuses it rather
+/// than misread it), no larger than about its data (regression: 1.1 TB of
+/// apparent size, each CPU's region 1 TiB further into the file), and
+/// `k.dat` as it was; the next ktrace run reaps the session.
 #[test]
 fn sigkill_leaves_a_readable_recording() {
     let Some(_root) = tracefs() else { return };
     let _g = common::serial();
     let p = Prog::build("rec_kill");
     let file = p.dir.join("k.dat");
+    let partial = p.dir.join("k.dat.partial");
+    std::fs::write(&file, "an earlier file").unwrap();
     // 20,000 hits 200 us apart: about 4 s of events
     let mut child = ktrace()
         .arg("record")
@@ -291,10 +297,10 @@ fn sigkill_leaves_a_readable_recording() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // wait until pages landed (the file grows past its header), then kill
+    // wait until pages landed in the partial file, then kill
     let start = Instant::now();
     let grown = || {
-        let out = ktrace().arg("report").arg(&file).output().unwrap();
+        let out = ktrace().arg("report").arg(&partial).output().unwrap();
         String::from_utf8_lossy(&out.stdout).lines().count() > 100
     };
     while !grown() {
@@ -310,7 +316,9 @@ fn sigkill_leaves_a_readable_recording() {
     )
     .unwrap();
     let _ = child.wait();
-    let (ours, _) = report(&file, false);
+    assert_eq!(std::fs::read(&file).unwrap(), b"an earlier file");
+    let (ours, err) = report(&partial, false);
+    assert!(err.contains("unfinished recording"), "{err}");
     let ours = norm_all(&ours);
     assert!(
         ours.len() > 100 && ours.len() < 20000,
@@ -326,8 +334,21 @@ fn sigkill_leaves_a_readable_recording() {
         };
         assert!(l.ends_with(&want), "line {i}: {l}");
     }
+    // no giant sparse file: each CPU's last chunk holds at most 4 MiB
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let len = std::fs::metadata(&partial).unwrap().len();
+    assert!(
+        len < (ours.len() as u64) * 1024 + (cpus + 2) * (4 << 20) + (8 << 20),
+        "{len} bytes apparent for {} events",
+        ours.len()
+    );
     if have_trace_cmd() {
-        assert_eq!(norm_all(&trace_cmd_report(&file)), ours);
+        let out = Command::new("trace-cmd")
+            .args(["report", "-i"])
+            .arg(&partial)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "trace-cmd read an unfinished file");
     }
     // the traced program was left running by the kill; end it, and let
     // the next run reap the session
@@ -338,6 +359,15 @@ fn sigkill_leaves_a_readable_recording() {
         .status();
     let clean = ktrace().arg("clean").output().unwrap();
     assert!(clean.status.success(), "{clean:?}");
+    // recording again to the same name replaces the leftover, then the file
+    let err = record(&p, &file, 50);
+    assert!(
+        err.contains("replacing") && err.contains("k.dat.partial"),
+        "{err}"
+    );
+    assert!(!partial.exists());
+    let (again, _) = report(&file, false);
+    assert_eq!(norm_all(&again).len(), 50);
 }
 
 /// Truncated, corrupted and foreign files: exit 1 with a message naming
@@ -399,7 +429,8 @@ fn bad_files_are_refused_clearly() {
 /// uprobe on the same function in two processes: decoded by `protoc
 /// --decode` against crates/perfetto/tests/perfetto.proto (Perfetto's
 /// documented field numbers), one track per thread with its name, every
-/// entry/return pair a balanced slice, every field an annotation.
+/// entry/return pair a balanced slice named by the entry event, every
+/// field an annotation.
 #[test]
 fn export_perfetto_threads_slices_fields() {
     if tracefs().is_none() {
@@ -459,8 +490,10 @@ fn live_trace_perfetto() {
 }
 
 /// Decodes `pf` with protoc against Perfetto's field numbers and checks
-/// two thread tracks named `target`, 40 balanced slices named `place`,
-/// every field of both probes an annotation, time never going back.
+/// two thread tracks named `target`, 40 balanced slices named by the entry
+/// event (`ent`, not the probed `place`: issue 24), every field of both
+/// probes an annotation but the probe's own address, names interned, time
+/// never going back.
 fn check_perfetto(pf: &Path, place: &str) {
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
     let Ok(child) = Command::new("protoc")
@@ -480,27 +513,31 @@ fn check_perfetto(pf: &Path, place: &str) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let raw = String::from_utf8(out.stdout).unwrap();
     assert!(
-        !text
-            .lines()
+        !raw.lines()
             .any(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())),
-        "unknown fields: {text}"
+        "unknown fields: {raw}"
     );
+    // names are interned: written once, then referred to by number
+    assert_eq!(raw.matches("name: \"a\"").count(), 1, "{raw}");
+    let text = ktrace_perfetto::protoc_text::expand(&raw);
     assert_eq!(text.matches("thread {").count(), 2, "one track per process");
     assert_eq!(text.matches("thread_name: \"target\"").count(), 2);
     assert_eq!(text.matches("type: TYPE_SLICE_BEGIN").count(), 40);
     assert_eq!(text.matches("type: TYPE_SLICE_END").count(), 40);
     assert_eq!(text.matches("type: TYPE_INSTANT").count(), 0);
-    for f in ["__probe_ip", "a", "s"] {
+    for f in ["a", "s", "__probe_ret_ip", "rv"] {
         assert_eq!(text.matches(&format!("name: \"{f}\"")).count(), 40, "{f}");
     }
-    for f in ["__probe_func", "__probe_ret_ip", "rv"] {
-        assert_eq!(text.matches(&format!("name: \"{f}\"")).count(), 40, "{f}");
+    // the probe's own address, the same on every hit, is left out
+    for f in ["__probe_ip", "__probe_func"] {
+        assert_eq!(text.matches(&format!("name: \"{f}\"")).count(), 0, "{f}");
     }
     assert!(text.contains("string_value: \"hello, ring0\""));
-    // the slice is named by the probed place
-    assert!(text.contains(&format!("name: \"{}\"", place)), "{text}");
+    // the slice is named by the entry's event name, not the probed place
+    assert_eq!(text.matches("name: \"ent\"").count(), 40, "{text}");
+    assert!(!text.contains(&format!("name: \"{place}\"")), "{text}");
     let mut depth = std::collections::HashMap::new();
     let (mut last_ts, mut kind) = (0u64, "");
     for l in text.lines().map(str::trim) {

@@ -301,17 +301,27 @@ fn check_asks_the_live_kernel_unless_offline() {
 fn lib_symbol_found_through_the_traced_process_maps() {
     let Some(_root) = tracefs() else { return };
     let _s = serial();
-    // A shell that sleeps first, then calls getenv (printenv is a child, so
-    // -p's event-fork follows it).
+    // A shell that waits until ktrace traces, then calls getenv (printenv
+    // is a child, so -p's event-fork follows it). It used to sleep one
+    // second instead, which a loaded machine's slower setup outlasted: the
+    // call came before the probe and the test failed.
+    let go = std::env::temp_dir().join(format!("ktrace_libsym_go_{}", std::process::id()));
+    let _ = std::fs::remove_file(&go);
     let mut target = Command::new("/bin/sh")
-        .args(["-c", "sleep 1; printenv HOME"])
+        .args([
+            "-c",
+            &format!(
+                "while [ ! -e {} ]; do sleep 0.02; done; printenv HOME",
+                go.display()
+            ),
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let pid = target.id();
     // The shell maps libc once the dynamic loader has run: wait for it.
     let mut libc_in_maps = None;
-    for _ in 0..100 {
+    for _ in 0..500 {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
         libc_in_maps = maps
             .lines()
@@ -324,16 +334,26 @@ fn lib_symbol_found_through_the_traced_process_maps() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let libc_in_maps = libc_in_maps.expect("libc in the shell's maps");
-    let (out, stdout, stderr) = run_trace(&[
-        "libc:getenv".into(),
-        "name=+0(arg1):string".into(),
-        "-p".into(),
-        pid.to_string(),
-        "-d".into(),
-        "3".into(),
-    ]);
+    let mut running = common::start_trace(
+        &[
+            "libc:getenv".into(),
+            "name=+0(arg1):string".into(),
+            "-p".into(),
+            pid.to_string(),
+            "-d".into(),
+            "120".into(),
+        ],
+        Stdio::piped(),
+        &[],
+    );
+    std::fs::write(&go, "").unwrap();
     let _ = target.wait();
-    assert!(out.status.success(), "{stderr}");
+    let _ = std::fs::remove_file(&go);
+    // -p ends the run when the process is gone
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut running.child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let (code, stderr) = running.finish();
+    assert_eq!(code, 0, "{stderr}");
     let want = format!(
         "ktrace: libc:getenv -> {libc_in_maps}:{:#x} ",
         symbol_offset(Path::new(&libc_in_maps), "getenv")

@@ -9,14 +9,10 @@ use std::process::Command;
 
 use common::{Target, serial, state, tracefs};
 
-#[test]
-fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
-    let Some(root) = tracefs() else { return };
-    let _s = serial();
-    let t = Target::new("umount");
+/// In a private mount namespace: starts ktrace, waits until it traces,
+/// unmounts tracefs lazily, then Ctrl-C's it; its exit status and stderr.
+fn trace_then_unmount(t: &Target) -> String {
     let ktrace = env!("CARGO_BIN_EXE_ktrace");
-    // In a private mount namespace: start ktrace, wait until it traces,
-    // unmount tracefs lazily, then Ctrl-C it; print its exit status.
     let script = format!(
         "set -u
         {ktrace} trace '{def}' -d 60 2>err &
@@ -35,8 +31,17 @@ fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
         .current_dir(&t.dir)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}");
+    text
+}
+
+#[test]
+fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("umount");
+    let text = trace_then_unmount(&t);
     assert!(text.contains("exit=1"), "an error, not exit 0: {text}");
     assert!(text.contains("was unmounted or replaced"), "{text}");
     let pid = common::session_pid(&text);
@@ -44,6 +49,22 @@ fn lazily_unmounted_tracefs_is_cleaned_through_the_held_mount() {
         state(&root).of_pid(pid).is_empty(),
         "left behind: {:?}\n{text}",
         state(&root).of_pid(pid)
+    );
+}
+
+/// Regression (issue 23, row 19): "cleanup failed" was printed although
+/// the cleanup through the held mount succeeded.
+#[test]
+fn cleanup_through_the_held_mount_was_called_failed() {
+    let Some(_root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("umount_ok");
+    let text = trace_then_unmount(&t);
+    assert!(!text.contains("cleanup failed"), "{text}");
+    assert!(
+        text.contains("cleanup removed 1 probe(s) and the instance in")
+            && text.contains("(through the tracefs mount ktrace held open)"),
+        "{text}"
     );
 }
 

@@ -71,9 +71,19 @@ pub struct Common {
     #[arg(long)]
     pub json: bool,
     /// Serve the aggregates (since the start) at http://ADDR/metrics in the
-    /// Prometheus text format, bound to exactly ADDR (e.g. 127.0.0.1:9100).
+    /// Prometheus text format, bound to exactly ADDR (e.g. 127.0.0.1:9100;
+    /// `0.0.0.0` or `[::]` serve every network, with a warning). Every series
+    /// has a `func` label; latency is in seconds, measured in nanoseconds.
     #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     pub prometheus: Option<SocketAddr>,
+    /// Distinct keys kept: ktrace keeps the first N it sees and counts
+    /// what later keys bring together as "other" (exactly, and says so);
+    /// the kernel engine's tables hold N each (rounded up to a power of
+    /// two, at most 131072) and count what does not fit as dropped.
+    /// Memory stays bounded by it, with --top too.
+    #[arg(long, value_name = "N", default_value_t = ktrace_aggregate::agg::DEFAULT_MAX_KEYS as u64,
+          value_parser = crate::cli::count)]
+    pub max_keys: u64,
     /// Who aggregates: the kernel (hist triggers), ktrace (from the
     /// stream), or auto (the kernel when it can).
     #[arg(long, value_enum, default_value_t = EngineChoice::Auto)]
@@ -278,6 +288,7 @@ fn plan(
     group: &str,
     f: &Features,
     args: &RunArgs,
+    prometheus: bool,
 ) -> anyhow::Result<Result<KPlan, Unsupported>> {
     let no = |r: &str| Ok(Err(Unsupported { reason: r.into() }));
     if !f.hist {
@@ -320,7 +331,15 @@ fn plan(
                     func: func_of(&probes[*e]),
                 };
                 let prefix = ktrace_tracefs::owner::synthetic_name(group, &n.to_string());
-                match kernel::plan_latency(&lp, &prefix, *unit, *scale, &checked.keys, f) {
+                match kernel::plan_latency(
+                    &lp,
+                    &prefix,
+                    *unit,
+                    *scale,
+                    &checked.keys,
+                    f,
+                    prometheus,
+                ) {
                     Ok(p) => plans.push(p),
                     Err(u) => return Ok(Err(u)),
                 }
@@ -336,31 +355,46 @@ fn plan(
 /// `ktrace count 'ext4_*'`, ran the kernel out of memory).
 const TABLE_BUDGET: usize = 65_536;
 
-/// Sizes the tables so that together they stay within [`TABLE_BUDGET`]
-/// entries: a power of two from 128 (the kernel's least) to 8192 each.
-/// Returns the size when tables were made smaller. Keys beyond a table's
-/// size are counted by the kernel as dropped, and reported.
-fn fit_tables(kp: &mut KPlan) -> Option<usize> {
+/// The largest hist table the kernel makes (`TRACING_MAP_BITS_MAX` 17).
+const MAX_TABLE: usize = 1 << 17;
+
+/// The size of each table for `--max-keys want`: a power of two from 128
+/// (the kernel's least) to [`MAX_TABLE`].
+fn table_size(want: u64) -> usize {
+    (want.clamp(128, MAX_TABLE as u64) as usize).next_power_of_two()
+}
+
+/// Sizes the tables: `want` entries each ([`table_size`]), unless
+/// together they would pass [`TABLE_BUDGET`] (or the one table asked
+/// for, if larger), in which case each gets an equal share, a power of
+/// two from 128. Returns the size each got and whether the budget made
+/// them smaller. Keys beyond a table's size are counted by the kernel as
+/// dropped, and reported.
+fn fit_tables(kp: &mut KPlan, want: u64) -> (usize, bool) {
     let tables = kp
         .steps()
         .into_iter()
         .filter(|s| matches!(s, Step::Trigger { .. }))
         .count();
-    let full = kernel::TABLE_SIZE as usize;
-    if tables * full <= TABLE_BUDGET {
-        return None;
-    }
-    let each = (TABLE_BUDGET / tables.max(1)).max(128);
-    let size = (1usize << (usize::BITS - 1 - each.leading_zeros())).clamp(128, full);
+    let full = table_size(want);
+    let budget = TABLE_BUDGET.max(full);
+    let over = tables * full > budget;
+    let size = if over {
+        let each = (budget / tables.max(1)).max(128);
+        (1usize << (usize::BITS - 1 - each.leading_zeros())).clamp(128, full)
+    } else {
+        full
+    };
+    let planned = format!(":size={}", kernel::TABLE_SIZE);
+    let sized = format!(":size={size}");
     for steps in kp.steps_mut() {
         for step in steps.iter_mut() {
             let Step::Trigger { command, .. } = step else {
                 continue;
             };
-            let sized = format!(":size={size}");
-            if command.contains(&format!(":size={full}")) {
-                *command = command.replace(&format!(":size={full}"), &sized);
-            } else if !command.contains(":size=") {
+            if command.contains(&planned) {
+                *command = command.replace(&planned, &sized);
+            } else if over && !command.contains(":size=") {
                 // right after the keys (the kernel takes attributes in any order)
                 let keys_end = command
                     .strip_prefix("hist:keys=")
@@ -374,7 +408,7 @@ fn fit_tables(kp: &mut KPlan) -> Option<usize> {
             }
         }
     }
-    Some(size)
+    (size, over)
 }
 
 /// Adds the run's filter to the triggers on the session's probes: the
@@ -410,6 +444,17 @@ enum Report {
 }
 
 impl Report {
+    /// The kernel engine's report, stating its tables' size as the cap
+    /// (the user engine's reports carry their own).
+    fn sized(mut self, entries: usize) -> Report {
+        match &mut self {
+            Report::Count(r) => r.max_keys = entries,
+            Report::Hist(r) => r.max_keys = entries,
+            Report::Latency(r) => r.hist.max_keys = entries,
+        }
+        self
+    }
+
     fn since(&self, earlier: &Report) -> Report {
         match (self, earlier) {
             (Report::Count(a), Report::Count(b)) => Report::Count(a.since(b)),
@@ -479,6 +524,50 @@ enum UserAgg {
 }
 
 impl UserAgg {
+    /// The aggregator of `job` by `keys` keeping `max_keys`; with `prom`,
+    /// the one Prometheus serves: keyed by function first (every series
+    /// names its function) and latency measured in nanoseconds (its
+    /// bounds below 16 us are then not whole microseconds apart).
+    fn new(
+        job: &Job,
+        pairs: Vec<LatencyPair>,
+        keys: &[KeySpec],
+        max_keys: usize,
+        prom: bool,
+    ) -> UserAgg {
+        let mut keys = keys.to_vec();
+        if prom && !keys.contains(&KeySpec::Func) {
+            keys.insert(0, KeySpec::Func);
+        }
+        match job {
+            Job::Count { .. } => UserAgg::Count(CountAgg::new(keys).with_max_keys(max_keys)),
+            Job::Hist { field, scale, .. } => {
+                UserAgg::Hist(HistAgg::new(field, *scale, keys).with_max_keys(max_keys))
+            }
+            Job::Latency { scale, unit, .. } => {
+                let (unit, scale) = match (prom, *scale) {
+                    (false, s) => (*unit, s),
+                    (true, Scale::Log2) => (Unit::Ns, Scale::Log2),
+                    (true, Scale::Linear { step }) => (
+                        Unit::Ns,
+                        Scale::Linear {
+                            step: step.saturating_mul(unit.nanos()),
+                        },
+                    ),
+                };
+                UserAgg::Latency(LatencyAgg::new(pairs, unit, scale, keys).with_max_keys(max_keys))
+            }
+        }
+    }
+
+    fn overflowed(&self) -> bool {
+        match self {
+            UserAgg::Count(a) => a.overflowed(),
+            UserAgg::Hist(a) => a.overflowed(),
+            UserAgg::Latency(a) => a.overflowed(),
+        }
+    }
+
     fn add(&mut self, s: &Sample<'_>) {
         match self {
             UserAgg::Count(a) => a.add(s),
@@ -626,15 +715,20 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
             &group,
             &features,
             &common.run,
+            common.prometheus.is_some(),
         )?),
     };
+    // (the kernel engine's table size, said in its reports as max_keys)
+    let mut table_entries = 0;
     let kplan = match (common.engine, planned) {
         (EngineChoice::User, _) | (_, None) => None,
         (EngineChoice::Kernel, Some(Err(u))) => {
             bail!("the kernel engine cannot do this: {}", u.reason)
         }
         (_, Some(Ok(mut p))) => {
-            if let Some(size) = fit_tables(&mut p) {
+            let (size, over) = fit_tables(&mut p, common.max_keys);
+            table_entries = size;
+            if over {
                 crate::eline!(
                     "ktrace: {} hist tables of {size} entries each (the kernel allocates them \
                      up front); keys beyond that are counted as dropped",
@@ -666,6 +760,14 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
                 "ktrace: Prometheus metrics at http://{}/metrics",
                 s.local_addr()
             );
+            if addr.ip().is_unspecified() {
+                crate::say!(
+                    "warning: {} serves the metrics to every network this machine is on, \
+                     unauthenticated: they hold what the probes saw (task names, traced strings, \
+                     stacks); bind 127.0.0.1 or a private address to keep them local",
+                    s.local_addr()
+                );
+            }
             Some(s)
         }
         _ => None,
@@ -685,7 +787,16 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         metrics,
     };
     let code = match kplan {
-        Some(kp) => run_kernel(sess, probes, kp, &common.run, &signals, &printer, &root),
+        Some(kp) => run_kernel(
+            sess,
+            probes,
+            kp,
+            &common.run,
+            &signals,
+            &printer,
+            &root,
+            table_entries,
+        ),
         None => run_user(
             sess,
             probes,
@@ -697,6 +808,7 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
             &printer,
             &root,
             &view,
+            usize::try_from(common.max_keys).unwrap_or(usize::MAX),
         ),
     };
     if let Some(s) = server {
@@ -809,77 +921,210 @@ fn function_route(
     }
 }
 
-/// Reads the kernel's tables: the totals since the triggers went in.
+/// What the kernel's tables say, totals since the triggers went in: the
+/// report as asked, and with `prom` the one Prometheus serves (keyed by
+/// function first; latency in nanoseconds). With `gone_is_empty` (someone
+/// removed triggers of ours: their tables went with them) a missing table
+/// reads as empty, so what is left is still reported.
 fn read_kernel(
     kp: &KPlan,
     inst: &ktrace_tracefs::Instance,
     root: &Path,
     group: &str,
-) -> anyhow::Result<Report> {
-    // the table of our trigger on system/event (the one with an onmatch()
-    // action, or the one without)
-    let table = |system: &str, event: &str, action: bool| -> anyhow::Result<khist::HistTable> {
-        let text = inst.read_hist(system, event)?;
-        let tables = khist::parse_hist(&text)?;
-        let cmd = kp
-            .steps()
-            .into_iter()
-            .find_map(|s| match s {
+    prom: bool,
+    gone_is_empty: bool,
+) -> anyhow::Result<(Report, Option<Report>)> {
+    // each event's hist file read once; our table in it found by command
+    let mut files: HashMap<(String, String), Vec<khist::HistTable>> = HashMap::new();
+    let mut table = |system: &str, event: &str, cmd: &str| -> anyhow::Result<khist::HistTable> {
+        let key = (system.to_string(), event.to_string());
+        if !files.contains_key(&key) {
+            let tables = match inst.read_hist(system, event) {
+                Ok(text) => khist::parse_hist(&text)?,
+                Err(_) if gone_is_empty => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
+            files.insert(key.clone(), tables);
+        }
+        let found = files
+            .get(&key)
+            .and_then(|t| kernel::find_table(t, cmd))
+            .cloned();
+        match found {
+            Some(t) => Ok(t),
+            None if gone_is_empty => Ok(khist::HistTable {
+                trigger: cmd.to_string(),
+                keys: khist::trigger_keys(cmd).unwrap_or_default(),
+                entries: Vec::new(),
+                hits: 0,
+                n_entries: 0,
+                dropped: 0,
+            }),
+            None => anyhow::bail!("the kernel shows no table of ours on {system}/{event}"),
+        }
+    };
+    let triggers = |steps: &[Step]| -> Vec<(String, String, String)> {
+        steps
+            .iter()
+            .filter_map(|s| match s {
                 Step::Trigger {
-                    system: sy,
-                    event: ev,
+                    system,
+                    event,
                     command,
-                } if sy == system && ev == event && command.contains("onmatch(") == action => {
-                    Some(command.clone())
-                }
-                _ => None,
+                } => Some((system.clone(), event.clone(), command.clone())),
+                Step::Synthetic { .. } => None,
             })
-            .with_context(|| format!("no trigger of ours on {system}/{event}"))?;
-        kernel::find_table(&tables, &cmd)
-            .cloned()
-            .with_context(|| format!("the kernel shows no table of ours on {system}/{event}"))
+            .collect()
     };
     Ok(match kp {
         KPlan::Count(p) => {
             let mut ts = Vec::new();
-            for (sy, ev, _) in &p.events {
-                ts.push(table(sy, ev, false)?);
+            for (sy, ev, cmd) in triggers(&p.plan.setup) {
+                ts.push(table(&sy, &ev, &cmd)?);
             }
-            Report::Count(p.report(&ts.iter().collect::<Vec<_>>())?)
+            let ts: Vec<&khist::HistTable> = ts.iter().collect();
+            let by_func = if prom {
+                Some(Report::Count(p.by_func().report(&ts)?))
+            } else {
+                None
+            };
+            (Report::Count(p.report(&ts)?), by_func)
         }
-        KPlan::Hist(p) => Report::Hist(p.report(&table(&p.read.0, &p.read.1, false)?)?),
+        KPlan::Hist(p) => {
+            let (sy, ev, cmd) = triggers(&p.plan.setup)
+                .into_iter()
+                .next()
+                .context("no trigger in the plan (internal)")?;
+            let t = table(&sy, &ev, &cmd)?;
+            let by_func = if prom {
+                Some(Report::Hist(p.by_func().report(&t)?))
+            } else {
+                None
+            };
+            (Report::Hist(p.report(&t)?), by_func)
+        }
         KPlan::Latency(ps) => {
             let profile = ktrace_tracefs::profile::read_group(root, group).unwrap_or_default();
             let mut all: Option<LatencyReport> = None;
+            let mut all_prom: Option<LatencyReport> = None;
+            let on = |t: &kernel::TableRef| (t.system.clone(), t.event.clone(), t.command.clone());
             for p in ps {
-                let t = table(ktrace_tracefs::dynevent::SYNTHETIC, &p.read, false)?;
+                let mut get = |t: &kernel::TableRef| {
+                    let (sy, ev, cmd) = on(t);
+                    table(&sy, &ev, &cmd)
+                };
+                let main = get(&p.main)?;
+                let min = get(&p.min)?;
                 // The returns that reached the return trigger (after the
                 // pid lists and the filter, unlike kprobe_profile's hits):
                 // its own table's hit count.
-                let returns = table(&p.return_event.0, &p.return_event.1, true)?.hits;
-                let ret = profile.iter().find(|x| x.event == p.return_event.1);
-                let r = p.report(&t, Some(returns), ret.and_then(|x| x.misses))?;
-                all = Some(match all {
-                    None => r,
-                    Some(mut a) => {
-                        let mut groups = std::mem::take(&mut a.hist.groups);
-                        groups.extend(r.hist.groups);
-                        a.hist.set_groups(groups);
-                        a.hist.dropped += r.hist.dropped;
-                        a.unmatched_returns += r.unmatched_returns;
-                        a.kretprobe_misses = match (a.kretprobe_misses, r.kretprobe_misses) {
-                            (None, None) => None,
-                            (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
-                        };
-                        a
-                    }
-                });
+                let ret_t = get(&p.ret)?;
+                let drops = kernel::ChainDrops {
+                    entry: get(&p.entry)?.dropped,
+                    ret: ret_t.dropped,
+                    derive: match &p.derive {
+                        Some(d) => get(d)?.dropped,
+                        None => 0,
+                    },
+                };
+                let misses = profile
+                    .iter()
+                    .find(|x| x.event == p.return_event.1)
+                    .and_then(|x| x.misses);
+                let r = p.report(&main, Some(&min), Some(ret_t.hits), misses, drops)?;
+                all = Some(merge_latency(all, r));
+                if prom {
+                    let t = get(p.prom_table())?;
+                    let r = p.prom_report(&t, Some(ret_t.hits), misses, drops)?;
+                    all_prom = Some(merge_latency(all_prom, r));
+                }
             }
-            Report::Latency(all.context("no function to time")?)
+            (
+                Report::Latency(all.context("no function to time")?),
+                all_prom.map(Report::Latency),
+            )
         }
     })
 }
 
+/// Two functions' latency reports as one.
+fn merge_latency(a: Option<LatencyReport>, r: LatencyReport) -> LatencyReport {
+    let Some(mut a) = a else {
+        return r;
+    };
+    let mut groups = std::mem::take(&mut a.hist.groups);
+    groups.extend(r.hist.groups);
+    a.hist.set_groups(groups);
+    a.hist.dropped += r.hist.dropped;
+    a.unmatched_returns += r.unmatched_returns;
+    a.kretprobe_misses = match (a.kretprobe_misses, r.kretprobe_misses) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    a
+}
+
+/// What someone else did to a kernel-engine session that makes its
+/// numbers short: the instance or the probes' group gone, one of our
+/// triggers removed or paused, the instance's pid lists rewritten. (Not
+/// a write of `0` to the events' `enable`: a hist trigger holds its event
+/// in soft mode, and the kernel keeps counting — measured on 6.1, 6.12 and
+/// 7.2.) `triggers` are the commands as written. One line per kind.
+fn kernel_disturbance(run: &live::KernelRun, triggers: &[Step]) -> Vec<String> {
+    if let Some(m) = run.sess.disturbance(true) {
+        return vec![m];
+    }
+    let mut removed = Vec::new();
+    let mut paused = Vec::new();
+    for step in triggers {
+        let Step::Trigger {
+            system,
+            event,
+            command,
+        } = step
+        else {
+            continue;
+        };
+        let Ok(text) = run.inst.read_triggers(system, event) else {
+            removed.push(format!("{system}/{event}"));
+            continue;
+        };
+        match kernel::trigger_state(&text, command) {
+            kernel::TriggerState::Active => {}
+            kernel::TriggerState::Paused => paused.push(format!("{system}/{event}")),
+            kernel::TriggerState::Missing => removed.push(format!("{system}/{event}")),
+        }
+    }
+    let mut parts = Vec::new();
+    if !removed.is_empty() {
+        parts.push(format!(
+            "ktrace's hist triggers were removed by someone else while aggregating: {}",
+            removed.join(", ")
+        ));
+    }
+    if !paused.is_empty() {
+        parts.push(format!(
+            "ktrace's hist triggers were paused by someone else while aggregating: {}",
+            paused.join(", ")
+        ));
+    }
+    if let Some(m) = live::kernel_pids_disturbed(run) {
+        parts.push(m);
+    }
+    parts
+}
+
+/// Warns of what [`kernel_disturbance`] finds that was not said yet.
+fn say_disturbance(found: Vec<String>, said: &mut Vec<String>) {
+    for m in found {
+        if !said.contains(&m) {
+            crate::say!("warning: {m}; the numbers above are short");
+            said.push(m);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn run_kernel(
     sess: Session,
     probes: Vec<Probe>,
@@ -888,6 +1133,7 @@ fn run_kernel(
     signals: &Signals,
     printer: &Printer,
     root: &Path,
+    table_entries: usize,
 ) -> anyhow::Result<ExitCode> {
     let group = sess.name().to_string();
     // (latency's synthetic events time entries with common_timestamp)
@@ -925,7 +1171,18 @@ fn run_kernel(
                     system,
                     event,
                     command,
-                } => inst.remove_trigger(system, event, command),
+                } => inst.remove_trigger(system, event, command).or_else(|e| {
+                    // removed by someone else already (reported): nothing to undo
+                    match inst.read_triggers(system, event) {
+                        Ok(text)
+                            if kernel::trigger_state(&text, command)
+                                == kernel::TriggerState::Missing =>
+                        {
+                            Ok(())
+                        }
+                        _ => Err(e),
+                    }
+                }),
             };
             if let Err(e) = r {
                 first_err.get_or_insert(e);
@@ -941,35 +1198,65 @@ fn run_kernel(
         Err(e) => return live::setup_failed(e),
     };
     let deadline = args.deadline();
-    let tick = match (printer.interval, printer.metrics.is_some()) {
-        (Some(i), true) => i.min(Duration::from_secs(1)),
-        (Some(i), false) => i,
-        (None, true) => Duration::from_secs(1),
-        (None, false) => Duration::from_secs(3600),
-    };
-    let mut printed: Option<Report> = None;
+    let prom = printer.metrics.is_some();
+    // Someone else's changes are looked for every second (one read of
+    // each trigger file: every 10 s beyond 64 of them).
+    let n_triggers = written
+        .borrow()
+        .iter()
+        .filter(|s| matches!(s, Step::Trigger { .. }))
+        .count();
+    let check_every = Duration::from_secs(if n_triggers <= 64 { 1 } else { 10 });
+    let mut next_check = Instant::now() + check_every;
+    let mut next_publish = Instant::now() + Duration::from_secs(1);
     let mut next_print = printer.interval.map(|i| Instant::now() + i);
+    let mut printed: Option<Report> = None;
     let mut failure = None;
+    // what someone else did, as said
+    let mut disturbed: Vec<String> = Vec::new();
     let stop = loop {
-        let stop = match live::kernel_wait(&mut run, args, signals, deadline, tick) {
+        let now = Instant::now();
+        let mut wake = next_check;
+        if prom {
+            wake = wake.min(next_publish);
+        }
+        if let Some(n) = next_print {
+            wake = wake.min(n);
+        }
+        let wait = wake.saturating_duration_since(now);
+        let stop = match live::kernel_wait(&mut run, args, signals, deadline, wait) {
             Ok(s) => s,
             Err(e) => {
                 failure = Some(e);
                 break Stop::ReadFailed;
             }
         };
-        if stop.is_some() {
-            break stop.unwrap_or(Stop::Duration);
+        if let Some(stop) = stop {
+            break stop;
         }
-        let total = match read_kernel(&kp, &run.inst, root, &group) {
-            Ok(t) => t,
-            Err(e) => {
-                failure = Some(e);
-                break Stop::ReadFailed;
-            }
-        };
-        printer.publish(&total);
-        if next_print.is_some_and(|n| Instant::now() >= n) {
+        let now = Instant::now();
+        if now >= next_check {
+            say_disturbance(kernel_disturbance(&run, &written.borrow()), &mut disturbed);
+            next_check = now + check_every;
+        }
+        let publish = prom && now >= next_publish;
+        let print = next_print.is_some_and(|n| now >= n);
+        if !publish && !print {
+            continue;
+        }
+        let (total, by_func) =
+            match read_kernel(&kp, &run.inst, root, &group, prom, !disturbed.is_empty()) {
+                Ok((t, p)) => (t.sized(table_entries), p),
+                Err(e) => {
+                    failure = Some(e);
+                    break Stop::ReadFailed;
+                }
+            };
+        if let Some(p) = &by_func {
+            printer.publish(p);
+            next_publish = now + Duration::from_secs(1);
+        }
+        if print {
             let block = match &printed {
                 Some(p) => total.since(p),
                 None => total.clone(),
@@ -981,10 +1268,17 @@ fn run_kernel(
             next_print = printer.interval.map(|i| Instant::now() + i);
         }
     };
+    if failure.is_none() {
+        // the last look, before our triggers go
+        say_disturbance(kernel_disturbance(&run, &written.borrow()), &mut disturbed);
+    }
     if failure.is_none() && stop != Stop::OutputClosed {
-        match read_kernel(&kp, &run.inst, root, &group) {
-            Ok(total) => {
-                printer.publish(&total);
+        match read_kernel(&kp, &run.inst, root, &group, prom, !disturbed.is_empty()) {
+            Ok((total, by_func)) => {
+                let total = total.sized(table_entries);
+                if let Some(p) = &by_func {
+                    printer.publish(p);
+                }
                 let block = match &printed {
                     Some(p) => total.since(p),
                     None => total,
@@ -997,8 +1291,19 @@ fn run_kernel(
     let code = live::conclude_kernel(run, stop, &mut remove)?;
     match failure {
         Some(e) => Err(e.context("cannot read the kernel's histograms")),
+        None if !disturbed.is_empty() => {
+            anyhow::bail!("{}; the numbers above are short", disturbed.join("; "))
+        }
         None => Ok(code),
     }
+}
+
+/// The warning when keys pass `--max-keys` (said once per run).
+fn say_overflow(max_keys: usize) {
+    crate::say!(
+        "warning: more than {max_keys} distinct keys: ktrace keeps the first {max_keys} and \
+         counts the rest together as other (exactly); --max-keys N keeps more"
+    );
 }
 
 /// The user engine's sink: each decoded record becomes a [`Sample`]. With
@@ -1364,6 +1669,7 @@ fn run_user(
     printer: &Printer,
     root: &Path,
     view: &KernelView,
+    max_keys: usize,
 ) -> anyhow::Result<ExitCode> {
     let symbols = crate::kview::KernelSymbols::new(view);
     let symbols: &dyn ktrace_printer::Symbolizer = &symbols;
@@ -1372,28 +1678,21 @@ fn run_user(
     let stacks = checked.keys.contains(&KeySpec::Stack);
     let funcs: HashMap<String, String> = probes.iter().map(|p| (ev(p), func_of(p))).collect();
     let kernel_returns = probes.iter().any(|p| is_return(p) && !p.kind().is_uprobe());
-    let agg = match job {
-        Job::Count { .. } => UserAgg::Count(CountAgg::new(checked.keys.clone())),
-        Job::Hist { field, scale, .. } => {
-            UserAgg::Hist(HistAgg::new(field, *scale, checked.keys.clone()))
-        }
-        Job::Latency { scale, unit, .. } => UserAgg::Latency(LatencyAgg::new(
-            checked
-                .pairs
-                .iter()
-                .map(|(e, r)| LatencyPair {
-                    func: func_of(&probes[*e]),
-                    entry_event: ev(&probes[*e]),
-                    return_event: ev(&probes[*r]),
-                })
-                .collect(),
-            *unit,
-            *scale,
-            checked.keys.clone(),
-        )),
-    };
+    let pairs: Vec<LatencyPair> = checked
+        .pairs
+        .iter()
+        .map(|(e, r)| LatencyPair {
+            func: func_of(&probes[*e]),
+            entry_event: ev(&probes[*e]),
+            return_event: ev(&probes[*r]),
+        })
+        .collect();
+    let agg = UserAgg::new(job, pairs.clone(), &checked.keys, max_keys, false);
     let state = Rc::new(RefCell::new(UserState {
-        total: printer.metrics.as_ref().map(|_| agg.clone()),
+        total: printer
+            .metrics
+            .as_ref()
+            .map(|_| UserAgg::new(job, pairs, &checked.keys, max_keys, true)),
         agg,
     }));
     let mut sink = AggSink {
@@ -1443,8 +1742,16 @@ fn run_user(
     let deadline = args.deadline();
     let mut next_print = printer.interval.map(|i| Instant::now() + i);
     let mut next_publish = Instant::now();
+    let mut warned = false;
     let mut tick = || -> io::Result<()> {
         let now = Instant::now();
+        if !warned {
+            let st = state.borrow();
+            if st.agg.overflowed() || st.total.as_ref().is_some_and(UserAgg::overflowed) {
+                warned = true;
+                say_overflow(max_keys);
+            }
+        }
         if printer.metrics.is_some() && now >= next_publish {
             let mut st = state.borrow_mut();
             if let Some(t) = &mut st.total {
@@ -1462,11 +1769,14 @@ fn run_user(
         }
         Ok(())
     };
-    let (stop, error) =
+    let (mut stop, mut error) =
         live::stream_loop_ticking(args, signals, deadline, &mut run, &mut sink, &mut tick);
-    let end = live::finish(&mut run, &mut sink, stop);
+    let end = live::finish(&mut run, &mut sink, &mut stop, &mut error);
     {
         let mut st = state.borrow_mut();
+        if !warned && (st.agg.overflowed() || st.total.as_ref().is_some_and(UserAgg::overflowed)) {
+            say_overflow(max_keys);
+        }
         if let Some(t) = &mut st.total {
             printer.publish(&t.report(misses()));
         }
@@ -1550,9 +1860,9 @@ mod tests {
     #[test]
     fn many_tables_are_made_smaller() {
         let mut few = count_plan(8);
-        assert_eq!(fit_tables(&mut few), None);
+        assert_eq!(fit_tables(&mut few, 8192), (8192, false));
         let mut many = count_plan(630);
-        assert_eq!(fit_tables(&mut many), Some(128));
+        assert_eq!(fit_tables(&mut many, 8192), (128, true));
         for s in many.steps() {
             let Step::Trigger { command, .. } = s else {
                 panic!()
@@ -1563,7 +1873,18 @@ mod tests {
             );
         }
         let mut some = count_plan(20);
-        assert_eq!(fit_tables(&mut some), Some(2048));
+        assert_eq!(fit_tables(&mut some, 8192), (2048, true));
+        // --max-keys: rounded up to a power of two, within the kernel's
+        // limits; one large table is what was asked for
+        let mut one = count_plan(1);
+        assert_eq!(fit_tables(&mut one, 100_000), (131_072, false));
+        assert!(
+            matches!(&one.steps()[0], Step::Trigger { command, .. } if command.contains(":size=131072"))
+        );
+        let mut small = count_plan(2);
+        assert_eq!(fit_tables(&mut small, 1000), (1024, false));
+        assert_eq!(table_size(1), 128);
+        assert_eq!(table_size(u64::MAX), 131_072);
     }
 
     #[test]
@@ -1582,7 +1903,7 @@ mod tests {
                 steps.push(steps[0].clone());
             }
         }
-        fit_tables(&mut kp);
+        fit_tables(&mut kp, 8192);
         assert!(
             kp.steps()
                 .iter()

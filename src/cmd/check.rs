@@ -88,33 +88,11 @@ pub enum FileArg {
 
 /// Runs `ktrace check`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let arch = match (&args.arch, &args.vmlinux) {
-        (Some(a), _) => a.parse::<Arch>()?,
-        (None, Some(v)) => crate::code::vmlinux_arch(v)?,
-        (None, None) => Arch::native().context("unknown machine architecture: give --arch")?,
-    };
-    // Offline, the version decides the language: the one given, else this
-    // machine's series when it is one ktrace is checked against, else the newest.
-    // Live (below), the running kernel's README decides the features.
-    let kernel = match &args.kernel {
-        Some(k) => k.parse::<KernelVersion>()?,
-        None => KernelVersion::offline_default(
-            KernelView::running(None)
-                .release()
-                .and_then(|r| r.parse().ok()),
-        ),
-    };
-    let interface = match args.file {
-        FileArg::Dynamic => Interface::DynamicEvents,
-        FileArg::Kprobe => Interface::KprobeEvents,
-        FileArg::Uprobe => Interface::UprobeEvents,
-    };
-    let mut target = Target::new(arch);
-    target.kernel = kernel;
-    target.interface = interface;
-    target.possible_cpus = args.cpus;
     let inputs: Vec<String> = if args.defs.is_empty() {
         let stdin = std::io::stdin();
+        if std::io::IsTerminal::is_terminal(&stdin) {
+            crate::say!("reading definitions from standard input, one per line (Ctrl-D to end)");
+        }
         let mut v = Vec::new();
         for line in stdin.lock().lines() {
             v.push(line.context("reading standard input")?);
@@ -123,103 +101,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.defs.clone()
     };
-    // The kernel symbol names the definitions mention, counted in one pass.
-    let wanted: Vec<String> = inputs
-        .iter()
-        .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
-        .flat_map(|s| s.kernel_symbols())
-        .collect();
-    let wanted = wanted.iter().map(String::as_str);
-
-    let mounted = if args.offline
-        || args.arch.is_some()
-        || args.kernel.is_some()
-        || args.kallsyms.is_some()
-        || args.vmlinux.is_some()
-    {
-        None
-    } else {
-        ktrace_tracefs::discover::find_mounted()
-    };
-    let file_counts = match &args.kallsyms {
-        Some(path) => Some(
-            KernelView::running(None)
-                .with_kallsyms_file(path)
-                .symbol_counts(wanted.clone())?,
-        ),
-        None => None,
-    };
-    let file_env = file_counts.as_ref().map(SymbolsEnv);
-    let view = mounted
-        .as_deref()
-        .map(|root| KernelView::running(Some(root)));
-    let live_counts = view.as_ref().and_then(|v| v.symbol_counts(wanted).ok());
-    let live_env = view.as_ref().map(|v| LiveEnv {
-        symbols: live_counts.as_ref(),
-        tracefs: v.tracefs().unwrap_or(Path::new("/")),
-    });
-    if let Some(v) = &view {
-        // Live: the kernel says what its language offers (README); its
-        // version only fills in what the README does not list.
-        let t = live_target(arch, v);
-        target.kernel = t.kernel;
-        target.features = t.features;
-        if args.cpus.is_none() {
-            target.possible_cpus = t.possible_cpus;
-        }
-    }
-    let env: &dyn Environment = match (&file_env, &live_env) {
-        (Some(k), _) => k,
-        (None, Some(l)) => l,
-        (None, None) => &Offline,
-    };
-
-    let mut route = match (&args.btf, &mounted) {
-        (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
-        (None, Some(root)) => crate::btfroute::Route::live(root),
-        (None, None) => crate::btfroute::Route::none(target.kernel),
-    };
-    // The functions' code, for kprobes at an offset.
-    let source = match (&args.vmlinux, &view) {
-        (Some(file), _) => crate::code::Source::Vmlinux(file),
-        (None, Some(v)) => crate::code::Source::live(v),
-        (None, None) => {
-            crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
-        }
-    };
+    let mut checker = Checker::new(&args, &inputs)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut all_ok = true;
     for input in &inputs {
-        let (checked, why) = match route.compile(input, target, env) {
-            None => {
-                let mut c = check_line(input, target, env);
-                let why = crate::code::check(&mut c, arch, &source);
-                (c, why)
-            }
-            // Nothing BTF-specific went wrong, but the kernel would still
-            // refuse the line (a uprobe's BTF name, say): report that.
-            Some(Ok(c)) if !c.checked.accepted() => (c.checked, None),
-            Some(Ok(mut c)) => {
-                let why = crate::code::check(&mut c.checked, arch, &source);
-                if c.checked.accepted() {
-                    btf_report(&mut out, input, Ok(c), &route, &args, arch, why.as_deref())?;
-                    continue;
-                }
-                (c.checked, why)
-            }
-            Some(result) => {
-                let ok = result.is_ok();
-                all_ok &= ok;
-                btf_report(&mut out, input, result, &route, &args, arch, None)?;
-                continue;
-            }
-        };
-        all_ok &= checked.accepted();
+        let report = checker.check(input);
+        all_ok &= report.kernel.accepted();
         if args.json {
-            writeln!(out, "{}", json_line(input, &checked, arch, why.as_deref()))?;
+            writeln!(out, "{}", report.json(checker.arch))?;
         } else {
-            human(&mut out, input, &checked, arch, why.as_deref())?;
+            report.human(&mut out, checker.arch, args.explain)?;
         }
     }
     Ok(if all_ok {
@@ -229,56 +121,449 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Reports a definition that went through the BTF route.
-fn btf_report(
-    out: &mut impl Write,
-    input: &str,
-    result: Result<ktrace_probe::btfarg::Compiled, ktrace_probe::ProbeError>,
-    route: &crate::btfroute::Route,
-    args: &Args,
-    arch: Arch,
-    why: Option<&str>,
-) -> std::io::Result<()> {
-    let (json, explain) = (args.json, args.explain);
-    let route_name = if route.native { "native" } else { "compiled" };
-    match result {
-        Ok(c) => {
-            if json {
-                let mut v = json_line(input, &c.checked, arch, why);
-                v["normalized"] = c.readback.clone().into();
-                v["btf_route"] = route_name.into();
-                v["write"] = c.text.clone().into();
-                v["classic"] = c.classic.clone().into();
-                return writeln!(out, "{v}");
-            }
-            writeln!(out, "ok: {}", c.readback.clone().unwrap_or_default())?;
-            if explain {
-                writeln!(out, "  btf route: {route_name}")?;
-                writeln!(out, "{}", c.explain())?;
-            }
-            if !c.checked.unchecked.is_empty() {
-                let list = crate::code::not_checked(&c.checked, why);
-                writeln!(out, "  not checked: {}", list.join("; "))?;
-            }
-            Ok(())
+/// The options of a check that do not come from the definitions.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// `--arch`.
+    pub arch: Option<String>,
+    /// `--kernel`.
+    pub kernel: Option<String>,
+    /// `--kallsyms`.
+    pub kallsyms: Option<std::path::PathBuf>,
+    /// `--cpus`.
+    pub cpus: Option<u32>,
+    /// `--offline`.
+    pub offline: bool,
+    /// `--btf`.
+    pub btf: Option<std::path::PathBuf>,
+    /// `--vmlinux`.
+    pub vmlinux: Option<std::path::PathBuf>,
+    /// `--file`.
+    pub interface: Interface,
+    /// `--explain`.
+    pub explain: bool,
+}
+
+impl From<&Args> for Options {
+    fn from(args: &Args) -> Options {
+        Options {
+            arch: args.arch.clone(),
+            kernel: args.kernel.clone(),
+            kallsyms: args.kallsyms.clone(),
+            cpus: args.cpus,
+            offline: args.offline,
+            btf: args.btf.clone(),
+            vmlinux: args.vmlinux.clone(),
+            interface: match args.file {
+                FileArg::Dynamic => Interface::DynamicEvents,
+                FileArg::Kprobe => Interface::KprobeEvents,
+                FileArg::Uprobe => Interface::UprobeEvents,
+            },
+            explain: args.explain,
         }
-        Err(mut e) => {
-            if let Some(m) = &route.missing {
-                let h = e.hint.take().unwrap_or_default();
-                e.hint = Some(format!("{h} (btf: {m})"));
+    }
+}
+
+/// What ktrace itself makes of a line whose BTF names the kernel does not
+/// read (5.10, 6.1): `ktrace trace` compiles them into the classic fetch
+/// language. Present only where that differs from the kernel's verdict.
+#[derive(Debug)]
+pub struct KtraceForm {
+    /// The compiled definition ktrace would write, or why it would refuse.
+    pub result: Result<Box<ktrace_probe::btfarg::Compiled>, ktrace_probe::ProbeError>,
+}
+
+/// One definition's check: the kernel's verdict on the line as written, and
+/// where it differs, ktrace's own reading of it.
+#[derive(Debug)]
+pub struct Report {
+    /// The line checked.
+    pub input: String,
+    /// The kernel's verdict: definition, error, unchecked items.
+    pub kernel: Checked,
+    /// The kernel's readback, where the check's own rendering does not
+    /// have it (a native BTF route: the kernel renames and types the
+    /// arguments from BTF).
+    pub readback: Option<String>,
+    /// The BTF route the line took (`native`: the kernel reads the names;
+    /// `compiled`: ktrace compiles them), when it used BTF.
+    pub btf_route: Option<&'static str>,
+    /// The native route's compilation (what is written, the explanation).
+    pub native: Option<Box<ktrace_probe::btfarg::Compiled>>,
+    /// ktrace's own reading, where it differs from the kernel's verdict.
+    pub ktrace: Option<KtraceForm>,
+    /// Why code-dependent checks (instruction boundary, entry) stay open.
+    pub why: Option<String>,
+    /// A hint about BTF that could not be loaded.
+    pub btf_missing: Option<String>,
+}
+
+/// The checking pipeline of `ktrace check` (and of `ktrace conform`):
+/// built once for a batch of definitions, then one [`Checker::check`] per line.
+pub struct Checker {
+    /// The target architecture.
+    pub arch: Arch,
+    /// The target (kernel, features, file).
+    pub target: Target,
+    file_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
+    live_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
+    tracefs: Option<std::path::PathBuf>,
+    route: crate::btfroute::Route,
+    btf: Option<ktrace_symbols::btf_types::KernelBtf>,
+    vmlinux: Option<std::path::PathBuf>,
+    view: Option<KernelView>,
+    explain: bool,
+}
+
+impl Checker {
+    /// Sets up the checks of `inputs` (their kernel symbols are counted in
+    /// one pass) for the target the options name, or the running kernel.
+    pub fn new(args: &Args, inputs: &[String]) -> anyhow::Result<Checker> {
+        Self::with_options(&Options::from(args), inputs)
+    }
+
+    /// As [`Checker::new`], from [`Options`].
+    pub fn with_options(opts: &Options, inputs: &[String]) -> anyhow::Result<Checker> {
+        let arch = match (&opts.arch, &opts.vmlinux) {
+            (Some(a), _) => a.parse::<Arch>()?,
+            (None, Some(v)) => crate::code::vmlinux_arch(v)?,
+            (None, None) => Arch::native().context("unknown machine architecture: give --arch")?,
+        };
+        // Offline, the version decides the language: the one given, else this
+        // machine's series when it is one ktrace is checked against, else the newest.
+        // Live (below), the running kernel's README decides the features.
+        let kernel = match &opts.kernel {
+            Some(k) => k.parse::<KernelVersion>()?,
+            None => KernelVersion::offline_default(
+                KernelView::running(None)
+                    .release()
+                    .and_then(|r| r.parse().ok()),
+            ),
+        };
+        let mut target = Target::new(arch);
+        target.kernel = kernel;
+        target.interface = opts.interface;
+        target.possible_cpus = opts.cpus;
+        // The kernel symbol names the definitions mention, counted in one pass.
+        let wanted: Vec<String> = inputs
+            .iter()
+            .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
+            .flat_map(|s| s.kernel_symbols())
+            .collect();
+        let wanted = wanted.iter().map(String::as_str);
+        let mounted = if opts.offline
+            || opts.arch.is_some()
+            || opts.kernel.is_some()
+            || opts.kallsyms.is_some()
+            || opts.vmlinux.is_some()
+        {
+            None
+        } else {
+            ktrace_tracefs::discover::find_mounted()
+        };
+        let file_counts = match &opts.kallsyms {
+            Some(path) => Some(
+                KernelView::running(None)
+                    .with_kallsyms_file(path)
+                    .symbol_counts(wanted.clone())?,
+            ),
+            None => None,
+        };
+        let view = mounted
+            .as_deref()
+            .map(|root| KernelView::running(Some(root)));
+        let live_counts = view.as_ref().and_then(|v| v.symbol_counts(wanted).ok());
+        if let Some(v) = &view {
+            // Live: the kernel says what its language offers (README); its
+            // version only fills in what the README does not list.
+            let t = live_target(arch, v);
+            target.kernel = t.kernel;
+            target.features = t.features;
+            if opts.cpus.is_none() {
+                target.possible_cpus = t.possible_cpus;
             }
-            let c = Checked {
-                command: e.command.clone(),
-                definition: Err(e),
-                unchecked: Vec::new(),
+        }
+        let route = match (&opts.btf, &mounted) {
+            (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
+            (None, Some(root)) => crate::btfroute::Route::live(root),
+            (None, None) => crate::btfroute::Route::none(target.kernel),
+        };
+        // The BTF the kernel's own reading of BTF names is checked with.
+        let btf = match (&opts.btf, &mounted) {
+            (Some(file), _) => ktrace_symbols::btf_types::KernelBtf::open_file(file),
+            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::open(Path::new(
+                ktrace_symbols::btf_types::SYSFS_BTF,
+            )),
+            (None, None) => None,
+        };
+        Ok(Checker {
+            arch,
+            target,
+            file_counts,
+            live_counts,
+            tracefs: view
+                .as_ref()
+                .and_then(|v| v.tracefs().map(Path::to_path_buf)),
+            route,
+            btf,
+            vmlinux: opts.vmlinux.clone(),
+            view,
+            explain: opts.explain,
+        })
+    }
+
+    /// Checks one line: the kernel's verdict first, then ktrace's own
+    /// reading where it differs.
+    pub fn check(&mut self, input: &str) -> Report {
+        let arch = self.arch;
+        let target = self.target;
+        let btf = self.btf.as_ref();
+        let file_env = (self.file_counts.is_some() || (self.tracefs.is_none() && btf.is_some()))
+            .then_some(SymbolsEnv {
+                symbols: self.file_counts.as_ref(),
+                btf,
+            });
+        let live_env = self.tracefs.as_deref().map(|t| LiveEnv {
+            symbols: self.live_counts.as_ref(),
+            tracefs: t,
+            btf,
+            view: self.view.as_ref(),
+        });
+        let env: &dyn Environment = match (&file_env, &live_env) {
+            (Some(k), _) => k,
+            (None, Some(l)) => l,
+            (None, None) => &Offline,
+        };
+        // The functions' code, for kprobes at an offset.
+        let source = match (&self.vmlinux, &self.view) {
+            (Some(file), _) => crate::code::Source::Vmlinux(file),
+            (None, Some(v)) => crate::code::Source::live(v),
+            (None, None) => {
+                crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
+            }
+        };
+        // The kernel's verdict on the line as written: the kernel's own
+        // parser, BTF names included where the kernel reads them.
+        let mut kernel = check_line(input, target, env);
+        let why = crate::code::check(&mut kernel, arch, &source);
+        let mut report = Report {
+            input: input.to_string(),
+            kernel,
+            readback: None,
+            btf_route: None,
+            native: None,
+            ktrace: None,
+            why,
+            btf_missing: None,
+        };
+        // A uprobe inside an instruction: the kernel takes it; `ktrace
+        // trace` does not (the program would die of SIGILL).
+        if let Ok(Definition::Probe(p)) = &report.kernel.definition
+            && let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &p.kind
+            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        {
+            report.ktrace = Some(KtraceForm {
+                result: Err(ktrace_probe::ProbeError {
+                    kind: ktrace_probe::ErrorKind::Silent(ktrace_probe::Silent::Other),
+                    message: "the uprobe is not on an instruction boundary",
+                    subsystem: None,
+                    pos: None,
+                    command: report.kernel.command.clone(),
+                    hint: Some(why),
+                }),
+            });
+            return report;
+        }
+        if !ktrace_probe::btfarg::may_use_btf(input) {
+            return report;
+        }
+        if self.route.native {
+            report.btf_route = Some("native");
+            if self.explain
+                && let Some(Ok(c)) = self.route.compile(input, target, env)
+            {
+                report.native = Some(Box::new(c));
+            }
+            if !report.kernel.accepted()
+                && self.btf.is_none()
+                && let Err(e) = &report.kernel.definition
+                && e.message.contains("BTF")
+            {
+                report.btf_missing = Some(
+                    "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
+                     and no --btf FILE"
+                        .into(),
+                );
+            }
+            return report;
+        }
+        // The kernel does not read BTF names (5.10, 6.1, kernels built
+        // without BTF arguments): ktrace's compilation is the second answer.
+        let Some(result) = self.route.compile(input, target, env) else {
+            return report;
+        };
+        let result = result.map(|mut c| {
+            if c.checked.accepted() {
+                crate::code::check(&mut c.checked, arch, &source);
+            }
+            Box::new(c)
+        });
+        let same = match &result {
+            Ok(c) => {
+                c.checked.accepted() == report.kernel.accepted()
+                    && c.readback == report.kernel.normalized(arch)
+            }
+            Err(_) => !report.kernel.accepted(),
+        };
+        if result.as_ref().is_ok_and(|c| c.uses_btf) {
+            report.btf_route = Some("compiled");
+        }
+        if result.is_err() {
+            report.btf_missing = self.route.missing.clone();
+        }
+        if !same {
+            report.ktrace = Some(KtraceForm { result });
+        }
+        report
+    }
+}
+
+impl Report {
+    /// The readback of an accepted line, as the kernel would list it.
+    pub fn normalized(&self, arch: Arch) -> Option<String> {
+        if !self.kernel.accepted() {
+            return None;
+        }
+        self.readback
+            .clone()
+            .or_else(|| self.kernel.normalized(arch))
+    }
+
+    /// The format file the kernel would give the event (without its `ID:`
+    /// line).
+    pub fn format(&self, arch: Arch, features: ktrace_probe::kernel::Features) -> Option<String> {
+        match &self.kernel.definition {
+            Ok(Definition::Probe(p)) => {
+                Some(ktrace_probe::render::format_file_for(p, arch, features))
+            }
+            Ok(Definition::Fprobe(f)) => Some(ktrace_probe::render::format_file_for(
+                &f.probe, arch, features,
+            )),
+            _ => None,
+        }
+    }
+
+    /// The JSON object `ktrace check --json` prints for this line.
+    pub fn json(&self, arch: Arch) -> serde_json::Value {
+        let mut v = json_line(&self.input, &self.kernel, arch, self.why.as_deref());
+        if let Some(e) = v.get_mut("error")
+            && let (Some(m), true) = (&self.btf_missing, !e.is_null())
+        {
+            let h = e["hint"].as_str().unwrap_or_default().to_string();
+            e["hint"] = format!("{h} (btf: {m})").trim_start().to_string().into();
+        }
+        if self.kernel.accepted()
+            && let Some(r) = &self.readback
+        {
+            v["normalized"] = r.clone().into();
+        }
+        if let Some(route) = self.btf_route {
+            v["btf_route"] = route.into();
+        }
+        if self.btf_route == Some("native") && self.kernel.accepted() {
+            v["write"] = self.input.clone().into();
+        }
+        if let Some(c) = &self.native {
+            v["classic"] = c.classic.clone().into();
+        }
+        if let Some(k) = &self.ktrace {
+            v["ktrace"] = match &k.result {
+                Ok(c) => serde_json::json!({
+                    "accepted": c.checked.accepted(),
+                    "compiled": c.text,
+                    "normalized": c.readback,
+                    "uses_btf": c.uses_btf,
+                }),
+                Err(e) => serde_json::json!({
+                    "accepted": false,
+                    "error": {"message": e.message, "pos": e.pos, "hint": e.hint},
+                }),
             };
-            if json {
-                let mut v = json_line(input, &c, arch, None);
-                v["btf_route"] = route_name.into();
-                return writeln!(out, "{v}");
-            }
-            human(out, input, &c, arch, None)
         }
+        v
+    }
+
+    /// The human report `ktrace check` prints for this line.
+    pub fn human(&self, out: &mut impl Write, arch: Arch, explain: bool) -> std::io::Result<()> {
+        let c = &self.kernel;
+        match &c.definition {
+            Ok(Definition::Empty) => writeln!(out, "ok: (nothing to do) {}", self.input)?,
+            Ok(_) => writeln!(out, "ok: {}", self.normalized(arch).unwrap_or_default())?,
+            Err(e) => {
+                writeln!(out, "rejected: {}", e.command)?;
+                if let Some((cmd, caret)) = e.caret_lines() {
+                    writeln!(out, "  {cmd}")?;
+                    writeln!(out, "  {caret}")?;
+                }
+                match e.subsystem {
+                    Some(sub) => writeln!(out, "  {sub}: error: {}", e.message)?,
+                    None => writeln!(out, "  error: {} (the kernel logs nothing)", e.message)?,
+                }
+                match (&e.hint, &self.btf_missing) {
+                    (Some(h), Some(m)) => writeln!(out, "  hint: {h} (btf: {m})")?,
+                    (Some(h), None) => writeln!(out, "  hint: {h}")?,
+                    (None, Some(m)) => writeln!(out, "  hint: btf: {m}")?,
+                    (None, None) => {}
+                }
+            }
+        }
+        if explain && self.btf_route == Some("native") {
+            writeln!(out, "  btf route: native")?;
+            if let Some(n) = &self.native {
+                writeln!(out, "{}", n.explain())?;
+            }
+        }
+        if let Some(k) = &self.ktrace {
+            match &k.result {
+                Ok(comp) if comp.checked.accepted() => {
+                    writeln!(
+                        out,
+                        "  ktrace: `ktrace trace` compiles it with BTF (this kernel does not read BTF names) to: {}",
+                        comp.readback.clone().unwrap_or_else(|| comp.text.clone())
+                    )?;
+                    if explain {
+                        writeln!(out, "  btf route: compiled")?;
+                        writeln!(out, "{}", comp.explain())?;
+                    }
+                }
+                Ok(comp) => {
+                    let why = comp
+                        .checked
+                        .definition
+                        .as_ref()
+                        .err()
+                        .map(|e| e.message.to_string())
+                        .unwrap_or_default();
+                    writeln!(out, "  ktrace: `ktrace trace` would refuse it: {why}")?;
+                }
+                Err(e) => {
+                    writeln!(
+                        out,
+                        "  ktrace: `ktrace trace` refuses it: {}{}",
+                        e.message,
+                        e.hint
+                            .as_deref()
+                            .map(|h| format!("; hint: {h}"))
+                            .unwrap_or_default()
+                    )?;
+                }
+            }
+        }
+        if !c.unchecked.is_empty() {
+            let list = crate::code::not_checked(c, self.why.as_deref());
+            writeln!(out, "  not checked: {}", list.join("; "))?;
+        }
+        Ok(())
     }
 }
 
@@ -310,40 +595,6 @@ fn json_line(input: &str, c: &Checked, arch: Arch, why: Option<&str>) -> serde_j
     v
 }
 
-fn human(
-    out: &mut impl Write,
-    input: &str,
-    c: &Checked,
-    arch: Arch,
-    why: Option<&str>,
-) -> std::io::Result<()> {
-    match &c.definition {
-        Ok(Definition::Empty) => writeln!(out, "ok: (nothing to do) {input}")?,
-        Ok(_) => {
-            writeln!(out, "ok: {}", c.normalized(arch).unwrap_or_default())?;
-        }
-        Err(e) => {
-            writeln!(out, "rejected: {}", e.command)?;
-            if let Some((cmd, caret)) = e.caret_lines() {
-                writeln!(out, "  {cmd}")?;
-                writeln!(out, "  {caret}")?;
-            }
-            match e.subsystem {
-                Some(sub) => writeln!(out, "  {sub}: error: {}", e.message)?,
-                None => writeln!(out, "  error: {} (the kernel logs nothing)", e.message)?,
-            }
-            if let Some(h) = &e.hint {
-                writeln!(out, "  hint: {h}")?;
-            }
-        }
-    }
-    if !c.unchecked.is_empty() {
-        let list = crate::code::not_checked(c, why);
-        writeln!(out, "  not checked: {}", list.join("; "))?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,9 +621,18 @@ mod tests {
     #[test]
     fn human_report() {
         let line = "p vfs_read $retval";
-        let c = check_line(line, Target::new(Arch::X86_64), &Offline);
+        let report = Report {
+            input: line.to_string(),
+            kernel: check_line(line, Target::new(Arch::X86_64), &Offline),
+            readback: None,
+            btf_route: None,
+            native: None,
+            ktrace: None,
+            why: None,
+            btf_missing: None,
+        };
         let mut out = Vec::new();
-        human(&mut out, line, &c, Arch::X86_64, None).unwrap();
+        report.human(&mut out, Arch::X86_64, false).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "rejected: p vfs_read $retval");

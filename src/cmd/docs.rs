@@ -37,10 +37,25 @@ pub struct ManArgs {
 /// Runs `ktrace completions`.
 pub fn completions(args: CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut cmd = crate::cli_command();
+    // Generated into memory: clap_complete panics when its writer fails
+    // (`>/dev/full` was a panic, exit 101).
+    let mut buf = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "ktrace", &mut buf);
+    to_stdout(&buf)
+}
+
+/// Writes `bytes` to standard output: a reader that went away (`| head`)
+/// is a quiet end, any other failure (a full disk) an error.
+fn to_stdout(bytes: &[u8]) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut cmd, "ktrace", &mut out);
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        Err(e) => anyhow::bail!(
+            "cannot write to standard output: {}",
+            crate::output::describe(&e)
+        ),
+    }
 }
 
 /// Renders one man page.
@@ -54,7 +69,7 @@ fn page(cmd: clap::Command) -> anyhow::Result<Vec<u8>> {
 pub fn man(args: ManArgs) -> anyhow::Result<ExitCode> {
     let cmd = crate::cli_command();
     match &args.dir {
-        None => std::io::stdout().lock().write_all(&page(cmd)?)?,
+        None => return to_stdout(&page(cmd)?),
         Some(dir) => {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -91,7 +106,7 @@ mod tests {
             text.starts_with(".ie") || text.contains(".TH ktrace"),
             "{text}"
         );
-        for sub in cmd.get_subcommands() {
+        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             assert!(text.contains(sub.get_name()), "{} missing", sub.get_name());
         }
         let trace = cmd

@@ -8,12 +8,16 @@
 //! the return probe of the same place (kprobe + kretprobe, uprobe +
 //! uretprobe; paired by the probed function in the definitions the
 //! recording keeps, or by event name less a `_ret`/`_return`/`__return`
-//! suffix for files without them) become a slice, nested as the calls
-//! were; every other event is an instant; every field is an argument; a
-//! stack recorded with an event becomes its `stack` argument (kernel
-//! addresses as `sym+off/size`). The records' time stamps are the trace
-//! clock's, in ns. The same sink serves `ktrace trace --perfetto -o OUT`
-//! live.
+//! suffix for files without them) become a slice named by the entry's
+//! event name, nested as the calls were; every other event (an entry
+//! probe without a return probe among the events, too) is an instant named
+//! by its event name; every field is an argument, but for the probe's own
+//! address (`__probe_ip`, `__probe_func`: the same on every hit); a stack
+//! recorded with an event becomes its `stack` argument (kernel addresses
+//! as `sym+off/size`). The records' time stamps are the trace clock's, in
+//! ns. The export streams: memory holds the event table, one event waiting
+//! for its stack and the writer's interning tables and open slices, never
+//! the events. The same sink serves `ktrace trace --perfetto -o OUT` live.
 
 use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
@@ -27,6 +31,7 @@ use ktrace_printer::Symbolizer;
 use ktrace_stream::{Event, EventTable, Flow, Sink};
 
 use crate::kview::SavedSymbols;
+use crate::outfile::{Input, OutFile};
 
 /// Arguments of `ktrace export`.
 #[derive(Debug, clap::Args)]
@@ -37,7 +42,9 @@ pub struct Args {
     /// Write a Perfetto trace (protobuf; the only format so far).
     #[arg(long, required = true)]
     pub perfetto: bool,
-    /// Where to write it.
+    /// Where to write it: written as OUT.partial beside it and renamed to
+    /// OUT at the end (a failed export leaves OUT as it was); refused when it
+    /// is the recording itself (also through a link) or not a regular file.
     #[arg(short = 'o', long, value_name = "OUT", required = true)]
     pub output: PathBuf,
 }
@@ -52,16 +59,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } = rec;
     let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
     let defs = crate::cmd::report::definitions(&meta);
-    let out = std::fs::File::create(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
-    let mut sink = PerfettoSink::new(BufWriter::new(out), &symbols, defs);
+    // Written to OUT.partial and renamed at the end: a failed export
+    // leaves OUT as it was; an output that is the recording is refused.
+    let mut out = OutFile::replace(&args.output, "the Perfetto trace", false)?;
+    out.check_inputs(&[Input::new(&args.file, "the recording read")])?;
+    out.start()?;
+    let name = out.name();
+    let mut sink = PerfettoSink::new(BufWriter::new(out.file()?), &symbols, defs);
     let end = ktrace_stream::replay(&mut decoder, streams, &mut sink);
     for w in decoder.take_warnings() {
         crate::say!("{w}");
     }
     let end = end.context("cannot export the recording")?;
     sink.close()
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+        .with_context(|| format!("cannot write {name}"))?;
+    out.commit()?;
     crate::eline!(
         "ktrace: exported {} event(s) to {}",
         end.summary.events,
@@ -73,12 +85,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// What an event becomes.
 #[derive(Debug, Clone)]
 enum Shape {
-    /// The start of a slice named by its place.
-    Begin(String),
-    /// The end of the slice of that place.
+    /// The start of a slice named by the event.
+    Begin,
+    /// The end of the slice of the entry event named here.
     End(String),
-    /// An instant.
+    /// An instant named by the event.
     Instant,
+}
+
+/// How the events of one type are written.
+#[derive(Debug, Clone)]
+struct Plan {
+    shape: Shape,
+    name: String,
+    /// The fields written (index, name): all but the probe's own address.
+    fields: Vec<(usize, String)>,
 }
 
 /// A field value, owned (held while a stack may still follow).
@@ -91,11 +112,11 @@ enum Owned {
 /// An event written once the next record shows whether a stack follows.
 struct Pending {
     tid: i32,
-    comm: String,
     ts: u64,
-    name: String,
-    shape: Shape,
-    args: Vec<(String, Owned)>,
+    id: usize,
+    /// Values of the plan's fields, in order.
+    values: Vec<Owned>,
+    stack: Option<String>,
 }
 
 /// A Perfetto trace as a stream sink.
@@ -104,9 +125,11 @@ pub struct PerfettoSink<'a, W: Write> {
     symbols: &'a dyn Symbolizer,
     /// `system/event` → definition line.
     defs: HashMap<String, String>,
-    /// Shape by type id.
-    shapes: Vec<Option<Shape>>,
+    /// How to write each event type, by type id.
+    plans: Vec<Option<Plan>>,
     pending: Option<Pending>,
+    /// A spare value buffer (the last pending event's).
+    spare: Vec<Owned>,
 }
 
 impl<'a, W: Write> PerfettoSink<'a, W> {
@@ -122,11 +145,12 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
             })
             .collect();
         PerfettoSink {
-            w: Some(Writer::new(w, "ktrace")),
+            w: Some(Writer::new(w)),
             symbols,
             defs,
-            shapes: Vec::new(),
+            plans: Vec::new(),
             pending: None,
+            spare: Vec::new(),
         }
     }
 
@@ -144,10 +168,14 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
         let (Some(p), Some(w)) = (self.pending.take(), self.w.as_mut()) else {
             return Ok(());
         };
-        let args: Vec<(&str, Arg<'_>)> = p
-            .args
+        let Some(plan) = self.plans.get(p.id).and_then(Option::as_ref) else {
+            return Ok(());
+        };
+        let mut args: Vec<(&str, Arg<'_>)> = plan
+            .fields
             .iter()
-            .map(|(k, v)| {
+            .zip(&p.values)
+            .map(|((_, k), v)| {
                 (
                     k.as_str(),
                     match v {
@@ -158,25 +186,26 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
                 )
             })
             .collect();
-        w.thread(p.tid, p.tid, &p.comm).map_err(io::Error::other)?;
-        let r = match &p.shape {
-            Shape::Begin(place) => w.begin(p.tid, p.ts, place, &args),
-            Shape::End(place) => w.end(p.tid, p.ts, place, &args),
-            Shape::Instant => w.instant(p.tid, p.ts, &p.name, &args),
+        if let Some(s) = &p.stack {
+            args.push(("stack", Arg::Str(s)));
+        }
+        let r = match &plan.shape {
+            Shape::Begin => w.begin(p.tid, p.ts, &plan.name, &args),
+            Shape::End(entry) => w.end(p.tid, p.ts, entry, &args),
+            Shape::Instant => w.instant(p.tid, p.ts, &plan.name, &args),
         };
+        drop(args);
+        let mut values = p.values;
+        values.clear();
+        self.spare = values;
         r.map_err(io::Error::other)
     }
 
-    fn shape(&self, info: &ktrace_stream::EventInfo) -> Shape {
-        let kind = info.kind();
-        if !matches!(
-            kind,
-            ProbeKind::Kprobe | ProbeKind::Kretprobe | ProbeKind::Uprobe | ProbeKind::Uretprobe
-        ) {
-            return Shape::Instant;
-        }
+    /// The probed place of a probe event (its definition's, or its name
+    /// less a return suffix), when it is at a function.
+    fn place(&self, info: &ktrace_stream::EventInfo) -> Option<String> {
         let key = format!("{}/{}", info.system(), info.name());
-        let place = match self.defs.get(&key) {
+        match self.defs.get(&key) {
             Some(d) => place_of(d),
             None => {
                 let n = info.name();
@@ -186,11 +215,59 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
                     .unwrap_or(n);
                 Some(base.to_string())
             }
+        }
+    }
+
+    /// The plans of every event of `table`: an entry and a return probe of
+    /// the same place are a slice (named by the entry), everything else an
+    /// instant.
+    fn plan(&mut self, table: &EventTable) {
+        let probe = |k: ProbeKind| {
+            matches!(
+                k,
+                ProbeKind::Kprobe | ProbeKind::Kretprobe | ProbeKind::Uprobe | ProbeKind::Uretprobe
+            )
         };
-        match place {
-            Some(p) if kind.is_return() => Shape::End(p),
-            Some(p) => Shape::Begin(p),
-            None => Shape::Instant,
+        let mut entries: HashMap<String, String> = HashMap::new();
+        let mut returns: Vec<String> = Vec::new();
+        for info in table.iter().filter(|i| probe(i.kind())) {
+            if let Some(p) = self.place(info) {
+                if info.kind().is_return() {
+                    returns.push(p);
+                } else {
+                    entries.entry(p).or_insert_with(|| info.name().to_string());
+                }
+            }
+        }
+        for info in table.iter() {
+            let kind = info.kind();
+            let place = probe(kind).then(|| self.place(info)).flatten();
+            let shape = match place {
+                Some(p) if kind.is_return() => match entries.get(&p) {
+                    Some(entry) => Shape::End(entry.clone()),
+                    None => Shape::Instant,
+                },
+                Some(p) if returns.contains(&p) => Shape::Begin,
+                _ => Shape::Instant,
+            };
+            let fields = info
+                .event
+                .format
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !f.common && f.name != "__probe_ip" && f.name != "__probe_func")
+                .map(|(i, f)| (i, f.name.clone()))
+                .collect();
+            let id = usize::from(info.id);
+            if self.plans.len() <= id {
+                self.plans.resize(id + 1, None);
+            }
+            self.plans[id] = Some(Plan {
+                shape,
+                name: info.name().to_string(),
+                fields,
+            });
         }
     }
 
@@ -278,13 +355,7 @@ fn owned(v: Value<'_>) -> Owned {
 
 impl<W: Write> Sink for PerfettoSink<'_, W> {
     fn begin(&mut self, table: &EventTable) -> io::Result<()> {
-        for info in table.iter() {
-            let id = usize::from(info.id);
-            if self.shapes.len() <= id {
-                self.shapes.resize(id + 1, None);
-            }
-            self.shapes[id] = Some(self.shape(info));
-        }
+        self.plan(table);
         Ok(())
     }
 
@@ -292,28 +363,42 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
         if ev.is_stack() {
             let text = self.stack_text(ev);
             if let Some(p) = self.pending.as_mut() {
-                p.args.push(("stack".to_string(), Owned::Str(text)));
+                p.stack = Some(text);
             }
             self.write_pending()?;
             return Ok(Flow::Continue);
         }
         self.write_pending()?;
         let id = usize::from(ev.info.id);
-        let shape = match self.shapes.get(id).cloned().flatten() {
-            Some(s) => s,
-            None => self.shape(ev.info),
-        };
-        let args = ev
-            .fields()
-            .map(|(i, f)| (f.name.clone(), owned(ev.value(i))))
-            .collect();
+        if self.plans.get(id).is_none_or(Option::is_none) {
+            // an event the table learnt of after begin: an instant
+            if self.plans.len() <= id {
+                self.plans.resize(id + 1, None);
+            }
+            self.plans[id] = Some(Plan {
+                shape: Shape::Instant,
+                name: ev.info.name().to_string(),
+                fields: ev
+                    .fields()
+                    .filter(|(_, f)| f.name != "__probe_ip" && f.name != "__probe_func")
+                    .map(|(i, f)| (i, f.name.clone()))
+                    .collect(),
+            });
+        }
+        if let Some(w) = self.w.as_mut() {
+            w.thread(ev.pid(), ev.pid(), ev.comm())
+                .map_err(io::Error::other)?;
+        }
+        let mut values = std::mem::take(&mut self.spare);
+        if let Some(plan) = self.plans.get(id).and_then(Option::as_ref) {
+            values.extend(plan.fields.iter().map(|(i, _)| owned(ev.value(*i))));
+        }
         self.pending = Some(Pending {
             tid: ev.pid(),
-            comm: ev.comm().to_string(),
             ts: ev.ts,
-            name: ev.info.name().to_string(),
-            shape,
-            args,
+            id,
+            values,
+            stack: None,
         });
         Ok(Flow::Continue)
     }

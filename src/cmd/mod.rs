@@ -8,6 +8,7 @@ use clap::Subcommand;
 pub mod agg;
 pub mod check;
 pub mod clean;
+pub mod conform;
 pub mod count;
 pub mod disasm;
 pub mod docs;
@@ -54,6 +55,10 @@ pub enum Command {
     Completions(docs::CompletionsArgs),
     /// Print the man page (or write one per subcommand with --dir).
     Man(docs::ManArgs),
+    /// Differential test of `ktrace check` against the running kernel (a
+    /// tool of the kernel rig: writes generated definitions into the kernel).
+    #[command(hide = true)]
+    Conform(conform::Args),
 }
 
 /// Runs one subcommand.
@@ -74,5 +79,6 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Clean(args) => clean::run(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
+        Command::Conform(args) => conform::run(args),
     }
 }

@@ -30,6 +30,7 @@ use ktrace_symbols::KernelView;
 use ktrace_tracedat::{Header, System, TraceOption, Writer, WriterOptions, option};
 
 use crate::live::{self, RunArgs};
+use crate::outfile::{self, OutFile};
 use crate::session::{self, Signals};
 
 /// Arguments of `ktrace record`.
@@ -46,7 +47,12 @@ pub struct Args {
     /// command); -n is refused (pages are not decoded while recording).
     #[command(flatten)]
     pub run: RunArgs,
-    /// The trace.dat file to write (replaced if it exists).
+    /// The trace.dat file to write: recorded as FILE.partial beside it
+    /// (which `ktrace report` reads while recording, or after a kill), and
+    /// renamed to FILE at the end, replacing it. Refused before anything
+    /// starts when FILE is not a regular file (a FIFO, /dev/null,
+    /// /dev/stdout on a pipe), is one of the run's inputs, or another ktrace
+    /// writes it.
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
 }
@@ -60,32 +66,38 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let signals = Signals::catch()?;
-    // The file is opened (and refused) before anything is created.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&args.output)
-        .with_context(|| format!("cannot create {}", args.output.display()))?;
+    // The output is planned (and refused) before anything is created: the
+    // pages go to NAME.partial, renamed to NAME at the end.
+    let mut out = OutFile::replace(&args.output, "the recording", true)?;
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let mut run = match live::setup(&args.defs, args.stack, &args.run, &root, &view, &signals) {
+    let setup = session::Session::new(&root).and_then(|sess| {
+        let probes = crate::resolve::build(&sess, &args.defs, args.run.pid, &view)?;
+        out.check_inputs(&outfile::run_inputs(
+            &probes,
+            &args.run.command,
+            args.run.pid,
+        ))?;
+        live::setup_built(sess, probes, args.stack, &args.run, &root, &view, &signals)
+    });
+    let mut run = match setup {
         Ok(r) => r,
-        Err(e) => {
-            if let Some(session::Interrupted(sig)) = e.downcast_ref::<session::Interrupted>() {
-                crate::say!("{e}; nothing was traced and everything created was removed");
-                return Ok(live::signal_exit(*sig));
-            }
-            return Err(e);
-        }
+        Err(e) => return live::setup_failed(e),
     };
     let header = header(&root, &run, &view, args.stack, args.run.trigger.as_deref())?;
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
     let page_size = header.page_size as usize;
+    // Tracing has started: the partial file is emptied and written.
+    out.start()?;
+    let name = out.name();
     // the writer takes the header (kallsyms makes it megabytes: no copy)
-    let writer = Writer::create_owned(file, header, cpus, WriterOptions::default())
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    let writer = match Writer::create_owned(out.file()?, header, cpus, WriterOptions::default()) {
+        Ok(w) => w,
+        Err(e) => {
+            out.abandon();
+            anyhow::bail!("cannot write {name}: {}", tracedat_error(&e));
+        }
+    };
     let mut sink = RecordSink {
         writer: Some(writer),
         page_size,
@@ -101,21 +113,58 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         pad: Vec::new(),
     };
     let deadline = args.run.deadline();
-    let (stop, error) = live::stream_loop(&args.run, &signals, deadline, &mut run, &mut sink);
-    let mut end = live::finish(&mut run, &mut sink, stop);
+    let (mut stop, mut error) =
+        live::stream_loop(&args.run, &signals, deadline, &mut run, &mut sink);
+    let mut end = live::finish(&mut run, &mut sink, &mut stop, &mut error);
     if let Ok(e) = end.as_mut() {
         e.summary.events = sink.events;
         e.shown = sink.shown();
     }
-    let name = args.output.display().to_string();
-    if sink.writer.is_none() && end.is_ok() {
-        crate::eline!(
-            "ktrace: wrote {} event(s) in {} page(s) to {name}",
-            sink.events,
-            sink.pages
+    let finished = sink.writer.is_none() && end.is_ok();
+    let mut output_error = None;
+    if finished {
+        match out.commit() {
+            Ok(()) => crate::eline!(
+                "ktrace: wrote {} event(s) in {} page(s) to {}",
+                sink.events,
+                sink.pages,
+                args.output.display()
+            ),
+            Err(e) => output_error = Some(format!("{e:#}")),
+        }
+    } else {
+        drop(out);
+    }
+    let result = live::conclude(run, end, stop, error, output_error, &name);
+    if !finished && std::path::Path::new(&name).exists() {
+        crate::say!(
+            "the recording is unfinished: what was written is in {name} (`ktrace report {name}` \
+             reads it; {} was not touched)",
+            args.output.display()
         );
     }
-    live::conclude(run, end, stop, error, None, &name)
+    result
+}
+
+/// A trace.dat error in words (an I/O error without Rust's "(os error N)"
+/// and without repeating its cause).
+fn tracedat_error(e: &ktrace_tracedat::Error) -> String {
+    match e {
+        ktrace_tracedat::Error::Io { context, source } => {
+            format!("{context}: {}", crate::output::describe(source))
+        }
+        e => e.to_string(),
+    }
+}
+
+/// A trace.dat error as an I/O error of the sink (kind kept: a full disk
+/// stays a full disk).
+fn sink_error(e: ktrace_tracedat::Error) -> io::Error {
+    let kind = match &e {
+        ktrace_tracedat::Error::Io { source, .. } => source.kind(),
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, tracedat_error(&e))
 }
 
 /// The events a trigger switches on (`enable_event:SYS:EVENT[:N] [if
@@ -285,7 +334,21 @@ impl Sink for RecordSink {
         let Some(w) = self.writer.as_mut() else {
             return Ok(Flow::Continue);
         };
-        // count events: each record's type id, nothing else decoded
+        let page = if bytes.len() == self.page_size {
+            bytes
+        } else {
+            // a partial page taken at the end: padded (its header says
+            // how much of it is data)
+            self.pad.clear();
+            self.pad
+                .extend_from_slice(&bytes[..bytes.len().min(self.page_size)]);
+            self.pad.resize(self.page_size, 0);
+            &self.pad
+        };
+        w.append_pages(cpu, page).map_err(sink_error)?;
+        self.pages += 1;
+        // count the events written: each record's type id, nothing else
+        // decoded (a page that could not be written is not counted)
         if let Ok(p) = ktrace_ring::Page::parse(self.layout, bytes) {
             for r in p.records().flatten() {
                 if r.data.len() >= 2 {
@@ -301,19 +364,6 @@ impl Sink for RecordSink {
                 }
             }
         }
-        let page = if bytes.len() == self.page_size {
-            bytes
-        } else {
-            // a partial page taken at the end: padded (its header says
-            // how much of it is data)
-            self.pad.clear();
-            self.pad
-                .extend_from_slice(&bytes[..bytes.len().min(self.page_size)]);
-            self.pad.resize(self.page_size, 0);
-            &self.pad
-        };
-        w.append_pages(cpu, page).map_err(io::Error::other)?;
-        self.pages += 1;
         Ok(Flow::Continue)
     }
 
@@ -329,7 +379,7 @@ impl Sink for RecordSink {
             })
             .collect();
         w.finish(cmdlines.as_deref().map(str::as_bytes), &stats)
-            .map_err(io::Error::other)?;
+            .map_err(sink_error)?;
         Ok(())
     }
 }

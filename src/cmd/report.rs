@@ -56,6 +56,12 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
     if meta.latency {
         anyhow::bail!("{name} holds a latency (text) trace, not recorded pages");
     }
+    if meta.unfinished.is_some() {
+        crate::say!(
+            "{name} is an unfinished recording (its ktrace record is still writing it, or \
+             stopped before finishing it): reading the pages it holds so far"
+        );
+    }
     // trace-cmd records an instance (`-B`) as a buffer after an empty top
     // one: the first buffer that holds pages is the recording
     let with_data: Vec<usize> = (0..meta.buffers.len())

@@ -15,8 +15,10 @@
 //! crate::live's, shared with the other tracing commands; this module
 //! chooses the sink and the destination.
 
+use std::cell::Cell;
 use std::io;
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -28,6 +30,7 @@ use ktrace_symbols::KernelView;
 
 use crate::cmd::agg::{Route, bare_glob};
 use crate::live::{self, RunArgs, Stop};
+use crate::outfile;
 use crate::output::{self, Output, Target};
 use crate::session::{self, Signals};
 
@@ -102,16 +105,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => Target::File(p.clone()),
         None => Target::Stdout,
     };
-    let out_file = match output::open_target(&target, &|| signals.caught().is_some()) {
-        Ok(f) => f,
-        Err(e) => match signals.caught() {
-            Some(sig) => {
-                crate::say!("{e:#}");
-                return Ok(live::signal_exit(sig));
-            }
-            None => return Err(e),
-        },
-    };
+    let (out_file, mut out_plan) =
+        match output::open_target(&target, &|| signals.caught().is_some()) {
+            Ok(f) => f,
+            Err(e) => match signals.caught() {
+                Some(sig) => {
+                    crate::say!("{e:#}");
+                    return Ok(live::signal_exit(sig));
+                }
+                None => return Err(e),
+            },
+        };
     // The writer thread starts now, so it is among ktrace's own threads
     // that the kernel is told to leave out in setup.
     let deadline_cell: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
@@ -131,19 +135,42 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         false => args.defs.clone(),
     };
     let globs = function_route(&args, &root)?;
+    // The output must not be one of the files the run reads (the traced
+    // program, a probed file): checked once the probes are built, before
+    // anything is written to the kernel.
+    let check_output = |probes: &[session::Probe]| -> anyhow::Result<()> {
+        match &out_plan {
+            Some(o) => o.check_inputs(&outfile::run_inputs(
+                probes,
+                &args.run.command,
+                args.run.pid,
+            )),
+            None => Ok(()),
+        }
+    };
     let setup = match &globs {
-        Some(g) => session::Session::new(&root).and_then(|sess| {
-            let (run, funcs) =
-                live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
-            live::say_functions("tracing", &funcs, g);
-            Ok(run)
+        Some(g) => check_output(&[])
+            .and_then(|()| session::Session::new(&root))
+            .and_then(|sess| {
+                let (run, funcs) =
+                    live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
+                live::say_functions("tracing", &funcs, g);
+                Ok(run)
+            }),
+        None => session::Session::new(&root).and_then(|sess| {
+            let probes = crate::resolve::build(&sess, &defs, args.run.pid, &view)?;
+            check_output(&probes)?;
+            live::setup_built(sess, probes, args.stack, &args.run, &root, &view, &signals)
         }),
-        None => live::setup(&defs, args.stack, &args.run, &root, &view, &signals),
     };
     let mut run = match setup {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
+    // Tracing has started: only now is an existing file emptied.
+    if let Some(o) = out_plan.as_mut() {
+        o.start()?;
+    }
     // kernel symbols (parsed at the first lookup) for every run: the
     // kernel's own events a trigger enables print `%pS` and kernel strings
     // too, uprobe sessions included
@@ -158,8 +185,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Format::Text
     };
-    let writer = OutputRef(&mut out, Vec::new());
-    let mut sink: Box<dyn Sink + '_> = match format {
+    let counts = out.as_ref().map(Output::written);
+    let starting = Rc::new(Cell::new(None));
+    let writer = OutputRef {
+        out: &mut out,
+        spare: Vec::new(),
+        starting: Rc::clone(&starting),
+    };
+    let sink: Box<dyn Sink + '_> = match format {
         Format::Text => {
             // counting clocks print raw, as the kernel's `trace` does
             let in_ns = run.inst.trace_clock().map_or(true, |c| clock_in_ns(&c));
@@ -193,8 +226,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(d) = deadline {
         let _ = deadline_cell.set(d);
     }
-    let (stop, error) = live::stream_loop(&args.run, &signals, deadline, &mut run, sink.as_mut());
-    let end = live::finish(&mut run, sink.as_mut(), stop);
+    let mut sink = Marking {
+        inner: sink,
+        starting,
+        names: Vec::new(),
+    };
+    let (mut stop, mut error) =
+        live::stream_loop(&args.run, &signals, deadline, &mut run, &mut sink);
+    let mut end = live::finish(&mut run, &mut sink, &mut stop, &mut error);
     let stop = match (stop, signals.caught()) {
         // a write given up while the output was not read: for the reason
         // that asked for the stop
@@ -202,6 +241,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Stop::Stopped, None) => Stop::Duration,
         (s, _) => s,
     };
+    let names = std::mem::take(&mut sink.names);
     drop(sink);
     // Wait for the output to take what is left, but not past a signal, nor
     // long past the end of `-d` when nobody reads it.
@@ -209,6 +249,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let written = out.take().map_or(Ok(()), |o| {
         o.finish(&|| signals.caught().is_some() || give_up.is_some_and(|g| Instant::now() >= g))
     });
+    let closed = stop == Stop::OutputClosed
+        || written
+            .as_ref()
+            .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe);
     let output_error = match (stop, written) {
         (Stop::OutputFailed, _) => None,
         (_, Err(e)) if output::is_stopped(&e) => {
@@ -219,6 +263,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (_, Err(e)) => Some(output::describe(&e)),
         (_, Ok(())) => None,
     };
+    // The summary counts what was written, not what was formatted: a
+    // reader that went away (`| head`) got the events before, not the
+    // ones still buffered (a Perfetto trace writes each event late, and is
+    // not counted so).
+    if format != Format::Perfetto
+        && let (Some(counts), Ok(e)) = (&counts, end.as_mut())
+    {
+        let w = counts.lock().map(|w| w.clone()).unwrap_or_default();
+        if w.events < e.summary.events {
+            let how = if closed {
+                "was closed"
+            } else if stop == Stop::OutputFailed || output_error.is_some() {
+                "failed"
+            } else {
+                "stopped being read"
+            };
+            crate::say!(
+                "{} of the {} event(s) read were written to {out_name} before it {how}; the \
+                 other {} were not",
+                w.events,
+                e.summary.events,
+                e.summary.events - w.events
+            );
+            e.summary.events = w.events;
+            e.shown = shown(&names, &w);
+        }
+    }
     live::conclude(run, end, stop, error, output_error, &out_name)
 }
 
@@ -268,28 +339,39 @@ fn function_route(args: &Args, root: &std::path::Path) -> anyhow::Result<Option<
 
 /// The sinks' destination: the [`Output`] held by `run`, which takes it
 /// back at the end to wait for the writer thread (then a spare buffer
-/// takes what is still formatted, and writing it fails).
-struct OutputRef<'a>(&'a mut Option<Output>, Vec<u8>);
+/// takes what is still formatted, and writing it fails). When
+/// [`Marking`] says an event starts, its start is marked in the output
+/// (the count of events written whole).
+struct OutputRef<'a> {
+    out: &'a mut Option<Output>,
+    spare: Vec<u8>,
+    starting: Rc<Cell<Option<u16>>>,
+}
 
 impl Dest for OutputRef<'_> {
     #[inline]
     fn buf(&mut self) -> &mut Vec<u8> {
-        match self.0 {
-            Some(o) => o.buf(),
-            None => &mut self.1,
+        match self.out {
+            Some(o) => {
+                if let Some(id) = self.starting.take() {
+                    o.mark(id);
+                }
+                o.buf()
+            }
+            None => &mut self.spare,
         }
     }
 
     #[inline]
     fn filled(&mut self) -> io::Result<()> {
-        match self.0 {
+        match self.out {
             Some(o) => o.filled(),
             None => Err(io::Error::other("output closed")),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self.0 {
+        match self.out {
             Some(o) => Dest::flush(o),
             None => Ok(()),
         }
@@ -297,19 +379,108 @@ impl Dest for OutputRef<'_> {
 }
 
 /// Sinks that write whole records themselves (Perfetto) take the output as
-/// a plain `Write`.
+/// a plain `Write` (no marks: its events are written one late).
 impl io::Write for OutputRef<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        match self.0 {
+        match self.out {
             Some(o) => o.write(data),
             None => Err(io::Error::other("output closed")),
         }
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match self.0 {
+        match self.out {
             Some(o) => io::Write::flush(o),
             None => Ok(()),
         }
+    }
+}
+
+/// A sink in front of a line sink that says where each event (not a
+/// stack, which belongs to the event before it) starts, so the output can
+/// count the events written whole; it knows the events' names by type id.
+struct Marking<'a> {
+    inner: Box<dyn Sink + 'a>,
+    starting: Rc<Cell<Option<u16>>>,
+    names: Vec<Option<(String, String)>>,
+}
+
+impl Marking<'_> {
+    fn name(&mut self, info: &ktrace_stream::EventInfo) {
+        let id = usize::from(info.id);
+        if self.names.len() <= id {
+            self.names.resize(id + 1, None);
+        }
+        if self.names[id].is_none() {
+            self.names[id] = Some((info.system().to_string(), info.name().to_string()));
+        }
+    }
+}
+
+/// `written`'s counts as (system, event, count), in id order, named by
+/// `names` (by type id).
+fn shown(
+    names: &[Option<(String, String)>],
+    written: &output::Written,
+) -> Vec<(String, String, u64)> {
+    written
+        .per_id
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .filter_map(|(id, n)| {
+            let (s, e) = names.get(id)?.as_ref()?;
+            Some((s.clone(), e.clone(), *n))
+        })
+        .collect()
+}
+
+impl Sink for Marking<'_> {
+    fn begin(&mut self, table: &ktrace_stream::EventTable) -> io::Result<()> {
+        for info in table.iter() {
+            self.name(info);
+        }
+        self.inner.begin(table)
+    }
+
+    #[inline]
+    fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<ktrace_stream::Flow> {
+        if !ev.is_stack() {
+            if self
+                .names
+                .get(usize::from(ev.info.id))
+                .is_none_or(Option::is_none)
+            {
+                self.name(ev.info);
+            }
+            self.starting.set(Some(ev.info.id));
+        }
+        let r = self.inner.event(ev);
+        self.starting.set(None);
+        r
+    }
+
+    fn lost(&mut self, cpu: usize, missed: ktrace_stream::Missed) -> io::Result<()> {
+        self.inner.lost(cpu, missed)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn finish(&mut self, end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.inner.finish(end)
+    }
+
+    fn wants_pages(&self) -> bool {
+        self.inner.wants_pages()
+    }
+
+    fn wants_events(&self) -> bool {
+        self.inner.wants_events()
+    }
+
+    fn page(&mut self, cpu: usize, bytes: &[u8]) -> io::Result<ktrace_stream::Flow> {
+        self.inner.page(cpu, bytes)
     }
 }

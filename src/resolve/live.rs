@@ -10,8 +10,11 @@
 
 use std::path::Path;
 
+use ktrace_probe::btfarg::{BtfFunc, BtfTypes};
+use ktrace_probe::env::{AddressFate, Refusal};
 use ktrace_probe::{Arch, Environment, FileKind, KernelVersion, Target};
 use ktrace_symbols::KernelView;
+use ktrace_symbols::btf_types::KernelBtf;
 use ktrace_symbols::kallsyms::SymbolCounts;
 
 /// `ktrace_probe::Environment` over the running kernel.
@@ -20,15 +23,159 @@ pub struct LiveEnv<'a> {
     pub symbols: Option<&'a SymbolCounts>,
     /// The tracefs mount.
     pub tracefs: &'a Path,
+    /// The kernel's BTF (/sys/kernel/btf), for the names a kernel that reads
+    /// BTF arguments resolves itself.
+    pub btf: Option<&'a KernelBtf>,
+    /// The kernel's tables (kallsyms, blacklist, ftrace locations), for what
+    /// the counts above do not hold and for registration checks.
+    pub view: Option<&'a KernelView>,
+}
+
+impl LiveEnv<'_> {
+    /// `is_ksym_addr()` with CONFIG_KALLSYMS_ALL: within the core kernel
+    /// (`_stext` to `_end`), or within a module's symbols.
+    fn in_kernel(&self, table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> bool {
+        let bound = |n: &str| table.by_name(n, None).first().map(|s| s.addr);
+        if let (Some(lo), Some(hi)) = (bound("_stext"), bound("_end"))
+            && addr >= lo
+            && addr < hi
+        {
+            return true;
+        }
+        table
+            .lookup(addr)
+            .is_some_and(|l| l.symbol.module.is_some())
+    }
+
+    /// The whole kallsyms table, when a count or a check needs more than the
+    /// names counted up front.
+    fn table(&self) -> Option<&ktrace_symbols::kallsyms::Kallsyms> {
+        self.view?.kallsyms().ok()
+    }
 }
 
 impl Environment for LiveEnv<'_> {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.symbols?.count(name)
+        self.symbols
+            .and_then(|s| s.count(name))
+            .or_else(|| Some(self.table()?.count_same(name, None)))
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.symbols?.module_symbol(module, name)
+        self.symbols
+            .and_then(|s| s.module_symbol(module, name))
+            .or_else(|| {
+                let t = self.table()?;
+                let loaded = t
+                    .symbols()
+                    .iter()
+                    .any(|s| s.module.as_deref() == Some(module));
+                Some(loaded.then(|| t.count_same(name, Some(module)) > 0))
+            })
+    }
+
+    fn kprobe_address(&self, addr: u64, is_return: bool) -> Option<AddressFate> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        // kallsyms_lookup_size_offset(): an address in no symbol of the
+        // kernel (or of a module) is -ENOENT, which registration takes as a
+        // module yet to come.
+        if !self.in_kernel(table, addr) {
+            return Some(AddressFate::Deferred);
+        }
+        let Some(at) = table.lookup(addr) else {
+            return Some(AddressFate::Deferred);
+        };
+        let name = at.symbol.name.clone();
+        let refusal =
+            ktrace_symbols::probeable::kprobe_refusal(table, &view.rules(), &name, at.offset)?;
+        if let Err(why) = refusal {
+            return Some(AddressFate::Refused(Refusal::Notrace(why)));
+        }
+        if is_return {
+            // register_kretprobe(): kprobe_on_func_entry()
+            let entry = at.offset == 0
+                || (at.offset == 4
+                    && matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386))
+                    && crate::code::starts_with_endbr(view, &name) == Some(true));
+            if !entry {
+                return Some(AddressFate::Refused(Refusal::Address(format!(
+                    "{name}+{:#x} is not the entry of {name}: return probes go on a function's entry",
+                    at.offset
+                ))));
+            }
+        }
+        Some(match refusal {
+            Ok(Some(why)) => AddressFate::Refused(Refusal::Address(why)),
+            _ => AddressFate::Registered,
+        })
+    }
+
+    fn ftrace_matches(&self, pattern: &str) -> Option<bool> {
+        let names = self.view?.ftrace_names()?;
+        if pattern.contains(['*', '?', '[']) {
+            return Some(
+                names
+                    .iter()
+                    .any(|n| ktrace_symbols::glob::glob_match(pattern, n)),
+            );
+        }
+        Some(names.binary_search_by(|n| n.as_str().cmp(pattern)).is_ok())
+    }
+
+    fn kprobe_entry(&self, symbol: &str, offset: u64) -> Option<Option<bool>> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        let (module, name) = match symbol.split_once(':') {
+            Some((m, n)) => (Some(m), n),
+            None => (None, symbol),
+        };
+        let sym = *table.by_name(name, module).first()?;
+        let addr = sym.addr.checked_add(offset)?;
+        if !self.in_kernel(table, addr) {
+            return Some(None);
+        }
+        let Some(at) = table.lookup(addr) else {
+            return Some(None);
+        };
+        let x86 = matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386));
+        let func = at.symbol.name.clone();
+        let func = match &at.symbol.module {
+            Some(m) => format!("{m}:{func}"),
+            None => func,
+        };
+        Some(Some(
+            at.offset == 0
+                || (x86
+                    && at.offset == 4
+                    && crate::code::starts_with_endbr(view, &func) == Some(true)),
+        ))
+    }
+
+    fn dynamic_events(&self) -> Option<Vec<String>> {
+        ktrace_tracefs::DynEvents::new(self.tracefs).listing().ok()
+    }
+
+    fn kprobe_refusal(&self, symbol: &str, offset: u64) -> Option<Option<Refusal>> {
+        let view = self.view?;
+        let table = view.kallsyms().ok()?;
+        match ktrace_symbols::probeable::kprobe_refusal_on(
+            table,
+            &view.rules(),
+            symbol,
+            offset,
+            no_kprobes_on_ftrace(),
+        )? {
+            Err(why) => Some(Some(Refusal::Notrace(why))),
+            Ok(Some(why)) => Some(Some(Refusal::Address(why))),
+            Ok(None) => Some(None),
+        }
     }
 
     fn file_kind(&self, path: &str) -> Option<FileKind> {
@@ -51,19 +198,45 @@ impl Environment for LiveEnv<'_> {
             Err(_) => None,
         }
     }
+
+    fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+        self.btf?.function(name)
+    }
 }
 
-/// Only kernel symbol counts (a copy of another kernel's kallsyms, `ktrace
-/// check --kallsyms`): every other question is left unchecked.
-pub struct SymbolsEnv<'a>(pub &'a SymbolCounts);
+/// The architectures without `HAVE_KPROBES_ON_FTRACE` (a kprobe exactly on
+/// an ftrace call site is refused), with the site's offset in a traceable
+/// function where only the ftrace names are known: arm64's is +4 (after the
+/// first patchable nop; arm64 6.1 refuses `p FUNC+4`).
+fn no_kprobes_on_ftrace() -> Option<Option<u64>> {
+    match Arch::native()? {
+        Arch::Arm64 => Some(Some(4)),
+        Arch::Riscv64 | Arch::Arm => Some(None),
+        _ => None,
+    }
+}
+
+/// Another kernel's copies (`ktrace check --kallsyms FILE`, `--btf FILE`):
+/// symbol counts and BTF where given; every other question is left
+/// unchecked.
+pub struct SymbolsEnv<'a> {
+    /// Counts from the kallsyms copy.
+    pub symbols: Option<&'a SymbolCounts>,
+    /// The BTF copy.
+    pub btf: Option<&'a KernelBtf>,
+}
 
 impl Environment for SymbolsEnv<'_> {
     fn symbol_count(&self, name: &str) -> Option<usize> {
-        self.0.count(name)
+        self.symbols?.count(name)
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.0.module_symbol(module, name)
+        self.symbols?.module_symbol(module, name)
+    }
+
+    fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+        self.btf?.function(name)
     }
 }
 
@@ -102,6 +275,7 @@ pub fn features_from_readme(
     f.btf_parser |= readme.btf_args;
     // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
     f.fprobes = readme.fprobes;
+    f.synthetic_events = readme.synthetic;
     f
 }
 

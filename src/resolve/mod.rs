@@ -10,7 +10,7 @@
 pub mod live;
 pub mod spec;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ktrace_probe::fetch::MAX_TRACE_ARGS;
@@ -60,37 +60,36 @@ pub fn build(
         ),
     };
     let tracefs = view.tracefs().context("tracefs is not mounted")?;
+    let kernel_btf =
+        ktrace_symbols::btf_types::KernelBtf::open(Path::new(ktrace_symbols::btf_types::SYSFS_BTF));
     let env = LiveEnv {
         symbols: counts.as_ref(),
         tracefs,
+        btf: kernel_btf.as_ref(),
+        view: Some(view),
     };
     let target = live_target(arch, view);
-    // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): passed
-    // through where the kernel's README says it reads them, else compiled
-    // with the kernel's BTF into the classic fetch language.
+    // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
+    // as the kernel reads them where its README says it reads them, else
+    // compiled with the kernel's BTF into the classic fetch language.
     let mut route = crate::btfroute::Route::live(tracefs);
     let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
-    let mut natives = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
-        let (checked, native) = match route.compile(&r.line, target, &env) {
-            None => (check_line(&r.line, target, &env), None),
-            Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e)),
-            Some(Ok(c)) => {
-                let native = (c.uses_btf && c.text != c.classic).then(|| {
-                    c.text
-                        .split_whitespace()
-                        .skip(2)
-                        .map(str::to_string)
-                        .collect()
-                });
-                if c.uses_btf && native.is_none() {
-                    crate::say!("{} compiled with BTF: {}", r.input, c.classic);
+        let checked = if route.native || !ktrace_probe::btfarg::may_use_btf(&r.line) {
+            check_line(&r.line, target, &env)
+        } else {
+            match route.compile(&r.line, target, &env) {
+                None => check_line(&r.line, target, &env),
+                Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e)),
+                Some(Ok(c)) => {
+                    if c.uses_btf {
+                        crate::say!("{} compiled with BTF: {}", r.input, c.classic);
+                    }
+                    c.checked
                 }
-                (c.checked, native)
             }
         };
-        natives.push(native);
         // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
         // function's code, before anything is written.
         let mut checked = checked;
@@ -100,6 +99,33 @@ pub fn build(
             Ok(_) => bail!("{:?} is not a probe definition", r.input),
             Err(e) => bail!("{}", rejection_text(&r.input, &e)),
         };
+        // A uprobe inside an instruction: the kernel takes it, the traced
+        // program dies of SIGILL; ktrace refuses it.
+        if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
+            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        {
+            bail!(
+                "definition rejected before anything was written: {}\n  {why}",
+                r.input
+            );
+        }
+        // An offset past the function's end lands in another function; the
+        // kernel may take it, ktrace does not put a probe there.
+        if let ktrace_probe::ProbeKind::Kprobe {
+            place: ktrace_probe::ast::KprobePlace::Symbol { symbol, offset },
+            ..
+        } = &def.kind
+            && *offset > 0
+            && let Some(size) = function_size(view, symbol)
+            && *offset >= size
+        {
+            bail!(
+                "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
+                 end of {symbol} ({size:#x} bytes): the probe would land in another function \
+                 (ktrace disasm {symbol} lists the offsets a probe can take)",
+                r.input
+            );
+        }
         if def.ignored_args > 0 {
             crate::eline!(
                 "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
@@ -122,11 +148,22 @@ pub fn build(
         .map(|p| p.event().to_string())
         .collect();
     naming::name_into_group(&mut defs, sess.name(), &taken);
-    Ok(defs
-        .into_iter()
-        .zip(natives)
-        .map(|(def, native_args)| Probe { def, native_args })
-        .collect())
+    Ok(defs.into_iter().map(|def| Probe { def }).collect())
+}
+
+/// The size of kernel function `symbol` (`NAME` or `MOD:NAME`): up to the
+/// next symbol in kallsyms.
+fn function_size(view: &KernelView, symbol: &str) -> Option<u64> {
+    let (module, name) = match symbol.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, symbol),
+    };
+    let ks = view.kallsyms().ok()?;
+    if ks.addresses_hidden() {
+        return None;
+    }
+    let sym = ks.by_name(name, module).into_iter().find(|s| s.is_text())?;
+    ks.extent(sym)
 }
 
 /// Creates the probes, in chunks with a progress line when there are many

@@ -4,10 +4,11 @@
 //! what the crate generates (fixtures/plan-check.sh).
 //!
 //! Usage:
-//!   plan README latency UNIT log2|STEP SYSTEM ENTRY RETURN FUNC PREFIX [KEY...]
+//!   plan README latency UNIT log2|STEP SYSTEM ENTRY RETURN FUNC PREFIX [KEY...] [--prometheus]
 //!   plan README count SYSTEM EVENT FUNC [KEY...]
 //!   plan README hist SYSTEM EVENT FUNC FIELD:KIND log2|STEP [KEY...]
-//! then `--teardown` as the last argument for the removal lines.
+//! then `--teardown` as the last argument for the removal lines (after
+//! `--prometheus`, which adds a latency's nanosecond table).
 
 use ktrace_aggregate::kernel::{
     Features, KernelPlan, LatencyProbe, ProbeEvent, Step, plan_count, plan_hist, plan_latency,
@@ -61,6 +62,10 @@ fn run(args: &[String]) -> Result<(), String> {
     if teardown {
         args.pop();
     }
+    let prometheus = args.last().is_some_and(|a| a == "--prometheus");
+    if prometheus {
+        args.pop();
+    }
     let readme =
         std::fs::read_to_string(args.first().ok_or("no README")?).map_err(|e| e.to_string())?;
     let f = Features::from_readme(&readme);
@@ -75,8 +80,16 @@ fn run(args: &[String]) -> Result<(), String> {
                 return_event: a[5].clone(),
                 func: a[6].clone(),
             };
-            let plan = plan_latency(&p, &a[7], unit, scale(&a[2])?, &keys(&a[8..], &[])?, &f)
-                .map_err(|u| u.reason)?;
+            let plan = plan_latency(
+                &p,
+                &a[7],
+                unit,
+                scale(&a[2])?,
+                &keys(&a[8..], &[])?,
+                &f,
+                prometheus,
+            )
+            .map_err(|u| u.reason)?;
             print(&plan.plan, teardown, file_api);
         }
         Some("count") if a.len() >= 4 => {

@@ -144,20 +144,25 @@ impl Unit {
         }
     }
 
+    /// Nanoseconds in one of this unit.
+    pub fn nanos(&self) -> u64 {
+        match self {
+            Unit::Ns => 1,
+            Unit::Us => 1_000,
+            Unit::Ms => 1_000_000,
+        }
+    }
+
     /// The latency between two nanosecond stamps in this unit, computed the
-    /// way the kernel engine does: microseconds are `ts/1000 - ts0/1000`
-    /// (trace_events_hist.c converts each `common_timestamp.usecs` before
-    /// subtracting), milliseconds that divided by 1000. `None` when the
-    /// return is stamped before the entry.
+    /// way the kernel engine does: the time measured in nanoseconds, then
+    /// truncated to the unit (`lat/1000` of the nanosecond latency, not
+    /// the difference of two truncated stamps, which is up to one unit
+    /// off). `None` when the return is stamped before the entry.
     pub fn delta(&self, entry_ns: u64, return_ns: u64) -> Option<u64> {
         if return_ns < entry_ns {
             return None;
         }
-        Some(match self {
-            Unit::Ns => return_ns - entry_ns,
-            Unit::Us => return_ns / 1000 - entry_ns / 1000,
-            Unit::Ms => (return_ns / 1000 - entry_ns / 1000) / 1000,
-        })
+        Some((return_ns - entry_ns) / self.nanos())
     }
 }
 
@@ -473,9 +478,12 @@ mod tests {
     #[test]
     fn unit_delta_like_the_kernel() {
         assert_eq!(Unit::Ns.delta(1_999, 3_001), Some(1_002));
-        // 1.999 us -> 1 us, 3.001 us -> 3 us: 2 us, as common_timestamp.usecs
-        assert_eq!(Unit::Us.delta(1_999, 3_001), Some(2));
+        // 1.002 us measured: 1 us (lat/1000 of the nanoseconds, as the
+        // kernel engine's conversion trigger; not 3 - 1 = 2 of truncated
+        // stamps)
+        assert_eq!(Unit::Us.delta(1_999, 3_001), Some(1));
         assert_eq!(Unit::Ms.delta(0, 2_500_000), Some(2));
+        assert_eq!(Unit::Ms.delta(999_999, 2_000_001), Some(1));
         assert_eq!(Unit::Us.delta(5, 4), None);
         for (s, u) in [("ns", Unit::Ns), ("us", Unit::Us), ("ms", Unit::Ms)] {
             assert_eq!(Unit::parse(s).unwrap(), u);

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::hist::{Histogram, Scale, Unit};
 use crate::key::{FieldInfo, FieldKind, Key, KeySpec, KeyValue};
 use crate::khist::{HistTable, KeyText};
+use std::collections::HashMap;
 use std::fmt;
 
 /// Hist-trigger features of the running kernel, from its tracefs README.
@@ -445,24 +446,113 @@ pub fn plan_count(
     })
 }
 
-/// The table of ours in a `hist` file's tables: the one whose keys are the
-/// command's (the readback may add `:size`, modifiers on sort, `[active]`).
-pub fn find_table<'a>(tables: &'a [HistTable], command: &str) -> Option<&'a HistTable> {
-    let want = crate::khist::trigger_keys(command)?;
-    let norm = |k: &str| {
-        if k == "cpu" {
-            "common_cpu".to_string()
-        } else {
-            k.to_string()
+/// What tells one of our triggers from another on the same event: its
+/// keys, values and handlers (`onmax($m)`, `onmatch(...)`), as written
+/// or as the kernel prints them back (which adds `vals=hitcount`, `sort`,
+/// `size`, `clock`, `[active]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Signature {
+    keys: Vec<String>,
+    vals: Vec<String>,
+    handlers: Vec<String>,
+}
+
+fn signature(text: &str) -> Option<Signature> {
+    let keys = crate::khist::trigger_keys(text)?
+        .into_iter()
+        .map(|k| {
+            if k.spec == "cpu" {
+                "common_cpu".to_string()
+            } else {
+                k.spec
+            }
+        })
+        .collect();
+    let body = text.split(" if ").next().unwrap_or(text);
+    let body = body
+        .trim_end()
+        .trim_end_matches("[active]")
+        .trim_end_matches("[paused]");
+    let mut vals = vec!["hitcount".to_string()];
+    let mut handlers = Vec::new();
+    for part in body.trim_end().split(':') {
+        if let Some(v) = part.strip_prefix("vals=") {
+            vals = v.split(',').map(str::to_string).collect();
+            if !vals.iter().any(|v| v == "hitcount") {
+                vals.insert(0, "hitcount".into());
+            }
+        } else if ["onmax(", "onmatch(", "onchange("]
+            .iter()
+            .any(|h| part.starts_with(h))
+        {
+            handlers.push(part.split(')').next().unwrap_or(part).to_string());
         }
-    };
-    tables.iter().find(|t| {
-        t.keys.len() == want.len()
-            && t.keys
-                .iter()
-                .zip(&want)
-                .all(|(a, b)| norm(&a.spec) == norm(&b.spec))
+    }
+    Some(Signature {
+        keys,
+        vals,
+        handlers,
     })
+}
+
+/// The table of ours in a `hist` file's tables: the one with the
+/// command's keys (the readback may add `:size`, modifiers on sort,
+/// `[active]`); where several have them, the one that also has its
+/// values and handlers.
+pub fn find_table<'a>(tables: &'a [HistTable], command: &str) -> Option<&'a HistTable> {
+    let want = signature(command)?;
+    let mut same_keys = tables
+        .iter()
+        .filter(|t| signature(&t.trigger).is_some_and(|s| s.keys == want.keys));
+    let first = same_keys.next()?;
+    if signature(&first.trigger).as_ref() == Some(&want) {
+        return Some(first);
+    }
+    same_keys
+        .find(|t| signature(&t.trigger).as_ref() == Some(&want))
+        .or(Some(first))
+}
+
+/// Whether the trigger installed by `command` is still there, as the
+/// event's `trigger` file lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerState {
+    /// Listed and `[active]` (or listed without a state).
+    Active,
+    /// Listed `[paused]`: it counts nothing.
+    Paused,
+    /// Not listed: removed.
+    Missing,
+}
+
+/// The state of our trigger `command` in the text of a `trigger` file.
+pub fn trigger_state(trigger_file: &str, command: &str) -> TriggerState {
+    let Some(want) = signature(command) else {
+        return TriggerState::Missing;
+    };
+    let filter = command.split_once(" if ").map(|(_, f)| f.trim());
+    for line in trigger_file.lines() {
+        if line.starts_with('#') || signature(line).as_ref() != Some(&want) {
+            continue;
+        }
+        // the same keys, values and handlers with another condition is
+        // someone else's (or a leftover): ours has our filter
+        let theirs = line.split_once(" if ").map(|(_, f)| {
+            f.trim()
+                .trim_end_matches("[active]")
+                .trim_end_matches("[paused]")
+                .trim()
+        });
+        if filter.is_some() && theirs != filter {
+            continue;
+        }
+        return if line.trim_end().ends_with("[paused]") {
+            TriggerState::Paused
+        } else {
+            TriggerState::Active
+        };
+    }
+    TriggerState::Missing
 }
 
 impl CountPlan {
@@ -695,6 +785,18 @@ pub struct LatencyProbe {
     pub func: String,
 }
 
+/// A trigger of a plan: the event it is on and the command that installs
+/// it (its table is found in the event's `hist` with [`find_table`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRef {
+    /// The event's system.
+    pub system: String,
+    /// The event.
+    pub event: String,
+    /// The command.
+    pub command: String,
+}
+
 /// The kernel engine's latency of one function.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LatencyPlan {
@@ -703,24 +805,51 @@ pub struct LatencyPlan {
     /// The synthetic event whose `hist` holds the latencies (system
     /// `synthetic`).
     pub read: String,
+    /// The histogram table, with the largest latency per entry (`onmax`).
+    pub main: TableRef,
+    /// Its twin tracking the smallest latency per entry (`onmax` of
+    /// [`MIN_BASE`] less the latency).
+    pub min: TableRef,
+    /// The nanosecond histogram for Prometheus when the unit is not ns
+    /// (asked for with `prometheus`); in ns it is [`LatencyPlan::main`].
+    pub prom: Option<TableRef>,
+    /// The entry's trigger (its stamp per thread). This table and the
+    /// next two carry each call to the histogram; what they drop (full)
+    /// is never measured, and is reported ([`ChainDrops`]).
+    pub entry: TableRef,
+    /// The return's trigger (its hits are the returns seen).
+    pub ret: TableRef,
+    /// The conversion to the unit (µs, ms), on `{prefix}_lat`.
+    pub derive: Option<TableRef>,
     /// The return probe (its hit count less the measured calls is the
     /// number of unmatched returns).
     pub return_event: (String, String),
     unit: Unit,
     scale: Scale,
     mode: ValueKey,
+    prom_mode: ValueKey,
     func: String,
     keys: Vec<String>,
     slots: Vec<Slot>,
 }
 
+/// The base the smallest latency is tracked from: the kernel's `onmax`
+/// keeps the largest `MIN_BASE - lat`, that is the smallest `lat`.
+pub const MIN_BASE: u64 = i64::MAX as u64;
+
 /// Latency of `p` in `unit`, bucketed by `scale`, by `keys`, in the kernel:
-/// the entry stamps `ts0` per thread, the return computes the latency and
-/// fires synthetic event `{prefix}_lat` through `onmatch().trace()`; a
-/// histogram on it (or, in microseconds and milliseconds, on a second
-/// synthetic event `{prefix}_lat1` that adds the `lat + 1` the power-of-two
-/// buckets need) does the counting. `prefix` must be unique on the system
-/// (synthetic events are global), e.g. `ktrace_PID_N`.
+/// the entry stamps `ts0` per thread (nanoseconds), the return computes
+/// `lat` and `lat + 1` and fires synthetic event `{prefix}_lat` through
+/// `onmatch().trace()`. In nanoseconds its histogram does the counting; in
+/// microseconds and milliseconds a trigger on it divides (`lat/1000`,
+/// truncating the measured time as the user engine does, see
+/// [`Unit::delta`]) and fires `{prefix}_lat1`, whose histogram counts.
+/// The histogram table tracks the largest latency of each entry and a
+/// twin the smallest (`onmax`, which takes one variable per trigger), so
+/// the report has exact extremes. With `prometheus` and a unit other than
+/// ns, a nanosecond histogram of `{prefix}_lat` is kept too (Prometheus
+/// gets nanosecond bounds whatever the unit). `prefix` must be unique on
+/// the system (synthetic events are global), e.g. `ktrace_PID_N`.
 ///
 /// The kernel keeps one `ts0` per thread: a recursive call overwrites the
 /// outer entry's stamp, so the outer return finds none and counts as
@@ -732,20 +861,33 @@ pub fn plan_latency(
     scale: Scale,
     keys: &[KeySpec],
     f: &Features,
+    prometheus: bool,
 ) -> Result<LatencyPlan, Unsupported> {
     check_hist(f)?;
     if !f.synthetic() || !f.onmatch_trace {
         return unsupported("this kernel has no synthetic events with onmatch().trace()");
     }
-    let mode = match scale {
-        Scale::Log2 if f.constants => ValueKey::Log2Shifted,
-        Scale::Log2 => {
-            return unsupported(
-                "this kernel's hist expressions take no constants, needed for power-of-two buckets",
-            );
-        }
+    if !f.constants {
+        return unsupported(
+            "this kernel's hist expressions take no constants, needed for the buckets, the unit \
+             and the smallest latency",
+        );
+    }
+    let per = unit.nanos();
+    let mode_of = |scale: Scale| match scale {
+        Scale::Log2 => ValueKey::Log2Shifted,
         Scale::Linear { step } if f.buckets => ValueKey::Buckets(step),
         Scale::Linear { .. } => ValueKey::Raw,
+    };
+    let mode = mode_of(scale);
+    let prom_mode = match scale {
+        Scale::Linear { step } if f.buckets => ValueKey::Buckets(step.saturating_mul(per)),
+        Scale::Linear { .. } if unit != Unit::Ns => {
+            // raw nanoseconds would fill the table: Prometheus gets the
+            // unit's buckets
+            ValueKey::Raw
+        }
+        s => mode_of(s),
     };
     let ev = ProbeEvent {
         system: "synthetic".into(),
@@ -754,155 +896,350 @@ pub fn plan_latency(
         fields: vec![],
         user: false,
     };
-    let (mut kk, slots) = kernel_keys(keys, &ev, f, true)?;
+    let (kk, slots) = kernel_keys(keys, &ev, f, true)?;
+    let value_key = |mode: ValueKey| match mode {
+        ValueKey::Log2Shifted => "lat1.log2".to_string(),
+        ValueKey::Buckets(step) => format!("lat.buckets={step}"),
+        ValueKey::Raw => "lat".to_string(),
+    };
+    let mut table_keys = kk.clone();
+    table_keys.push(value_key(mode));
+    if table_keys.len() > f.max_keys {
+        return unsupported(format!(
+            "the kernel's compound keys have at most {} fields, the latency included",
+            f.max_keys
+        ));
+    }
     let lat = format!("{prefix}_lat");
     let lat1 = format!("{prefix}_lat1");
-    let entry = |ts: &str| Step::Trigger {
+    let read = if unit == Unit::Ns {
+        lat.clone()
+    } else {
+        lat1.clone()
+    };
+    let trigger = |event: &str, command: HistCommand| TableRef {
+        system: "synthetic".into(),
+        event: event.to_string(),
+        command: command.to_string(),
+    };
+    let main = trigger(
+        &read,
+        HistCommand {
+            keys: table_keys.clone(),
+            vars: vec!["m=lat".into()],
+            vals: vec!["hitcount".into(), "lat".into()],
+            size: Some(TABLE_SIZE),
+            actions: vec!["onmax($m).save(lat)".into()],
+            ..Default::default()
+        },
+    );
+    let min = trigger(
+        &read,
+        HistCommand {
+            keys: table_keys,
+            vars: vec![format!("n={MIN_BASE}-lat")],
+            vals: vec!["hitcount".into()],
+            size: Some(TABLE_SIZE),
+            actions: vec!["onmax($n).save(lat)".into()],
+            ..Default::default()
+        },
+    );
+    let prom = (prometheus && unit != Unit::Ns && prom_mode != ValueKey::Raw).then(|| {
+        let mut k = kk.clone();
+        k.push(value_key(prom_mode));
+        trigger(
+            &lat,
+            HistCommand {
+                keys: k,
+                vals: vec!["hitcount".into(), "lat".into()],
+                size: Some(TABLE_SIZE),
+                ..Default::default()
+            },
+        )
+    });
+    let entry = TableRef {
         system: p.system.clone(),
         event: p.entry_event.clone(),
         command: HistCommand {
             keys: vec!["common_pid".into()],
-            vars: vec![format!("ts0={ts}")],
+            vars: vec!["ts0=common_timestamp".into()],
             ..Default::default()
         }
         .to_string(),
     };
-    let ret = |vars: Vec<String>, params: &str| Step::Trigger {
+    let ret = TableRef {
         system: p.system.clone(),
         event: p.return_event.clone(),
         command: HistCommand {
             keys: vec!["common_pid".into()],
-            vars,
+            vars: vec![
+                "lat=common_timestamp-$ts0".into(),
+                "lat1=common_timestamp-$ts0+1".into(),
+            ],
             actions: vec![format!(
-                "onmatch({}.{}).trace({lat},{params})",
+                "onmatch({}.{}).trace({lat},$lat,$lat1)",
                 p.system, p.entry_event
             )],
             ..Default::default()
         }
         .to_string(),
     };
-    let value_key = match mode {
-        ValueKey::Log2Shifted => "lat1.log2".to_string(),
-        ValueKey::Buckets(step) => format!("lat.buckets={step}"),
-        ValueKey::Raw => "lat".to_string(),
+    let derive = (unit != Unit::Ns).then(|| {
+        trigger(
+            &lat,
+            HistCommand {
+                keys: vec!["common_pid".into()],
+                vars: vec![format!("l1=lat/{per}+1"), format!("l=lat/{per}")],
+                actions: vec![format!("onmatch(synthetic.{lat}).trace({lat1},$l1,$l)")],
+                ..Default::default()
+            },
+        )
+    });
+    let step = |t: &TableRef| Step::Trigger {
+        system: t.system.clone(),
+        event: t.event.clone(),
+        command: t.command.clone(),
     };
-    kk.push(value_key);
-    if kk.len() > f.max_keys {
-        return unsupported(format!(
-            "the kernel's compound keys have at most {} fields, the latency included",
-            f.max_keys
-        ));
+    // synthetic events, then the tables that count, then the triggers
+    // that feed them, from the last link of the chain to the first (a
+    // call is measured whole or not at all)
+    let mut setup = vec![Step::Synthetic {
+        name: lat.clone(),
+        fields: "u64 lat; u64 lat1".into(),
+    }];
+    if unit != Unit::Ns {
+        setup.push(Step::Synthetic {
+            name: lat1.clone(),
+            fields: "u64 lat1; u64 lat".into(),
+        });
     }
-    let hist = HistCommand {
-        keys: kk,
-        vals: vec!["hitcount".into(), "lat".into()],
-        size: Some(TABLE_SIZE),
-        ..Default::default()
-    }
-    .to_string();
-    let mut setup = Vec::new();
-    let read = match unit {
-        Unit::Ns => {
-            // plain nanoseconds take the constant directly
-            setup.push(Step::Synthetic {
-                name: lat.clone(),
-                fields: "u64 lat; u64 lat1".into(),
-            });
-            setup.push(Step::Trigger {
-                system: "synthetic".into(),
-                event: lat.clone(),
-                command: hist,
-            });
-            setup.push(entry("common_timestamp"));
-            setup.push(ret(
-                vec![
-                    "lat=common_timestamp-$ts0".into(),
-                    "lat1=common_timestamp-$ts0+1".into(),
-                ],
-                "$lat,$lat1",
-            ));
-            lat.clone()
-        }
-        Unit::Us | Unit::Ms => {
-            // a constant cannot meet a timestamp with units: a second
-            // synthetic event adds it to the plain u64 field
-            let (l1, l) = match unit {
-                Unit::Ms => ("l1=lat/1000+1", "l=lat/1000"),
-                _ => ("l1=lat+1", "l=lat"),
-            };
-            setup.push(Step::Synthetic {
-                name: lat.clone(),
-                fields: "u64 lat".into(),
-            });
-            setup.push(Step::Synthetic {
-                name: lat1.clone(),
-                fields: "u64 lat1; u64 lat".into(),
-            });
-            setup.push(Step::Trigger {
-                system: "synthetic".into(),
-                event: lat1.clone(),
-                command: hist,
-            });
-            setup.push(Step::Trigger {
-                system: "synthetic".into(),
-                event: lat.clone(),
-                command: HistCommand {
-                    keys: vec!["common_pid".into()],
-                    vars: vec![l1.into(), l.into()],
-                    actions: vec![format!("onmatch(synthetic.{lat}).trace({lat1},$l1,$l)")],
-                    ..Default::default()
-                }
-                .to_string(),
-            });
-            setup.push(entry("common_timestamp.usecs"));
-            setup.push(ret(vec!["lat=common_timestamp.usecs-$ts0".into()], "$lat"));
-            lat1.clone()
-        }
-    };
+    setup.push(step(&main));
+    setup.push(step(&min));
+    setup.extend(prom.iter().map(step));
+    setup.extend(derive.iter().map(step));
+    setup.push(step(&entry));
+    setup.push(step(&ret));
     Ok(LatencyPlan {
         plan: KernelPlan { setup },
         read,
+        main,
+        min,
+        prom,
+        entry,
+        ret,
+        derive,
         return_event: (p.system.clone(), p.return_event.clone()),
         unit,
         scale,
         mode,
+        prom_mode,
         func: p.func.clone(),
         keys: keys.iter().map(|k| k.name().to_string()).collect(),
         slots,
     })
 }
 
+/// The smallest and largest value of a key, where known.
+type Extremes = (Option<i128>, Option<i128>);
+
+/// The largest and smallest value of each key from the latency tables'
+/// `onmax` (`max:` of the main table; [`MIN_BASE`] less `max:` of the min
+/// table), over the key's entries (one per bucket).
+fn extremes(
+    t: &HistTable,
+    min: Option<&HistTable>,
+    slots: &[Slot],
+    func: &str,
+) -> Result<HashMap<Key, Extremes>> {
+    let mut out: HashMap<Key, Extremes> = HashMap::new();
+    for (table, is_min) in std::iter::once((t, false)).chain(min.map(|m| (m, true))) {
+        for e in &table.entries {
+            let key = read_key(slots, &e.keys, func)
+                .ok_or_else(|| table_error(table, "keys do not match the plan"))?;
+            let Some(m) = e.max else { continue };
+            let slot = out.entry(key).or_default();
+            if is_min {
+                let v = i128::from(MIN_BASE) - i128::from(m);
+                slot.0 = Some(slot.0.map_or(v, |x: i128| x.min(v)));
+            } else {
+                let v = i128::from(m);
+                slot.1 = Some(slot.1.map_or(v, |x: i128| x.max(v)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What the tables carrying each call to a latency histogram dropped
+/// because they were full ([`LatencyPlan::entry`], `ret`, `derive`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChainDrops {
+    /// Entries not stamped: their returns find no stamp.
+    pub entry: u64,
+    /// Returns not handled.
+    pub ret: u64,
+    /// Matched calls not converted to the unit.
+    pub derive: u64,
+}
+
+impl ChainDrops {
+    fn total(&self) -> u64 {
+        self.entry + self.ret + self.derive
+    }
+}
+
 impl LatencyPlan {
-    /// The report from the synthetic event's table and the number of hits
-    /// of the return probe (`kprobe_profile`) in the same span, and the
-    /// kretprobe misses (`kprobe_profile` of the return probe). Unmatched
-    /// returns are the return probe's hits less the calls measured.
+    /// The table Prometheus reads ([`LatencyPlan::prom`], else the main).
+    pub fn prom_table(&self) -> &TableRef {
+        self.prom.as_ref().unwrap_or(&self.main)
+    }
+
+    /// The triggers that carry each call, in order.
+    pub fn chain(&self) -> Vec<&TableRef> {
+        let mut v = vec![&self.entry, &self.ret];
+        v.extend(self.derive.as_ref());
+        v
+    }
+
+    /// The report from the histogram table `t`, its min twin, the hits of
+    /// the return's trigger in the same span (`None`: unknown), the
+    /// kretprobe misses (`kprobe_profile`), and what the chain dropped.
+    /// Unmatched returns are the returns handled less the calls that
+    /// reached the histogram (counted or dropped there) and less the
+    /// entries that could not be stamped (reported as dropped).
     pub fn report(
+        &self,
+        t: &HistTable,
+        min: Option<&HistTable>,
+        return_hits: Option<u64>,
+        kretprobe_misses: Option<u64>,
+        chain_dropped: ChainDrops,
+    ) -> Result<LatencyReport> {
+        let mut r = self.report_of(
+            t,
+            self.unit,
+            self.scale,
+            self.mode,
+            &self.slots,
+            &self.keys,
+            return_hits,
+            kretprobe_misses,
+            chain_dropped,
+        )?;
+        let ex = extremes(t, min, &self.slots, &self.func)?;
+        for (key, h) in &mut r.hist.groups {
+            if let Some((lo, hi)) = ex.get(key) {
+                // both or neither: an extreme of a partial read is not one
+                if lo.is_some() && hi.is_some() {
+                    h.stats.min = *lo;
+                    h.stats.max = *hi;
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// The report for Prometheus: from [`LatencyPlan::prom`]'s table (or
+    /// the main one when measuring in ns), keyed by function first.
+    pub fn prom_report(
         &self,
         t: &HistTable,
         return_hits: Option<u64>,
         kretprobe_misses: Option<u64>,
+        chain_dropped: ChainDrops,
     ) -> Result<LatencyReport> {
-        let mut hist = HistReport::new("latency", Some(self.unit), self.scale, self.keys.clone());
+        let (slots, keys) = func_first(&self.slots, &self.keys);
+        let (unit, scale, mode) = match (&self.prom, self.prom_mode) {
+            (Some(_), ValueKey::Buckets(step)) => {
+                (Unit::Ns, Scale::Linear { step }, self.prom_mode)
+            }
+            (Some(_), m) => (Unit::Ns, self.scale, m),
+            (None, _) => (self.unit, self.scale, self.mode),
+        };
+        self.report_of(
+            t,
+            unit,
+            scale,
+            mode,
+            &slots,
+            &keys,
+            return_hits,
+            kretprobe_misses,
+            chain_dropped,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn report_of(
+        &self,
+        t: &HistTable,
+        unit: Unit,
+        scale: Scale,
+        mode: ValueKey,
+        slots: &[Slot],
+        keys: &[String],
+        return_hits: Option<u64>,
+        kretprobe_misses: Option<u64>,
+        chain: ChainDrops,
+    ) -> Result<LatencyReport> {
+        let mut hist = HistReport::new("latency", Some(unit), scale, keys.to_vec());
         hist.set_groups(hist_groups(
             t,
-            &self.slots,
+            slots,
             &self.func,
-            self.mode,
+            mode,
             FieldKind::Unsigned,
             "lat",
-            self.scale,
+            scale,
         )?);
-        hist.dropped = t.dropped;
-        let measured = t.hits;
+        hist.dropped = t.dropped + chain.total();
+        let reached = t.hits + t.dropped + chain.derive + chain.entry;
         Ok(LatencyReport {
             hist,
-            unmatched_returns: return_hits.map_or(0, |h| h.saturating_sub(measured)),
+            unmatched_returns: return_hits.map_or(0, |h| h.saturating_sub(reached)),
             discarded_entries: None,
             backwards: None,
             in_flight: None,
             kretprobe_misses,
         })
+    }
+}
+
+/// `slots`/`keys` with the function first (unless already there): the
+/// Prometheus series always say which function they are about.
+fn func_first(slots: &[Slot], keys: &[String]) -> (Vec<Slot>, Vec<String>) {
+    if keys.iter().any(|k| k == "func") {
+        return (slots.to_vec(), keys.to_vec());
+    }
+    let mut s = vec![Slot::Func];
+    s.extend(slots.iter().cloned());
+    let mut k = vec!["func".to_string()];
+    k.extend(keys.iter().cloned());
+    (s, k)
+}
+
+impl CountPlan {
+    /// The same plan reading its tables keyed by function first (for
+    /// Prometheus, whose series always name their function).
+    pub fn by_func(&self) -> CountPlan {
+        let (slots, keys) = func_first(&self.slots, &self.keys);
+        CountPlan {
+            slots,
+            keys,
+            ..self.clone()
+        }
+    }
+}
+
+impl HistPlan {
+    /// The same plan reading its table keyed by function first.
+    pub fn by_func(&self) -> HistPlan {
+        let (slots, keys) = func_first(&self.slots, &self.keys);
+        HistPlan {
+            slots,
+            keys,
+            ..self.clone()
+        }
     }
 }
 
@@ -1121,6 +1458,7 @@ mod tests {
             Scale::Log2,
             &[KeySpec::Comm],
             &f61(),
+            false,
         )
         .unwrap();
         let got: Vec<String> = us
@@ -1132,12 +1470,13 @@ mod tests {
         assert_eq!(
             got,
             [
-                "s:ktrace_7_0_lat u64 lat",
+                "s:ktrace_7_0_lat u64 lat; u64 lat1",
                 "s:ktrace_7_0_lat1 u64 lat1; u64 lat",
-                "hist:keys=common_pid.execname,lat1.log2:vals=hitcount,lat:size=8192",
-                "hist:keys=common_pid:l1=lat+1,l=lat:onmatch(synthetic.ktrace_7_0_lat).trace(ktrace_7_0_lat1,$l1,$l)",
-                "hist:keys=common_pid:ts0=common_timestamp.usecs",
-                "hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat)",
+                "hist:keys=common_pid.execname,lat1.log2:m=lat:vals=hitcount,lat:size=8192:onmax($m).save(lat)",
+                "hist:keys=common_pid.execname,lat1.log2:n=9223372036854775807-lat:vals=hitcount:size=8192:onmax($n).save(lat)",
+                "hist:keys=common_pid:l1=lat/1000+1,l=lat/1000:onmatch(synthetic.ktrace_7_0_lat).trace(ktrace_7_0_lat1,$l1,$l)",
+                "hist:keys=common_pid:ts0=common_timestamp",
+                "hist:keys=common_pid:lat=common_timestamp-$ts0,lat1=common_timestamp-$ts0+1:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat,$lat1)",
             ]
         );
         let down: Vec<String> = us
@@ -1148,19 +1487,27 @@ mod tests {
             .collect();
         assert_eq!(
             down[0],
-            "!hist:keys=common_pid:lat=common_timestamp.usecs-$ts0:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat)"
+            "!hist:keys=common_pid:lat=common_timestamp-$ts0,lat1=common_timestamp-$ts0+1:onmatch(ktrace.f).trace(ktrace_7_0_lat,$lat,$lat1)"
         );
-        assert_eq!(down[4], "-:synthetic/ktrace_7_0_lat1");
-        assert_eq!(down[5], "-:synthetic/ktrace_7_0_lat");
+        assert_eq!(down[5], "-:synthetic/ktrace_7_0_lat1");
+        assert_eq!(down[6], "-:synthetic/ktrace_7_0_lat");
         assert_eq!(
             us.plan.setup[0].install_text(true),
-            "ktrace_7_0_lat u64 lat"
+            "ktrace_7_0_lat u64 lat; u64 lat1"
         );
         assert_eq!(us.plan.setup[0].remove_text(true), "!ktrace_7_0_lat");
         assert_eq!(us.read, "ktrace_7_0_lat1");
 
-        let ns =
-            plan_latency(&p, "k", Unit::Ns, Scale::Linear { step: 1000 }, &[], &f61()).unwrap();
+        let ns = plan_latency(
+            &p,
+            "k",
+            Unit::Ns,
+            Scale::Linear { step: 1000 },
+            &[],
+            &f61(),
+            true,
+        )
+        .unwrap();
         let got: Vec<String> = ns
             .plan
             .setup
@@ -1171,10 +1518,35 @@ mod tests {
             got,
             [
                 "s:k_lat u64 lat; u64 lat1",
-                "hist:keys=lat.buckets=1000:vals=hitcount,lat:size=8192",
+                "hist:keys=lat.buckets=1000:m=lat:vals=hitcount,lat:size=8192:onmax($m).save(lat)",
+                "hist:keys=lat.buckets=1000:n=9223372036854775807-lat:vals=hitcount:size=8192:onmax($n).save(lat)",
                 "hist:keys=common_pid:ts0=common_timestamp",
                 "hist:keys=common_pid:lat=common_timestamp-$ts0,lat1=common_timestamp-$ts0+1:onmatch(ktrace.f).trace(k_lat,$lat,$lat1)",
             ]
+        );
+        // in ns the histogram is Prometheus' already
+        assert_eq!(ns.prom, None);
+        assert_eq!(ns.prom_table(), &ns.main);
+        let usp = plan_latency(&p, "k", Unit::Us, Scale::Log2, &[], &f61(), true).unwrap();
+        assert_eq!(
+            usp.prom
+                .as_ref()
+                .map(|t| (t.event.as_str(), t.command.as_str())),
+            Some(("k_lat", "hist:keys=lat1.log2:vals=hitcount,lat:size=8192"))
+        );
+        let lin = plan_latency(
+            &p,
+            "k",
+            Unit::Ms,
+            Scale::Linear { step: 5 },
+            &[],
+            &f61(),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            lin.prom.map(|t| t.command),
+            Some("hist:keys=lat.buckets=5000000:vals=hitcount,lat:size=8192".into())
         );
         for (keys, want) in [
             (
@@ -1191,7 +1563,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                plan_latency(&p, "k", Unit::Ns, Scale::Log2, &keys, &f61())
+                plan_latency(&p, "k", Unit::Ns, Scale::Log2, &keys, &f61(), false)
                     .unwrap_err()
                     .reason,
                 want
@@ -1201,6 +1573,36 @@ mod tests {
             constants: false,
             ..f61()
         };
-        assert!(plan_latency(&p, "k", Unit::Ns, Scale::Log2, &[], &old).is_err());
+        assert!(plan_latency(&p, "k", Unit::Ns, Scale::Log2, &[], &old, false).is_err());
+    }
+
+    /// Issue 23 row 5: a kernel-engine run must see its triggers removed
+    /// or paused. The `trigger` file as 6.1 lists our latency tables
+    /// (captured in a guest: the readback adds `sort`, `size`, `[active]`
+    /// and orders the attributes its own way).
+    #[test]
+    fn trigger_states_from_the_trigger_file() {
+        let main = "hist:keys=lat1.log2:m=lat:vals=hitcount,lat:size=8192:onmax($m).save(lat)";
+        let min = "hist:keys=lat1.log2:n=9223372036854775807-lat:vals=hitcount:size=8192:onmax($n).save(lat)";
+        let file = "hist:keys=lat1.log2:vals=hitcount,lat:m=lat:sort=hitcount:size=8192:onmax($m).save(lat) [active]
+hist:keys=lat1.log2:vals=hitcount:n=9223372036854775807-lat:sort=hitcount:size=8192:onmax($n).save(lat) [active]
+";
+        assert_eq!(trigger_state(file, main), TriggerState::Active);
+        assert_eq!(trigger_state(file, min), TriggerState::Active);
+        let paused = file.replacen("[active]", "[paused]", 1);
+        assert_eq!(trigger_state(&paused, main), TriggerState::Paused);
+        assert_eq!(trigger_state(&paused, min), TriggerState::Active);
+        let one = file.lines().nth(1).unwrap();
+        assert_eq!(trigger_state(one, main), TriggerState::Missing);
+        assert_eq!(
+            trigger_state("# Available triggers:\n# traceon traceoff\n", main),
+            TriggerState::Missing
+        );
+        // our filter tells ours from the same keys with another condition
+        let ours = "hist:keys=common_pid:ts0=common_timestamp if common_pid != 111";
+        let listed = "hist:keys=common_pid:vals=hitcount:ts0=common_timestamp:sort=hitcount:size=2048:clock=global if common_pid != 111 [active]";
+        assert_eq!(trigger_state(listed, ours), TriggerState::Active);
+        let other = listed.replace("111", "222");
+        assert_eq!(trigger_state(&other, ours), TriggerState::Missing);
     }
 }

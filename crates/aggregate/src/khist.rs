@@ -6,7 +6,9 @@
 //! table per hist trigger on the event (separated by a blank line pair),
 //! each opened by `# event histogram` and `# trigger info: hist:keys=...`,
 //! one line per entry `{ KEY: VALUE, ... } hitcount: N  VAL: N ...` (a
-//! stacktrace key spans lines), and `Totals:` with Hits, Entries, Dropped.
+//! stacktrace key spans lines; an `onmax()` handler adds a `\tmax: N`
+//! line under it, `track_data_print()`), and `Totals:` with Hits,
+//! Entries, Dropped.
 //! How a key's value is printed depends on its modifier, which is read from
 //! the trigger info (`.execname`, `.log2`, `.buckets=N`, `.hex`, `.sym`,
 //! `.sym-offset`, `.syscall`, `stacktrace`, strings). This module only
@@ -91,6 +93,9 @@ pub struct HistEntry {
     pub keys: Vec<(String, KeyText)>,
     /// (name, sum) per value; the first is `hitcount`.
     pub vals: Vec<(String, u64)>,
+    /// The value an `onmax()` handler tracks for this entry (the `max:`
+    /// line under it; the first when the trigger has several).
+    pub max: Option<u64>,
 }
 
 impl HistEntry {
@@ -236,7 +241,20 @@ pub fn parse_hist(text: &str) -> Result<Vec<HistTable>> {
                 i = next;
                 continue;
             }
-            // "Snapshot taken" and onmax details: not ours, skip
+            // `\tmax: N  SAVED: N` under an entry (track_data_print())
+            if let Some(rest) = line.strip_prefix("\tmax:")
+                && let Some(e) = entries.last_mut()
+                && e.max.is_none()
+            {
+                let n = rest.split_whitespace().next().unwrap_or("");
+                e.max = Some(
+                    n.parse()
+                        .map_err(|_| err(i + 1, format!("bad max '{}'", short(rest))))?,
+                );
+                i += 1;
+                continue;
+            }
+            // "Snapshot taken" and other details: not ours, skip
             i += 1;
         }
         let (Some(hits), Some(n_entries), Some(dropped)) = (hits, n_entries, dropped) else {
@@ -316,7 +334,14 @@ fn parse_entry(lines: &[&str], mut i: usize, keys: &[TriggerKey]) -> Result<(His
         .ok_or_else(|| err(i + 1, "expected '}' after the keys"))?;
     let vals = parse_vals(rest)
         .ok_or_else(|| err(i + 1, format!("cannot read the values '{}'", short(rest))))?;
-    Ok((HistEntry { keys: out, vals }, i + 1))
+    Ok((
+        HistEntry {
+            keys: out,
+            vals,
+            max: None,
+        },
+        i + 1,
+    ))
 }
 
 /// Read one key value in `s` (after `LABEL: `); returns it and the text

@@ -23,7 +23,10 @@
 //! left out). Then call `add` on the aggregator; `lost(cpu, n)` →
 //! `lost(n)`; at each interval `report()` then `reset()`; at finish
 //! `report()`. For Prometheus keep a second aggregator that is never reset
-//! (counters must only grow) and render it in the server's closure.
+//! (counters must only grow), keyed by `func` first and timing latency in
+//! nanoseconds, and render it in the server's closure. Every aggregator
+//! keeps at most `with_max_keys(N)` keys ([`agg::DEFAULT_MAX_KEYS`]); the
+//! rest goes to one other bucket, and `overflowed()` says when.
 //! Latency: one [`LatencyPair`] per function (entry and return event
 //! names); set the return probes' kretprobe misses from `kprobe_profile`
 //! ([`khist::parse_kprobe_profile`]) before each report.
@@ -41,7 +44,11 @@
 //!    `events/SYSTEM/EVENT/trigger`). Triggers count from the moment they
 //!    are written, enabled or not.
 //! 4. At each interval read the `hist` file(s), [`khist::parse_hist`],
-//!    [`kernel::find_table`] with the plan's command, then `plan.report`.
+//!    [`kernel::find_table`] with the plan's command, then `plan.report`
+//!    (a latency plan names its tables: `main`, `min`, `prom`, and the
+//!    chain `entry`, `ret`, `derive` whose drops it reports). Check the
+//!    triggers are still there with [`kernel::trigger_state`] on each
+//!    event's `trigger` file: someone else may remove or pause them.
 //!    Kernel tables only grow: per-interval numbers are the difference of
 //!    two reads (or append `:clear` through a trigger write).
 //! 5. On every exit write `plan.teardown()` in order

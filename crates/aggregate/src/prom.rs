@@ -4,13 +4,27 @@
 //! drops, unmatched returns, kretprobe misses).
 //!
 //! Buckets hold integers, so a bucket `[lo, hi)` is `le="hi-1"` exactly
-//! (the negative bucket is `le="-1"`), listed from the first to the last
-//! non-empty bucket of each series, then `+Inf`. Prometheus wants counters
-//! that only grow: serve reports of an aggregator that is never reset.
-//! This is the format only; [`crate::server`] serves it.
+//! (the negative bucket is `le="-1"`). Every series of a family has the
+//! same, fixed ladder of bounds, so a bound never appears mid-run (which
+//! breaks `rate()` and `histogram_quantile()` over the change): for power
+//! of two buckets all of them, `[0]`, `[1]`, `[2, 4)` ... `[2^63, 2^64)`
+//! (and the negative bucket for a field; a latency is never negative);
+//! for linear buckets the run of buckets from 0 (or the lowest negative
+//! one) to the highest seen in any series — open-ended by nature, so it
+//! grows at its top only, and past [`MAX_LINEAR_BOUNDS`] buckets only the
+//! bounds some series has are listed. Then `+Inf`. Latency is in seconds,
+//! written exactly from the unit it was measured in (the binary measures
+//! in nanoseconds for Prometheus).
+//!
+//! Keys beyond the aggregator's cap are one more series labelled
+//! `other="true"` (so a sum over the family is still the total); a key
+//! named `other` (or `le`, or `__...`) gets a `key_` label name.
+//! Prometheus wants counters that only grow: serve reports of an
+//! aggregator that is never reset. This is the format only;
+//! [`crate::server`] serves it.
 
 use crate::agg::{CountReport, HistReport, LatencyReport};
-use crate::hist::Unit;
+use crate::hist::{Scale, Unit};
 use crate::key::{Key, KeyValue};
 use std::fmt::Write;
 
@@ -33,11 +47,15 @@ pub fn sanitize_name(s: &str) -> String {
     out
 }
 
+/// Linear buckets listed one by one at most; beyond, only those a series
+/// has.
+pub const MAX_LINEAR_BOUNDS: i128 = 1024;
+
 /// A label name for a key: sanitized, and kept off the names Prometheus
-/// reserves (`__` prefix) or ours uses (`le`).
+/// reserves (`__` prefix) or ours uses (`le`, `other`).
 pub fn label_name(key: &str) -> String {
     let n = sanitize_name(key);
-    if n.starts_with("__") || n == "le" {
+    if n.starts_with("__") || n == "le" || n == "other" {
         format!("key_{}", n.trim_start_matches('_'))
     } else {
         n
@@ -96,17 +114,30 @@ pub fn counter(out: &mut String, name: &str, help: &str, value: u64) {
     let _ = writeln!(out, "{name} {value}");
 }
 
-/// Hits per key as counter `name` (which should end in `_total`).
+/// `{other="true"}` with `extra` after it.
+fn other_labels(extra: Option<(&str, &str)>) -> String {
+    match extra {
+        Some((n, v)) => format!("{{other=\"true\",{n}=\"{}\"}}", escape_label(v)),
+        None => "{other=\"true\"}".to_string(),
+    }
+}
+
+/// Hits per key as counter `name` (which should end in `_total`), and
+/// the hits of keys beyond the cap as the `other="true"` series.
 pub fn count_metrics(out: &mut String, name: &str, help: &str, r: &CountReport) {
     head(out, name, help, "counter");
     for (key, n) in &r.rows {
         let _ = writeln!(out, "{name}{} {n}", labels(&r.keys, key, None));
     }
+    if r.other > 0 {
+        let _ = writeln!(out, "{name}{} {}", other_labels(None), r.other);
+    }
 }
 
-/// Histograms per key as histogram `name`.
+/// Histograms per key as histogram `name` (a field's: the negative
+/// bucket is on its ladder).
 pub fn hist_metrics(out: &mut String, name: &str, help: &str, r: &HistReport) {
-    hist_family(out, name, help, r, 0);
+    hist_family(out, name, help, r, 0, true);
 }
 
 /// `v / 10^decimals` written exactly (`1023`, 6 → `0.001023`).
@@ -127,41 +158,67 @@ pub fn decimal(v: i128, decimals: u32) -> String {
     format!("{sign}{int}.{}", frac.trim_end_matches('0'))
 }
 
-fn hist_family(out: &mut String, name: &str, help: &str, r: &HistReport, decimals: u32) {
-    head(out, name, help, "histogram");
-    for (key, h) in &r.groups {
-        let mut cum = 0u64;
-        if let (Some((&first, _)), Some((&last, _))) =
-            (h.buckets.first_key_value(), h.buckets.last_key_value())
-        {
-            for i in first..=last {
-                cum += h.buckets.get(&i).copied().unwrap_or(0);
-                let le = decimal(h.scale.bounds(i).1 - 1, decimals);
-                let _ = writeln!(
-                    out,
-                    "{name}_bucket{} {cum}",
-                    labels(&r.keys, key, Some(("le", &le)))
-                );
+/// The bucket indexes every series of the family lists (see the module
+/// documentation).
+fn ladder(r: &HistReport, negative: bool) -> Vec<i128> {
+    let all = r.groups.iter().map(|g| &g.1).chain(r.other.as_ref());
+    match r.scale {
+        Scale::Log2 => (if negative { -1 } else { 0 }..=64).collect(),
+        Scale::Linear { .. } => {
+            let seen: std::collections::BTreeSet<i128> =
+                all.flat_map(|h| h.buckets.keys().copied()).collect();
+            let (Some(&lo), Some(&hi)) = (seen.first(), seen.last()) else {
+                return Vec::new();
+            };
+            let lo = lo.min(0);
+            if hi - lo < MAX_LINEAR_BOUNDS {
+                (lo..=hi).collect()
+            } else {
+                seen.into_iter().collect()
             }
+        }
+    }
+}
+
+fn hist_family(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    r: &HistReport,
+    decimals: u32,
+    negative: bool,
+) {
+    head(out, name, help, "histogram");
+    let ladder = ladder(r, negative);
+    let series = r
+        .groups
+        .iter()
+        .map(|(k, h)| (Some(k), h))
+        .chain(r.other.as_ref().map(|h| (None, h)));
+    for (key, h) in series {
+        let l = |extra: Option<(&str, &str)>| match key {
+            Some(k) => labels(&r.keys, k, extra),
+            None => other_labels(extra),
+        };
+        let mut cum = 0u64;
+        for &i in &ladder {
+            cum += h.buckets.get(&i).copied().unwrap_or(0);
+            let le = decimal(h.scale.bounds(i).1 - 1, decimals);
+            let _ = writeln!(out, "{name}_bucket{} {cum}", l(Some(("le", &le))));
         }
         let _ = writeln!(
             out,
             "{name}_bucket{} {}",
-            labels(&r.keys, key, Some(("le", "+Inf"))),
+            l(Some(("le", "+Inf"))),
             h.stats.count
         );
         let _ = writeln!(
             out,
             "{name}_sum{} {}",
-            labels(&r.keys, key, None),
+            l(None),
             decimal(h.stats.sum, decimals)
         );
-        let _ = writeln!(
-            out,
-            "{name}_count{} {}",
-            labels(&r.keys, key, None),
-            h.stats.count
-        );
+        let _ = writeln!(out, "{name}_count{} {}", l(None), h.stats.count);
     }
 }
 
@@ -182,6 +239,7 @@ pub fn latency_metrics(out: &mut String, r: &LatencyReport) {
         &format!("function latency in seconds (measured in {unit})"),
         &r.hist,
         decimals,
+        false,
     );
 }
 
@@ -370,7 +428,7 @@ ktrace_dropped_events_total 0
     #[test]
     fn histogram_exposition_is_cumulative() {
         let mut h = Histogram::new(Scale::Log2);
-        for v in [-2, 0, 1, 3, 3, 9] {
+        for v in [0, 1, 3, 3, 9] {
             h.record(v);
         }
         let mut r = HistReport::new("latency", Some(Unit::Us), Scale::Log2, vec!["le".into()]);
@@ -395,19 +453,116 @@ ktrace_dropped_events_total 0
         );
         let want = "# HELP ktrace_latency_seconds function latency in seconds (measured in us)
 # TYPE ktrace_latency_seconds histogram
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"-0.000001\"} 1
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0\"} 2
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000001\"} 3
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000003\"} 5
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000007\"} 5
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000015\"} 6
-ktrace_latency_seconds_bucket{key_le=\"1\",le=\"+Inf\"} 6
-ktrace_latency_seconds_sum{key_le=\"1\"} 0.000014
-ktrace_latency_seconds_count{key_le=\"1\"} 6
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0\"} 1
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000001\"} 2
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000003\"} 4
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000007\"} 4
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000015\"} 5
+ktrace_latency_seconds_bucket{key_le=\"1\",le=\"0.000031\"} 5
 ";
         assert!(out.starts_with(want), "{out}");
+        // the whole ladder, every bucket of a u64, then +Inf
+        assert!(
+            out.contains(
+                "ktrace_latency_seconds_bucket{key_le=\"1\",le=\"18446744073709.551615\"} 5\n\
+                 ktrace_latency_seconds_bucket{key_le=\"1\",le=\"+Inf\"} 5\n\
+                 ktrace_latency_seconds_sum{key_le=\"1\"} 0.000016\n\
+                 ktrace_latency_seconds_count{key_le=\"1\"} 5\n"
+            ),
+            "{out}"
+        );
+        assert_eq!(out.matches("_bucket{").count(), 65 + 1, "{out}");
         assert!(out.contains("\nktrace_unmatched_returns_total 2\n"));
         assert!(out.contains("\nktrace_kretprobe_misses_total 4\n"));
         assert!(out.contains("\nktrace_lost_events_total 1\n"));
+    }
+
+    /// Regression (issue 21 item 8): a family listed only the buckets seen
+    /// so far, so its set of bounds grew during the run. Every series now
+    /// has the same, fixed ladder: a field's with its negative bucket, a
+    /// linear one from 0 to the highest bucket of any series; keys
+    /// beyond the cap are the `other="true"` series.
+    #[test]
+    fn every_series_has_the_same_ladder() {
+        let mut a = Histogram::new(Scale::Log2);
+        a.record(5);
+        let mut b = Histogram::new(Scale::Log2);
+        b.record(-3);
+        b.record(1 << 40);
+        let mut r = HistReport::new("ret", None, Scale::Log2, vec!["comm".into()]);
+        r.set_groups(vec![
+            (vec![KeyValue::Str("a".into())], a.clone()),
+            (vec![KeyValue::Str("b".into())], b),
+        ]);
+        r.other = Some(a);
+        let mut out = String::new();
+        hist_metrics(&mut out, "ktrace_ret", "x", &r);
+        let les = |series: &str| -> Vec<String> {
+            out.lines()
+                .filter(|l| l.starts_with(&format!("ktrace_ret_bucket{{{series}")))
+                .map(|l| {
+                    l.split("le=\"")
+                        .nth(1)
+                        .unwrap()
+                        .split('"')
+                        .next()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect()
+        };
+        let (la, lb, lo) = (les("comm=\"a\""), les("comm=\"b\""), les("other=\"true\""));
+        assert_eq!(la, lb);
+        assert_eq!(la, lo);
+        assert_eq!(la.len(), 66 + 1);
+        assert_eq!(la[0], "-1");
+        assert_eq!(la[1], "0");
+        assert_eq!(la[65], "18446744073709551615");
+        assert!(
+            out.contains("ktrace_ret_bucket{other=\"true\",le=\"7\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ktrace_ret_count{other=\"true\"} 1\n"),
+            "{out}"
+        );
+
+        // linear: one run of buckets shared by the series
+        let s = Scale::Linear { step: 10 };
+        let (mut x, mut y) = (Histogram::new(s), Histogram::new(s));
+        x.record(5);
+        y.record(42);
+        let mut r = HistReport::new("n", None, s, vec!["k".into()]);
+        r.set_groups(vec![
+            (vec![KeyValue::U64(1)], x),
+            (vec![KeyValue::U64(2)], y),
+        ]);
+        let mut out = String::new();
+        hist_metrics(&mut out, "ktrace_n", "x", &r);
+        for k in ["1", "2"] {
+            let got: Vec<&str> = out
+                .lines()
+                .filter(|l| l.starts_with(&format!("ktrace_n_bucket{{k=\"{k}\"")))
+                .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
+                .collect();
+            assert_eq!(got, ["9", "19", "29", "39", "49", "+Inf"], "{k}");
+        }
+
+        // counts: the other series
+        let c = CountReport::new(
+            vec!["other".into()],
+            vec![(vec![KeyValue::Str("x".into())], 3)],
+        )
+        .with_other(7, 1);
+        let mut out = String::new();
+        count_metrics(&mut out, "ktrace_hits_total", "h", &c);
+        assert!(
+            out.contains("ktrace_hits_total{key_other=\"x\"} 3\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("ktrace_hits_total{other=\"true\"} 7\n"),
+            "{out}"
+        );
     }
 }

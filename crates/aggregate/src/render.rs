@@ -9,6 +9,14 @@
 //! ([`count_json`], [`hist_json`], [`latency_json`]) with units and bucket
 //! bounds (`lo` inclusive, `hi` exclusive, `lo` null for the negative
 //! bucket). It is not the Prometheus format ([`crate::prom`]).
+//!
+//! Key values come from the traced programs and may hold anything: in the
+//! terminal tables every control character (C0, DEL, C1: a newline that
+//! would fake a row, an ESC that would drive the terminal) and the
+//! backslash are written as escapes ([`escape_text`]), as JSON and
+//! Prometheus escape them in theirs. (`ktrace trace` prints what the
+//! kernel's `trace` file prints, byte for byte; these tables are ktrace's
+//! own.)
 
 use crate::agg::{CountReport, HistReport, LatencyReport};
 use crate::hist::{Histogram, Scale, Stats, Unit};
@@ -48,12 +56,50 @@ fn utc(unix_ns: u64, sep: &str, suffix: &str) -> String {
     )
 }
 
+/// `s` safe for a terminal: `\\` for a backslash, `\n`, `\t`, `\r`, and
+/// `\xNN` for every other control character (C0, DEL and C1, all below
+/// 0x100), so that a traced string can neither fake a row nor send an
+/// escape sequence.
+pub fn escape_text(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c == '\\' || c.is_control()) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// A key value as a table shows it: escaped ([`escape_text`]), stacks
+/// folded with `;`.
+fn value_text(v: &KeyValue) -> String {
+    match v {
+        KeyValue::Str(s) => escape_text(s).into_owned(),
+        KeyValue::Stack(frames) => frames
+            .iter()
+            .map(|f| escape_text(f))
+            .collect::<Vec<_>>()
+            .join(";"),
+        v => v.to_string(),
+    }
+}
+
 /// A key as `k1=v1, k2=v2` (stacks folded with `;`).
 fn key_text(names: &[String], key: &Key) -> String {
     names
         .iter()
         .zip(key)
-        .map(|(n, v)| format!("{n}={v}"))
+        .map(|(n, v)| format!("{n}={}", value_text(v)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -74,7 +120,7 @@ pub fn count_text(out: &mut String, r: &CountReport) {
     let mut widths: Vec<usize> = cols.iter().map(|&i| r.keys[i].len()).collect();
     for (key, _) in &r.rows {
         for (w, &i) in widths.iter_mut().zip(&cols) {
-            *w = (*w).max(key.get(i).map_or(1, |v| v.to_string().chars().count()));
+            *w = (*w).max(key.get(i).map_or(1, |v| value_text(v).chars().count()));
         }
     }
     let mut line = format!("{:>cw$}", "COUNT");
@@ -94,16 +140,14 @@ pub fn count_text(out: &mut String, r: &CountReport) {
     for (key, n) in &r.rows {
         let mut line = format!("{n:>cw$}");
         for (j, &i) in cols.iter().enumerate() {
-            let v = key
-                .get(i)
-                .map_or_else(|| "-".to_string(), |v| v.to_string());
+            let v = key.get(i).map_or_else(|| "-".to_string(), value_text);
             push_cell(&mut line, &v, widths[j], j + 1 == cols.len());
         }
         out.push_str(line.trim_end());
         out.push('\n');
         if let Some(KeyValue::Stack(frames)) = stack_col.and_then(|i| key.get(i)) {
             for f in frames {
-                let _ = writeln!(out, "{:cw$}    {f}", "");
+                let _ = writeln!(out, "{:cw$}    {}", "", escape_text(f));
             }
         }
     }
@@ -112,6 +156,14 @@ pub fn count_text(out: &mut String, r: &CountReport) {
         let _ = write!(out, " (top {} shown)", r.rows.len());
     }
     out.push('\n');
+    if r.other > 0 {
+        let _ = writeln!(
+            out,
+            "other {} hits: keys beyond the first {} seen (--max-keys), counted together; \
+             the rows are of the kept keys only",
+            r.other, r.max_keys
+        );
+    }
     loss_lines(out, r.lost, r.dropped);
 }
 
@@ -217,6 +269,15 @@ pub fn hist_text(out: &mut String, r: &HistReport, width: usize) {
         } else {
             let _ = writeln!(out, "{}{unit} [{}]:", r.value, key_text(&r.keys, key));
         }
+        histogram_text(out, h, r.unit, width);
+        out.push('\n');
+    }
+    if let Some(h) = &r.other {
+        let _ = writeln!(
+            out,
+            "{}{unit} [other: keys beyond the first {} seen (--max-keys), together]:",
+            r.value, r.max_keys
+        );
         histogram_text(out, h, r.unit, width);
         out.push('\n');
     }
@@ -349,8 +410,8 @@ pub fn count_json(out: &mut String, r: &CountReport, unix_ns: u64, interval_ns: 
     }
     let _ = writeln!(
         out,
-        "],\"total\":{},\"distinct\":{},\"lost\":{},\"dropped\":{}}}",
-        r.total, r.distinct, r.lost, r.dropped
+        "],\"total\":{},\"distinct\":{},\"lost\":{},\"dropped\":{},\"other\":{},\"max_keys\":{}}}",
+        r.total, r.distinct, r.lost, r.dropped, r.other, r.max_keys
     );
 }
 
@@ -382,28 +443,43 @@ fn hist_body(out: &mut String, r: &HistReport) {
         }
         out.push_str("{\"key\":");
         json_key(out, &r.keys, key);
-        out.push_str(",\"buckets\":[");
-        for (j, (idx, c)) in h.buckets.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            let (lo, hi) = h.scale.bounds(*idx);
-            out.push_str("{\"lo\":");
-            json_opt(out, lo);
-            let _ = write!(out, ",\"hi\":{hi},\"count\":{c}}}");
-        }
-        let s = &h.stats;
-        let _ = write!(out, "],\"count\":{},\"sum\":{},\"min\":", s.count, s.sum);
-        json_opt(out, s.min);
-        out.push_str(",\"max\":");
-        json_opt(out, s.max);
+        out.push(',');
+        histogram_json(out, h);
         out.push('}');
     }
     let _ = write!(
         out,
-        "],\"missing\":{},\"lost\":{},\"dropped\":{}",
+        "],\"missing\":{},\"lost\":{},\"dropped\":{},\"other\":",
         r.missing, r.lost, r.dropped
     );
+    match &r.other {
+        Some(h) => {
+            out.push('{');
+            histogram_json(out, h);
+            out.push('}');
+        }
+        None => out.push_str("null"),
+    }
+    let _ = write!(out, ",\"max_keys\":{}", r.max_keys);
+}
+
+/// `"buckets":[...],"count":N,"sum":N,"min":N,"max":N` of one histogram.
+fn histogram_json(out: &mut String, h: &Histogram) {
+    out.push_str("\"buckets\":[");
+    for (j, (idx, c)) in h.buckets.iter().enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        let (lo, hi) = h.scale.bounds(*idx);
+        out.push_str("{\"lo\":");
+        json_opt(out, lo);
+        let _ = write!(out, ",\"hi\":{hi},\"count\":{c}}}");
+    }
+    let s = &h.stats;
+    let _ = write!(out, "],\"count\":{},\"sum\":{},\"min\":", s.count, s.sum);
+    json_opt(out, s.min);
+    out.push_str(",\"max\":");
+    json_opt(out, s.max);
 }
 
 /// The histogram report as one JSON document (one line).

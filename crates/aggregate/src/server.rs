@@ -2,28 +2,50 @@
 //! to exactly the address given (no wildcard fallback), it answers
 //! `GET /metrics` (and `HEAD`) with the text the caller renders at that
 //! moment, 404 for other paths, 405 for other methods, 400 for requests it
-//! cannot read; one connection at a time, closed after each answer. It is
-//! not a general web server: no keep-alive, no chunked bodies, requests
-//! larger than 8 KiB are refused.
+//! cannot read, closing the connection after each answer. It is not a
+//! general web server: no keep-alive, no chunked bodies, requests larger
+//! than 8 KiB are refused.
+//!
+//! Each connection is served on its own thread with deadlines: the request
+//! must arrive within [`REQUEST_TIMEOUT`] and the answer be taken within
+//! [`WRITE_TIMEOUT`], so a client that connects and sends nothing (or
+//! reads nothing) delays no other scrape; at most [`MAX_CONNECTIONS`] are
+//! served at once, more are closed unanswered. The accepting thread waits
+//! in poll(2) on the listener and a pipe of its own, so [`MetricsServer::stop`]
+//! returns at once — it never needs a connection to wake it (with the
+//! loopback down, as in a fresh network namespace, none could arrive) and
+//! never waits for a connection still being served.
 
 use crate::error::{Error, Result};
+use rustix::event::{PollFd, PollFlags, poll};
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The content type of the text exposition format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 const MAX_REQUEST: usize = 8192;
 
+/// How long a client has to send its whole request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long a client has to take the answer.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections served at once; more are closed unanswered.
+pub const MAX_CONNECTIONS: usize = 64;
+
 /// A running metrics server.
 #[derive(Debug)]
 pub struct MetricsServer {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    /// Written to (then closed) to make the accepting thread return.
+    wake: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -32,7 +54,7 @@ impl MetricsServer {
     /// `/metrics` from a thread.
     pub fn start<F>(addr: SocketAddr, render: F) -> Result<MetricsServer>
     where
-        F: Fn() -> String + Send + 'static,
+        F: Fn() -> String + Send + Sync + 'static,
     {
         let err = |source| Error::Server {
             addr: addr.to_string(),
@@ -40,24 +62,16 @@ impl MetricsServer {
         };
         let listener = TcpListener::bind(addr).map_err(err)?;
         let local = listener.local_addr().map_err(err)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
+        listener.set_nonblocking(true).map_err(err)?;
+        let (wake_rx, wake_tx) = rustix::pipe::pipe().map_err(|e| err(e.into()))?;
+        let render = Arc::new(render);
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || {
-                for conn in listener.incoming() {
-                    if flag.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if let Ok(stream) = conn {
-                        let _ = serve(stream, &render);
-                    }
-                }
-            })
+            .spawn(move || accept_loop(&listener, &wake_rx, &render))
             .map_err(err)?;
         Ok(MetricsServer {
             addr: local,
-            stop,
+            wake: Some(wake_tx),
             thread: Some(thread),
         })
     }
@@ -67,15 +81,18 @@ impl MetricsServer {
         self.addr
     }
 
-    /// Stop serving and wait for the thread.
+    /// Stop accepting and return: connections being served finish (or
+    /// time out) on their own threads.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // wake the accept() with a connection of our own
-        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(w) = self.wake.take() {
+            let _ = rustix::io::write(&w, b"x");
+            // closing the pipe's end wakes the poll too
+            drop(w);
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -88,9 +105,64 @@ impl Drop for MetricsServer {
     }
 }
 
+/// Accepts until the wake pipe is readable (or closed); each connection
+/// gets a thread of its own.
+fn accept_loop<F>(listener: &TcpListener, wake: &OwnedFd, render: &Arc<F>)
+where
+    F: Fn() -> String + Send + Sync + 'static,
+{
+    let busy = Arc::new(AtomicUsize::new(0));
+    loop {
+        let mut fds = [
+            PollFd::new(listener, PollFlags::IN),
+            PollFd::new(wake, PollFlags::IN),
+        ];
+        match poll(&mut fds, None) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        if !fds[1].revents().is_empty() {
+            return;
+        }
+        // take every connection that is waiting
+        loop {
+            let stream = match listener.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // (ECONNABORTED, EMFILE...): nothing to serve this time;
+                // poll again after a pause rather than spin
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
+            };
+            if busy.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                drop(stream);
+                continue;
+            }
+            busy.fetch_add(1, Ordering::SeqCst);
+            let (render, count) = (Arc::clone(render), Arc::clone(&busy));
+            let spawned = std::thread::Builder::new()
+                .name("metrics-conn".into())
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    let _ = serve(stream, &*render);
+                    count.fetch_sub(1, Ordering::SeqCst);
+                });
+            if spawned.is_err() {
+                busy.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
 fn serve(mut s: TcpStream, render: &dyn Fn() -> String) -> std::io::Result<()> {
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.set_write_timeout(Some(Duration::from_secs(5)))?;
+    // (accepted sockets do not inherit the listener's O_NONBLOCK on Linux)
+    s.set_nonblocking(false)?;
+    s.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let deadline = Instant::now() + REQUEST_TIMEOUT;
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let complete = loop {
@@ -100,6 +172,13 @@ fn serve(mut s: TcpStream, render: &dyn Fn() -> String) -> std::io::Result<()> {
         if buf.len() > MAX_REQUEST {
             break false;
         }
+        // the whole request within the deadline (not per read: a client
+        // trickling a byte at a time gets no longer)
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break false;
+        }
+        s.set_read_timeout(Some(left))?;
         match s.read(&mut chunk) {
             Ok(0) => break false,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),

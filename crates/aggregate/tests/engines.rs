@@ -5,7 +5,8 @@
 //! and the rendered rows identical.
 
 use ktrace_aggregate::kernel::{
-    Features, LatencyProbe, ProbeEvent, Step, find_table, plan_count, plan_hist, plan_latency,
+    ChainDrops, Features, LatencyProbe, ProbeEvent, Step, find_table, plan_count, plan_hist,
+    plan_latency,
 };
 use ktrace_aggregate::khist::{KeyText, parse_hist};
 use ktrace_aggregate::render::histogram_text;
@@ -78,14 +79,13 @@ fn latency_log2_kernel_equals_user() {
             return_event: "nsret".into(),
             func: "hrtimer_nanosleep".into(),
         };
-        let plan = plan_latency(&probe, "ktagg", unit, Scale::Log2, &[], &f).unwrap();
+        let plan = plan_latency(&probe, "ktagg", unit, Scale::Log2, &[], &f, false).unwrap();
         let tables = parse_hist(&fixture(file)).unwrap();
-        let hist_cmd = plan.plan.setup.iter().find_map(|s| match s {
-            Step::Trigger { event, command, .. } if *event == plan.read => Some(command.clone()),
-            _ => None,
-        });
-        let table = find_table(&tables, &hist_cmd.unwrap()).expect("our table");
-        let kernel = plan.report(table, Some(12), Some(0)).unwrap();
+        // (captured with the histogram alone: no min twin, no onmax)
+        let table = find_table(&tables, &plan.main.command).expect("our table");
+        let kernel = plan
+            .report(table, None, Some(12), Some(0), ChainDrops::default())
+            .unwrap();
 
         let pair = LatencyPair {
             func: "hrtimer_nanosleep".into(),

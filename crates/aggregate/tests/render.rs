@@ -196,3 +196,94 @@ fn empty_reports() {
     latency_text(&mut out, &l.report(), 10);
     golden("empty.txt", &out);
 }
+
+/// Regression (issue 23 row 13): a traced string holding a newline or an
+/// escape sequence was printed raw in the tables (a fake row, a colour
+/// change on the user's terminal). Every control character and the
+/// backslash are escaped in keys, histogram titles and stack frames;
+/// JSON keeps the string exact (its own escaping).
+#[test]
+fn tables_escape_control_characters() {
+    let evil = [
+        "a\n    999  fake",
+        "\u{1b}[31mred",
+        "back\\slash",
+        "c1\u{9b}x\t\r\u{7f}",
+    ];
+    let mut c = CountAgg::new(vec![KeySpec::Comm]);
+    let mut h = HistAgg::new("v", Scale::Log2, vec![KeySpec::Comm]);
+    for e in evil {
+        let f = [("v", Value::U64(1))];
+        c.add(&sample("g/e", 0, 1, e, &f));
+        h.add(&sample("g/e", 0, 1, e, &f));
+    }
+    let frames = vec!["f+0x1/0x2".to_string(), "\u{1b}]0;title\u{7}".to_string()];
+    let mut st = CountAgg::new(vec![KeySpec::Stack]);
+    st.add(&Sample {
+        stack: Some(&frames),
+        ..sample("g/e", 0, 1, "x", &[])
+    });
+    let mut out = String::new();
+    count_text(&mut out, &c.report());
+    hist_text(&mut out, &h.report(), 10);
+    count_text(&mut out, &st.report());
+    for bad in ['\u{1b}', '\u{9b}', '\u{7}', '\r', '\t', '\u{7f}'] {
+        assert!(!out.contains(bad), "{bad:?} printed raw:\n{out}");
+    }
+    // one header, four rows, the total: no fake row
+    let total = out.lines().position(|l| l.starts_with("total ")).unwrap();
+    assert_eq!(total, 5, "{out}");
+    for want in [
+        "a\\n    999  fake",
+        "\\x1b[31mred",
+        "back\\\\slash",
+        "c1\\x9bx\\t\\r\\x7f",
+        "v [comm=\\x1b[31mred]:",
+        "\\x1b]0;title\\x07",
+    ] {
+        assert!(out.contains(want), "{want:?} missing:\n{out}");
+    }
+    // JSON: the exact strings, escaped by JSON's rules
+    let mut j = String::new();
+    count_json(&mut j, &c.report(), T, None);
+    let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+    let mut got: Vec<String> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"]["comm"].as_str().unwrap().to_string())
+        .collect();
+    got.sort();
+    let mut want: Vec<String> = evil.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// Keys beyond `--max-keys` are one "other" line (count) or histogram
+/// (hist, latency), in the text and in JSON.
+#[test]
+fn other_keys_are_said() {
+    let mut c = CountAgg::new(vec![KeySpec::Comm]).with_max_keys(1);
+    let mut h = HistAgg::new("v", Scale::Log2, vec![KeySpec::Comm]).with_max_keys(1);
+    for (comm, v) in [("a", 1), ("b", 2), ("c", 4), ("b", 8)] {
+        let f = [("v", Value::U64(v))];
+        c.add(&sample("g/e", 0, 1, comm, &f));
+        h.add(&sample("g/e", 0, 1, comm, &f));
+    }
+    let mut out = String::new();
+    count_text(&mut out, &c.report());
+    hist_text(&mut out, &h.report(), 10);
+    golden("other.txt", &out);
+    let mut j = String::new();
+    count_json(&mut j, &c.report(), T, None);
+    hist_json(&mut j, &h.report(), T, None);
+    let docs: Vec<serde_json::Value> = j
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs[0]["total"], 4);
+    assert_eq!(docs[0]["other"], 3);
+    assert_eq!(docs[0]["max_keys"], 1);
+    assert_eq!(docs[1]["other"]["count"], 3);
+    assert_eq!(docs[1]["other"]["sum"], 14);
+}

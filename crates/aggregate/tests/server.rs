@@ -239,10 +239,13 @@ fn promtool_check_metrics() {
 }
 
 /// A real Prometheus server (Debian's `prometheus`) scrapes the endpoint
-/// and its query API returns the series. Skipped, with a note on stderr,
-/// when prometheus is not installed.
+/// and its query API returns the series, while idle clients keep coming
+/// (ten new connections that send nothing every second, the whole time:
+/// issue 23 row 6, each one delayed every scrape ~5 s, past Prometheus'
+/// own 10 s scrape timeout). Skipped, with a note on stderr, when
+/// prometheus is not installed.
 #[test]
-fn prometheus_scrapes_and_queries() {
+fn prometheus_scrapes_and_queries_beside_idle_clients() {
     use std::time::{Duration, Instant};
     if std::process::Command::new("prometheus")
         .arg("--version")
@@ -258,6 +261,28 @@ fn prometheus_scrapes_and_queries() {
     let text = exposition(&c, &l);
     let server =
         MetricsServer::start("127.0.0.1:0".parse().unwrap(), move || text.clone()).unwrap();
+    let addr = server.local_addr();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let idle = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                held.extend((0..10).filter_map(|_| TcpStream::connect(addr).ok()));
+                // the oldest go (closed) once 40 are held
+                let extra = held.len().saturating_sub(40);
+                held.drain(..extra);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        })
+    };
+    struct Stop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let _stop_idle = Stop(done);
     let dir = std::env::temp_dir().join(format!("ktrace-agg-prom-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -323,6 +348,8 @@ fn prometheus_scrapes_and_queries() {
                 let b = query("ktrace_kretprobe_misses_total").unwrap();
                 let v: serde_json::Value = serde_json::from_str(&b).unwrap();
                 assert_eq!(v["data"]["result"][0]["value"][1], "2", "{b}");
+                drop(_stop_idle);
+                idle.join().unwrap();
                 return;
             }
         }
@@ -330,4 +357,75 @@ fn prometheus_scrapes_and_queries() {
     }
     let log = std::fs::read_to_string(dir.join("log")).unwrap_or_default();
     panic!("prometheus never returned the series: {last}\n{log}");
+}
+
+/// Regression (issue 23 row 6): connections were served one at a time
+/// with a 5 s read timeout, so each client that connected and sent nothing
+/// delayed every scrape ~5 s (10-50 of them made scrapes time out) and the
+/// stop waited too. Twenty idle clients (and one sending half a request)
+/// now delay neither the scrapes nor the stop, and an idle client is
+/// answered 400 and closed after the request deadline.
+#[test]
+fn idle_clients_delay_no_scrape_nor_the_stop() {
+    use ktrace_aggregate::server::REQUEST_TIMEOUT;
+    use std::time::{Duration, Instant};
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), || "up 1\n".into()).unwrap();
+    let addr = server.local_addr();
+    let mut idle: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    let mut half = TcpStream::connect(addr).unwrap();
+    half.write_all(b"GET /metr").unwrap();
+    let t = Instant::now();
+    for _ in 0..5 {
+        let r = request(addr, "GET /metrics HTTP/1.1\r\n\r\n");
+        assert!(
+            r.starts_with("HTTP/1.1 200 OK") && r.ends_with("up 1\n"),
+            "{r}"
+        );
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "5 scrapes beside 21 idle clients took {:?}",
+        t.elapsed()
+    );
+    // an idle client is let go after the deadline
+    let c = &mut idle[0];
+    c.set_read_timeout(Some(REQUEST_TIMEOUT + Duration::from_secs(3)))
+        .unwrap();
+    let t = Instant::now();
+    let mut got = String::new();
+    c.read_to_string(&mut got).unwrap();
+    assert!(got.starts_with("HTTP/1.1 400"), "{got}");
+    assert!(t.elapsed() <= REQUEST_TIMEOUT + Duration::from_secs(1));
+    // new idle ones, then the stop does not wait for them
+    idle.extend((0..10).map(|_| TcpStream::connect(addr).unwrap()));
+    let t = Instant::now();
+    server.stop();
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "stop took {:?} with idle clients",
+        t.elapsed()
+    );
+    assert!(TcpStream::connect(addr).is_err(), "still listening");
+}
+
+/// More clients than [`MAX_CONNECTIONS`] at once: the extra ones are
+/// closed unanswered, and a scrape after they go is served.
+#[test]
+fn connections_beyond_the_limit_are_closed() {
+    use ktrace_aggregate::server::MAX_CONNECTIONS;
+    let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), || "up 1\n".into()).unwrap();
+    let addr = server.local_addr();
+    let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(addr).unwrap())
+        .collect();
+    // let the server take them all
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut extra = TcpStream::connect(addr).unwrap();
+    extra.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let _ = extra.read_to_end(&mut got);
+    assert!(got.is_empty(), "answered beyond the limit");
+    drop(idle);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(request(addr, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
 }

@@ -10,6 +10,20 @@
 //! the output against). It reads no trace and knows no event format: the
 //! caller (a stream sink) hands it names, times and fields.
 //!
+//! Lean, as Perfetto's own SDK writes (track_event's incremental state):
+//! every packet is on one sequence; event names and annotation names are
+//! interned (`InternedData`, written once, then referred to by number);
+//! time stamps are deltas on a sequence-scoped incremental clock (id 64,
+//! tied to `CLOCK_BOOTTIME` by a `ClockSnapshot` in the first packet, and
+//! made the default by `TracePacketDefaults`), so a two-field event costs
+//! some 30 bytes. A time stamp earlier than the one before (a corrupt
+//! recording) is written absolute, on `CLOCK_BOOTTIME`.
+//!
+//! Memory is bounded and does not grow with the events: the interning
+//! tables hold each distinct name once, the threads one open-slice stack
+//! each, at most [`MAX_DEPTH`] deep (an entry deeper than that is written
+//! as an instant and counted, [`Writer::flattened`]).
+//!
 //! Slices nest: a [`Writer::end`] closes the innermost open slice of that
 //! name on the thread, ending any slices opened inside it first (a return
 //! whose inner returns were lost); an end with no open slice of that name
@@ -44,13 +58,29 @@ pub enum Arg<'a> {
     Bool(bool),
 }
 
+/// Open slices one thread may have; deeper entries become instants.
+pub const MAX_DEPTH: usize = 1024;
+
 // Perfetto field numbers (protos/perfetto/trace/...)
 const TRACE_PACKET: u32 = 1;
+const PKT_CLOCK_SNAPSHOT: u32 = 6;
 const PKT_TIMESTAMP: u32 = 8;
 const PKT_SEQ_ID: u32 = 10;
 const PKT_TRACK_EVENT: u32 = 11;
+const PKT_INTERNED_DATA: u32 = 12;
 const PKT_SEQ_FLAGS: u32 = 13;
+const PKT_TIMESTAMP_CLOCK_ID: u32 = 58;
+const PKT_DEFAULTS: u32 = 59;
 const PKT_TRACK_DESCRIPTOR: u32 = 60;
+const DEFAULTS_TIMESTAMP_CLOCK_ID: u32 = 58;
+const CS_CLOCKS: u32 = 1;
+const CLOCK_ID: u32 = 1;
+const CLOCK_TIMESTAMP: u32 = 2;
+const CLOCK_IS_INCREMENTAL: u32 = 3;
+const ID_EVENT_NAMES: u32 = 2;
+const ID_DEBUG_ANNOTATION_NAMES: u32 = 3;
+const INTERNED_IID: u32 = 1;
+const INTERNED_NAME: u32 = 2;
 const TD_UUID: u32 = 1;
 const TD_NAME: u32 = 2;
 const TD_PROCESS: u32 = 3;
@@ -63,22 +93,28 @@ const THD_TID: u32 = 2;
 const THD_NAME: u32 = 5;
 const TE_DEBUG: u32 = 4;
 const TE_TYPE: u32 = 9;
+const TE_NAME_IID: u32 = 10;
 const TE_TRACK: u32 = 11;
-const TE_CATEGORIES: u32 = 22;
-const TE_NAME: u32 = 23;
+const DA_NAME_IID: u32 = 1;
 const DA_BOOL: u32 = 2;
 const DA_UINT: u32 = 3;
 const DA_INT: u32 = 4;
 const DA_DOUBLE: u32 = 5;
 const DA_STRING: u32 = 6;
 const DA_POINTER: u32 = 7;
-const DA_NAME: u32 = 10;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
-/// SEQ_INCREMENTAL_STATE_CLEARED on the first packet of the sequence.
+/// SequenceFlags: SEQ_INCREMENTAL_STATE_CLEARED (the first packet).
 const SEQ_CLEARED: u64 = 1;
+/// SequenceFlags: SEQ_NEEDS_INCREMENTAL_STATE (packets using interned
+/// data or the incremental clock).
+const SEQ_NEEDS_STATE: u64 = 2;
 const SEQ_ID: u64 = 1;
+/// `BuiltinClock` BOOTTIME, the trace's default clock domain.
+const CLOCK_BOOTTIME: u64 = 6;
+/// The sequence-scoped incremental clock (user-defined ids are 64..=127).
+const CLOCK_INCREMENTAL: u64 = 64;
 
 /// Protobuf encoding helpers over a byte vector.
 #[derive(Default)]
@@ -115,53 +151,119 @@ impl Msg {
     fn msg(&mut self, field: u32, m: &Msg) {
         self.bytes(field, &m.0);
     }
+    fn clear(&mut self) {
+        self.0.clear();
+    }
 }
 
 struct Thread {
     uuid: u64,
-    open: Vec<String>,
+    /// Names (interned ids) of the open slices, innermost last.
+    open: Vec<u64>,
 }
 
 /// A Perfetto trace being written to `W` (packets are written as they come;
-/// memory holds one open-slice stack per thread).
+/// memory holds the interning tables and one open-slice stack per thread).
 pub struct Writer<W: Write> {
     w: W,
     threads: HashMap<i32, Thread>,
     processes: HashMap<i32, u64>,
     next_uuid: u64,
-    first: bool,
+    /// The first packet (clock snapshot, defaults) is written.
+    started: bool,
+    /// The last time stamp written on the incremental clock.
+    clock: u64,
     last_ts: u64,
-    category: String,
+    event_names: HashMap<String, u64>,
+    annotation_names: HashMap<String, u64>,
+    flattened: u64,
+    /// Track descriptors declared before the first event (written right
+    /// after the first packet, which needs the first event's time stamp).
+    early: Vec<Msg>,
+    // encoding buffers, reused
+    packet: Msg,
+    event: Msg,
+    interned: Msg,
+    scratch: Msg,
+    out: Msg,
 }
 
 impl<W: Write> Writer<W> {
-    /// A writer whose events carry `category` (e.g. "ktrace").
-    pub fn new(w: W, category: &str) -> Writer<W> {
+    /// A writer to `w`.
+    pub fn new(w: W) -> Writer<W> {
         Writer {
             w,
             threads: HashMap::new(),
             processes: HashMap::new(),
             next_uuid: 1,
-            first: true,
+            started: false,
+            clock: 0,
             last_ts: 0,
-            category: category.to_string(),
+            event_names: HashMap::new(),
+            annotation_names: HashMap::new(),
+            flattened: 0,
+            early: Vec::new(),
+            packet: Msg::default(),
+            event: Msg::default(),
+            interned: Msg::default(),
+            scratch: Msg::default(),
+            out: Msg::default(),
         }
     }
 
-    fn packet(&mut self, ts: Option<u64>, field: u32, body: &Msg) -> Result<(), Error> {
-        let mut p = Msg::default();
-        if let Some(ts) = ts {
-            p.uint(PKT_TIMESTAMP, ts);
+    /// Entries written as instants because their thread already had
+    /// [`MAX_DEPTH`] slices open.
+    pub fn flattened(&self) -> u64 {
+        self.flattened
+    }
+
+    /// Writes `self.packet` (its fields so far) as one `TracePacket`.
+    fn emit(&mut self) -> Result<(), Error> {
+        self.packet.uint(PKT_SEQ_ID, SEQ_ID);
+        self.out.clear();
+        self.out.msg(TRACE_PACKET, &self.packet);
+        self.w.write_all(&self.out.0)?;
+        self.packet.clear();
+        Ok(())
+    }
+
+    /// Writes a track descriptor now, or after the first packet when that
+    /// is not written yet.
+    fn describe(&mut self, td: Msg) -> Result<(), Error> {
+        if !self.started {
+            self.early.push(td);
+            return Ok(());
         }
-        p.uint(PKT_SEQ_ID, SEQ_ID);
-        if self.first {
-            p.uint(PKT_SEQ_FLAGS, SEQ_CLEARED);
-            self.first = false;
+        self.packet.msg(PKT_TRACK_DESCRIPTOR, &td);
+        self.emit()
+    }
+
+    /// The first packet: the incremental clock, tied to BOOTTIME at `ts`,
+    /// made the sequence's default clock; then the tracks declared so far.
+    fn start(&mut self, ts: u64) -> Result<(), Error> {
+        self.started = true;
+        self.clock = ts;
+        let mut cs = Msg::default();
+        for (id, incremental) in [(CLOCK_INCREMENTAL, true), (CLOCK_BOOTTIME, false)] {
+            let mut c = Msg::default();
+            c.uint(CLOCK_ID, id);
+            c.uint(CLOCK_TIMESTAMP, ts);
+            if incremental {
+                c.uint(CLOCK_IS_INCREMENTAL, 1);
+            }
+            cs.msg(CS_CLOCKS, &c);
         }
-        p.msg(field, body);
-        let mut outer = Msg::default();
-        outer.msg(TRACE_PACKET, &p);
-        self.w.write_all(&outer.0)?;
+        let mut defaults = Msg::default();
+        defaults.uint(DEFAULTS_TIMESTAMP_CLOCK_ID, CLOCK_INCREMENTAL);
+        self.packet.uint(PKT_TIMESTAMP, ts);
+        self.packet.uint(PKT_TIMESTAMP_CLOCK_ID, CLOCK_BOOTTIME);
+        self.packet.msg(PKT_CLOCK_SNAPSHOT, &cs);
+        self.packet.uint(PKT_SEQ_FLAGS, SEQ_CLEARED);
+        self.packet.msg(PKT_DEFAULTS, &defaults);
+        self.emit()?;
+        for td in std::mem::take(&mut self.early) {
+            self.describe(td)?;
+        }
         Ok(())
     }
 
@@ -184,7 +286,7 @@ impl<W: Write> Writer<W> {
                 let mut td = Msg::default();
                 td.uint(TD_UUID, u);
                 td.msg(TD_PROCESS, &pd);
-                self.packet(None, PKT_TRACK_DESCRIPTOR, &td)?;
+                self.describe(td)?;
                 self.processes.insert(pid, u);
                 u
             }
@@ -200,7 +302,7 @@ impl<W: Write> Writer<W> {
         td.uint(TD_PARENT, parent);
         td.bytes(TD_NAME, format!("{name} {tid}").as_bytes());
         td.msg(TD_THREAD, &th);
-        self.packet(None, PKT_TRACK_DESCRIPTOR, &td)?;
+        self.describe(td)?;
         self.threads.insert(
             tid,
             Thread {
@@ -211,43 +313,91 @@ impl<W: Write> Writer<W> {
         Ok(uuid)
     }
 
+    /// The interned id of event name `name`, adding it to
+    /// `self.interned` when new.
+    fn event_name(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.event_names.get(name) {
+            return iid;
+        }
+        let iid = self.event_names.len() as u64 + 1;
+        self.event_names.insert(name.to_string(), iid);
+        self.scratch.clear();
+        self.scratch.uint(INTERNED_IID, iid);
+        self.scratch.bytes(INTERNED_NAME, name.as_bytes());
+        self.interned.msg(ID_EVENT_NAMES, &self.scratch);
+        iid
+    }
+
+    /// The interned id of annotation name `name` (see
+    /// [`Writer::event_name`]).
+    fn annotation_name(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.annotation_names.get(name) {
+            return iid;
+        }
+        let iid = self.annotation_names.len() as u64 + 1;
+        self.annotation_names.insert(name.to_string(), iid);
+        self.scratch.clear();
+        self.scratch.uint(INTERNED_IID, iid);
+        self.scratch.bytes(INTERNED_NAME, name.as_bytes());
+        self.interned.msg(ID_DEBUG_ANNOTATION_NAMES, &self.scratch);
+        iid
+    }
+
     fn event(
         &mut self,
         tid: i32,
         ts: u64,
         kind: u64,
-        name: Option<&str>,
+        name: Option<u64>,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
         let uuid = match self.threads.get(&tid) {
             Some(t) => t.uuid,
             None => self.thread(tid, tid, &format!("<{tid}>"))?,
         };
+        if !self.started {
+            self.start(ts)?;
+        }
         self.last_ts = self.last_ts.max(ts);
-        let mut te = Msg::default();
-        te.uint(TE_TYPE, kind);
-        te.uint(TE_TRACK, uuid);
-        if let Some(n) = name {
-            te.bytes(TE_CATEGORIES, self.category.as_bytes());
-            te.bytes(TE_NAME, n.as_bytes());
+        self.event.clear();
+        self.event.uint(TE_TYPE, kind);
+        self.event.uint(TE_TRACK, uuid);
+        if let Some(iid) = name {
+            self.event.uint(TE_NAME_IID, iid);
         }
         for (k, v) in args {
-            let mut da = Msg::default();
-            da.bytes(DA_NAME, k.as_bytes());
+            let iid = self.annotation_name(k);
+            self.scratch.clear();
+            self.scratch.uint(DA_NAME_IID, iid);
             match *v {
-                Arg::Int(i) => da.int(DA_INT, i),
-                Arg::Uint(u) => da.uint(DA_UINT, u),
-                Arg::Pointer(p) => da.uint(DA_POINTER, p),
-                Arg::Str(s) => da.bytes(DA_STRING, s.as_bytes()),
-                Arg::Double(d) => da.double(DA_DOUBLE, d),
-                Arg::Bool(b) => da.uint(DA_BOOL, u64::from(b)),
+                Arg::Int(i) => self.scratch.int(DA_INT, i),
+                Arg::Uint(u) => self.scratch.uint(DA_UINT, u),
+                Arg::Pointer(p) => self.scratch.uint(DA_POINTER, p),
+                Arg::Str(s) => self.scratch.bytes(DA_STRING, s.as_bytes()),
+                Arg::Double(d) => self.scratch.double(DA_DOUBLE, d),
+                Arg::Bool(b) => self.scratch.uint(DA_BOOL, u64::from(b)),
             }
-            te.msg(TE_DEBUG, &da);
+            self.event.msg(TE_DEBUG, &self.scratch);
         }
-        self.packet(Some(ts), PKT_TRACK_EVENT, &te)
+        if ts >= self.clock {
+            self.packet.uint(PKT_TIMESTAMP, ts - self.clock);
+            self.clock = ts;
+        } else {
+            // earlier than the last one: absolute, on the trace's clock
+            self.packet.uint(PKT_TIMESTAMP, ts);
+            self.packet.uint(PKT_TIMESTAMP_CLOCK_ID, CLOCK_BOOTTIME);
+        }
+        self.packet.uint(PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
+        if !self.interned.0.is_empty() {
+            self.packet.msg(PKT_INTERNED_DATA, &self.interned);
+            self.interned.clear();
+        }
+        self.packet.msg(PKT_TRACK_EVENT, &self.event);
+        self.emit()
     }
 
-    /// Opens a slice `name` on thread `tid` at `ts` (ns).
+    /// Opens a slice `name` on thread `tid` at `ts` (ns); a thread with
+    /// [`MAX_DEPTH`] slices open gets an instant instead.
     pub fn begin(
         &mut self,
         tid: i32,
@@ -255,9 +405,18 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
-        self.event(tid, ts, TYPE_SLICE_BEGIN, Some(name), args)?;
+        let iid = self.event_name(name);
+        if self
+            .threads
+            .get(&tid)
+            .is_some_and(|t| t.open.len() >= MAX_DEPTH)
+        {
+            self.flattened += 1;
+            return self.event(tid, ts, TYPE_INSTANT, Some(iid), args);
+        }
+        self.event(tid, ts, TYPE_SLICE_BEGIN, Some(iid), args)?;
         if let Some(t) = self.threads.get_mut(&tid) {
-            t.open.push(name.to_string());
+            t.open.push(iid);
         }
         Ok(())
     }
@@ -272,10 +431,12 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
-        let depth = self
-            .threads
-            .get(&tid)
-            .and_then(|t| t.open.iter().rposition(|n| n == name));
+        let iid = self.event_names.get(name).copied();
+        let depth = iid.and_then(|iid| {
+            self.threads
+                .get(&tid)
+                .and_then(|t| t.open.iter().rposition(|&n| n == iid))
+        });
         let Some(depth) = depth else {
             return self.instant(tid, ts, name, args);
         };
@@ -301,12 +462,16 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
-        self.event(tid, ts, TYPE_INSTANT, Some(name), args)
+        let iid = self.event_name(name);
+        self.event(tid, ts, TYPE_INSTANT, Some(iid), args)
     }
 
     /// Ends every open slice at the last time stamp seen and returns the
     /// output (flushed).
     pub fn finish(mut self) -> Result<W, Error> {
+        if !self.started && !self.early.is_empty() {
+            self.start(0)?;
+        }
         let mut open: Vec<(i32, usize)> = self
             .threads
             .iter()
@@ -321,6 +486,131 @@ impl<W: Write> Writer<W> {
         }
         self.w.flush()?;
         Ok(self.w)
+    }
+}
+
+/// Reading back what [`Writer`] wrote, for tests: `protoc --decode` text of
+/// a trace with its interning and incremental time stamps expanded.
+pub mod protoc_text {
+    use std::collections::HashMap;
+
+    /// Rewrites the text `protoc --decode=perfetto.protos.Trace` prints:
+    /// every packet's `timestamp` absolute (deltas on the incremental clock
+    /// added up), `name_iid` of events and annotations replaced by `name:`
+    /// with the interned string, `interned_data` blocks left out. Other
+    /// lines are kept as they are.
+    pub fn expand(text: &str) -> String {
+        let mut out = String::new();
+        let mut names: [HashMap<u64, String>; 2] = [HashMap::new(), HashMap::new()];
+        let mut clock = 0u64;
+        let mut packet: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("packet {") {
+                packet.clear();
+            }
+            packet.push(line);
+            if line == "}" {
+                expand_packet(&packet, &mut names, &mut clock, &mut out);
+                packet.clear();
+            }
+        }
+        for l in packet {
+            out.push_str(l);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn value(line: &str, key: &str) -> Option<String> {
+        line.trim()
+            .strip_prefix(key)?
+            .strip_prefix(": ")
+            .map(str::to_string)
+    }
+
+    fn expand_packet(
+        lines: &[&str],
+        names: &mut [HashMap<u64, String>; 2],
+        clock: &mut u64,
+        out: &mut String,
+    ) {
+        // the packet's own fields are indented by two spaces
+        let own = |key: &str| {
+            lines
+                .iter()
+                .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+                .find_map(|l| value(l, key))
+        };
+        let absolute = own("timestamp_clock_id").is_some();
+        // interned entries (event_names: 0, debug_annotation_names: 1)
+        let mut stack: Vec<&str> = Vec::new();
+        let mut iid = None;
+        for l in lines {
+            let t = l.trim();
+            if let Some(b) = t.strip_suffix(" {") {
+                stack.push(b);
+            } else if t == "}" {
+                stack.pop();
+            } else if stack.len() >= 3 && stack[1] == "interned_data" {
+                let table = match stack[2] {
+                    "event_names" => 0,
+                    "debug_annotation_names" => 1,
+                    _ => continue,
+                };
+                if let Some(v) = value(t, "iid") {
+                    iid = v.parse().ok();
+                } else if let (Some(v), Some(i)) = (value(t, "name"), iid) {
+                    names[table].insert(i, v.trim_matches('"').to_string());
+                }
+            } else if stack.len() >= 3
+                && stack[1] == "clock_snapshot"
+                && value(t, "timestamp").is_some()
+            {
+                // the snapshot ties the incremental clock to the absolute
+                // one: both read the same here
+                *clock = value(t, "timestamp")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+            }
+        }
+        let mut stack: Vec<&str> = Vec::new();
+        for l in lines {
+            let t = l.trim();
+            let indent = &l[..l.len() - l.trim_start().len()];
+            if let Some(b) = t.strip_suffix(" {") {
+                stack.push(b);
+                if stack.get(1) == Some(&"interned_data") {
+                    continue;
+                }
+            } else if t == "}" {
+                let was = stack.len() >= 2 && stack[1] == "interned_data";
+                stack.pop();
+                if was {
+                    continue;
+                }
+            } else if stack.get(1) == Some(&"interned_data") {
+                continue;
+            } else if stack.len() == 1 && value(t, "timestamp").is_some() {
+                let v: u64 = value(t, "timestamp")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let abs = if absolute {
+                    v
+                } else {
+                    *clock += v;
+                    *clock
+                };
+                out.push_str(&format!("{indent}timestamp: {abs}\n"));
+                continue;
+            } else if let Some(v) = value(t, "name_iid") {
+                let table = usize::from(stack.last() == Some(&"debug_annotations"));
+                let n = v.parse().ok().and_then(|i| names[table].get(&i));
+                out.push_str(&format!("{indent}name: {:?}\n", n.map_or("?", |s| s)));
+                continue;
+            }
+            out.push_str(l);
+            out.push('\n');
+        }
     }
 }
 

@@ -41,7 +41,7 @@ fn build() -> (Vec<u8>, usize, usize) {
             })
             .unwrap_or_default()
     };
-    let mut w = Writer::new(Vec::new(), "ktrace");
+    let mut w = Writer::new(Vec::new());
     let (mut entries, mut returns) = (0, 0);
     merge_streams(layout, streams, &mut |m| {
         let Merged::Record { ts, data, .. } = m else {
@@ -105,7 +105,11 @@ fn protoc_decodes_threads_slices_and_fields() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let raw = String::from_utf8(out.stdout).unwrap();
+    // every name written once, then referred to by its interned id
+    assert_eq!(raw.matches("name: \"u32\"").count(), 1, "{raw}");
+    assert_eq!(raw.matches("name: \"ent\"").count(), 1, "{raw}");
+    let text = ktrace_perfetto::protoc_text::expand(&raw);
     // protoc prints unknown fields as bare numbers: there must be none
     assert!(
         !text
@@ -155,7 +159,7 @@ fn protoc_decodes_threads_slices_and_fields() {
 
 #[test]
 fn returns_without_entries_are_instants_and_inner_slices_close() {
-    let mut w = Writer::new(Vec::new(), "t");
+    let mut w = Writer::new(Vec::new());
     w.thread(1, 1, "a").unwrap();
     w.end(1, 5, "f", &[]).unwrap(); // entry before the trace: instant
     w.begin(1, 10, "f", &[]).unwrap();
@@ -179,7 +183,9 @@ fn returns_without_entries_are_instants_and_inner_slices_close() {
         return;
     };
     child.stdin.take().unwrap().write_all(&bytes).unwrap();
-    let text = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    let text = ktrace_perfetto::protoc_text::expand(
+        &String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap(),
+    );
     let types: Vec<&str> = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix("type: "))
@@ -198,4 +204,74 @@ fn returns_without_entries_are_instants_and_inner_slices_close() {
     );
     assert!(text.contains("int_value: -1"));
     assert!(text.contains("pointer_value: 16"));
+}
+
+/// `protoc --decode` of `bytes`, interning and time stamps expanded;
+/// `None` (after a loud message) without protoc.
+fn decode(bytes: &[u8]) -> Option<String> {
+    let Ok(mut child) = Command::new("protoc")
+        .arg(format!(
+            "-I{}",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .display()
+        ))
+        .args(["--decode=perfetto.protos.Trace", "perfetto.proto"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("SKIPPED: protoc is not installed (apt-get install protobuf-compiler)");
+        return None;
+    };
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    Some(ktrace_perfetto::protoc_text::expand(
+        &String::from_utf8(out.stdout).unwrap(),
+    ))
+}
+
+/// Memory stays bounded when entries never return: past
+/// `MAX_DEPTH` open slices on a thread an entry is an instant (counted);
+/// a time stamp earlier than the one before is written absolute, on the
+/// trace's clock, and does not move the incremental clock.
+#[test]
+fn deep_entries_become_instants_and_time_may_go_back() {
+    let mut w = Writer::new(Vec::new());
+    w.thread(7, 7, "t").unwrap();
+    let n = ktrace_perfetto::MAX_DEPTH + 10;
+    for i in 0..n as u64 {
+        w.begin(7, 1000 + i, "f", &[("i", Arg::Uint(i))]).unwrap();
+    }
+    assert_eq!(w.flattened(), 10);
+    w.instant(7, 500, "back", &[]).unwrap();
+    w.instant(7, 5000, "later", &[]).unwrap();
+    let bytes = w.finish().unwrap();
+    let Some(text) = decode(&bytes) else {
+        return;
+    };
+    let count = |s: &str| text.matches(s).count();
+    assert_eq!(count("type: TYPE_SLICE_BEGIN"), ktrace_perfetto::MAX_DEPTH);
+    assert_eq!(count("type: TYPE_SLICE_END"), ktrace_perfetto::MAX_DEPTH);
+    assert_eq!(count("type: TYPE_INSTANT"), 12);
+    let ts: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with("  timestamp: "))
+        .map(|l| {
+            l.trim()
+                .strip_prefix("timestamp: ")
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    // snapshot packet, the entries, "back", "later", the ends at 5000
+    assert_eq!(ts[..3], [1000, 1000, 1001]);
+    let back = ts
+        .iter()
+        .position(|&t| t == 500)
+        .expect("the early instant");
+    assert_eq!(ts[back + 1], 5000);
+    assert!(ts[back + 2..].iter().all(|&t| t == 5000));
 }

@@ -52,6 +52,29 @@ pub enum Fetch {
         /// The address expression.
         inner: Box<Fetch>,
     },
+    /// A BTF variable of a kernel that reads BTF names itself: the probed
+    /// function's parameter at its entry, a parameter's entry value in a
+    /// return probe, or the typed return value; then one dereference per
+    /// `->` (the byte offsets of the members it goes through).
+    Btf {
+        /// Where the value comes from.
+        var: BtfVar,
+        /// The member offsets, one dereference each.
+        derefs: Vec<u64>,
+    },
+}
+
+/// What a BTF variable reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BtfVar {
+    /// Parameter N (0-based) at the function's entry (`FETCH_OP_ARG`).
+    Param(u32),
+    /// Parameter N's value at entry, kept for the return probe (`FETCH_OP_EDATA`).
+    EntryParam(u32),
+    /// The return value, typed from BTF.
+    Retval,
+    /// Not resolved: the target's BTF was not known to the check.
+    Unknown,
 }
 
 /// `b<width>@<offset>/<container>`.

@@ -1027,9 +1027,17 @@ fn member_path(b: &dyn BtfTypes, name: &str, path: &[&str]) -> Option<u32> {
     Some(bits / 8)
 }
 
+/// Members one member search looks at, at most, anonymous ones' included
+/// (the kernel's biggest structs, with everything nested in them, have a
+/// few thousand).
+pub const MEMBER_VISITS: usize = 1 << 16;
+
 /// `btf_find_struct_member()`: named members first, then anonymous members from
 /// a stack (last pushed first), accumulating their offsets. `None` when `ty` is
-/// not a struct or union; `Some(None)` when it has no such member.
+/// not a struct or union; `Some(None)` when it has no such member, or when
+/// more than [`MEMBER_VISITS`] members were looked at (the kernel
+/// trusts its BTF to have no anonymous member that contains its own struct;
+/// a damaged file can, and the stack would never empty).
 pub fn find_struct_member(
     b: &dyn BtfTypes,
     ty: TypeId,
@@ -1038,7 +1046,12 @@ pub fn find_struct_member(
     let mut members = b.members(ty)?;
     let mut stack: Vec<(TypeId, u32)> = Vec::new();
     let mut cur = 0u32;
+    let mut visits = 0usize;
     loop {
+        visits += members.len();
+        if visits > MEMBER_VISITS {
+            return Some(None);
+        }
         for m in &members {
             if m.name.is_empty() {
                 if let Some((tid, _)) = b.resolve(m.type_id)

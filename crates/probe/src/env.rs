@@ -19,6 +19,28 @@ pub enum FileKind {
     Other,
 }
 
+/// Why the kernel refuses to register a kprobe the language allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A function without an ftrace location ("Could not probe notrace
+    /// function"), refused before the arguments' symbols are resolved.
+    Notrace(String),
+    /// Not kernel text, or in the kprobe blacklist (`register_kprobe()`).
+    Address(String),
+}
+
+/// What registration does with a kprobe on a raw address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddressFate {
+    /// In no kernel symbol: the kernel waits for a module to bring it
+    /// (`-ENOENT` at registration is taken as "not loaded yet").
+    Deferred,
+    /// Refused at registration.
+    Refused(Refusal),
+    /// Registered.
+    Registered,
+}
+
 /// Answers about the target kernel. `None` means "cannot tell".
 pub trait Environment {
     /// How many symbols named exactly `name` (vmlinux and modules).
@@ -39,6 +61,48 @@ pub trait Environment {
     }
     /// Field names of an existing event (event probes).
     fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
+        None
+    }
+    /// The lines `dynamic_events` lists now (what a removal can match).
+    fn dynamic_events(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// Why registering a kprobe at `symbol`+`offset` fails although the
+    /// definition parses: the address is not kernel text (data, an init
+    /// function freed after boot), it is in the kprobe blacklist, or the
+    /// function is notrace. `Some(None)` when it registers, `None` when
+    /// that cannot be told here.
+    fn kprobe_refusal(&self, _symbol: &str, _offset: u64) -> Option<Option<Refusal>> {
+        None
+    }
+    /// What registration does with a kprobe (a return probe when
+    /// `is_return`) on raw address `addr`.
+    fn kprobe_address(&self, _addr: u64, _is_return: bool) -> Option<AddressFate> {
+        None
+    }
+    /// Whether ftrace can attach to a function `pattern` names (a name or a
+    /// glob): what an fprobe's registration needs.
+    fn ftrace_matches(&self, _pattern: &str) -> Option<bool> {
+        None
+    }
+    /// `kprobe_on_func_entry()` for `symbol`+`offset`: whether the address
+    /// is the entry of the function it falls in (its start, or on x86 the
+    /// `+4` after an `endbr64`, `arch_adjust_kprobe_addr()`); `Some(None)`
+    /// when the address is in no symbol (`-ENOENT`, decided at
+    /// registration); `None` when that cannot be told here.
+    fn kprobe_entry(&self, _symbol: &str, _offset: u64) -> Option<Option<bool>> {
+        None
+    }
+    /// The prototype of function `name` in the target's BTF as the kernel
+    /// looks it up (`btf_find_func_proto()`: vmlinux, then every module's
+    /// BTF, by the name as written), with the BTF that holds its types:
+    /// `Some(None)` when no BTF has it, `None` when the target's BTF is not
+    /// known here.
+    #[allow(clippy::type_complexity)]
+    fn btf_function(
+        &self,
+        _name: &str,
+    ) -> Option<Option<(&dyn crate::btfarg::BtfTypes, crate::btfarg::BtfFunc)>> {
         None
     }
 }

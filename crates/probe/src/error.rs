@@ -124,11 +124,19 @@ tp_errors! {
     TOO_MANY_ARGS => "Too many arguments are specified",
     TOO_MANY_EARGS => "Too many entry arguments specified",
     NO_TRACEPOINT => "Tracepoint is not found",
+    BAD_TP_NAME => "Invalid character in tracepoint name",
+    TYPECAST_NOT_EVENT => "Typecasts are only for eprobe fields",
     // Synthetic events' own entries (kernel/trace/trace_events_synth.c, subsystem
     // `synthetic_events`).
     SYNTH_CMD_INCOMPLETE => "Command must be of the form: <name> field[;field] ...",
     SYNTH_INVALID_DYN_CMD => "Command must be of the form: s or -:[synthetic/]<name> field[;field] ...",
     SYNTH_INVALID_TYPE => "Invalid type",
+    SYNTH_BAD_NAME => "Illegal name",
+    SYNTH_EVENT_EXISTS => "Event already exists",
+    SYNTH_TOO_MANY_FIELDS => "Too many fields",
+    SYNTH_INCOMPLETE_TYPE => "Incomplete type",
+    SYNTH_INVALID_FIELD => "Invalid field",
+    SYNTH_INVALID_ARRAY_SPEC => "Invalid array specification",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -171,6 +179,8 @@ pub enum Silent {
     /// More than 128 arguments: kernels 6.5 to 6.14 return `-E2BIG` without a log
     /// entry.
     TooManyArgs,
+    /// A removal that matches no event of the file's kind (`-ENOENT`).
+    NothingToRemove,
     /// Zero bytes consumed: the kernel returns `-EINVAL` without logging (e.g. a bad
     /// `%return` on an address, eprobe filter compile failures).
     Other,
@@ -193,6 +203,7 @@ impl Silent {
             Silent::BadRemove => "malformed removal command: expected -:[GROUP/]EVENT",
             Silent::WrongFile => "this kind of definition is not accepted by that file",
             Silent::Synthetic => "synthetic event definitions are not checked by ktrace",
+            Silent::NothingToRemove => "no such event to remove (the kernel answers ENOENT)",
             Silent::Other => "rejected by the kernel without an error_log entry",
             Silent::TooManyArgs => {
                 "more than 128 arguments (this kernel refuses them without an error_log entry)"
@@ -271,8 +282,9 @@ mod tests {
             assert!(!e.code().is_empty());
         }
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
-        // argument errors of 6.6+, as in 6.12's trace_probe.h).
-        assert_eq!(TpErr::ALL.len(), 85);
+        // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
+        // tracepoint-name and typecast errors).
+        assert_eq!(TpErr::ALL.len(), 93);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use crate::arch::Arch;
 use crate::ast::{ArgType, Bitfield, Fetch, ProbeArg, Span};
+use crate::btfvar::BtfScope;
 use crate::error::{Silent, TpErr};
 use crate::kernel::Features;
 #[cfg(test)]
@@ -27,6 +28,20 @@ pub const MAX_ARG_NAME_LEN: usize = 32;
 pub const MAX_TRACE_ARGS: usize = 128;
 /// Largest argument area of one event (`MAX_PROBE_EVENT_SIZE`).
 pub const MAX_PROBE_EVENT_SIZE: u32 = 3072;
+/// An error offset the kernel computes from garbage (after the last member
+/// of a BTF variable, `parse_btf_field()` adds `NULL - fieldname` to it):
+/// the caret is not predictable.
+pub const NO_CARET: usize = usize::MAX;
+
+/// `offset + delta`, keeping [`NO_CARET`].
+fn at(offset: usize, delta: usize) -> usize {
+    if offset == NO_CARET {
+        NO_CARET
+    } else {
+        offset + delta
+    }
+}
+
 /// Fetch instruction budget (`FETCH_INSN_MAX`); the last slot holds the end marker.
 const FETCH_INSN_MAX: usize = 16;
 const END_SLOT: usize = FETCH_INSN_MAX - 1;
@@ -140,12 +155,12 @@ fn btf_era(ctx: &ArgCtx) -> bool {
 }
 
 /// `tparg_is_function_entry()`.
-fn function_entry(f: ArgFlags) -> bool {
+pub(crate) fn function_entry(f: ArgFlags) -> bool {
     f.kernel && f.fentry && !f.ret && !f.tpoint
 }
 
 /// `tparg_is_function_return()`.
-fn function_return(f: ArgFlags) -> bool {
+pub(crate) fn function_return(f: ArgFlags) -> bool {
     f.kernel && f.ret && !f.tpoint
 }
 
@@ -169,23 +184,50 @@ pub fn btf_dependent(word: &str, ctx: &ArgCtx) -> bool {
         && (arg == "$retval" || arg.starts_with("$retval->") || arg.starts_with("$retval."))
 }
 
-fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgError> {
+fn parse_vars(
+    var: &str,
+    ctx: &ArgCtx,
+    offs: usize,
+    btf: Option<&mut BtfScope>,
+    slot: &mut usize,
+) -> Result<(Fetch, Op), ArgError> {
     let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
     if ctx.flags.tpoint {
+        // 6.5+ parse_probe_vars(): the field is looked up now (`comm` when
+        // the event has no such field means the task's comm).
+        if ctx.features.btf_parser
+            && btf.as_deref().and_then(|b| b.has_event_field(var)) == Some(false)
+            && var != "comm"
+            && var != "COMM"
+        {
+            return Err(bad_var);
+        }
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
     }
     if ctx.features.btf_parser && ctx.flags.kernel {
         // 6.5+ parse_probe_vars(): `$retval…` is a BTF lookup on return probes
         // of kernels with BTF arguments, `$argN` also reads entry arguments from
         // return probes.
-        if let Some(rest) = var.strip_prefix("retval") {
+        if var.starts_with("retval") {
             if !ctx.flags.ret {
                 return Err(ArgError::Logged(TpErr::RETVAL_ON_PROBE, offs));
             }
-            if !btf_era(ctx) || rest.is_empty() || rest.starts_with("->") || rest.starts_with('.') {
+            if !btf_era(ctx) {
                 return Ok((Fetch::Retval, Op::Retval));
             }
-            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+            let Some(scope) = btf else {
+                return Ok((Fetch::Retval, Op::Retval));
+            };
+            let r = crate::btfvar::parse_btf_arg(
+                scope,
+                &format!("${var}"),
+                offs,
+                function_entry(ctx.flags),
+                function_return(ctx.flags),
+                slot,
+                END_SLOT,
+            )?;
+            return Ok(btf_fetch(r));
         }
         if ctx.arch.has_arg_access()
             && let Some(rest) = var.strip_prefix("arg")
@@ -238,8 +280,13 @@ fn parse_vars(var: &str, ctx: &ArgCtx, offs: usize) -> Result<(Fetch, Op), ArgEr
     if ctx.features.nofentry_args_error
         && ctx.arch.has_arg_access()
         && !ctx.flags.kernel
-        && var.starts_with("arg")
+        && let Some(rest) = var.strip_prefix("arg")
     {
+        // the number is read before the place is looked at
+        let n = kstrtoul(rest, 10, ctx.arch.bits()).map_err(|_| bad_var)?;
+        if n == 0 || n > ctx.arch.param_max_stack() {
+            return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
+        }
         return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
     }
     Err(bad_var)
@@ -276,11 +323,12 @@ fn parse_probe_arg(
     ctx: &ArgCtx,
     slot: &mut usize,
     offs: usize,
+    mut btf: Option<&mut BtfScope>,
 ) -> Result<(Fetch, Op), ArgError> {
     let bits = ctx.arch.bits();
     let b = arg.as_bytes();
     let res: Option<(Fetch, Op)> = match b.first() {
-        Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs)?),
+        Some(b'$') => Some(parse_vars(&arg[1..], ctx, offs, btf, slot)?),
         Some(b'%') => {
             if ctx.flags.tpoint || ctx.flags.fprobe {
                 // The kernel logs BAD_VAR, then BAD_FETCH_ARG (the entry left last).
@@ -342,7 +390,11 @@ fn parse_probe_arg(
             let Some(close) = rest.rfind(')') else {
                 return Err(ArgError::Logged(TpErr::DEREF_OPEN_BRACE, offs + rest.len()));
             };
-            let (inner, op) = parse_probe_arg(&rest[..close], ctx, slot, offs)?;
+            let (inner, op) = parse_probe_arg(&rest[..close], ctx, slot, offs, btf.as_deref_mut())?;
+            // A dereference resets the last BTF type.
+            if let Some(b) = btf.as_deref_mut() {
+                b.last = None;
+            }
             if matches!(op, Op::Comm | Op::Data) {
                 return Err(ArgError::Logged(TpErr::COMM_CANT_DEREF, offs));
             }
@@ -377,13 +429,38 @@ fn parse_probe_arg(
                 Some((Fetch::Imm(v), Op::Imm))
             }
         }
+        Some(b'(') if ctx.features.typecasts => {
+            // Typecasts (`(struct S)FIELD`) are for event probes only.
+            return Err(ArgError::Logged(
+                if btf_era(ctx) {
+                    TpErr::TYPECAST_NOT_EVENT
+                } else {
+                    TpErr::NOSUP_BTFARG
+                },
+                offs,
+            ));
+        }
         Some(c) if ctx.features.btf_parser && (c.is_ascii_alphabetic() || *c == b'_') => {
-            // A BTF variable: a parameter of the probed function (only its BTF
-            // knows; see `btf_dependent`).
-            if !btf_era(ctx) || !function_entry(ctx.flags) && !function_return(ctx.flags) {
+            // A BTF variable: a parameter of the probed function.
+            if !function_entry(ctx.flags) && !function_return(ctx.flags) {
                 return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, offs));
             }
-            return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+            if !btf_era(ctx) {
+                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, offs));
+            }
+            let Some(scope) = btf else {
+                return Err(ArgError::Logged(TpErr::NO_BTFARG, offs));
+            };
+            let r = crate::btfvar::parse_btf_arg(
+                scope,
+                arg,
+                offs,
+                function_entry(ctx.flags),
+                function_return(ctx.flags),
+                slot,
+                END_SLOT,
+            )?;
+            Some(btf_fetch(r))
         }
         _ => None,
     };
@@ -409,6 +486,26 @@ fn deref_drift(arg: &str) -> usize {
         Some(p) => p + 1 + usize::from(!s.starts_with('-')),
         None => 0,
     }
+}
+
+/// The fetch and the op left in the slot for a resolved BTF variable.
+fn btf_fetch(r: crate::btfvar::Resolved) -> (Fetch, Op) {
+    use crate::ast::BtfVar;
+    let op = if !r.derefs.is_empty() {
+        Op::Deref
+    } else {
+        match r.var {
+            BtfVar::Retval => Op::Retval,
+            BtfVar::Param(_) | BtfVar::EntryParam(_) | BtfVar::Unknown => Op::Arg,
+        }
+    };
+    (
+        Fetch::Btf {
+            var: r.var,
+            derefs: r.derefs,
+        },
+        op,
+    )
 }
 
 /// State carried across the arguments of one definition.
@@ -504,6 +601,56 @@ pub fn parse_arg(
     ctx: &ArgCtx,
     state: &mut ArgsState,
 ) -> Result<ProbeArg, ArgError> {
+    parse_arg_with(word, index, span, ctx, state, None)
+}
+
+/// An argument taken as written without being parsed: a `$arg…` word whose
+/// expansion needs BTF the check does not have. Default type; the caller
+/// lists the check as not done.
+pub fn opaque_arg(
+    word: &str,
+    index: usize,
+    span: Span,
+    ctx: &ArgCtx,
+    state: &mut ArgsState,
+) -> ProbeArg {
+    let (name, named, body) = match word.split_once('=') {
+        Some((n, b)) => (n.to_string(), true, b),
+        None => (generate_arg_name(word, index, ctx), false, word),
+    };
+    let base = BaseType::default_for(ctx.arch);
+    let offset = state.size;
+    state.size = state.size.saturating_add(base.size(ctx.arch));
+    state.names.push(name.clone());
+    ProbeArg {
+        name,
+        named,
+        body: body.to_string(),
+        fetch: Fetch::Btf {
+            var: crate::ast::BtfVar::Unknown,
+            derefs: Vec::new(),
+        },
+        ty: ArgType {
+            base,
+            bitfield: None,
+            count: None,
+            explicit: false,
+        },
+        span,
+        offset,
+    }
+}
+
+/// [`parse_arg`] with the definition's BTF scope, for kernels that read BTF
+/// names themselves.
+pub fn parse_arg_with(
+    word: &str,
+    index: usize,
+    span: Span,
+    ctx: &ArgCtx,
+    state: &mut ArgsState,
+    btf: Option<&mut BtfScope>,
+) -> Result<ProbeArg, ArgError> {
     let (name, named, body, body_off) = match word.find('=') {
         Some(eq) => {
             if eq > MAX_ARG_NAME_LEN {
@@ -514,7 +661,7 @@ pub fn parse_arg(
             }
             (word[..eq].to_string(), true, &word[eq + 1..], eq + 1)
         }
-        None => (format!("arg{}", index + 1), false, word, 0),
+        None => (generate_arg_name(word, index, ctx), false, word, 0),
     };
     if !is_good_name(&name) {
         return Err(ArgError::Logged(TpErr::BAD_ARG_NAME, 0));
@@ -522,7 +669,7 @@ pub fn parse_arg(
     if RESERVED_FIELD_NAMES.contains(&name.as_str()) || state.names.contains(&name) {
         return Err(ArgError::Logged(TpErr::USED_ARG_NAME, 0));
     }
-    let (fetch, ty, size) = parse_body(body, body_off, ctx, state.size)?;
+    let (fetch, ty, size) = parse_body(body, body_off, ctx, state.size, btf)?;
     let offset = state.size;
     state.size = size;
     state.names.push(name.clone());
@@ -537,6 +684,19 @@ pub fn parse_arg(
     })
 }
 
+/// `generate_probe_arg_name()`: without `NAME=`, a kernel built with BTF
+/// arguments names the field after the argument when it is a C identifier
+/// (`count`, `count:u32`), else `argN`.
+fn generate_arg_name(word: &str, index: usize, ctx: &ArgCtx) -> String {
+    if ctx.features.btf_args {
+        let n = &word[..word.find(':').unwrap_or(word.len())];
+        if is_good_name(n) {
+            return n.to_string();
+        }
+    }
+    format!("arg{}", index + 1)
+}
+
 /// `traceprobe_parse_probe_arg_body()`; `offset` is where `body` starts in its word.
 /// Returns the fetch, its type and the new total size.
 fn parse_body(
@@ -544,6 +704,7 @@ fn parse_body(
     offset: usize,
     ctx: &ArgCtx,
     size: u32,
+    mut btf: Option<&mut BtfScope>,
 ) -> Result<(Fetch, ArgType, u32), ArgError> {
     if body.len() > MAX_ARGSTR_LEN {
         return Err(ArgError::Logged(TpErr::ARG_TOO_LONG, offset));
@@ -606,30 +767,85 @@ fn parse_body(
                 .ok_or(ArgError::Logged(TpErr::BAD_TYPE, offset + tpos))?,
         }
     };
-    let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
     let drift = ctx.features.deref_caret_drift;
-    if !drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
-        return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
+    {
+        let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
+        if !drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
+            return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
+        }
     }
 
     let mut slot = 0usize;
-    let (fetch, op) = parse_probe_arg(arg, ctx, &mut slot, offset)?;
-    // 6.5+: the parse context's offset stays past the outermost `+OFFS(`, and
-    // every later error is reported from there.
-    let offset = if drift {
-        offset + deref_drift(arg)
-    } else {
-        offset
+    if let Some(b) = btf.as_deref_mut() {
+        b.last = None;
+        b.end_offset = None;
+    }
+    let (mut fetch, mut op) = parse_probe_arg(arg, ctx, &mut slot, offset, btf.as_deref_mut())?;
+    // 6.5+: the parse context's offset stays past the outermost `+OFFS(`, or
+    // after a BTF variable's last member, and every later error is reported
+    // from there.
+    let btf_end = match (&fetch, btf.as_deref()) {
+        (Fetch::Btf { .. }, Some(b)) => b.end_offset,
+        _ => None,
     };
+    let offset = match btf_end {
+        Some(o) => o,
+        None if drift => offset + deref_drift(arg),
+        None => offset,
+    };
+    // A BTF variable's type: the type the BTF gives it when none is written,
+    // or a `char *` dereferenced once more for a string.
+    let mut base = base;
+    let mut btf_bits: Option<(u32, u32)> = None;
+    if let Some(scope) = btf
+        && let Some(mut last) = scope.last
+    {
+        match type_name {
+            None => {
+                let t = crate::btfvar::fetch_type_from_btf(&mut last, ctx.arch);
+                base = t
+                    .as_deref()
+                    .and_then(|t| find_fetch_type(t, ctx.arch, ctx.features))
+                    .unwrap_or_else(|| BaseType::default_for(ctx.arch));
+                btf_bits = Some((last.bitsize, last.bitoffs));
+            }
+            Some(t) if t.contains("string") => match crate::btfvar::string_fetch(scope, &last) {
+                Ok(crate::btfvar::StringFetch::AsIs) => {}
+                Ok(crate::btfvar::StringFetch::Deref) => {
+                    slot += 1;
+                    if slot == END_SLOT {
+                        return Err(ArgError::Logged(TpErr::TOO_MANY_OPS, offset));
+                    }
+                    if let Fetch::Btf { derefs, .. } = &mut fetch {
+                        derefs.push(0);
+                    }
+                    op = if t.starts_with('u') {
+                        Op::Uderef
+                    } else {
+                        Op::Deref
+                    };
+                }
+                Err(()) => return Err(ArgError::Logged(TpErr::BAD_TYPE4STR, offset)),
+            },
+            Some(_) => {}
+        }
+    }
+    let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));
     if drift && ctx.features.event_size_limit && new_size > MAX_PROBE_EVENT_SIZE {
         return Err(ArgError::Logged(TpErr::EVENT_TOO_BIG, offset));
     }
-    // 6.12 takes `$retval:string` on return probes (the BTF return type decides
-    // how it is fetched).
-    let btf_retval_string = btf_era(ctx) && op == Op::Retval && base.is_string();
+    // A BTF variable the check could not resolve (its BTF unknown here)
+    // passes the store checks: the kernel's answer depends on its type.
+    let unresolved = matches!(
+        fetch,
+        Fetch::Btf {
+            var: crate::ast::BtfVar::Unknown,
+            ..
+        }
+    );
 
     let too_many = ArgError::Logged(TpErr::TOO_MANY_OPS, offset);
-    let store = if btf_retval_string {
+    let store = if unresolved && base.is_string() {
         Store::String
     } else if base.is_string() {
         if base == BaseType::SymStr {
@@ -637,13 +853,13 @@ fn parse_body(
                 op,
                 Op::Reg | Op::Stack | Op::Retval | Op::Arg | Op::Deref | Op::TpArg
             ) {
-                return Err(ArgError::Logged(TpErr::BAD_SYMSTRING, offset + tpos));
+                return Err(ArgError::Logged(TpErr::BAD_SYMSTRING, at(offset, tpos)));
             }
         } else if !matches!(
             op,
             Op::Deref | Op::Uderef | Op::Imm | Op::Comm | Op::Data | Op::TpArg
         ) {
-            return Err(ArgError::Logged(TpErr::BAD_STRING, offset + tpos));
+            return Err(ArgError::Logged(TpErr::BAD_STRING, at(offset, tpos)));
         }
         let mut advanced = false;
         if base == BaseType::SymStr
@@ -679,7 +895,7 @@ fn parse_body(
     if let Some(t) = type_name
         && let Some(spec) = t.strip_prefix('b')
     {
-        let bad = ArgError::Logged(TpErr::BAD_BITFIELD, offset + tpos);
+        let bad = ArgError::Logged(TpErr::BAD_BITFIELD, at(offset, tpos));
         let bits = ctx.arch.bits();
         let (bw, n) = simple_strtoul(spec, 0, bits);
         if bw == 0 || spec.as_bytes().get(n) != Some(&b'@') {
@@ -709,9 +925,23 @@ fn parse_body(
             container,
         });
     }
+    // parse_btf_bitfield(): a BTF bitfield without a written type
+    if let Some((bitsize, bitoffs)) = btf_bits
+        && (bitsize % 8 != 0 || bitoffs != 0)
+    {
+        slot += 1;
+        if slot == END_SLOT {
+            return Err(too_many);
+        }
+        bitfield = Some(Bitfield {
+            width: u64::from(bitsize),
+            offset: u64::from(bitoffs),
+            container: 64,
+        });
+    }
     if count.is_some() {
         if !matches!(store, Store::Mem | Store::String | Store::UString) {
-            return Err(ArgError::Logged(TpErr::BAD_STRING, offset + tpos));
+            return Err(ArgError::Logged(TpErr::BAD_STRING, at(offset, tpos)));
         }
         slot += 1;
         if slot == END_SLOT {

@@ -121,6 +121,23 @@ pub struct Features {
     /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
     /// the classic parser. Gated at 6.16 (estimate).
     pub meta_args_without_btf: bool,
+    /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
+    /// probes get "Typecasts are only for eprobe fields", or "BTF is not
+    /// available or not supported" without BTF arguments (seen on the 6.18
+    /// host; 6.12 reads `(` as an invalid fetch argument). Gated at 6.16
+    /// (estimate, between the two).
+    pub typecasts: bool,
+    /// `validate_probe_symbol()` (no symbol, or more than one) before the
+    /// function-entry check of a return probe: seen in 6.12 and 7.2's
+    /// sources; 6.1 counts the symbol after that check. Gated at 6.12.
+    pub validate_symbol_early: bool,
+    /// Synthetic events in `dynamic_events` (`s:`, CONFIG_SYNTH_EVENTS; the
+    /// README lists `s:[synthetic/]`): Debian's 5.10 and riscv64 6.12 have
+    /// none and refuse every `s:` line without a log entry.
+    pub synthetic_events: bool,
+    /// The error_log keeps a caret position in a byte (`u8 pos`), and a
+    /// command of more than 255 bytes cut (5.10): positions wrap at 256.
+    pub error_pos_u8: bool,
 }
 
 impl KernelVersion {
@@ -196,6 +213,10 @@ impl KernelVersion {
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
             meta_args_without_btf: self.at_least(6, 16),
+            typecasts: self.at_least(6, 16),
+            validate_symbol_early: self.at_least(6, 12),
+            synthetic_events: self.at_least(5, 15),
+            error_pos_u8: !self.at_least(5, 15),
         }
     }
 }

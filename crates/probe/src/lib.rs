@@ -45,6 +45,7 @@
 pub mod arch;
 pub mod ast;
 pub mod btfarg;
+pub mod btfvar;
 pub mod env;
 pub mod error;
 pub mod fetch;

@@ -147,6 +147,19 @@ pub fn fetch_text(f: &Fetch) -> String {
         Fetch::Symbol(s) => format!("@{s}"),
         Fetch::Imm(v) => format!("\\{v}"),
         Fetch::ImmString(s) => format!("\\\"{s}\""),
+        Fetch::Btf { var, derefs } => {
+            let mut s = match var {
+                crate::ast::BtfVar::Param(n) | crate::ast::BtfVar::EntryParam(n) => {
+                    format!("$arg{}", n + 1)
+                }
+                crate::ast::BtfVar::Retval => "$retval".into(),
+                crate::ast::BtfVar::Unknown => "?".into(),
+            };
+            for d in derefs {
+                s = format!("+{d}({s})");
+            }
+            s
+        }
         Fetch::Deref {
             offset,
             user,
@@ -181,6 +194,11 @@ fn canonical_arg(a: &ProbeArg) -> String {
     let mut s = String::new();
     if a.named {
         let _ = write!(s, "{}=", a.name);
+    }
+    if let Fetch::Btf { .. } = a.fetch {
+        // BTF names have no canonical spelling but their own
+        s.push_str(&a.body);
+        return s;
     }
     s.push_str(&fetch_text(&a.fetch));
     if let Some(t) = type_text(&a.ty) {

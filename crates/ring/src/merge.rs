@@ -6,6 +6,13 @@
 //! kernel/trace/trace.c). The merger owns the pages it is given and emits
 //! when asked to flush (after each reading round, or at the end). It does not
 //! read files and does not decode event fields.
+//!
+//! A CPU whose time stamps go backwards (a corrupt recording, or a clock
+//! that jumped) is still merged and always makes progress: the limit a
+//! streaming reader flushes to is each CPU's latest (largest) stamp
+//! queued, not its last, so the CPU with the smallest such stamp is always
+//! emptied and read further. Such records are counted
+//! ([`Merger::backwards`]) for the caller to report.
 
 use crate::{Error, Missed, Page, PageLayout};
 use std::cmp::Reverse;
@@ -15,6 +22,8 @@ struct Decoded {
     bytes: Vec<u8>,
     /// (ts, start, end) of each record, relative to `bytes`.
     recs: Vec<(u64, u32, u32)>,
+    /// The largest time stamp in `recs`.
+    latest: Option<u64>,
     pos: usize,
     missed: Missed,
     missed_reported: bool,
@@ -54,6 +63,9 @@ pub struct Merger {
     queues: Vec<VecDeque<Decoded>>,
     errors: Vec<(usize, Error)>,
     records: u64,
+    /// Per CPU: the last time stamp pushed and how many records were
+    /// stamped earlier than the record before them.
+    order: Vec<(u64, u64)>,
     /// Buffers of finished pages, reused for the next ones.
     spare: Spare,
 }
@@ -89,14 +101,24 @@ impl Merger {
             queues: Vec::new(),
             errors: Vec::new(),
             records: 0,
+            order: Vec::new(),
             spare: Spare::default(),
         }
     }
 
-    /// Time stamp of the newest record queued for `cpu`, if any.
+    /// The latest time stamp queued for `cpu`, if any: its last record's,
+    /// unless time went backwards on it, then the largest. Every record of
+    /// `cpu` still queued is at or before it, so flushing up to the
+    /// smallest of these over the CPUs empties at least that CPU.
     pub fn newest(&self, cpu: usize) -> Option<u64> {
         let q = self.queues.get(cpu)?;
-        q.iter().rev().find_map(|d| d.recs.last().map(|r| r.0))
+        q.iter().filter_map(|d| d.latest).max()
+    }
+
+    /// Per CPU (index), the records pushed so far whose time stamp is
+    /// earlier than that of the record before them on the same CPU.
+    pub fn backwards(&self) -> Vec<u64> {
+        self.order.iter().map(|o| o.1).collect()
     }
 
     /// Pages buffered across all CPUs.
@@ -119,7 +141,9 @@ impl Merger {
     pub fn push(&mut self, cpu: usize, bytes: Vec<u8>) {
         if self.queues.len() <= cpu {
             self.queues.resize_with(cpu + 1, VecDeque::new);
+            self.order.resize(cpu + 1, (0, 0));
         }
+        let order = &mut self.order[cpu];
         let (recs, missed) = match Page::parse(self.layout, &bytes) {
             Ok(p) => {
                 let base = bytes.as_ptr() as usize;
@@ -127,6 +151,10 @@ impl Merger {
                 for r in p.records() {
                     match r {
                         Ok(r) => {
+                            if r.ts < order.0 {
+                                order.1 += 1;
+                            }
+                            order.0 = r.ts;
                             let start = r.data.as_ptr() as usize - base;
                             recs.push((r.ts, start as u32, (start + r.data.len()) as u32));
                         }
@@ -143,9 +171,11 @@ impl Merger {
                 (Vec::new(), Missed::None)
             }
         };
+        let latest = recs.iter().map(|r| r.0).max();
         self.queues[cpu].push_back(Decoded {
             bytes,
             recs,
+            latest,
             pos: 0,
             missed,
             missed_reported: false,
@@ -394,6 +424,66 @@ mod tests {
             seen,
             ["lost1:2", "0@10", "1@15", "0@20", "0@40", "1@50", "1@51"]
         );
+    }
+
+    /// Runs `f` on a thread and fails the test when it takes longer than
+    /// `secs` (a hang becomes a failure, not a stuck test run).
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .expect("hung: no result in time")
+    }
+
+    /// A CPU whose time stamps go backwards (a corrupt recording: a page
+    /// stamped later than the records after it) spun `merge_streams`
+    /// forever: the flush limit was the last record's stamp, below the
+    /// CPU's first queued record, so nothing was handed out and nothing
+    /// more was read.
+    #[test]
+    fn merge_streams_ends_when_time_goes_backwards() {
+        let layout = PageLayout {
+            endian: crate::Endian::Little,
+            ..PageLayout::native(64)
+        };
+        let pad = |mut p: Vec<u8>| {
+            p.resize(64, 0);
+            p
+        };
+        // cpu 0: a page stamped just below 2^64 whose second record wraps
+        // the clock round to 4
+        let cpu0 = [
+            pad(page(u64::MAX - 5, &[0, 10], None)),
+            pad(page(200, &[0], None)),
+        ]
+        .concat();
+        let cpu1 = [pad(page(60, &[0], None)), pad(page(300, &[0], None))].concat();
+        let seen = within(10, move || {
+            let mut seen = Vec::new();
+            merge_streams(
+                layout,
+                vec![
+                    (0, Box::new(std::io::Cursor::new(cpu0))),
+                    (1, Box::new(std::io::Cursor::new(cpu1))),
+                ],
+                &mut |it| {
+                    if let Merged::Record { cpu, ts, .. } = it {
+                        seen.push((cpu, ts));
+                    }
+                },
+            )
+            .unwrap();
+            seen
+        });
+        assert_eq!(seen.len(), 5, "{seen:?}");
+        let mut m = Merger::new(layout);
+        m.push(1, page(7, &[0], None));
+        m.push(0, page(u64::MAX - 5, &[0, 10], None));
+        m.push(0, page(5, &[0], None));
+        assert_eq!(m.backwards(), [1, 0], "counted where it happens");
+        assert_eq!(m.newest(0), Some(u64::MAX - 5), "the latest, not the last");
     }
 
     /// Long runs from one CPU, equal time stamps across CPUs and flush

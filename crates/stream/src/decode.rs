@@ -258,9 +258,18 @@ impl Decoder {
         })
     }
 
-    /// The end-of-run account (with the summary as it stands).
+    /// The end-of-run account (with the summary as it stands); a CPU
+    /// whose time stamps went backwards adds a warning.
     pub fn end_of_run(&mut self) -> EndOfRun {
         self.summary.events = self.counted;
+        for (cpu, n) in self.merger.backwards().into_iter().enumerate() {
+            if n > 0 {
+                self.warnings.push(format!(
+                    "CPU {cpu}: {n} record(s) stamped earlier than the record before them \
+                     (a corrupt recording or a clock that jumped): the order around them may be wrong"
+                ));
+            }
+        }
         let shown = self
             .shown
             .iter()

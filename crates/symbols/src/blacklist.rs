@@ -67,8 +67,7 @@ pub fn parse(text: &str) -> Result<Vec<BlacklistEntry>> {
 
 /// Reads and parses a blacklist file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Vec<BlacklistEntry>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    parse(&text)
+    parse(&crate::read_table_text(path)?)
 }
 
 #[cfg(test)]

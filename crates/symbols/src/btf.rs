@@ -149,6 +149,21 @@ impl Btf {
         Self::parse_on(split, Some((base_btf, base_strings)))
     }
 
+    /// The names of the functions (`BTF_KIND_FUNC`) a module's split BTF
+    /// defines, read without parsing the base's types (its strings only, for
+    /// the names the split blob takes from them): an index of which module
+    /// has which function.
+    pub fn split_function_names(base: &[u8], split: &[u8]) -> Result<Vec<String>> {
+        let base_strings = Self::sections(base)?.1;
+        let names = Self::parse_on(split, Some((Btf::default(), base_strings)))?;
+        Ok(names
+            .types
+            .iter()
+            .filter(|t| t.kind == Kind::Func)
+            .map(|t| t.name.clone())
+            .collect())
+    }
+
     /// The type and string sections of a blob, and its byte order.
     fn sections(data: &[u8]) -> Result<(&[u8], &[u8], bool)> {
         let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
@@ -370,7 +385,8 @@ impl Btf {
         let mut bits = 0u32;
         let mut last = None;
         for part in path.split('.') {
-            let (bit, m) = self.find_member(id, part, 0)?;
+            let mut budget = MEMBER_SEARCH_BUDGET;
+            let (bit, m) = self.find_member(id, part, 0, &mut budget)?;
             bits = bits.checked_add(bit)?;
             id = m.type_id;
             last = Some(m);
@@ -380,7 +396,16 @@ impl Btf {
         Some((bits / 8, m))
     }
 
-    fn find_member(&self, id: u32, name: &str, depth: u32) -> Option<(u32, Member)> {
+    /// `budget`: members left to look at; a damaged file whose anonymous
+    /// members lead back to their struct would otherwise be searched
+    /// exponentially long.
+    fn find_member(
+        &self,
+        id: u32,
+        name: &str,
+        depth: u32,
+        budget: &mut usize,
+    ) -> Option<(u32, Member)> {
         if depth > 16 {
             return None;
         }
@@ -388,12 +413,13 @@ impl Btf {
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
             return None;
         }
+        *budget = budget.checked_sub(t.members.len())?;
         for m in &t.members {
             if m.name == name {
                 return Some((m.bit_offset, m.clone()));
             }
             if m.name.is_empty()
-                && let Some((b, inner)) = self.find_member(m.type_id, name, depth + 1)
+                && let Some((b, inner)) = self.find_member(m.type_id, name, depth + 1, budget)
             {
                 return Some((m.bit_offset.checked_add(b)?, inner));
             }
@@ -453,17 +479,19 @@ impl Btf {
     }
 }
 
+/// Members one member search may look at, those of nested anonymous structs
+/// and unions included (the kernel's biggest structs have a few thousand).
+const MEMBER_SEARCH_BUDGET: usize = 1 << 16;
+
 /// Reads and parses a BTF file (the only I/O in this module, with
 /// [`open_enumerators`]).
 pub fn open(path: &std::path::Path) -> Result<Btf> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    Btf::parse(&data)
+    Btf::parse(&crate::read_table(path)?)
 }
 
 /// The enum constants of a BTF file by name (see [`enumerators`]).
 pub fn open_enumerators(path: &std::path::Path) -> Result<HashMap<String, i64>> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    enumerators(&data)
+    enumerators(&crate::read_table(path)?)
 }
 
 /// Every enum constant of a BTF blob and its value (`BTF_KIND_ENUM`
@@ -643,6 +671,45 @@ mod tests {
         let at = 24 + 12 + 12; // type 12's parameter name offset
         bad[at..at + 4].copy_from_slice(&(base_len + 99).to_le_bytes());
         assert!(Btf::parse_split(&sample(), &bad).is_err());
+    }
+
+    /// Runs `f` on a thread; a result later than `secs` fails the test (a
+    /// hang becomes a failure).
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(secs))
+            .expect("hung: no result in time")
+    }
+
+    /// A struct whose anonymous members are the struct itself (a cycle no
+    /// compiler writes, but a damaged or hostile file can): the member
+    /// search descended into every anonymous member to depth 16, 65535^17
+    /// visits for a name that is not there. Now the search has a budget.
+    #[test]
+    fn anonymous_member_cycles_end() {
+        // strings: 0 "", 1 "x", 3 "int"
+        let anon: Vec<u32> = (0..0xffff).flat_map(|i| [0, 1, i * 32]).collect();
+        let data = blob(
+            b"\0x\0int\0",
+            &[
+                (1, info(4, 0xffff, false), 32, anon), // 1 struct x { struct x; x 65535 }
+                (3, info(1, 0, false), 4, vec![32]),   // 2 int
+            ],
+        );
+        let btf = Btf::parse(&data).unwrap();
+        let b2 = btf.clone();
+        let found = within(20, move || b2.member_offset("x", "nosuch"));
+        assert!(found.is_none());
+        // the BTF-argument compiler's walk (the kernel's
+        // btf_find_struct_member(), a stack of anonymous members) went round
+        // the cycle forever
+        let found = within(20, move || {
+            ktrace_probe::btfarg::find_struct_member(&btf, 1, "nosuch")
+        });
+        assert_eq!(found, Some(None));
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! walk of kernel/bpf/btf.c as trace_probe.c uses them. No I/O here: see
 //! [`open_kernel`] for reading /sys/kernel/btf.
 
-use std::path::Path;
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use ktrace_probe::btfarg::{BtfFunc, BtfKind, BtfMember, BtfTypes, TypeId};
 
 use crate::btf::{Btf, Kind};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// `BTF_INT_SIGNED`.
 const INT_SIGNED: u32 = 1;
@@ -99,13 +101,148 @@ pub const SYSFS_BTF: &str = "/sys/kernel/btf";
 /// plus `module`'s split BTF on top when given.
 pub fn open_kernel(dir: &Path, module: Option<&str>) -> Result<Btf> {
     let vmlinux = dir.join("vmlinux");
-    let base = std::fs::read(&vmlinux).map_err(|e| Error::io(&vmlinux, e))?;
+    let base = crate::read_table(&vmlinux)?;
     match module {
         None => Btf::parse(&base),
         Some(m) => {
             let path = dir.join(m);
-            let split = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+            let split = crate::read_table(&path)?;
             Btf::parse_split(&base, &split)
         }
     }
+}
+
+/// The running kernel's BTF as `btf_find_func_proto()` searches it: vmlinux
+/// first, then every loaded module's split BTF, by the function's name as
+/// written. Blobs are read when first needed, each once; modules are indexed
+/// by the functions they define without parsing them, and only the module
+/// that has the function asked for is parsed whole.
+pub struct KernelBtf {
+    dir: PathBuf,
+    base: OnceCell<Option<(Vec<u8>, Btf)>>,
+    index: OnceCell<HashMap<String, usize>>,
+    modules: Vec<(String, OnceCell<Option<Btf>>)>,
+}
+
+impl KernelBtf {
+    /// The BTF under `dir` (`/sys/kernel/btf`, or a copy holding `vmlinux`
+    /// and module blobs); `None` when there is no `vmlinux` there.
+    pub fn open(dir: &Path) -> Option<KernelBtf> {
+        if !dir.join("vmlinux").is_file() {
+            return None;
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter(|n| n != "vmlinux")
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        Some(KernelBtf {
+            dir: dir.to_path_buf(),
+            base: OnceCell::new(),
+            index: OnceCell::new(),
+            modules: names.into_iter().map(|n| (n, OnceCell::new())).collect(),
+        })
+    }
+
+    /// A single BTF file (`--btf FILE`, a copy of a target's vmlinux BTF),
+    /// with the module blobs beside it when there are any.
+    pub fn open_file(file: &Path) -> Option<KernelBtf> {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let mut k = KernelBtf {
+            dir: dir.to_path_buf(),
+            base: OnceCell::new(),
+            index: OnceCell::new(),
+            modules: Vec::new(),
+        };
+        let data = std::fs::read(file).ok()?;
+        let btf = Btf::parse(&data).ok()?;
+        let _ = k.base.set(Some((data, btf)));
+        k.dir = dir.to_path_buf();
+        Some(k)
+    }
+
+    fn base(&self) -> Option<&(Vec<u8>, Btf)> {
+        self.base
+            .get_or_init(|| {
+                let data = std::fs::read(self.dir.join("vmlinux")).ok()?;
+                let btf = Btf::parse(&data).ok()?;
+                Some((data, btf))
+            })
+            .as_ref()
+    }
+
+    /// vmlinux's BTF.
+    pub fn vmlinux(&self) -> Option<&Btf> {
+        self.base().map(|(_, b)| b)
+    }
+
+    /// Module `name`'s split BTF on top of vmlinux's.
+    pub fn module(&self, name: &str) -> Option<&Btf> {
+        let i = self.modules.iter().position(|(n, _)| n == name)?;
+        self.module_at(i)
+    }
+
+    fn module_at(&self, i: usize) -> Option<&Btf> {
+        let (name, cell) = &self.modules[i];
+        cell.get_or_init(|| {
+            let (base, _) = self.base()?;
+            let split = std::fs::read(self.dir.join(name)).ok()?;
+            Btf::parse_split(base, &split).ok()
+        })
+        .as_ref()
+    }
+
+    fn index(&self) -> &HashMap<String, usize> {
+        self.index.get_or_init(|| {
+            let mut map = HashMap::new();
+            let Some((base, _)) = self.base() else {
+                return map;
+            };
+            for (i, (name, _)) in self.modules.iter().enumerate() {
+                let Ok(split) = std::fs::read(self.dir.join(name)) else {
+                    continue;
+                };
+                for f in Btf::split_function_names(base, &split).unwrap_or_default() {
+                    map.entry(f).or_insert(i);
+                }
+            }
+            map
+        })
+    }
+
+    /// `btf_find_func_proto()`: the prototype of `name` and the BTF holding
+    /// its types; `None` when vmlinux's BTF cannot be read, `Some(None)` when
+    /// no BTF defines the function.
+    #[allow(clippy::type_complexity)]
+    pub fn function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+        let vmlinux = self.vmlinux()?;
+        if let Some(f) = first_function(vmlinux, name) {
+            return Some(Some((vmlinux as &dyn BtfTypes, f)));
+        }
+        let Some(&i) = self.index().get(name) else {
+            return Some(None);
+        };
+        let module = self.module_at(i)?;
+        Some(BtfTypes::function(module, None, name).map(|f| (module as &dyn BtfTypes, f)))
+    }
+}
+
+/// The first function named `name` (the kernel's lookup order in vmlinux).
+fn first_function(btf: &Btf, name: &str) -> Option<BtfFunc> {
+    let (_, f) = btf.find(Kind::Func, name)?;
+    let (_, proto) = btf.resolve(f.ref_id)?;
+    if proto.kind != Kind::FuncProto {
+        return None;
+    }
+    Some(BtfFunc {
+        ret: proto.ref_id,
+        params: proto
+            .members
+            .iter()
+            .map(|m| (m.name.clone(), m.type_id))
+            .collect(),
+    })
 }

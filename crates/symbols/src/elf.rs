@@ -16,6 +16,7 @@
 //! does not read DWARF.
 
 use object::elf;
+use object::read::ReadRef;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
 use crate::error::{Error, Result};
@@ -200,16 +201,31 @@ impl ElfImage {
     /// Reads the ELF header, program headers, `.symtab`, `.dynsym` and the GNU
     /// version tables from `data`. `path` is used in messages only.
     pub fn parse(path: &str, data: &[u8]) -> Result<Self> {
+        Self::parse_from(path, data)
+    }
+
+    /// [`ElfImage::parse`] of `data` read in pieces, as [`open`] reads a
+    /// file (for tests and fuzzing: it must give what parsing the whole
+    /// bytes gives).
+    pub fn parse_in_pieces(path: &str, data: &[u8]) -> Result<Self> {
+        let ranges = crate::elf_file::read(data, data.len() as u64)
+            .map_err(|e| range_error(std::path::Path::new(path), e))?;
+        Self::parse_from(path, &ranges)
+    }
+
+    /// [`ElfImage::parse`] over any `object` reader (the whole file as bytes,
+    /// or the pieces of it [`crate::elf_file`] read).
+    fn parse_from<'data, R: ReadRef<'data>>(path: &str, data: R) -> Result<Self> {
         let bad = |reason: String| Error::BadElf {
             path: path.to_string(),
             reason,
         };
         match object::FileKind::parse(data).map_err(|e| bad(e.to_string()))? {
             object::FileKind::Elf32 => {
-                parse_generic::<elf::FileHeader32<object::Endianness>>(path, data).map_err(bad)
+                parse_generic::<elf::FileHeader32<object::Endianness>, R>(path, data).map_err(bad)
             }
             object::FileKind::Elf64 => {
-                parse_generic::<elf::FileHeader64<object::Endianness>>(path, data).map_err(bad)
+                parse_generic::<elf::FileHeader64<object::Endianness>, R>(path, data).map_err(bad)
             }
             other => Err(bad(format!("file kind {other:?} is not elf"))),
         }
@@ -375,9 +391,9 @@ impl ElfImage {
     }
 }
 
-fn parse_generic<Elf: FileHeader<Endian = object::Endianness>>(
+fn parse_generic<'data, Elf: FileHeader<Endian = object::Endianness>, R: ReadRef<'data>>(
     path: &str,
-    data: &[u8],
+    data: R,
 ) -> std::result::Result<ElfImage, String> {
     let header = Elf::parse(data).map_err(|e| e.to_string())?;
     let endian = header.endian().map_err(|e| e.to_string())?;
@@ -527,41 +543,45 @@ impl ElfImage {
     }
 }
 
-/// Reads and parses an ELF file.
+/// Reads and parses an ELF file: only a regular file that starts with the
+/// ELF magic, and of it only the headers and the sections symbol lookups
+/// need ([`crate::elf_file`]), never the whole file: a device such as
+/// /dev/zero would be read without end, a 2 GB file would cost 2 GB.
 pub fn open(path: &std::path::Path) -> Result<ElfImage> {
-    let data = read_elf_bytes(path)?;
-    ElfImage::parse(&path.display().to_string(), &data)
-}
-
-/// The bytes of the ELF file at `path`, read only when it is a regular file
-/// that starts with the ELF magic, and never more than its size: a device
-/// such as /dev/zero would otherwise be read without end.
-fn read_elf_bytes(path: &std::path::Path) -> Result<Vec<u8>> {
     use std::io::Read;
-    let bad = |reason: &str| Error::BadElf {
+    let bad = |reason: String| Error::BadElf {
         path: path.display().to_string(),
-        reason: reason.to_string(),
+        reason,
     };
     let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = f.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
         return Err(bad(if meta.is_dir() {
-            "a directory, not an elf file"
+            "a directory, not an elf file".into()
         } else {
-            "not a regular file"
+            "not a regular file".into()
         }));
     }
     let mut magic = [0u8; 4];
     if f.read_exact(&mut magic).is_err() || &magic != b"\x7fELF" {
-        return Err(bad("not an elf file (no \\x7fELF magic)"));
+        return Err(bad("not an elf file (no \\x7fELF magic)".into()));
     }
-    let len = usize::try_from(meta.len()).map_err(|_| bad("file too large"))?;
-    let mut data = Vec::with_capacity(len);
-    data.extend_from_slice(&magic);
-    f.take(meta.len().saturating_sub(4))
-        .read_to_end(&mut data)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(data)
+    let ranges = crate::elf_file::read(&f, meta.len()).map_err(|e| range_error(path, e))?;
+    ElfImage::parse_from(&path.display().to_string(), &ranges)
+}
+
+/// The error of a piece of `path` that could not be read.
+fn range_error(path: &std::path::Path, e: crate::elf_file::RangeError) -> Error {
+    match e {
+        crate::elf_file::RangeError::Io(e) => Error::io(path, e),
+        crate::elf_file::RangeError::TooBig { what, offset, size } => Error::BadElf {
+            path: path.display().to_string(),
+            reason: format!(
+                "{what} at offset {offset:#x} claims {size} bytes, more than ktrace reads ({} MiB)",
+                crate::elf_file::MAX_PIECE >> 20
+            ),
+        },
+    }
 }
 
 /// Like [`open`], and for a file without `.symtab` also reads the symbols of
@@ -593,6 +613,75 @@ mod tests {
         let e = open(std::path::Path::new("/etc/hostname")).unwrap_err();
         assert!(e.to_string().contains("not an elf file"), "{e}");
         assert!(open(std::path::Path::new("/bin/true")).is_ok());
+    }
+
+    /// Reading only the pieces gives exactly what parsing the whole file
+    /// gives, on the system's own programs and libraries (and debug files
+    /// when installed), for a fraction of the bytes.
+    #[test]
+    fn pieces_parse_like_the_whole_file() {
+        let mut files = Vec::new();
+        for dir in [
+            "/bin",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib/aarch64-linux-gnu",
+            "/usr/lib/debug/.build-id",
+        ] {
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                continue;
+            };
+            let mut v: Vec<_> = rd.filter_map(|e| Some(e.ok()?.path())).collect();
+            v.sort();
+            files.extend(v.into_iter().take(150));
+        }
+        let (mut same, mut whole, mut held) = (0, 0u64, 0u64);
+        for p in files {
+            let Ok(bytes) = std::fs::read(&p) else {
+                continue;
+            };
+            if !bytes.starts_with(b"\x7fELF") || !std::fs::metadata(&p).unwrap().is_file() {
+                continue;
+            }
+            let name = p.display().to_string();
+            let want = ElfImage::parse(&name, &bytes).map_err(|e| e.to_string());
+            let got = open(&p).map_err(|e| e.to_string());
+            if got != want {
+                let brief = |r: &std::result::Result<ElfImage, String>| match r {
+                    Ok(i) => format!(
+                        "{} symbols, {:?} {:?} {} {}",
+                        i.symbols.len(),
+                        i.segments.first(),
+                        i.build_id,
+                        i.has_symtab,
+                        i.has_dynsym
+                    ),
+                    Err(e) => e.clone(),
+                };
+                let first = match (&got, &want) {
+                    (Ok(g), Ok(w)) => g
+                        .symbols
+                        .iter()
+                        .zip(&w.symbols)
+                        .find(|(a, b)| a != b)
+                        .map(|p| format!("{p:?}")),
+                    _ => None,
+                };
+                panic!(
+                    "{name}: pieces {} / whole {}; first different symbol {first:?}",
+                    brief(&got),
+                    brief(&want)
+                );
+            }
+            let f = std::fs::File::open(&p).unwrap();
+            held += crate::elf_file::read(&f, bytes.len() as u64)
+                .unwrap()
+                .held();
+            whole += bytes.len() as u64;
+            same += 1;
+        }
+        eprintln!("{same} ELF files: {held} bytes read in pieces, {whole} in the files");
+        assert!(same > 20, "only {same} ELF files found");
+        assert!(held * 2 < whole, "{held} bytes read of {whole}");
     }
 
     fn sym(name: &str, version: Option<&str>, default: bool, value: u64, size: u64) -> ElfSymbol {

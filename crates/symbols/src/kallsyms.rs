@@ -132,6 +132,11 @@ impl Kallsyms {
         }
     }
 
+    /// Whether module `name` is loaded (has symbols in the table).
+    pub fn has_module(&self, name: &str) -> bool {
+        self.sorted.contains_key(&Some(name.to_string()))
+    }
+
     /// All symbols in table order.
     pub fn symbols(&self) -> &[KernelSymbol] {
         &self.symbols
@@ -378,7 +383,7 @@ pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
 
 /// Reads a kallsyms file's text.
 pub fn read(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| Error::io(path, e))
+    crate::read_table_text(path)
 }
 
 #[cfg(test)]

@@ -43,6 +43,7 @@ pub struct KernelView {
     kallsyms: OnceLock<Result<Kallsyms>>,
     blacklist: OnceLock<Option<Result<Vec<BlacklistEntry>>>>,
     ftrace: OnceLock<Option<FtraceLocations>>,
+    ftrace_names: OnceLock<Option<Vec<String>>>,
     features: OnceLock<Option<Features>>,
     release: OnceLock<Option<String>>,
     possible_cpus: OnceLock<Option<u32>>,
@@ -63,6 +64,7 @@ impl KernelView {
             kallsyms: OnceLock::new(),
             blacklist: OnceLock::new(),
             ftrace: OnceLock::new(),
+            ftrace_names: OnceLock::new(),
             features: OnceLock::new(),
             release: OnceLock::new(),
             possible_cpus: OnceLock::new(),
@@ -155,7 +157,7 @@ impl KernelView {
         self.ftrace
             .get_or_init(|| {
                 let text = match (&self.filter_functions_path, &self.tracefs) {
-                    (Some(p), _) => std::fs::read_to_string(p).ok(),
+                    (Some(p), _) => crate::read_table_text(p).ok(),
                     (None, Some(t)) if self.running => {
                         ktrace_tracefs::tables::read_filter_functions(t)
                     }
@@ -164,6 +166,32 @@ impl KernelView {
                 Some(FtraceLocations::parse(&text))
             })
             .as_ref()
+    }
+
+    /// The names of the functions ftrace can attach to (the second field
+    /// of `available_filter_functions_addrs`, or `available_filter_functions`),
+    /// sorted; what an fprobe's symbol or pattern must match.
+    pub fn ftrace_names(&self) -> Option<&[String]> {
+        self.ftrace_names
+            .get_or_init(|| {
+                let text = match (&self.filter_functions_path, &self.tracefs) {
+                    (Some(p), _) => std::fs::read_to_string(p).ok(),
+                    (None, Some(t)) if self.running => {
+                        ktrace_tracefs::tables::read_filter_functions(t)
+                    }
+                    _ => None,
+                }?;
+                let addrs = matches!(FtraceLocations::parse(&text), FtraceLocations::Addrs(_));
+                let mut names: Vec<String> = text
+                    .lines()
+                    .filter_map(|l| l.split_ascii_whitespace().nth(usize::from(addrs)))
+                    .map(str::to_string)
+                    .collect();
+                names.sort();
+                names.dedup();
+                Some(names)
+            })
+            .as_deref()
     }
 
     /// Whether the kernel refuses kprobes on notrace functions (it does

@@ -167,8 +167,7 @@ pub fn lookup(entries: &[CacheEntry], wanted: &str, flags: i32) -> Vec<String> {
 
 /// Reads and parses a cache file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Vec<CacheEntry>> {
-    let data = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    parse(&data)
+    parse(&crate::read_table(path)?)
 }
 
 #[cfg(test)]

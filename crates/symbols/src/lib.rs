@@ -1,7 +1,8 @@
 //! ktrace-symbols: kernel and user-space symbols for probes and printing.
 //!
 //! - [`elf`]: ELF symbol → uprobe file offset (symtab and dynsym, GNU
-//!   versions, PIE and non-PIE), and user address → symbol.
+//!   versions, PIE and non-PIE), and user address → symbol; [`elf_file`]
+//!   reads only the parts of an ELF file those need.
 //! - [`ldcache`], [`maps`], [`library`]: `LIB:SYMBOL` → library path through
 //!   /etc/ld.so.cache and /proc/PID/maps.
 //! - [`usersym`]: user addresses → `symbol+0xoff (file)` through maps.
@@ -20,6 +21,7 @@ pub mod blacklist;
 pub mod btf;
 pub mod btf_types;
 pub mod elf;
+pub mod elf_file;
 mod error;
 pub mod glob;
 pub mod kallsyms;
@@ -32,3 +34,49 @@ pub mod usersym;
 
 pub use error::{Error, Result};
 pub use kernel::KernelView;
+
+/// The most bytes read from a table file (kallsyms, BTF, ld.so.cache, the
+/// ftrace and blacklist lists): a distribution kernel's kallsyms is some
+/// 10 MB and its BTF some 6 MB, so more is not one of them.
+pub const MAX_TABLE: u64 = 64 << 20;
+
+/// Reads a table file whole: a regular file (those of /proc and /sys
+/// included) or a pipe, at most [`MAX_TABLE`] bytes. A device such as
+/// /dev/zero is refused before any byte is read, and a longer input is an
+/// error rather than all of the memory.
+pub fn read_table(path: &std::path::Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let refuse = |why: String| {
+        Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, why),
+        )
+    };
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let t = f.metadata().map_err(|e| Error::io(path, e))?.file_type();
+    if t.is_dir() {
+        return Err(refuse("a directory, not a table file".into()));
+    }
+    if !t.is_file() && !t.is_fifo() && !t.is_socket() {
+        return Err(refuse("a device, not a table file".into()));
+    }
+    let mut data = Vec::new();
+    f.take(MAX_TABLE + 1)
+        .read_to_end(&mut data)
+        .map_err(|e| Error::io(path, e))?;
+    if data.len() as u64 > MAX_TABLE {
+        return Err(refuse(format!(
+            "longer than {} MiB, more than a table ktrace reads",
+            MAX_TABLE >> 20
+        )));
+    }
+    Ok(data)
+}
+
+/// [`read_table`] as text (invalid UTF-8 is replaced, as the tables are
+/// ASCII).
+pub fn read_table_text(path: &std::path::Path) -> Result<String> {
+    let b = read_table(path)?;
+    Ok(String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}

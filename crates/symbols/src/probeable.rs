@@ -290,6 +290,110 @@ pub fn expand<'k>(ks: &'k Kallsyms, rules: &Rules<'_>, pattern: &str) -> Expansi
     out
 }
 
+/// Why `register_kprobe()` (or `__register_trace_kprobe()`'s notrace check)
+/// refuses a kprobe at `symbol`+`offset` that the language allows, from the
+/// kernel's tables: `Some(Err(reason))` for a notrace function (refused
+/// before the arguments' symbols are resolved), `Some(Ok(Some(reason)))` for
+/// an address that is not kernel text (data, an init function freed after
+/// boot, a CFI/prefix preamble) or is blacklisted, `Some(Ok(None))` when it
+/// registers; `None` when the symbol is not in the table or the addresses
+/// are hidden.
+pub fn kprobe_refusal(
+    ks: &Kallsyms,
+    rules: &Rules<'_>,
+    symbol: &str,
+    offset: u64,
+) -> Option<std::result::Result<Option<String>, String>> {
+    kprobe_refusal_on(ks, rules, symbol, offset, None)
+}
+
+/// [`kprobe_refusal`] for an architecture without `KPROBES_ON_FTRACE`
+/// (arm64, riscv64, arm): `check_ftrace_location()` refuses a probe exactly
+/// on a function's ftrace call site. The sites come from
+/// `available_filter_functions_addrs`; with only the names,
+/// `site_offset` (arm64: 4, after the first patchable nop) is taken as the
+/// site of every traceable function.
+pub fn kprobe_refusal_on(
+    ks: &Kallsyms,
+    rules: &Rules<'_>,
+    symbol: &str,
+    offset: u64,
+    no_kprobes_on_ftrace: Option<Option<u64>>,
+) -> Option<std::result::Result<Option<String>, String>> {
+    if ks.addresses_hidden() {
+        return None;
+    }
+    let sym = *ks.by_name(symbol, None).first()?;
+    let addr = sym.addr.checked_add(offset)?;
+    // The function the address falls in (the kernel looks the address up).
+    let at = ks.lookup(addr);
+    let func = at.as_ref().map_or(sym, |l| l.symbol);
+    if rules.notrace_refused
+        && let Some(ft) = rules.ftrace
+        && notrace(ks, ft, func)
+    {
+        return Some(Err(format!(
+            "{} has no ftrace location: the kernel refuses kprobe events on notrace functions",
+            func.name
+        )));
+    }
+    if !sym.is_text() {
+        return Some(Ok(Some(format!(
+            "{symbol} is not a function (kallsyms type '{}'): kprobes go on kernel text",
+            sym.kind
+        ))));
+    }
+    let bound = |name: &str| ks.by_name(name, None).first().map(|s| s.addr);
+    if let (Some(lo), Some(hi)) = (bound("_sinittext"), bound("_einittext"))
+        && addr >= lo
+        && addr < hi
+    {
+        return Some(Ok(Some(format!(
+            "{symbol} is an init function: its code was freed after boot"
+        ))));
+    }
+    if func.name.starts_with("__cfi_") || func.name.starts_with("__pfx_") {
+        return Some(Ok(Some(format!(
+            "{} is a CFI/prefix preamble, which kprobes refuse",
+            func.name
+        ))));
+    }
+    if let (Some(site_guess), Some(ft)) = (no_kprobes_on_ftrace, rules.ftrace) {
+        let on_site = match ft {
+            FtraceLocations::Addrs(sites) => sites.binary_search(&addr).is_ok(),
+            FtraceLocations::Names(_) => {
+                site_guess.is_some_and(|o| at.as_ref().is_some_and(|l| l.offset == o))
+                    && ft.covers(ks, func)
+            }
+        };
+        if on_site {
+            return Some(Ok(Some(format!(
+                "{symbol}+{offset:#x} is the ftrace call site of {}, and this architecture \
+                 has no kprobes on ftrace: probe the function's entry (+0) or use an fprobe",
+                func.name
+            ))));
+        }
+    }
+    if let Some(bl) = rules.blacklist {
+        if let Some(e) = bl
+            .iter()
+            .find(|e| e.start != 0 && addr >= e.start && addr < e.end)
+        {
+            return Some(Ok(Some(format!(
+                "{symbol}+{offset} is in the kprobe blacklist ({})",
+                e.name
+            ))));
+        }
+        if let Some(n) = blacklisted(ks, bl, func) {
+            return Some(Ok(Some(format!(
+                "{} is in the kprobe blacklist ({n})",
+                func.name
+            ))));
+        }
+    }
+    Some(Ok(None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,14 +12,17 @@
 //! # Pieces
 //!
 //! - [`Writer`]: a version 6 file written while recording. The metadata
-//!   ([`Header`]) goes first; each CPU then owns a sparse region of the file
-//!   into which [`Writer::append_pages`] writes whole sub-buffer pages as they
-//!   arrive, patching that CPU's size in the flyrecord table after every
-//!   append. A recorder killed at any moment thus leaves a file that trace-cmd
-//!   and [`TraceDat`] read up to the last page appended. [`Writer::finish`]
-//!   rewrites the metadata (final saved cmdlines, CPU stats with lost and
-//!   overrun counts), moves the CPU data together and cuts the file to size;
-//!   [`Writer::recover`] reopens a killed recording to finish it.
+//!   ([`Header`]) goes first, under ktrace's own "unfinished" version string;
+//!   [`Writer::append_pages`] writes whole sub-buffer pages as they arrive
+//!   into chunks of the CPU's own, allocated at the end of the file as data
+//!   comes (the file grows with its data, on any file system), patching the
+//!   chunk's page count after every append. A recorder killed at any moment
+//!   thus leaves a file that [`TraceDat`] reads up to the last page appended
+//!   (trace-cmd refuses it). [`Writer::finish`] moves each CPU's pages
+//!   together in place, writes the final metadata (final saved cmdlines, CPU
+//!   stats with lost and overrun counts) and cuts the file to size: a plain
+//!   version 6 file; [`Writer::recover`] reopens a killed recording to
+//!   finish it.
 //! - [`write_v7`]: a whole version 7 file from finished data (sections in
 //!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd); recording
 //!   goes through the version 6 [`Writer`], whose layout survives a kill.
@@ -29,7 +32,8 @@
 //!   instance buffers) into [`Meta`] and hands out each CPU's pages through
 //!   [`Pages`]. Truncated, corrupted or foreign files give an [`Error`] and
 //!   never a panic; a CPU whose data runs past the end of the file yields the
-//!   whole pages that are there, then [`Error::Truncated`].
+//!   whole pages that are there, then [`Error::Truncated`]. It also reads an
+//!   unfinished recording of [`Writer`] ([`Meta::unfinished`]).
 //!
 //! # Wiring (for `ktrace record` / `ktrace report`)
 //!
@@ -60,8 +64,7 @@
 //!     clock: "local".into(),
 //!     ..Header::default()
 //! };
-//! let opts = WriterOptions { stride: 1 << 20, ..WriterOptions::default() };
-//! let mut w = Writer::create(Cursor::new(Vec::new()), &header, 2, opts)?;
+//! let mut w = Writer::create(Cursor::new(Vec::new()), &header, 2, WriterOptions::default())?;
 //! w.append_pages(1, &[0u8; 4096])?;
 //! let file = w.finish(None, &[])?.into_inner();
 //! let mut dat = TraceDat::open(Cursor::new(file))?;

@@ -7,6 +7,10 @@
 //! used, every count is bounded by the bytes that must follow it.
 
 use crate::compress::{MAX_BLOCK, decompress};
+use crate::write::{
+    CHUNK_HEADER, CHUNK_MAGIC, Chunk, KIND_CHUNKS, UNFINISHED_MAGIC, VERSION_FINISHING,
+    VERSION_RECORDING,
+};
 use crate::{Endian, Error, MAGIC, option};
 use std::io::{Read, Seek, SeekFrom};
 
@@ -49,14 +53,18 @@ pub struct TraceOption {
 }
 
 /// Where one CPU's pages are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuData {
     /// CPU number.
     pub cpu: u32,
-    /// Offset in the file (v7 compressed: of the chunk list).
+    /// Offset in the file (v7 compressed: of the chunk list; an unfinished
+    /// ktrace recording: of the first run).
     pub offset: u64,
-    /// Size in the file.
+    /// Size in the file (an unfinished ktrace recording: of all runs).
     pub size: u64,
+    /// An unfinished ktrace recording: the runs of pages (offset, size) in
+    /// order, one per chunk; empty otherwise (the data is `offset`, `size`).
+    pub runs: Vec<(u64, u64)>,
 }
 
 /// One ring buffer: the top one or an instance.
@@ -108,6 +116,10 @@ pub struct Meta {
     pub buffers: Vec<Buffer>,
     /// The file holds a latency (text) trace instead of pages.
     pub latency: bool,
+    /// An unfinished ktrace recording (its recorder did not finish it:
+    /// killed, or still recording; see [`crate::Writer`]): the offset of its
+    /// first chunk. The CPUs' pages are then in [`CpuData::runs`].
+    pub unfinished: Option<u64>,
 }
 
 fn opt_str(data: &[u8]) -> &str {
@@ -367,7 +379,12 @@ impl<R: Read + Seek> TraceDat<R> {
             .seek(SeekFrom::End(0))
             .map_err(Error::io("seek to the end of the file"))?;
         let mut src = Src { r, len };
-        if len < MAGIC.len() as u64 || src.read_at(0, MAGIC.len() as u64, "magic")? != MAGIC {
+        if len < MAGIC.len() as u64 {
+            return Err(Error::NotTraceDat);
+        }
+        let magic = src.read_at(0, MAGIC.len() as u64, "magic")?;
+        let unfinished = magic == UNFINISHED_MAGIC;
+        if !unfinished && magic != MAGIC {
             return Err(Error::NotTraceDat);
         }
         let mut i = FileIn {
@@ -379,6 +396,24 @@ impl<R: Read + Seek> TraceDat<R> {
             Error::Format(_) => Error::Version("?".into()),
             e => e,
         })?;
+        let version = match (unfinished, version.as_str()) {
+            (false, "6" | "7") => version,
+            (true, VERSION_RECORDING) => "ktrace unfinished".to_string(),
+            (true, VERSION_FINISHING) => {
+                return Err(Error::Format(
+                    "an unfinished ktrace recording whose finish was interrupted (its \
+                     recorder stopped while moving the pages into place): its pages cannot \
+                     be read"
+                        .into(),
+                ));
+            }
+            (true, v) => {
+                return Err(Error::Format(format!(
+                    "an unfinished ktrace recording of unknown state {v:?}"
+                )));
+            }
+            (false, _) => return Err(Error::Version(version)),
+        };
         let endian = match i.u8("endian")? {
             0 => Endian::Little,
             1 => Endian::Big,
@@ -410,11 +445,16 @@ impl<R: Read + Seek> TraceDat<R> {
             options: Vec::new(),
             buffers: Vec::new(),
             latency: false,
+            unfinished: None,
         };
         match version.as_str() {
             "6" => {
                 meta.version = 6;
-                read_v6(&mut i, &mut meta)?;
+                read_v6(&mut i, &mut meta, false)?;
+            }
+            "ktrace unfinished" => {
+                meta.version = 6;
+                read_v6(&mut i, &mut meta, true)?;
             }
             "7" => {
                 meta.version = 7;
@@ -430,6 +470,9 @@ impl<R: Read + Seek> TraceDat<R> {
                 read_v7(&mut src, &mut meta, first)?;
             }
             v => return Err(Error::Version(v.into())),
+        }
+        for b in &meta.buffers {
+            check_merge_size(b)?;
         }
         Ok(TraceDat { src, meta })
     }
@@ -484,12 +527,34 @@ impl<R: Read + Seek> TraceDat<R> {
             .buffers
             .get(buffer)
             .ok_or_else(|| Error::Usage(format!("no buffer {buffer}")))?;
-        let data = *b
+        let data = b
             .cpus
             .get(index)
+            .cloned()
             .ok_or_else(|| Error::Usage(format!("buffer {buffer} has no cpu index {index}")))?;
         Ok((data, b.page_size as u64))
     }
+}
+
+/// Page memory a buffer's merge may need: one page per CPU is held while
+/// the CPUs are merged by time (the kernel's largest sub-buffers are
+/// 512 KiB with 4 KiB pages; 256 CPUs of those are 128 MiB).
+pub const MAX_MERGE: u64 = 256 << 20;
+
+/// A buffer whose CPUs' pages, one each, exceed [`MAX_MERGE`] is refused:
+/// reading it would hold them all at once.
+fn check_merge_size(b: &Buffer) -> Result<(), Error> {
+    let need = (b.cpus.len() as u64).saturating_mul(u64::from(b.page_size));
+    if need > MAX_MERGE {
+        return Err(Error::Format(format!(
+            "buffer {:?}: {} cpus of {}-byte pages need more than {} MiB to merge",
+            b.name,
+            b.cpus.len(),
+            b.page_size,
+            MAX_MERGE >> 20
+        )));
+    }
+    Ok(())
 }
 
 fn check_page_size(page_size: u32) -> Result<(), Error> {
@@ -501,7 +566,11 @@ fn check_page_size(page_size: u32) -> Result<(), Error> {
     Ok(())
 }
 
-fn read_v6<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(), Error> {
+fn read_v6<R: Read + Seek>(
+    i: &mut FileIn<'_, R>,
+    meta: &mut Meta,
+    recording: bool,
+) -> Result<(), Error> {
     header_info(i, meta)?;
     ftrace_formats(i, meta)?;
     event_formats(i, meta)?;
@@ -532,7 +601,56 @@ fn read_v6<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(),
         }
         kind = i.take(10, "data kind")?;
     }
+    if recording != (&kind[..] == KIND_CHUNKS) {
+        return Err(Error::Format(format!(
+            "data kind {:?} in a file of version {}",
+            String::from_utf8_lossy(&kind),
+            if recording { "ktrace unfinished" } else { "6" }
+        )));
+    }
     match &kind[..] {
+        b"ktchunks\0\0" => {
+            let first = i.u64("offset of the first chunk")?;
+            let ps = u64::from(meta.page_size);
+            if first % ps != 0 || first < i.pos {
+                return Err(Error::Format(format!(
+                    "first chunk at offset {first}: not a page after the header"
+                )));
+            }
+            let len = i.src.len;
+            let chunks = walk_chunks(
+                &mut i.src.r,
+                len,
+                meta.endian,
+                ps,
+                meta.cpus as usize,
+                first,
+            )?;
+            let mut cpus: Vec<CpuData> = (0..meta.cpus)
+                .map(|cpu| CpuData {
+                    cpu,
+                    offset: 0,
+                    size: 0,
+                    runs: Vec::new(),
+                })
+                .collect();
+            for c in chunks.iter().filter(|c| c.used > 0) {
+                let d = &mut cpus[c.cpu as usize];
+                let run = (c.at + ps, u64::from(c.used) * ps);
+                if d.runs.is_empty() {
+                    d.offset = run.0;
+                }
+                d.size += run.1;
+                d.runs.push(run);
+            }
+            meta.unfinished = Some(first);
+            meta.buffers.push(Buffer {
+                name: String::new(),
+                clock: None,
+                page_size: meta.page_size,
+                cpus,
+            });
+        }
         b"flyrecord\0" => {
             let cpus = flyrecord_table(i, meta.cpus)?;
             meta.buffers.push(Buffer {
@@ -566,6 +684,17 @@ fn read_v6<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(),
                 "instance {name:?}: no flyrecord table"
             )));
         }
+        // every buffer's table is its own part of the file: more entries
+        // than the file holds (one table read again and again, by many
+        // BUFFER options) would cost memory quadratic in its size
+        let entries = (meta.buffers.len() as u64 + 1).saturating_mul(u64::from(meta.cpus));
+        if entries.saturating_mul(16) > i.src.len {
+            return Err(Error::Format(format!(
+                "{} buffers of {} cpus do not fit in the file: their flyrecord tables overlap",
+                meta.buffers.len() + 1,
+                meta.cpus
+            )));
+        }
         let cpus = flyrecord_table(i, meta.cpus)?;
         meta.buffers.push(Buffer {
             name,
@@ -582,14 +711,97 @@ fn flyrecord_table<R: Read + Seek>(i: &mut FileIn<'_, R>, n: u32) -> Result<Vec<
     for cpu in 0..n {
         let offset = i.u64("cpu data offset")?;
         let size = i.u64("cpu data size")?;
-        cpus.push(CpuData { cpu, offset, size });
+        cpus.push(CpuData {
+            cpu,
+            offset,
+            size,
+            runs: Vec::new(),
+        });
     }
     Ok(cpus)
 }
 
+/// Bytes of metadata sections one version 7 file may decompress to, all
+/// together (a recording's kallsyms and formats are some megabytes; many
+/// options naming one small section that decompresses big would otherwise
+/// cost that much time and memory again and again).
+#[cfg(not(test))]
+const META_BUDGET: u64 = 256 << 20;
+#[cfg(test)]
+const META_BUDGET: u64 = 1 << 20;
+
+/// The chunks of an unfinished ktrace recording (see [`crate::Writer`]), in
+/// file order, from `first` on: up to the first page that is not a chunk
+/// header (the end of what was allocated) or the end of the file. A chunk
+/// header that is not what the writer writes is an error.
+pub(crate) fn walk_chunks<R: Read + Seek>(
+    r: &mut R,
+    len: u64,
+    endian: Endian,
+    ps: u64,
+    cpus: usize,
+    first: u64,
+) -> Result<Vec<Chunk>, Error> {
+    let mut chunks = Vec::new();
+    let mut at = first;
+    let mut h = [0u8; CHUNK_HEADER];
+    while at
+        .checked_add(CHUNK_HEADER as u64)
+        .is_some_and(|e| e <= len)
+    {
+        r.seek(SeekFrom::Start(at))
+            .map_err(Error::io("seek to a chunk header"))?;
+        r.read_exact(&mut h)
+            .map_err(Error::io("read a chunk header"))?;
+        if &h[..8] != CHUNK_MAGIC {
+            break;
+        }
+        let [cpu, capacity, used, number] = [8, 12, 16, 20].map(|o| endian.u32(&h[o..o + 4]));
+        if cpu as usize >= cpus
+            || capacity == 0
+            || used > capacity
+            || number as usize != chunks.len()
+        {
+            return Err(Error::Format(format!(
+                "chunk at offset {at}: cpu {cpu}, {used} of {capacity} pages used, number \
+                 {number} (expected chunk {} of a file of {cpus} cpus)",
+                chunks.len()
+            )));
+        }
+        chunks.push(Chunk {
+            at,
+            cpu,
+            capacity,
+            used,
+        });
+        // no overflow: capacity < 2^32, ps <= 2^24
+        at = at.saturating_add((1 + u64::from(capacity)) * ps);
+    }
+    Ok(chunks)
+}
+
 /// Reads the section at `offset` (header checked against `id`), returning
-/// its decompressed content.
+/// its decompressed content; its size is taken from `budget`.
 fn section<R: Read + Seek>(
+    src: &mut Src<R>,
+    meta: &Meta,
+    offset: u64,
+    id: u16,
+    budget: &mut u64,
+) -> Result<Vec<u8>, Error> {
+    let b = section_body(src, meta, offset, id)?;
+    *budget = budget.checked_sub(b.len() as u64).ok_or_else(|| {
+        Error::Format(format!(
+            "metadata sections decompress to more than {} MiB (the section at offset {offset} \
+             is {} bytes)",
+            META_BUDGET >> 20,
+            b.len()
+        ))
+    })?;
+    Ok(b)
+}
+
+fn section_body<R: Read + Seek>(
     src: &mut Src<R>,
     meta: &Meta,
     offset: u64,
@@ -626,6 +838,7 @@ fn section<R: Read + Seek>(
 }
 
 fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Result<(), Error> {
+    let mut budget = META_BUDGET;
     let mut next = first;
     let mut seen = Vec::new();
     while next != 0 {
@@ -635,7 +848,7 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
             )));
         }
         seen.push(next);
-        let body = section(src, meta, next, option::DONE)?;
+        let body = section(src, meta, next, option::DONE, &mut budget)?;
         let mut s = SliceIn {
             b: &body,
             pos: 0,
@@ -676,33 +889,33 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
         match o.id {
             option::HEADER_INFO => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 header_info(&mut slice(&b, e, off), meta)?;
                 have_header = true;
             }
             option::FTRACE_EVENTS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 ftrace_formats(&mut slice(&b, e, off), meta)?;
             }
             option::EVENT_FORMATS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 event_formats(&mut slice(&b, e, off), meta)?;
             }
             option::KALLSYMS => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.kallsyms = slice(&b, e, off).blob32("kallsyms")?;
             }
             option::PRINTK => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.printk_formats = slice(&b, e, off).blob32("printk formats")?;
             }
             option::CMDLINES => {
                 let off = offset_of(o)?;
-                let b = section(src, meta, off, o.id)?;
+                let b = section(src, meta, off, o.id, &mut budget)?;
                 meta.cmdlines = slice(&b, e, off).blob64("saved cmdlines")?;
             }
             option::CPUCOUNT => {
@@ -725,7 +938,12 @@ fn read_v7<R: Read + Seek>(src: &mut Src<R>, meta: &mut Meta, first: u64) -> Res
                     let cpu = s.u32("cpu id")?;
                     let offset = s.u64("cpu data offset")?;
                     let size = s.u64("cpu data size")?;
-                    cpus.push(CpuData { cpu, offset, size });
+                    cpus.push(CpuData {
+                        cpu,
+                        offset,
+                        size,
+                        runs: Vec::new(),
+                    });
                 }
                 let b = Buffer {
                     name,
@@ -773,6 +991,9 @@ pub struct Pages<'a, R> {
     endian: Endian,
     pos: u64,
     end: u64,
+    /// Runs of pages still to read after this one (an unfinished
+    /// recording), last first.
+    runs: Vec<(u64, u64)>,
     chunks_left: u32,
     chunk: Vec<u8>,
     chunk_pos: usize,
@@ -783,6 +1004,12 @@ pub struct Pages<'a, R> {
 impl<'a, R: Read + Seek> Pages<'a, R> {
     fn new(src: SrcRef<'a, R>, meta: &Meta, data: CpuData, page_size: u64) -> Pages<'a, R> {
         let compression = meta.compression.as_ref().map(|c| c.0);
+        let mut runs: Vec<(u64, u64)> = data.runs.iter().rev().copied().collect();
+        let (pos, end) = match runs.pop() {
+            Some((o, n)) => (o, o.saturating_add(n)),
+            None => (data.offset, data.offset.saturating_add(data.size)),
+        };
+        let empty = data.size == 0;
         let mut p = Pages {
             src,
             rbuf: Vec::new(),
@@ -791,15 +1018,16 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
             page_size,
             compression,
             endian: meta.endian,
-            pos: data.offset,
-            end: data.offset.saturating_add(data.size),
+            pos,
+            end,
+            runs,
             chunks_left: 0,
             chunk: Vec::new(),
             chunk_pos: 0,
-            done: data.size == 0,
+            done: empty,
             pending: None,
         };
-        if compression.is_some() && data.size > 0 {
+        if compression.is_some() && !empty {
             match p.src.get().read_at(p.pos, 4, "chunk count") {
                 Ok(b) => {
                     p.chunks_left = p.endian.u32(&b);
@@ -814,8 +1042,10 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
     }
 
     fn next_plain(&mut self) -> Option<Result<Vec<u8>, Error>> {
-        if self.pos >= self.end {
-            return None;
+        while self.pos >= self.end {
+            let (o, n) = self.runs.pop()?;
+            self.pos = o;
+            self.end = o.saturating_add(n);
         }
         let left = self.end - self.pos;
         if self.pos.saturating_add(self.page_size.min(left)) > self.src.len() {
@@ -997,6 +1227,7 @@ mod tests {
                 cpus: vec![],
             }],
             latency: false,
+            unfinished: None,
         }
     }
 
@@ -1039,6 +1270,96 @@ mod tests {
         b.extend_from_slice(&0u64.to_le_bytes());
         b[at..at + patch.len()].copy_from_slice(patch);
         b
+    }
+
+    /// Many BUFFER options of a version 6 file naming one flyrecord table
+    /// of many CPUs: every instance copied the table, memory quadratic in
+    /// the file's size (a 64 KB file gave 2,001 buffers of 2,000 CPUs,
+    /// 96 MB). Now tables that cannot all be in the file are an error.
+    #[test]
+    fn v6_instances_sharing_one_table_are_refused() {
+        let (n, cpus) = (2000u32, 2000u32);
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&4096u32.to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]); // formats, kallsyms, printk, cmdlines
+        b.extend_from_slice(&cpus.to_le_bytes());
+        b.extend_from_slice(b"options  \0");
+        let table_at = b.len() as u64 + u64::from(n) * (2 + 4 + 10) + 2;
+        for _ in 0..n {
+            b.extend_from_slice(&option::BUFFER.to_le_bytes());
+            b.extend_from_slice(&10u32.to_le_bytes());
+            b.extend_from_slice(&table_at.to_le_bytes());
+            b.extend_from_slice(b"x\0");
+        }
+        b.extend_from_slice(&option::DONE.to_le_bytes());
+        assert_eq!(b.len() as u64, table_at);
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
+        let e = TraceDat::open(std::io::Cursor::new(b)).unwrap_err();
+        assert!(e.to_string().contains("flyrecord tables overlap"), "{e}");
+    }
+
+    /// A version 6 file of 20 CPUs of 16 MiB pages: merging them held a
+    /// page per CPU, 320 MiB (and a file of thousands of CPUs far more);
+    /// now refused at open.
+    #[test]
+    fn buffers_whose_merge_needs_too_much_are_refused() {
+        let cpus = 20u32;
+        let mut b = MAGIC.to_vec();
+        b.extend_from_slice(b"6\0\0\x08");
+        b.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        b.extend_from_slice(b"header_page\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(b"header_event\0");
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0; 4 + 4 + 4 + 4 + 8]);
+        b.extend_from_slice(&cpus.to_le_bytes());
+        b.extend_from_slice(b"flyrecord\0");
+        b.extend(std::iter::repeat_n(0u8, cpus as usize * 16));
+        let e = TraceDat::open(std::io::Cursor::new(b.clone())).unwrap_err();
+        assert!(
+            e.to_string().contains("need more than 256 MiB to merge"),
+            "{e}"
+        );
+        // 15 of them fit
+        let at = b.len() - 20 * 16 - 10 - 4;
+        b[at..at + 4].copy_from_slice(&15u32.to_le_bytes());
+        assert!(TraceDat::open(std::io::Cursor::new(b)).is_ok());
+    }
+
+    /// Version 7 metadata sections may decompress to [`META_BUDGET`]
+    /// bytes in all (1 MiB under test): many options naming one section
+    /// that decompresses big cost that much again and again.
+    #[test]
+    fn v7_metadata_has_a_decompression_budget() {
+        let file = |kallsyms: usize| {
+            let h = crate::Header {
+                kallsyms: vec![b'x'; kallsyms],
+                ..crate::Header::default()
+            };
+            crate::write_v7(
+                std::io::Cursor::new(Vec::new()),
+                &h,
+                b"",
+                &[],
+                &[],
+                crate::Compress7::Zstd("1.5.4"),
+            )
+            .unwrap()
+            .into_inner()
+        };
+        let small = TraceDat::open(std::io::Cursor::new(file(100 << 10))).unwrap();
+        assert_eq!(small.meta.kallsyms.len(), 100 << 10);
+        let e = TraceDat::open(std::io::Cursor::new(file(2 << 20))).unwrap_err();
+        assert!(
+            e.to_string().contains("decompress to more than 1 MiB"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,35 +5,48 @@
 //!
 //! # Layout while recording (why a SIGKILL leaves a readable file)
 //!
+//! Version 6 wants each CPU's data contiguous, with its offset and size in
+//! the flyrecord table written before the data; a recorder does not know
+//! the sizes in advance. So while recording the file is not yet version 6
+//! but ktrace's own *unfinished* form of it: the same header after the
+//! magic bytes `\x17\x08Dktrace\0` (not trace.dat's: trace-cmd refuses the
+//! file, "error reading header") and the version string `recording`, whose
+//! data kind is `ktchunks` instead of `flyrecord`, followed by the offset of
+//! the first chunk:
+//!
 //! ```text
-//! 0                      header: magic .. options .. "flyrecord\0" + table
-//! align(header + slack)  cpu 0 region: pages appended in arrival order
-//! + stride               cpu 1 region
-//! + 2 * stride           ...
+//! 0                  "\x17\x08Dktrace\0", "recording\0", header .. options,
+//!                    "ktchunks\0\0", u64 offset of the first chunk
+//! align(.. + slack)  chunk 0: a header page, then `capacity` data pages
+//!                    chunk 1: ...   (one CPU's pages each, in arrival order)
 //! ```
 //!
-//! Version 6 wants each CPU's data contiguous, with its offset and size in
-//! the flyrecord table written before the data. So every CPU gets its own
-//! region, `stride` bytes apart (1 TiB, or 8 TiB / CPUs when smaller, by
-//! default): the regions are holes of a sparse file until pages land in
-//! them, so they cost no disk. The table's offsets are fixed at
-//! [`Writer::create`]; [`Writer::append_pages`] writes the pages and then
-//! patches that CPU's size (8 bytes), so at every moment the table
-//! describes only pages that were completely written. A recorder killed by
-//! SIGKILL (whose written data stays in the page cache) therefore leaves a
-//! file that trace-cmd and this crate's reader read up to the last page
-//! appended — with the saved cmdlines of the start and no CPU stats.
+//! A chunk belongs to one CPU and is allocated at the end of the file when
+//! that CPU's pages arrive and its last chunk is full; a CPU's chunks grow
+//! from [`WriterOptions::first_chunk`] to [`WriterOptions::max_chunk`]
+//! bytes (doubling). The file therefore grows with the data: no offset lies
+//! further than about twice the data recorded (a hole at the end of each
+//! CPU's last chunk), so any file system that can hold the data can hold
+//! the recording (ext2 with 1 KiB blocks included), and a killed recording
+//! leaves no giant sparse file. A chunk's header page starts with
+//! `ktchunk\0`, its CPU, capacity, pages used (u32 each) and its number in
+//! the file (u32); [`Writer::append_pages`] writes the pages, then patches
+//! the pages used, so at every moment the headers describe only pages that
+//! were completely written. A recorder killed by SIGKILL (whose written data
+//! stays in the page cache) thus leaves a file that this crate's reader
+//! ([`crate::TraceDat`], hence `ktrace report`) reads up to the last page
+//! appended, with the saved cmdlines of the start and no CPU stats;
+//! [`Writer::recover`] reopens it so that `finish` makes it a version 6
+//! file trace-cmd reads.
 //!
-//! [`Writer::finish`] then writes the final metadata (saved cmdlines taken at
-//! the end, one CPUSTAT option per CPU with its lost/overrun counts), moves
-//! the CPU data together (memmove order, so no CPU's data is overwritten
-//! before it has been moved) and cuts the file to its length. The finish is
-//! not atomic: a kill during it can leave the moved CPUs' table entries
-//! stale. A recording left unfinished (the recorder was killed) reads as
-//! it is, sparse; [`Writer::recover`] reopens it so that `finish` makes it
-//! compact. Filesystems without sparse files or with a small maximum file size
-//! (vfat, ext4 with 1 KiB blocks) need a smaller [`WriterOptions::stride`];
-//! a region that fills is an error, not an overwrite.
+//! [`Writer::finish`] first changes the version string to `finishing` (every
+//! reader refuses the file from then on, rather than misread it), moves
+//! each CPU's pages together right after the final header (each page read
+//! once and written once, in place: pages in the way are read into memory
+//! first, at most about a megabyte at a time), cuts the file to its length,
+//! then writes the final header — all but its first 12 bytes first,
+//! trace.dat's magic and the version `6` last. A kill during the finish
+//! leaves a file every reader refuses.
 
 use crate::read::{Meta, System, TraceOption};
 use crate::{Endian, Error, MAGIC, option};
@@ -173,25 +186,62 @@ impl Header {
     }
 }
 
+/// The magic bytes of an unfinished recording (see the module notes): not
+/// trace.dat's, so that trace-cmd refuses the file.
+pub(crate) const UNFINISHED_MAGIC: &[u8; 10] = b"\x17\x08Dktrace\0";
+/// The version string of a recording in progress.
+pub(crate) const VERSION_RECORDING: &str = "recording";
+/// The version string while [`Writer::finish`] moves the pages (the same
+/// length as [`VERSION_RECORDING`]: written over it in place).
+pub(crate) const VERSION_FINISHING: &str = "finishing";
+/// The data kind of a recording in progress (in place of `flyrecord`).
+pub(crate) const KIND_CHUNKS: &[u8; 10] = b"ktchunks\0\0";
+/// The first bytes of a chunk's header page.
+pub(crate) const CHUNK_MAGIC: &[u8; 8] = b"ktchunk\0";
+/// Bytes of a chunk header in use (magic, cpu, capacity, used, number).
+pub(crate) const CHUNK_HEADER: usize = 24;
+/// Offset of the pages-used field in a chunk header.
+const CHUNK_USED: u64 = 16;
+
+/// The head of a finished file.
+const FINISHED: (&[u8; 10], &str) = (MAGIC, "6");
+/// The head of a recording in progress.
+const RECORDING: (&[u8; 10], &str) = (UNFINISHED_MAGIC, VERSION_RECORDING);
+
 /// Where the writer puts things.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriterOptions {
-    /// Distance between two CPUs' regions (0: 1 TiB, or 8 TiB / CPUs when
-    /// smaller); rounded down to the page size. One CPU may record at most
-    /// this much.
-    pub stride: u64,
-    /// Room left after the first header for the final one to grow into
-    /// (more saved cmdlines, the CPU stats) without moving CPU 0 up.
+    /// Data bytes of a CPU's first chunk (rounded down to whole pages, at
+    /// least one).
+    pub first_chunk: u64,
+    /// Data bytes a CPU's chunks grow to, doubling from `first_chunk`
+    /// (rounded down to whole pages, at least one).
+    pub max_chunk: u64,
+    /// Room left after the header before the first chunk.
     pub slack: u64,
 }
 
 impl Default for WriterOptions {
     fn default() -> WriterOptions {
         WriterOptions {
-            stride: 0,
-            slack: 1 << 20,
+            first_chunk: 64 << 10,
+            max_chunk: 4 << 20,
+            slack: 0,
         }
     }
+}
+
+/// One chunk of a recording in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    /// Offset of its header page.
+    pub(crate) at: u64,
+    /// The CPU whose pages it holds.
+    pub(crate) cpu: u32,
+    /// Data pages it can hold.
+    pub(crate) capacity: u32,
+    /// Data pages written.
+    pub(crate) used: u32,
 }
 
 /// A version 6 trace.dat file being recorded (see the module notes for the
@@ -199,9 +249,18 @@ impl Default for WriterOptions {
 pub struct Writer<F> {
     f: F,
     header: Header,
-    table_offset: u64,
+    /// Offset of the first chunk.
     data_start: u64,
-    stride: u64,
+    /// The chunks in file order.
+    chunks: Vec<Chunk>,
+    /// Per CPU: its last chunk (index into `chunks`).
+    last: Vec<Option<usize>>,
+    /// Per CPU: data pages of its next chunk.
+    next_capacity: Vec<u32>,
+    /// Data pages a chunk grows to.
+    max_capacity: u32,
+    /// Where the next chunk goes.
+    end: u64,
     sizes: Vec<u64>,
 }
 
@@ -209,7 +268,8 @@ impl<F> std::fmt::Debug for Writer<F> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("data_start", &self.data_start)
-            .field("stride", &self.stride)
+            .field("chunks", &self.chunks.len())
+            .field("end", &self.end)
             .field("sizes", &self.sizes)
             .finish()
     }
@@ -259,20 +319,40 @@ fn count32(n: usize, what: &str) -> Result<u32, Error> {
     u32::try_from(n).map_err(|_| Error::Usage(format!("{n} {what} do not fit a 32-bit count")))
 }
 
-/// The version 6 header with `table` as the flyrecord table; returns the
-/// bytes and the offset of the table in them.
+/// What follows the options of a header: the flyrecord table of a
+/// finished file, or the offset of the first chunk of a recording.
+#[derive(Clone, Copy)]
+enum Tail<'a> {
+    Table(&'a [(u64, u64)]),
+    Chunks { first: u64, cpus: usize },
+}
+
+impl Tail<'_> {
+    fn cpus(self) -> usize {
+        match self {
+            Tail::Table(t) => t.len(),
+            Tail::Chunks { cpus, .. } => cpus,
+        }
+    }
+}
+
+/// The version 6 header (`magic` and `version`: trace.dat's and "6", or
+/// those of an unfinished recording) with `tail` after the options;
+/// returns the bytes and the offset of the tail in them.
 fn encode_v6(
     h: &Header,
+    (magic, version): (&[u8; 10], &str),
     cmdlines: &[u8],
     stats: &[String],
-    table: &[(u64, u64)],
+    tail: Tail<'_>,
 ) -> Result<(Vec<u8>, u64), Error> {
     let mut o = Out {
         b: Vec::with_capacity(h.kallsyms.len() + cmdlines.len() + 65536),
         e: h.endian,
     };
-    o.b.extend_from_slice(MAGIC);
-    o.b.extend_from_slice(b"6\0");
+    o.b.extend_from_slice(magic);
+    o.b.extend_from_slice(version.as_bytes());
+    o.b.push(0);
     o.b.push(match h.endian {
         Endian::Little => 0,
         Endian::Big => 1,
@@ -291,7 +371,7 @@ fn encode_v6(
     ] {
         o.b.extend_from_slice(piece);
     }
-    o.u32(count32(table.len(), "cpus")?);
+    o.u32(count32(tail.cpus(), "cpus")?);
     o.b.extend_from_slice(b"options  \0");
     let mut opts: Vec<TraceOption> = Vec::new();
     if !h.clock.is_empty() {
@@ -310,13 +390,23 @@ fn encode_v6(
         o.blob32(&op.data)?;
     }
     o.u16(option::DONE);
-    o.b.extend_from_slice(b"flyrecord\0");
-    let table_offset = o.b.len() as u64;
-    for &(off, size) in table {
-        o.u64(off);
-        o.u64(size);
+    match tail {
+        Tail::Table(table) => {
+            o.b.extend_from_slice(b"flyrecord\0");
+            let at = o.b.len() as u64;
+            for &(off, size) in table {
+                o.u64(off);
+                o.u64(size);
+            }
+            Ok((o.b, at))
+        }
+        Tail::Chunks { first, .. } => {
+            o.b.extend_from_slice(KIND_CHUNKS);
+            let at = o.b.len() as u64;
+            o.u64(first);
+            Ok((o.b, at))
+        }
     }
-    Ok((o.b, table_offset))
 }
 
 /// The bodies of the version 7 metadata sections (same content as the
@@ -381,9 +471,18 @@ fn align_up(v: u64, a: u64) -> Option<u64> {
     v.checked_add(a - 1).map(|x| x / a * a)
 }
 
+/// Whole pages in `bytes`, at least one, at most `u32::MAX`.
+fn pages_in(bytes: u64, ps: u64) -> u32 {
+    u32::try_from((bytes / ps).max(1)).unwrap_or(u32::MAX)
+}
+
+/// The longest run of pages [`Writer::finish`] reads at once.
+const MOVE_BYTES: u64 = 1 << 20;
+
 impl<F: Storage> Writer<F> {
-    /// Writes the header for `cpus` CPUs (every CPU empty) into `f`, which
-    /// should be empty. The file is a valid trace.dat from here on.
+    /// Writes the header for `cpus` CPUs (no pages yet) into `f`, which is
+    /// cut to length 0 first. The file is an unfinished recording from here
+    /// on (see the module notes).
     pub fn create(
         f: F,
         header: &Header,
@@ -396,7 +495,7 @@ impl<F: Storage> Writer<F> {
     /// Like [`Writer::create`], taking the header (no copy of its
     /// kallsyms-sized texts is kept besides the writer's).
     pub fn create_owned(
-        f: F,
+        mut f: F,
         header: Header,
         cpus: usize,
         opts: WriterOptions,
@@ -414,39 +513,25 @@ impl<F: Storage> Writer<F> {
         if cpus == 0 || cpus > 65536 {
             return Err(Error::Usage(format!("{cpus} cpus")));
         }
-        let stride = if opts.stride == 0 {
-            (1u64 << 40).min((8u64 << 40) / cpus as u64)
-        } else {
-            opts.stride
-        } / ps
-            * ps;
-        if stride == 0 {
-            return Err(Error::Usage(format!(
-                "stride {} is below the page size",
-                opts.stride
-            )));
-        }
-        let empty = vec![(0u64, 0u64); cpus];
+        let tail = |first| Tail::Chunks { first, cpus };
         // only its length is needed (kallsyms makes it megabytes)
-        let first_len = encode_v6(&header, &header.cmdlines, &[], &empty)?.0.len();
-        let data_start = align_up(first_len as u64 + opts.slack, ps)
+        let len = encode_v6(&header, RECORDING, &header.cmdlines, &[], tail(0))?
+            .0
+            .len();
+        let data_start = align_up(len as u64 + opts.slack, ps)
             .ok_or_else(|| Error::Usage("slack too large".into()))?;
-        let last = (cpus as u64 - 1)
-            .checked_mul(stride)
-            .and_then(|x| x.checked_add(data_start))
-            .and_then(|x| x.checked_add(stride))
-            .ok_or_else(|| Error::Usage("cpus x stride overflows".into()))?;
-        let _ = last;
-        let table: Vec<(u64, u64)> = (0..cpus as u64)
-            .map(|c| (data_start + c * stride, 0))
-            .collect();
-        let (bytes, table_offset) = encode_v6(&header, &header.cmdlines, &[], &table)?;
+        let (bytes, _) = encode_v6(&header, RECORDING, &header.cmdlines, &[], tail(data_start))?;
+        f.set_len(0).map_err(Error::io("empty the file"))?;
+        let first = pages_in(opts.first_chunk, ps);
         let mut w = Writer {
             f,
             header,
-            table_offset,
             data_start,
-            stride,
+            chunks: Vec::new(),
+            last: vec![None; cpus],
+            next_capacity: vec![first; cpus],
+            max_capacity: pages_in(opts.max_chunk, ps).max(first),
+            end: data_start,
             sizes: vec![0; cpus],
         };
         w.write_at(0, &bytes, "write the header")?;
@@ -454,61 +539,64 @@ impl<F: Storage> Writer<F> {
     }
 
     /// Reopens a recording this writer left unfinished (its recorder was
-    /// killed): the header must be exactly what [`Writer::create`] wrote,
-    /// each CPU's size a whole number of pages within its region. Then
-    /// [`Writer::append_pages`] and [`Writer::finish`] work as before, e.g.
-    /// `Writer::recover(f)?.finish(None, &[])` makes the file compact
-    /// (the saved cmdlines of the start, no CPU stats).
+    /// killed): the header must be exactly what [`Writer::create`] wrote.
+    /// Then [`Writer::append_pages`] and [`Writer::finish`] work as before,
+    /// e.g. `Writer::recover(f)?.finish(None, &[])` makes it a compact
+    /// version 6 file (the saved cmdlines of the start, no CPU stats).
     pub fn recover(mut f: F) -> Result<Writer<F>, Error> {
-        let meta = crate::TraceDat::open(&mut f)?.meta;
         let not_ours =
             |why: &str| Error::Format(format!("not an unfinished ktrace recording: {why}"));
-        if meta.version != 6 || meta.buffers.len() != 1 || !meta.cpu_stats().is_empty() {
-            return Err(not_ours("finished, or not version 6 with one buffer"));
-        }
-        let cpus = &meta.buffers[0].cpus;
+        let meta = crate::TraceDat::open(&mut f)?.meta;
+        let Some(data_start) = meta.unfinished else {
+            return Err(not_ours("a finished file"));
+        };
+        let cpus = meta.cpus as usize;
         let header = Header::from_meta(&meta);
         let ps = header.page_size as u64;
-        let data_start = cpus.first().map_or(0, |c| c.offset);
-        let stride = match cpus.get(1) {
-            Some(c) => c
-                .offset
-                .checked_sub(data_start)
-                .ok_or_else(|| not_ours("regions out of order"))?,
-            None => u64::MAX / 2 / ps * ps,
-        };
-        for (i, c) in cpus.iter().enumerate() {
-            if c.cpu as usize != i
-                || Some(c.offset)
-                    != (i as u64)
-                        .checked_mul(stride)
-                        .and_then(|x| x.checked_add(data_start))
-                || c.size > stride
-                || !c.size.is_multiple_of(ps)
-            {
-                return Err(not_ours(&format!(
-                    "cpu {i}: region {} + {}",
-                    c.offset, c.size
-                )));
-            }
-        }
-        let table: Vec<(u64, u64)> = cpus.iter().map(|c| (c.offset, c.size)).collect();
-        let (bytes, table_offset) = encode_v6(&header, &header.cmdlines, &[], &table)?;
+        let (bytes, _) = encode_v6(
+            &header,
+            RECORDING,
+            &header.cmdlines,
+            &[],
+            Tail::Chunks {
+                first: data_start,
+                cpus,
+            },
+        )?;
         let mut on_disk = vec![0u8; bytes.len()];
         f.seek(SeekFrom::Start(0)).map_err(Error::io("seek"))?;
         f.read_exact(&mut on_disk)
             .map_err(Error::io("read the header back"))?;
-        if on_disk != bytes || data_start < bytes.len() as u64 || stride == 0 {
+        if on_disk != bytes || data_start < bytes.len() as u64 {
             return Err(not_ours("the header is not this writer's"));
         }
-        Ok(Writer {
+        let len = f.seek(SeekFrom::End(0)).map_err(Error::io("seek"))?;
+        let chunks = crate::read::walk_chunks(&mut f, len, meta.endian, ps, cpus, data_start)?;
+        let opts = WriterOptions::default();
+        let max = chunks
+            .iter()
+            .map(|c| c.capacity)
+            .fold(pages_in(opts.max_chunk, ps), u32::max);
+        let mut w = Writer {
             f,
             header,
-            table_offset,
             data_start,
-            stride,
-            sizes: table.iter().map(|t| t.1).collect(),
-        })
+            chunks: Vec::new(),
+            last: vec![None; cpus],
+            next_capacity: vec![pages_in(opts.first_chunk, ps); cpus],
+            max_capacity: max,
+            end: data_start,
+            sizes: vec![0; cpus],
+        };
+        for c in chunks {
+            let cpu = c.cpu as usize;
+            w.last[cpu] = Some(w.chunks.len());
+            w.next_capacity[cpu] = c.capacity.saturating_mul(2).min(max);
+            w.sizes[cpu] += u64::from(c.used) * ps;
+            w.end = c.at + (1 + u64::from(c.capacity)) * ps;
+            w.chunks.push(c);
+        }
+        Ok(w)
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8], what: &str) -> Result<(), Error> {
@@ -518,41 +606,86 @@ impl<F: Storage> Writer<F> {
         self.f.write_all(data).map_err(Error::io(what))
     }
 
+    fn read_at(&mut self, offset: u64, buf: &mut [u8], what: &str) -> Result<(), Error> {
+        self.f
+            .seek(SeekFrom::Start(offset))
+            .map_err(Error::io(what))?;
+        self.f.read_exact(buf).map_err(Error::io(what))
+    }
+
+    fn u32_bytes(&self, v: u32) -> [u8; 4] {
+        match self.header.endian {
+            Endian::Little => v.to_le_bytes(),
+            Endian::Big => v.to_be_bytes(),
+        }
+    }
+
+    /// Allocates a new chunk for `cpu` at the end of the file and writes
+    /// its header; returns its index.
+    fn new_chunk(&mut self, cpu: usize) -> Result<usize, Error> {
+        let ps = self.header.page_size as u64;
+        let capacity = self.next_capacity[cpu];
+        let number =
+            u32::try_from(self.chunks.len()).map_err(|_| Error::Usage("too many chunks".into()))?;
+        let at = self.end;
+        let end = (1 + u64::from(capacity))
+            .checked_mul(ps)
+            .and_then(|n| n.checked_add(at))
+            .ok_or_else(|| Error::Usage("the file would pass 2^64 bytes".into()))?;
+        let mut h = Vec::with_capacity(CHUNK_HEADER);
+        h.extend_from_slice(CHUNK_MAGIC);
+        for v in [cpu as u32, capacity, 0, number] {
+            h.extend_from_slice(&self.u32_bytes(v));
+        }
+        self.write_at(at, &h, &format!("write a chunk header for cpu {cpu}"))?;
+        self.end = end;
+        self.next_capacity[cpu] = capacity.saturating_mul(2).min(self.max_capacity);
+        self.chunks.push(Chunk {
+            at,
+            cpu: cpu as u32,
+            capacity,
+            used: 0,
+        });
+        self.last[cpu] = Some(self.chunks.len() - 1);
+        Ok(self.chunks.len() - 1)
+    }
+
     /// Appends whole pages (a multiple of the page size, as the kernel
-    /// wrote them) to `cpu`'s data, then records the new size in the table.
+    /// wrote them) to `cpu`'s data, then records in the chunk's header how
+    /// many pages it holds.
     pub fn append_pages(&mut self, cpu: usize, pages: &[u8]) -> Result<(), Error> {
         let ps = self.header.page_size as u64;
-        let Some(&size) = self.sizes.get(cpu) else {
+        if cpu >= self.sizes.len() {
             return Err(Error::Usage(format!(
                 "cpu {cpu} is not among the file's {} cpus",
                 self.sizes.len()
             )));
-        };
+        }
         if !(pages.len() as u64).is_multiple_of(ps) {
             return Err(Error::Usage(format!(
                 "{} bytes are not whole {ps}-byte pages",
                 pages.len()
             )));
         }
-        if pages.is_empty() {
-            return Ok(());
+        let mut rest = pages;
+        while !rest.is_empty() {
+            let i = match self.last[cpu] {
+                Some(i) if self.chunks[i].used < self.chunks[i].capacity => i,
+                _ => self.new_chunk(cpu)?,
+            };
+            let c = self.chunks[i];
+            let room = u64::from(c.capacity - c.used);
+            let n = room.min(rest.len() as u64 / ps);
+            let bytes = (n * ps) as usize;
+            let at = c.at + ps + u64::from(c.used) * ps;
+            self.write_at(at, &rest[..bytes], &format!("write cpu {cpu} pages"))?;
+            let used = c.used + n as u32;
+            let b = self.u32_bytes(used);
+            self.write_at(c.at + CHUNK_USED, &b, "patch a chunk header")?;
+            self.chunks[i].used = used;
+            self.sizes[cpu] += bytes as u64;
+            rest = &rest[bytes..];
         }
-        let new = size + pages.len() as u64;
-        if new > self.stride {
-            return Err(Error::Usage(format!(
-                "cpu {cpu}: region full ({} bytes per cpu)",
-                self.stride
-            )));
-        }
-        let at = self.data_start + cpu as u64 * self.stride + size;
-        self.write_at(at, pages, &format!("write cpu {cpu} pages"))?;
-        let e = Out {
-            b: Vec::new(),
-            e: self.header.endian,
-        };
-        let entry = self.table_offset + cpu as u64 * 16 + 8;
-        self.write_at(entry, &e.u64_bytes(new), "patch the flyrecord table")?;
-        self.sizes[cpu] = new;
         Ok(())
     }
 
@@ -561,21 +694,33 @@ impl<F: Storage> Writer<F> {
         &self.sizes
     }
 
+    /// The length the file has reached (header and chunks, the unused room
+    /// of each CPU's last chunk included).
+    pub fn file_end(&self) -> u64 {
+        self.end
+    }
+
     /// Finishes the file: final saved cmdlines (None keeps the start's),
     /// one CPUSTAT option per entry of `cpu_stats` (the text of
-    /// `per_cpu/cpuN/stats`), CPU data moved together and the file cut to
-    /// length. Returns the storage (flushed).
+    /// `per_cpu/cpuN/stats`), each CPU's pages moved together after the
+    /// header, the file cut to length. Returns the storage (flushed).
     pub fn finish(mut self, cmdlines: Option<&[u8]>, cpu_stats: &[String]) -> Result<F, Error> {
         let ps = self.header.page_size as u64;
         let cmdlines = cmdlines.map_or_else(|| self.header.cmdlines.clone(), <[u8]>::to_vec);
         let cpus = self.sizes.len();
         let dummy = vec![(0u64, 0u64); cpus];
         // only its length is needed
-        let probe_len = encode_v6(&self.header, &cmdlines, cpu_stats, &dummy)?
-            .0
-            .len();
-        let start = align_up(probe_len as u64, ps)
-            .ok_or_else(|| Error::Usage("header too large".into()))?;
+        let len = encode_v6(
+            &self.header,
+            FINISHED,
+            &cmdlines,
+            cpu_stats,
+            Tail::Table(&dummy),
+        )?
+        .0
+        .len();
+        let start =
+            align_up(len as u64, ps).ok_or_else(|| Error::Usage("header too large".into()))?;
         let mut table = Vec::with_capacity(cpus);
         let mut at = start;
         for &s in &self.sizes {
@@ -583,54 +728,141 @@ impl<F: Storage> Writer<F> {
             at += s;
         }
         let end = at;
-        let (data_start, stride) = (self.data_start, self.stride);
-        let old = |c: usize| data_start + c as u64 * stride;
-        // memmove order: CPUs moving down in ascending order, then CPUs
-        // moving up in descending order
-        let mut buf = vec![0u8; 1 << 20];
-        for (c, &(new, size)) in table.iter().enumerate() {
-            if new <= old(c) {
-                self.move_data(old(c), new, size, &mut buf)?;
-            }
-        }
-        for (c, &(new, size)) in table.iter().enumerate().rev() {
-            if new > old(c) {
-                self.move_data(old(c), new, size, &mut buf)?;
-            }
-        }
-        let (bytes, _) = encode_v6(&self.header, &cmdlines, cpu_stats, &table)?;
-        self.write_at(0, &bytes, "write the final header")?;
-        // zero the gap between the header and the data (old header bytes
-        // or old data may lie there)
+        // from here on, readers refuse the file until it is whole again
+        let v = MAGIC.len() as u64;
+        self.write_at(
+            v,
+            VERSION_FINISHING.as_bytes(),
+            "mark the file as being finished",
+        )?;
+        self.compact(&table)?;
+        let (bytes, _) = encode_v6(
+            &self.header,
+            FINISHED,
+            &cmdlines,
+            cpu_stats,
+            Tail::Table(&table),
+        )?;
+        // zero the gap between the header and the data (old bytes may lie
+        // there), cut the file, then the header: the version string last
         let gap = vec![0u8; (start - bytes.len() as u64) as usize];
         self.write_at(bytes.len() as u64, &gap, "write the header padding")?;
         self.f
             .set_len(end.max(start))
             .map_err(Error::io("cut the file to length"))?;
+        let head = MAGIC.len() + 2;
+        self.write_at(head as u64, &bytes[head..], "write the final header")?;
+        self.f.flush().map_err(Error::io("flush"))?;
+        self.write_at(0, &bytes[..head], "write the final header")?;
         self.f.flush().map_err(Error::io("flush"))?;
         Ok(self.f)
     }
 
-    fn move_data(&mut self, from: u64, to: u64, len: u64, buf: &mut [u8]) -> Result<(), Error> {
-        if from == to || len == 0 {
-            return Ok(());
+    /// Moves every chunk's pages to their place in the finished file
+    /// (`table`: each CPU's offset and size), in place: before a run of
+    /// pages is written, the pages not yet moved that it would cover are
+    /// read into memory and moved in turn. Every page is read once and
+    /// written once; what is held in memory never exceeds [`MOVE_BYTES`]
+    /// (a run written frees at least as much as it rescues).
+    fn compact(&mut self, table: &[(u64, u64)]) -> Result<(), Error> {
+        let ps = self.header.page_size as u64;
+        let first = self.data_start / ps;
+        let slots = (self.end - self.data_start) / ps;
+        // where each chunk's first page goes, in pages
+        let mut next: Vec<u64> = table.iter().map(|t| t.0 / ps).collect();
+        let dest: Vec<u64> = self
+            .chunks
+            .iter()
+            .map(|c| {
+                let d = next[c.cpu as usize];
+                next[c.cpu as usize] += u64::from(c.used);
+                d
+            })
+            .collect();
+        // pages still to move, by page number
+        let mut waiting = Bits::new(slots);
+        for c in &self.chunks {
+            let s = c.at / ps + 1 - first;
+            for k in 0..u64::from(c.used) {
+                waiting.set(s + k);
+            }
         }
-        let n = buf.len() as u64;
-        let mut done = 0u64;
-        while done < len {
-            let k = n.min(len - done);
-            // forward when moving down, backward when moving up
-            let off = if to < from { done } else { len - done - k };
-            self.f
-                .seek(SeekFrom::Start(from + off))
-                .map_err(Error::io("seek cpu data"))?;
-            self.f
-                .read_exact(&mut buf[..k as usize])
-                .map_err(Error::io("read cpu data back"))?;
-            self.write_at(to + off, &buf[..k as usize], "move cpu data")?;
-            done += k;
+        // chunk headers' page numbers, for finding a page's chunk
+        let heads: Vec<u64> = self.chunks.iter().map(|c| c.at / ps).collect();
+        let max_run = (MOVE_BYTES / ps).max(1);
+        let mut pending: Vec<(u64, Vec<u8>)> = Vec::new();
+        for i in 0..self.chunks.len() {
+            let c = self.chunks[i];
+            let data = c.at / ps + 1;
+            let mut k = 0u64;
+            while k < u64::from(c.used) {
+                if !waiting.get(data + k - first) {
+                    k += 1;
+                    continue;
+                }
+                let mut e = k + 1;
+                while e < u64::from(c.used) && e - k < max_run && waiting.get(data + e - first) {
+                    e += 1;
+                }
+                let run = self.take(&mut waiting, first, data + k, e - k)?;
+                pending.push((dest[i] + k, run));
+                while let Some((d, bytes)) = pending.pop() {
+                    let n = bytes.len() as u64 / ps;
+                    // rescue what waits where this run goes
+                    let mut s = d.max(first);
+                    let stop = (d + n).min(first + slots);
+                    while s < stop {
+                        if !waiting.get(s - first) {
+                            s += 1;
+                            continue;
+                        }
+                        let j = heads.partition_point(|&h| h <= s) - 1;
+                        let cj = self.chunks[j];
+                        let cdata = heads[j] + 1;
+                        let cend = (cdata + u64::from(cj.used)).min(stop);
+                        let mut r = s + 1;
+                        while r < cend && waiting.get(r - first) {
+                            r += 1;
+                        }
+                        let held = self.take(&mut waiting, first, s, r - s)?;
+                        pending.push((dest[j] + (s - cdata), held));
+                        s = r;
+                    }
+                    self.write_at(d * ps, &bytes, "move cpu pages")?;
+                }
+                k = e;
+            }
         }
         Ok(())
+    }
+
+    /// Reads `n` waiting pages from page number `at` and marks them moved.
+    fn take(&mut self, waiting: &mut Bits, first: u64, at: u64, n: u64) -> Result<Vec<u8>, Error> {
+        let ps = self.header.page_size as u64;
+        let mut buf = vec![0u8; (n * ps) as usize];
+        self.read_at(at * ps, &mut buf, "read cpu pages back")?;
+        for s in at..at + n {
+            waiting.clear(s - first);
+        }
+        Ok(buf)
+    }
+}
+
+/// A bit per page.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: u64) -> Bits {
+        Bits(vec![0; n.div_ceil(64) as usize])
+    }
+    fn get(&self, i: u64) -> bool {
+        self.0[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+    fn set(&mut self, i: u64) {
+        self.0[(i / 64) as usize] |= 1 << (i % 64);
+    }
+    fn clear(&mut self, i: u64) {
+        self.0[(i / 64) as usize] &= !(1 << (i % 64));
     }
 }
 
@@ -695,17 +927,27 @@ mod tests {
         (d.meta, pages)
     }
 
+    /// Small chunks: one page first, growing to four.
+    fn small() -> WriterOptions {
+        WriterOptions {
+            first_chunk: 256,
+            max_chunk: 1024,
+            slack: 0,
+        }
+    }
+
     #[test]
     fn round_trip_both_byte_orders() {
         for e in [Endian::Little, Endian::Big] {
             let h = header(e);
             let opts = WriterOptions {
-                stride: 4096,
                 slack: 512,
+                ..small()
             };
             let bytes = write(&h, 3, &[(0, 1), (2, 2), (0, 3)], opts, None);
             let (m, pages) = read_back(bytes);
             assert_eq!(m.version, 6);
+            assert_eq!(m.unfinished, None);
             assert_eq!(m.endian, e);
             assert_eq!(m.page_size, 256);
             assert_eq!(
@@ -736,12 +978,8 @@ mod tests {
     }
 
     #[test]
-    fn header_growing_past_the_slack_moves_data_up_intact() {
+    fn header_growing_moves_data_up_intact() {
         let h = header(Endian::Little);
-        let opts = WriterOptions {
-            stride: 1024,
-            slack: 0,
-        };
         let big = "4242 kfix_target\n".repeat(200);
         let pages = [
             (0, 1),
@@ -754,7 +992,7 @@ mod tests {
             (1, 8),
             (2, 9),
         ];
-        let bytes = write(&h, 3, &pages, opts, Some(big.as_bytes()));
+        let bytes = write(&h, 3, &pages, small(), Some(big.as_bytes()));
         let (m, got) = read_back(bytes);
         assert_eq!(m.cmdlines, big.as_bytes());
         assert_eq!(got[0], vec![page(1), page(2), page(3), page(4)]);
@@ -762,51 +1000,136 @@ mod tests {
         assert_eq!(got[2], vec![page(9)]);
     }
 
+    /// A tiny deterministic generator (xorshift), for the shuffles below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// Pages of several CPUs in random order and random batches, chunks of
+    /// several sizes, the final header smaller or larger than the
+    /// recording's: every CPU reads back its pages in order, the file is
+    /// exactly header + pages long, and it matches a file written with one
+    /// CPU at a time (nothing to move apart from the header's growth).
+    #[test]
+    fn finish_moves_every_interleaving_into_place() {
+        let h = header(Endian::Little);
+        for seed in 1..200u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            let cpus = 1 + rng.next(4) as usize;
+            let opts = WriterOptions {
+                first_chunk: 256 * (1 + rng.next(3)),
+                max_chunk: 256 * (1 + rng.next(8)),
+                slack: 256 * rng.next(3),
+            };
+            let mut w = Writer::create(Cursor::new(Vec::new()), &h, cpus, opts).unwrap();
+            let mut want: Vec<Vec<Vec<u8>>> = vec![Vec::new(); cpus];
+            let mut tag = 0u32;
+            for _ in 0..rng.next(40) {
+                let cpu = rng.next(cpus as u64) as usize;
+                let n = 1 + rng.next(5) as usize;
+                let mut batch = Vec::new();
+                for _ in 0..n {
+                    tag += 1;
+                    let mut p = vec![(tag % 251) as u8; 256];
+                    p[..4].copy_from_slice(&tag.to_le_bytes());
+                    want[cpu].push(p.clone());
+                    batch.extend_from_slice(&p);
+                }
+                w.append_pages(cpu, &batch).unwrap();
+            }
+            assert!(
+                w.file_end() <= 4096 + 2 * 256 * (tag as u64 + 9 * cpus as u64),
+                "seed {seed}: the recording grows with its data ({} bytes)",
+                w.file_end()
+            );
+            let cmdlines = "1 init\n".repeat(rng.next(300) as usize);
+            let bytes = w
+                .finish(Some(cmdlines.as_bytes()), &[])
+                .unwrap()
+                .into_inner();
+            let (m, got) = read_back(bytes.clone());
+            assert_eq!(got, want, "seed {seed}");
+            let total: usize = want.iter().map(Vec::len).sum();
+            let start = m.buffers[0].cpus[0].offset as usize;
+            assert_eq!(bytes.len(), start + total * 256, "seed {seed}: compact");
+            // the same pages appended one CPU after the other
+            let mut w = Writer::create(Cursor::new(Vec::new()), &h, cpus, opts).unwrap();
+            for (cpu, pages) in want.iter().enumerate() {
+                for p in pages {
+                    w.append_pages(cpu, p).unwrap();
+                }
+            }
+            let alike = w
+                .finish(Some(cmdlines.as_bytes()), &[])
+                .unwrap()
+                .into_inner();
+            assert_eq!(bytes, alike, "seed {seed}");
+        }
+    }
+
     #[test]
     fn the_file_reads_before_finish() {
         let h = header(Endian::Little);
-        let mut w = Writer::create(
-            Cursor::new(Vec::new()),
-            &h,
-            2,
-            WriterOptions {
-                stride: 2048,
-                slack: 0,
-            },
-        )
-        .unwrap();
+        let mut w = Writer::create(Cursor::new(Vec::new()), &h, 2, small()).unwrap();
         w.append_pages(1, &[page(7), page(8)].concat()).unwrap();
-        assert_eq!(w.sizes(), &[0, 512]);
+        w.append_pages(0, &page(1)).unwrap();
+        w.append_pages(1, &[page(9), page(10), page(11)].concat())
+            .unwrap();
+        assert_eq!(w.sizes(), &[256, 1280]);
         let snapshot = w.f.get_ref().clone();
+        // a chunk header written, no page yet: the end of what was
+        // allocated is found, nothing more is read
+        w.new_chunk(0).unwrap();
         let (m, pages) = read_back(snapshot);
         assert!(m.cpu_stats().is_empty());
-        assert_eq!(pages, vec![vec![], vec![page(7), page(8)]]);
+        assert!(m.unfinished.is_some());
+        assert_eq!(
+            pages,
+            vec![
+                vec![page(1)],
+                vec![page(7), page(8), page(9), page(10), page(11)]
+            ]
+        );
+        let (m2, pages2) = read_back(w.f.get_ref().clone());
+        assert_eq!(pages2, pages);
+        assert_eq!(m2.buffers, m.buffers);
+    }
+
+    #[test]
+    fn finishing_or_foreign_chunks_are_refused() {
+        let h = header(Endian::Little);
+        let mut w = Writer::create(Cursor::new(Vec::new()), &h, 2, small()).unwrap();
+        w.append_pages(1, &page(7)).unwrap();
+        let mut bytes = w.f.get_ref().clone();
+        // a chunk header that is not the writer's
+        let at = w.chunks[0].at as usize;
+        bytes[at + 8] = 5;
+        let e = TraceDat::open(Cursor::new(bytes.clone())).unwrap_err();
+        assert!(e.to_string().contains("chunk at offset"), "{e}");
+        // the file as it is while `finish` moves the pages
+        let v = MAGIC.len();
+        bytes[v..v + VERSION_FINISHING.len()].copy_from_slice(VERSION_FINISHING.as_bytes());
+        let e = TraceDat::open(Cursor::new(bytes)).unwrap_err();
+        assert!(e.to_string().contains("finish was interrupted"), "{e}");
     }
 
     #[test]
     fn misuse_is_an_error() {
         let h = header(Endian::Little);
-        let mut w = Writer::create(
-            Cursor::new(Vec::new()),
-            &h,
-            2,
-            WriterOptions {
-                stride: 512,
-                slack: 0,
-            },
-        )
-        .unwrap();
-        let cases: [(usize, Vec<u8>, &str); 3] = [
+        let mut w = Writer::create(Cursor::new(Vec::new()), &h, 2, small()).unwrap();
+        let cases: [(usize, Vec<u8>, &str); 2] = [
             (2, page(1), "writer: cpu 2 is not among the file's 2 cpus"),
             (
                 0,
                 vec![0; 100],
                 "writer: 100 bytes are not whole 256-byte pages",
-            ),
-            (
-                0,
-                vec![0; 768],
-                "writer: cpu 0: region full (512 bytes per cpu)",
             ),
         ];
         for (cpu, data, msg) in cases {
@@ -822,18 +1145,7 @@ mod tests {
             id: option::DONE,
             data: vec![],
         });
-        assert!(
-            Writer::create(
-                Cursor::new(Vec::new()),
-                &bad,
-                1,
-                WriterOptions {
-                    stride: 512,
-                    slack: 0
-                }
-            )
-            .is_err()
-        );
+        assert!(Writer::create(Cursor::new(Vec::new()), &bad, 1, small()).is_err());
         assert!(Writer::create(Cursor::new(Vec::new()), &h, 0, WriterOptions::default()).is_err());
     }
 }

@@ -62,7 +62,8 @@ fn inputs() -> Vec<(String, Vec<u8>)> {
         &h,
         2,
         WriterOptions {
-            stride: 1 << 16,
+            first_chunk: 1 << 16,
+            max_chunk: 1 << 20,
             slack: 0,
         },
     )

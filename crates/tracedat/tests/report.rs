@@ -158,3 +158,45 @@ fn trace_cmd_reports_a_ktrace_written_file_like_ktrace_decodes_it() {
     let theirs = String::from_utf8(out.stdout).unwrap();
     assert_eq!(rows(&ktrace_text(bytes)), rows(&theirs));
 }
+
+/// Two trace-cmd zstd files corrupted by the hostile trial of issue 23
+/// (fixtures/hang*-report-tc-v7-zstd.dat: tc-v7-zstd.dat with four or
+/// eight bytes of CPU 0's pages set to 0xff) made the time stamps of CPU 0
+/// go backwards, and merging its pages spun forever. Now the merge ends,
+/// with the records before the damage, within a time limit.
+#[test]
+fn merging_corrupt_zstd_recordings_ends() {
+    for name in ["hang-report-tc-v7-zstd", "hang2-report-tc-v7-zstd"] {
+        let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+            let meta = dat.meta.clone();
+            let buf = &meta.buffers[0];
+            let layout = PageLayout::from_header_page(
+                &String::from_utf8_lossy(&meta.header_page),
+                meta.endian,
+            )
+            .unwrap()
+            .with_subbuf_size(buf.page_size as usize);
+            let mut streams: Vec<(usize, Box<dyn std::io::Read>)> = Vec::new();
+            for (i, c) in buf.cpus.iter().enumerate() {
+                let bytes: Vec<u8> = dat.pages(0, i).unwrap().flatten().flatten().collect();
+                streams.push((c.cpu as usize, Box::new(Cursor::new(bytes))));
+            }
+            let (mut records, mut bad) = (0, 0);
+            let n = merge_streams(layout, streams, &mut |m| match m {
+                Merged::Record { .. } => records += 1,
+                Merged::Bad { .. } => bad += 1,
+                Merged::Lost { .. } => {}
+            });
+            let _ = tx.send((n.map_err(|e| e.to_string()), records, bad));
+        });
+        let (n, records, bad) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{name}: merging hung"));
+        assert_eq!(n, Ok(records), "{name}");
+        assert!(records > 40 && records < 80, "{name}: {records} records");
+        assert_eq!(bad, 1, "{name}: the damaged page is reported");
+    }
+}

@@ -48,7 +48,8 @@ fn rewrite(name: &str) -> (TraceDat<Cursor<Vec<u8>>>, Vec<u8>) {
     let header = Header::from_meta(&dat.meta);
     let ncpu = dat.meta.buffers[0].cpus.len();
     let opts = WriterOptions {
-        stride: 1 << 20,
+        first_chunk: 1 << 16,
+        max_chunk: 1 << 20,
         slack: 4096,
     };
     let mut w = Writer::create(Cursor::new(Vec::new()), &header, ncpu, opts).unwrap();
@@ -198,7 +199,8 @@ fn trace_cmd_skips_ktrace_option_silently() {
         &header,
         2,
         WriterOptions {
-            stride: 1 << 20,
+            first_chunk: 1 << 16,
+            max_chunk: 1 << 20,
             slack: 0,
         },
     )
@@ -336,7 +338,8 @@ fn larger_sub_buffers_report_identically() {
         &header,
         2,
         WriterOptions {
-            stride: 1 << 20,
+            first_chunk: 1 << 16,
+            max_chunk: 1 << 20,
             slack: 0,
         },
     )

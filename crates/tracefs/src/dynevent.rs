@@ -115,6 +115,47 @@ impl DynEvents {
         }
     }
 
+    /// Writes `line` and a newline to the probe file `name`
+    /// (`dynamic_events`, `kprobe_events`, `uprobe_events` or
+    /// `synthetic_events`) in one `write(2)`, exactly as given: the raw write
+    /// a shell's `echo LINE >> FILE` makes, for differential tests against
+    /// the kernel's own parser (`ktrace conform`). Nothing is checked or
+    /// rolled back; the OS error of a refused write is returned as it came.
+    pub fn write_raw(&self, name: &str, line: &str) -> std::io::Result<()> {
+        if !matches!(
+            name,
+            "dynamic_events" | "kprobe_events" | "uprobe_events" | "synthetic_events"
+        ) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{name} is not a probe file"),
+            ));
+        }
+        use std::io::Write;
+        let mut data = Vec::with_capacity(line.len() + 1);
+        data.extend_from_slice(line.as_bytes());
+        data.push(b'\n');
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.root.join(name))?
+            .write(&data)
+            .map(|_| ())
+    }
+
+    /// The listing of `dynamic_events` (or of both legacy files), line by
+    /// line as the kernel prints it.
+    pub fn listing(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for (f, _) in self.files_for_listing() {
+            out.extend(
+                io::read(&f, "cannot list dynamic events")?
+                    .lines()
+                    .map(str::to_string),
+            );
+        }
+        Ok(out)
+    }
+
     /// Lists every dynamic event.
     pub fn list(&self) -> Result<Vec<DynEvent>> {
         let mut out = Vec::new();

@@ -31,6 +31,8 @@ pub struct Features {
     pub fprobes: bool,
     /// Tracepoint probes (`t:`) are available.
     pub tprobes: bool,
+    /// Synthetic events (`s:` in `dynamic_events`, CONFIG_SYNTH_EVENTS).
+    pub synthetic: bool,
     /// `$arg<N>` fetch arguments (BTF or arch ABI) are accepted.
     pub arg_n: bool,
     /// `$comm` is accepted.
@@ -86,6 +88,7 @@ impl Features {
             eprobes: readme.contains("e[:[<group>/][<event>]]"),
             fprobes: readme.contains("f[:[<group>/][<event>]]"),
             tprobes: readme.contains("t[:[<group>/][<event>]]"),
+            synthetic: readme.contains("s:[synthetic/]"),
             arg_n: readme.contains("$arg<N>"),
             btf_args: readme.contains("<argname>"),
             comm: readme.contains("$comm"),

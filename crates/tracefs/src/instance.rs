@@ -223,6 +223,37 @@ impl Instance {
         Ok(true)
     }
 
+    /// The `trigger` file of `group/event` in this instance: one line per
+    /// trigger as the kernel prints it back (a hist trigger ends in
+    /// `[active]` or `[paused]`), or `# Available triggers:` when none.
+    pub fn read_triggers(&self, group: &str, event: &str) -> Result<String> {
+        io::read(
+            &self.event_dir(group, event).join("trigger"),
+            "cannot read the triggers",
+        )
+    }
+
+    /// The pids of `set_event_pid` (`notrace`: `set_event_notrace_pid`),
+    /// empty when the file is empty; `None` when this kernel has no such
+    /// file.
+    pub fn event_pids(&self, notrace: bool) -> Result<Option<Vec<u32>>> {
+        let name = if notrace {
+            "set_event_notrace_pid"
+        } else {
+            "set_event_pid"
+        };
+        let path = self.dir.join(name);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let text = io::read(&path, "cannot read the pid list")?;
+        Ok(Some(
+            text.split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect(),
+        ))
+    }
+
     /// The `hist` file of `group/event` in this instance (the tables of
     /// its hist triggers).
     pub fn read_hist(&self, group: &str, event: &str) -> Result<String> {

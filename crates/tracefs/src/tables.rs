@@ -54,6 +54,33 @@ pub fn read_event_format(root: &Path, system: &str, event: &str) -> Result<Optio
     io::read(&dir.join("format"), "cannot read an event format").map(Some)
 }
 
+/// Every event under `events/` as `(system, event)`, sorted; empty when
+/// tracefs shows none.
+pub fn list_events(root: &Path) -> Vec<(String, String)> {
+    let names = |dir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| {
+                    let e = e.ok()?;
+                    e.file_type().ok()?.is_dir().then_some(())?;
+                    e.file_name().into_string().ok()
+                })
+                .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let events = root.join("events");
+    let mut out = Vec::new();
+    for system in names(&events) {
+        for event in names(&events.join(&system)) {
+            out.push((system.clone(), event));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,3 +168,14 @@ else
         expect_fail "check agrees (the kernel refuses 129)" ktrace check "$many" &&
         pass "refused as the kernel does: $(grep -m1 'Too many' /tmp/kt.err)"
 fi
+
+# Issue 23 row 15: an offset past the end of the function landed the probe
+# 1 MiB further, in another function; ktrace trace refuses it before
+# anything is written (ktrace check still gives the kernel's own verdict).
+ktest offset_past_the_function_end_refused
+out=$(ktrace trace 'vfs_read+0x100000' -d 1 2>&1)
+rc=$?
+expect_eq "exit status" "$rc" 1 &&
+    expect_match "message" "$out" 'is past the end of vfs_read' &&
+    expect_empty "nothing created" "$(ktest_leftovers)" &&
+    pass "$(echo "$out" | grep -m1 'past the end')"

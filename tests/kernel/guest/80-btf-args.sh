@@ -23,13 +23,13 @@ else
     echo "$out" | tee "$KTEST_OUT/btf-explain.txt"
     if grep -q '<argname>' "$TRACEFS/README"; then want=native; else want=compiled; fi
     expect_match "route" "$out" "btf route: $want" &&
-        expect_match "readback" "$out" '^ok: p:ktest/btfrd vfs_read name=' &&
+        expect_match "readback" "$(ktrace_readback "$DEF")" '^p:ktest/btfrd vfs_read name=' &&
         pass "$want"
 fi
 
 # write_def DEF — write what `ktrace check --json` says to write; prints it
 write_def() {
-    _w=$(ktrace check --json "$1" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
+    _w=$(ktrace_write_form "$1")
     [ -n "$_w" ] || { echo "ktrace check did not accept '$1': $(ktrace check "$1" 2>&1)" >&2; return 1; }
     echo "$_w"
 }
@@ -58,7 +58,7 @@ elif need_entry_probe; then
     if [ -n "$o" ]; then kprobe_add "$o" || exit 0; fi
     # ktrace's readback equals the kernel's, on either route
     kread=$(grep ' vfs_read name=' "$TRACEFS/kprobe_events")
-    oread=$(ktrace check "$DEF" | sed -n 's/^ok: //p')
+    oread=$(ktrace_readback "$DEF")
     echo "kernel readback: $kread" >>"$KTEST_OUT/btf-written.txt"
     inst=$(instance_new btf)
     event_enable "$inst" ktest/btfrd

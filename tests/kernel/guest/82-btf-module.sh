@@ -40,7 +40,7 @@ if grep -q '<argname>' "$TRACEFS/README"; then route=native; else route=compiled
 # kverdict DEF — what ktrace check says it writes for DEF, written to the
 # kernel: "ok", or ktrace's refusal, or the kernel's error_log message
 kverdict() {
-    _w=$(ktrace check --json "$1" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
+    _w=$(ktrace_write_form "$1")
     if [ -z "$_w" ]; then
         echo "ktrace: $(ktrace check "$1" 2>&1 | sed -n 's/^  [a-z_]*: error: //p')"
     elif _o=$(tfs_write kprobe_events "$_w" 2>&1); then
@@ -54,9 +54,9 @@ out=$(ktrace check --explain "p:ktest/rfs $DEF" 2>&1)
 echo "$out" >"$KTEST_OUT/btf-module-explain.txt"
 v=$(kverdict "p:ktest/rfs $DEF")
 expect_match "route" "$out" "btf route: $route" &&
-    expect_match "readback" "$out" '^ok: p:ktest/rfs romfs_init_fs_context fs=' &&
+    expect_match "readback" "$(ktrace_readback "p:ktest/rfs $DEF")" '^p:ktest/rfs romfs_init_fs_context fs=' &&
     expect_eq "the kernel takes what ktrace writes" "$v" ok &&
-    pass "$route: $(ktrace check --json "p:ktest/rfs $DEF" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')"
+    pass "$route: $(ktrace_write_form "p:ktest/rfs $DEF")"
 
 ktest module_btf_mod_prefix
 # MOD:FUNC with BTF names: compiled with the module's split BTF; where the

@@ -373,3 +373,21 @@ entry_probes_or_skip() {
     done
     exit 0
 }
+
+# ktrace_write_form DEF — the line `ktrace trace` writes for DEF, as `ktrace
+# check --json` reports it: "write" where the kernel reads BTF names itself,
+# else ktrace's own compilation ("ktrace": {"compiled": ...}); empty when
+# ktrace would refuse DEF
+ktrace_write_form() {
+    _j=$(ktrace check --json "$1")
+    _w=$(echo "$_j" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
+    [ -n "$_w" ] || _w=$(echo "$_j" | sed -n 's/.*"ktrace":{"accepted":true,"compiled":"\([^"]*\)".*/\1/p')
+    echo "$_w"
+}
+
+# ktrace_readback DEF — the readback `ktrace check` predicts for what is
+# written for DEF: its "ok:" line, or, where the kernel does not read DEF's
+# BTF names, the line ktrace compiles it to
+ktrace_readback() {
+    ktrace check "$1" 2>&1 | sed -n 's/^ok: //p; s/^  ktrace: `ktrace trace` compiles it .* to: //p' | head -n 1
+}

@@ -1,0 +1,639 @@
+//! `ktrace conform` (hidden; a test tool for the kernel rig): differential
+//! testing of `ktrace check` against the running kernel. Definitions come
+//! from ktrace-conform's seeded generator, drawn with names from this
+//! kernel (its functions and their BTF parameters, tracepoints, files);
+//! each is checked by the same [`Checker`] as `ktrace check --file FILE`
+//! (live), then written raw into that file, and the kernel's answer — the
+//! write's verdict, its error_log entry with the caret, the readback in
+//! `dynamic_events`, the new event's format file — is held against
+//! ktrace's, field by field. Whatever the write created is removed again
+//! before the next definition, so every definition meets the kernel as it
+//! was. Disagreements are printed with the seed and index that regenerate
+//! them, and written as conformance-corpus blocks (`--out DIR`).
+//!
+//! It writes arbitrary definitions into the kernel: it refuses to run
+//! unless `dynamic_events` is empty (a test guest), and only removes what
+//! its own writes created.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use ktrace_conform::compare::strip_id;
+use ktrace_conform::record::{Captured, block};
+use ktrace_conform::{Answer, Case, File, Function, Gen, Level, Param, Pool, Tracepoint};
+use ktrace_probe::{Arch, Interface};
+use ktrace_symbols::KernelView;
+use ktrace_tracefs::DynEvents;
+use ktrace_tracefs::error_log::{ErrorLog, Mark, entries_since};
+
+use super::check::{Checker, Options};
+
+/// Arguments of `ktrace conform`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The run's seed (default: from the clock; printed either way).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How many definitions to generate.
+    #[arg(long, default_value_t = 1000)]
+    pub count: u64,
+    /// Only case INDEX of the run (with --seed): regenerate one definition.
+    #[arg(long)]
+    pub index: Option<u64>,
+    /// Print the definitions only; write nothing to the kernel.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run ktrace's checks only and time them; write nothing to the kernel
+    /// (for profiling the checker).
+    #[arg(long)]
+    pub check_only: bool,
+    /// Directory for the report: `disagreements.txt` (corpus blocks),
+    /// `summary.txt`.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// How many disagreements to print in full (all go to --out).
+    #[arg(long, default_value_t = 40)]
+    pub show: usize,
+}
+
+/// Tallies of one run.
+#[derive(Default)]
+struct Tally {
+    total: u64,
+    agree: u64,
+    by_level: BTreeMap<&'static str, u64>,
+    by_field: BTreeMap<(&'static str, &'static str), u64>,
+    by_family: BTreeMap<&'static str, (u64, u64)>,
+    kernel_accepted: u64,
+    ktrace_second: u64,
+}
+
+/// Runs `ktrace conform`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    });
+    let root = ktrace_tracefs::discover::find_mounted().context("tracefs is not mounted")?;
+    let arch = Arch::native().context("unknown machine architecture")?;
+    let view = KernelView::running(Some(&root));
+    let started = Instant::now();
+    let pool = gather_pool(arch, &view, &root);
+    crate::say!(
+        "conform: seed {seed}, {} functions ({} with BTF), {} other symbols, {} module functions, \
+         {} tracepoints, {} files (pool {:.1} s)",
+        pool.functions.len(),
+        pool.functions
+            .iter()
+            .filter(|f| !f.params.is_empty())
+            .count(),
+        pool.other_symbols.len(),
+        pool.module_functions.len(),
+        pool.tracepoints.len(),
+        pool.files.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let generator = Gen::new(&pool, seed);
+    let mut cases: Vec<Case> = match args.index {
+        Some(i) => vec![generator.case(i)],
+        None => (0..args.count).map(|i| generator.case(i)).collect(),
+    };
+    // a kernel without uprobe (or kprobe) events has no such file to write
+    cases.retain(|c| root.join(c.file.name()).exists());
+    if args.dry_run {
+        for c in &cases {
+            crate::oline!("{}\t{}\t{}\t{}", c.index, c.file.name(), c.family, c.line);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let dynevents = DynEvents::new(&root);
+    if args.check_only {
+        let t0 = Instant::now();
+        let lines: Vec<String> = cases.iter().map(|c| c.line.clone()).collect();
+        let mut checker = Checker::with_options(&Options::default(), &lines)?;
+        let setup = t0.elapsed().as_secs_f64();
+        let mut accepted = 0;
+        for c in &cases {
+            accepted += usize::from(checker.check(&c.line).kernel.accepted());
+        }
+        crate::oline!(
+            "conform: {} checks ({accepted} accepted) in {:.2} s (setup {setup:.2} s)",
+            cases.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let before = dynevents.listing()?;
+    if !before.is_empty() {
+        bail!(
+            "conform writes arbitrary definitions into the kernel and needs one with no dynamic \
+             events; this one has {} ({})",
+            before.len(),
+            before[0]
+        );
+    }
+    // One checker per file (the file is part of the target), each set up
+    // with all of its lines so their kernel symbols are counted in one pass.
+    let mut checkers: BTreeMap<File, Checker> = BTreeMap::new();
+    for file in [File::DynamicEvents, File::KprobeEvents, File::UprobeEvents] {
+        if !root.join(file.name()).exists() {
+            continue;
+        }
+        let lines: Vec<String> = cases
+            .iter()
+            .filter(|c| c.file == file)
+            .map(|c| c.line.clone())
+            .collect();
+        let opts = Options {
+            interface: match file {
+                File::DynamicEvents => Interface::DynamicEvents,
+                File::KprobeEvents => Interface::KprobeEvents,
+                File::UprobeEvents => Interface::UprobeEvents,
+            },
+            ..Options::default()
+        };
+        checkers.insert(file, Checker::with_options(&opts, &lines)?);
+    }
+    let features = checkers
+        .values()
+        .next()
+        .map(|c| c.target.features())
+        .context("no probe file in tracefs")?;
+    let log = ErrorLog::in_dir(&root);
+    let mut kernel_side = Kernel {
+        dynevents: &dynevents,
+        root: &root,
+        mark: log.mark(),
+        log,
+        secs: 0.0,
+        slowest: Vec::new(),
+    };
+    let mut check_secs = 0.0;
+    let mut tally = Tally::default();
+    let mut report = match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            Some(std::fs::File::create(dir.join("disagreements.txt"))?)
+        }
+        None => None,
+    };
+    let mut shown = 0;
+    let mut last_progress = Instant::now();
+    let checking = Instant::now();
+    // ktrace's answers are computed on a thread of their own while this one
+    // asks the kernel (the kernel is left as it was after each definition,
+    // so every check sees the same kernel): the two halves overlap on a
+    // guest's two CPUs. The answers come in case order.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(Answer, bool, f64)>(256);
+    let to_check: Vec<(File, String)> = cases.iter().map(|c| (c.file, c.line.clone())).collect();
+    let checker_thread = std::thread::spawn(move || {
+        for (file, line) in to_check {
+            let t0 = Instant::now();
+            let (ours, second) = match checkers.get_mut(&file) {
+                Some(checker) => {
+                    let r = checker.check(&line);
+                    (answer_of(&r, checker.arch, features), r.ktrace.is_some())
+                }
+                None => (Answer::default(), false),
+            };
+            if tx.send((ours, second, t0.elapsed().as_secs_f64())).is_err() {
+                return;
+            }
+        }
+    });
+    for case in &cases {
+        let Ok((ours, second, secs)) = rx.recv() else {
+            bail!("the checking thread ended early");
+        };
+        check_secs += secs;
+        let (kernel, captured) = kernel_side.ask(case)?;
+        let found = ktrace_conform::compare(&kernel, &ours);
+        tally.total += 1;
+        tally.kernel_accepted += u64::from(kernel.accepted);
+        tally.ktrace_second += u64::from(second);
+        let fam = tally.by_family.entry(case.family).or_default();
+        fam.0 += 1;
+        if found.is_empty() {
+            tally.agree += 1;
+            continue;
+        }
+        fam.1 += 1;
+        let level = found.iter().map(|d| d.level).max().unwrap_or(Level::Syntax);
+        *tally.by_level.entry(level.name()).or_default() += 1;
+        for d in &found {
+            *tally
+                .by_field
+                .entry((d.level.name(), d.field.name()))
+                .or_default() += 1;
+        }
+        let detail: Vec<String> = found
+            .iter()
+            .map(|d| format!("{} ({}): {}", d.field.name(), d.level.name(), d.detail))
+            .collect();
+        if shown < args.show {
+            shown += 1;
+            crate::eline!(
+                "DISAGREE seed={} index={} file={} family={} level={}\n  line: {}\n  {}",
+                case.seed,
+                case.index,
+                case.file.name(),
+                case.family,
+                level.name(),
+                case.line,
+                detail.join("\n  ")
+            );
+        }
+        if let Some(f) = report.as_mut() {
+            writeln!(
+                f,
+                "# seed={} index={} file={} family={} level={}\n# {}",
+                case.seed,
+                case.index,
+                case.file.name(),
+                case.family,
+                level.name(),
+                detail.join("\n# ").replace('\n', "\n# ")
+            )?;
+            f.write_all(block(&captured).as_bytes())?;
+        }
+        if last_progress.elapsed().as_secs() >= 30 {
+            last_progress = Instant::now();
+            crate::say!(
+                "conform: {}/{} definitions, {} disagreements ({:.0} s)",
+                tally.total,
+                cases.len(),
+                tally.total - tally.agree,
+                checking.elapsed().as_secs_f64()
+            );
+        }
+    }
+    drop(rx);
+    let _ = checker_thread.join();
+    let summary = summary_text(
+        &tally,
+        seed,
+        checking.elapsed().as_secs_f64(),
+        check_secs,
+        kernel_side.secs,
+    );
+    crate::oline!("{summary}");
+    for (secs, family, line) in &kernel_side.slowest {
+        crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
+    }
+    if let Some(dir) = &args.out {
+        std::fs::write(dir.join("summary.txt"), &summary)?;
+    }
+    let after = dynevents.listing()?;
+    if !after.is_empty() {
+        bail!("conform left dynamic events behind: {after:?}");
+    }
+    Ok(if tally.agree == tally.total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> String {
+    let mut s = format!(
+        "conform: seed {seed}: {} definitions, {} agree, {} disagree ({} syntax, {} registration); \
+         kernel accepted {}; ktrace's own reading differs on {}; {:.1} s (ktrace {:.1} s, kernel {:.1} s)\n",
+        t.total,
+        t.agree,
+        t.total - t.agree,
+        t.by_level.get("syntax").copied().unwrap_or(0),
+        t.by_level.get("registration").copied().unwrap_or(0),
+        t.kernel_accepted,
+        t.ktrace_second,
+        secs,
+        check,
+        kernel
+    );
+    for ((level, field), n) in &t.by_field {
+        s.push_str(&format!("  {level:<12} {field:<9} {n}\n"));
+    }
+    for (family, (n, bad)) in &t.by_family {
+        s.push_str(&format!(
+            "  family {family:<10} {n:>7} generated {bad:>6} disagree\n"
+        ));
+    }
+    s.trim_end().to_string()
+}
+
+/// ktrace's answer, in the comparison's terms.
+fn answer_of(
+    r: &super::check::Report,
+    arch: Arch,
+    features: ktrace_probe::kernel::Features,
+) -> Answer {
+    let accepted = r.kernel.accepted();
+    let (message, caret, command) = match &r.kernel.definition {
+        Err(e) if e.kind.is_logged() => {
+            (Some(e.message.to_string()), e.pos, Some(e.command.clone()))
+        }
+        _ => (None, None, None),
+    };
+    let readback = match (&r.kernel.definition, r.normalized(arch)) {
+        (Ok(ktrace_probe::Definition::Remove(_)) | Ok(ktrace_probe::Definition::Empty), _) => {
+            Vec::new()
+        }
+        (_, Some(line)) => vec![line],
+        (_, None) => Vec::new(),
+    };
+    Answer {
+        accepted,
+        message,
+        caret,
+        command,
+        readback,
+        format: accepted.then(|| r.format(arch, features)).flatten(),
+        errno: None,
+        // an address probe's name and listing show hashed pointers
+        readback_unknown: r
+            .kernel
+            .unchecked
+            .contains(&ktrace_probe::Unchecked::AddressName),
+    }
+}
+
+/// The kernel side of the comparison: writes each case's line raw and
+/// reads the kernel's answer, then removes whatever the write created.
+struct Kernel<'a> {
+    dynevents: &'a DynEvents,
+    root: &'a Path,
+    log: ErrorLog,
+    /// The error_log's end after the last read: entries after it are new.
+    mark: Mark,
+    /// Seconds spent writing, reading back and removing.
+    secs: f64,
+    /// The slowest cases: (seconds, family, line).
+    slowest: Vec<(f64, &'static str, String)>,
+}
+
+impl Kernel<'_> {
+    fn ask(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
+        let t0 = Instant::now();
+        let r = self.ask_timed(case);
+        let took = t0.elapsed().as_secs_f64();
+        if self.slowest.len() < 8 || took > self.slowest[self.slowest.len() - 1].0 {
+            self.slowest.push((took, case.family, case.line.clone()));
+            self.slowest
+                .sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+            self.slowest.truncate(8);
+        }
+        r
+    }
+
+    fn ask_timed(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
+        let t0 = Instant::now();
+        let result = self.dynevents.write_raw(case.file.name(), &case.line);
+        let mut answer = Answer {
+            accepted: result.is_ok(),
+            errno: result.as_ref().err().and_then(|e| e.raw_os_error()),
+            ..Answer::default()
+        };
+        let mut captured = Captured {
+            def: case.line.clone(),
+            accepted: result.is_ok(),
+            ..Captured::default()
+        };
+        if result.is_err() {
+            // Only a refused write logs; the log is read then, and what is
+            // after the previous read's end is this write's.
+            let entries = self.log.read()?;
+            let entry = entries_since(&entries, &self.mark).last().cloned();
+            self.mark = Mark::after(&entries);
+            if let Some(e) = entry {
+                let mut t = format!(
+                    "[{:>5}.{:06}] {}: error: {}\n  Command: {}\n",
+                    e.secs, e.usecs, e.location, e.message, e.command
+                );
+                if let Some(pos) = e.caret {
+                    t.push_str(&format!("{}^\n", " ".repeat("  Command: ".len() + pos)));
+                }
+                captured.error_log = t;
+                answer.message = Some(e.message);
+                answer.caret = e.caret;
+                answer.command = Some(e.command);
+            }
+            self.secs += t0.elapsed().as_secs_f64();
+            return Ok((answer, captured));
+        }
+        // What the write created: at most one event (or nothing: a comment,
+        // a removal of what is not there).
+        let listing = self.dynevents.listing()?;
+        captured.listing = listing.clone();
+        for line in &listing {
+            let head = line.split_whitespace().next().unwrap_or_default();
+            let Some((_, name)) = head.split_once(':') else {
+                continue;
+            };
+            let Some((group, event)) = name.split_once('/') else {
+                continue;
+            };
+            if answer.format.is_none()
+                && let Ok(Some(t)) =
+                    ktrace_tracefs::tables::read_event_format(self.root, group, event)
+            {
+                answer.format = Some(strip_id(&t));
+                captured.format = Some((name.to_string(), t));
+            }
+            answer.readback.push(line.clone());
+            self.dynevents
+                .write_raw("dynamic_events", &format!("-:{group}/{event}"))
+                .with_context(|| {
+                    format!("cannot remove {group}/{event}, created by {:?}", case.line)
+                })?;
+        }
+        self.secs += t0.elapsed().as_secs_f64();
+        Ok((answer, captured))
+    }
+}
+
+/// Names from the running kernel for the generator.
+fn gather_pool(arch: Arch, view: &KernelView, root: &Path) -> Pool {
+    let mut pool = Pool {
+        arch: arch.name().to_string(),
+        ..Pool::default()
+    };
+    // kallsyms: text symbols that are unique (probe-able candidates), some
+    // that are not, data symbols, module functions and a few addresses.
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    if let Ok(k) = view.kallsyms() {
+        for s in k.symbols() {
+            *counts.entry(s.name.as_str()).or_default() += 1;
+        }
+        let mut texts = Vec::new();
+        for (i, s) in k.symbols().iter().enumerate() {
+            let unique = counts.get(s.name.as_str()) == Some(&1);
+            match (&s.module, s.is_text()) {
+                (Some(m), true) if i % 7 == 0 => {
+                    pool.module_functions.push((m.clone(), s.name.clone()))
+                }
+                // the compiler's padding and static-call symbols and cold
+                // parts are not functions anyone probes by name
+                (None, true)
+                    if unique
+                        && !s.name.starts_with("__pfx_")
+                        && !s.name.starts_with("__SCT__")
+                        && !s.name.contains('.') =>
+                {
+                    texts.push(s.name.clone())
+                }
+                (None, _) if i % 97 == 0 => pool.other_symbols.push(s.name.clone()),
+                _ => {}
+            }
+            if s.module.is_none() && s.is_text() && i % 1009 == 0 && !k.addresses_hidden() {
+                pool.addresses.push(s.addr);
+            }
+        }
+        // A deterministic sample (every n-th): enough to draw from, small
+        // enough to keep BTF lookups quick.
+        let step = (texts.len() / 3000).max(1);
+        pool.functions = texts
+            .into_iter()
+            .step_by(step)
+            .map(|name| Function {
+                name,
+                ..Function::default()
+            })
+            .collect();
+        pool.module_functions.truncate(200);
+        pool.other_symbols.truncate(400);
+    }
+    for name in [
+        "vfs_read",
+        "do_sys_openat2",
+        "kfree",
+        "schedule",
+        "do_filp_open",
+    ] {
+        if counts.get(name) == Some(&1) && !pool.functions.iter().any(|f| f.name == name) {
+            pool.functions.push(Function {
+                name: name.to_string(),
+                ..Function::default()
+            });
+        }
+    }
+    // Blacklisted functions.
+    if let Some(Ok(list)) = view.blacklist() {
+        pool.other_symbols
+            .extend(list.iter().step_by(50).map(|e| e.name.clone()));
+    }
+    // BTF parameters and members.
+    if let Ok(btf) = view.btf() {
+        use ktrace_probe::btfarg::{BtfKind, BtfTypes};
+        let members_of = |id: u32, depth: u32| -> Vec<String> {
+            let mut out = Vec::new();
+            let Some((_, BtfKind::Ptr { target })) = BtfTypes::resolve(btf, id) else {
+                return out;
+            };
+            let Some((sid, BtfKind::Struct | BtfKind::Union)) = BtfTypes::resolve(btf, target)
+            else {
+                return out;
+            };
+            for m in BtfTypes::members(btf, sid)
+                .unwrap_or_default()
+                .iter()
+                .take(12)
+            {
+                if m.name.is_empty() {
+                    continue;
+                }
+                out.push(m.name.clone());
+                if depth == 0 {
+                    continue;
+                }
+                // one level deeper, through a pointer (`->`) or an embedded
+                // struct (`.`)
+                match BtfTypes::resolve(btf, m.type_id) {
+                    Some((_, BtfKind::Ptr { target })) => {
+                        if let Some((inner, BtfKind::Struct)) = BtfTypes::resolve(btf, target) {
+                            for n in BtfTypes::members(btf, inner)
+                                .unwrap_or_default()
+                                .iter()
+                                .take(3)
+                            {
+                                if !n.name.is_empty() {
+                                    out.push(format!("{}->{}", m.name, n.name));
+                                }
+                            }
+                        }
+                    }
+                    Some((inner, BtfKind::Struct)) => {
+                        for n in BtfTypes::members(btf, inner)
+                            .unwrap_or_default()
+                            .iter()
+                            .take(3)
+                        {
+                            if !n.name.is_empty() {
+                                out.push(format!("{}.{}", m.name, n.name));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out
+        };
+        for f in &mut pool.functions {
+            let Some(proto) = BtfTypes::function(btf, None, &f.name) else {
+                continue;
+            };
+            f.params = proto
+                .params
+                .iter()
+                .map(|(name, ty)| Param {
+                    name: name.clone(),
+                    members: members_of(*ty, 1),
+                })
+                .collect();
+            f.ret_members = members_of(proto.ret, 0);
+        }
+    }
+    // Tracepoints (a sample) with their fields.
+    let events = ktrace_tracefs::tables::list_events(root);
+    let step = (events.len() / 150).max(1);
+    for (system, event) in events.into_iter().step_by(step) {
+        if matches!(
+            system.as_str(),
+            "ftrace" | "kprobes" | "uprobes" | "synthetic"
+        ) {
+            continue;
+        }
+        let Ok(Some(text)) = ktrace_tracefs::tables::read_event_format(root, &system, &event)
+        else {
+            continue;
+        };
+        let fields = crate::resolve::live::format_fields(&text)
+            .into_iter()
+            .filter(|f| !f.starts_with("common_"))
+            .collect();
+        pool.tracepoints.push(Tracepoint {
+            system,
+            event,
+            fields,
+        });
+    }
+    for path in [
+        "/bin/busybox",
+        "/usr/bin/ktrace",
+        "/bin/sh",
+        "/bin/true",
+        "/usr/bin/env",
+        "/proc/self/exe",
+    ] {
+        if let Ok(m) = std::fs::metadata(path)
+            && m.is_file()
+        {
+            pool.files.push((path.to_string(), m.len()));
+        }
+    }
+    pool
+}
