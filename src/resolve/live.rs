@@ -35,16 +35,28 @@ impl LiveEnv<'_> {
     /// `is_ksym_addr()` with CONFIG_KALLSYMS_ALL: within the core kernel
     /// (`_stext` to `_end`), or within a module's symbols.
     fn in_kernel(&self, table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> bool {
-        let bound = |n: &str| table.by_name(n, None).first().map(|s| s.addr);
-        if let (Some(lo), Some(hi)) = (bound("_stext"), bound("_end"))
-            && addr >= lo
-            && addr < hi
-        {
-            return true;
+        let bound = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| table.by_name(n, None).first().map(|s| s.addr))
+        };
+        let lo = bound(&["_stext", "_text", "_sinittext"]);
+        // 32-bit arm 6.12 lists no `_end`: past the last core symbol then
+        let hi = bound(&["_end", "__bss_stop", "_ebss"]).or_else(|| {
+            table
+                .symbols()
+                .iter()
+                .filter(|s| s.module.is_none())
+                .map(|s| s.addr.saturating_add(1))
+                .max()
+        });
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if addr >= lo && addr < hi => true,
+            (Some(_), Some(_)) => table
+                .lookup(addr)
+                .is_some_and(|l| l.symbol.module.is_some()),
+            _ => true,
         }
-        table
-            .lookup(addr)
-            .is_some_and(|l| l.symbol.module.is_some())
     }
 
     /// The whole kallsyms table, when a count or a check needs more than the
@@ -361,5 +373,43 @@ mod tests {
             features_from_readme(KernelVersion::new(6, 1), &empty),
             KernelVersion::new(6, 1).features()
         );
+    }
+}
+
+#[cfg(test)]
+mod entry_tests {
+    use super::*;
+
+    /// 32-bit arm 6.12's kallsyms has `_stext` but no `_end`: an offset
+    /// into a function is still decided (it was left to registration).
+    #[test]
+    fn entry_is_decided_without_an_end_symbol() {
+        let dir = std::env::temp_dir().join(format!("ktrace_entry_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = dir.join("kallsyms");
+        std::fs::write(
+            &k,
+            "c0300000 T _stext\nc0848c90 T io_sq_thread_finish\nc0848d00 T next_fn\n\
+             c0db6a7c t inet6_create\nc0f00000 D _etext\nc14003c0 T _sinittext\nc1490f08 T _einittext\n",
+        )
+        .unwrap();
+        let view = KernelView::running(None).with_kallsyms_file(&k);
+        let env = LiveEnv {
+            symbols: None,
+            tracefs: Path::new("/nonexistent"),
+            btf: None,
+            view: Some(&view),
+        };
+        assert_eq!(
+            env.kprobe_entry("io_sq_thread_finish", 49),
+            Some(Some(false))
+        );
+        assert_eq!(env.kprobe_entry("io_sq_thread_finish", 0), Some(Some(true)));
+        // an offset landing on the next function's start is its entry
+        assert_eq!(
+            env.kprobe_entry("io_sq_thread_finish", 0x70),
+            Some(Some(true))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
