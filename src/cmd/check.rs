@@ -470,8 +470,15 @@ impl Report {
         if let Some(route) = self.btf_route {
             v["btf_route"] = route.into();
         }
-        if self.btf_route == Some("native") && self.kernel.accepted() {
-            v["write"] = self.input.clone().into();
+        // What `ktrace trace` writes for this line: ktrace's own compilation
+        // where it differs from the kernel's reading, else the line itself.
+        match &self.ktrace {
+            Some(KtraceForm { result: Ok(c) }) if c.checked.accepted() => {
+                v["write"] = c.text.clone().into();
+            }
+            Some(_) => {}
+            None if self.kernel.accepted() => v["write"] = self.input.clone().into(),
+            None => {}
         }
         if let Some(c) = &self.native {
             v["classic"] = c.classic.clone().into();

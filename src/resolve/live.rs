@@ -211,6 +211,17 @@ impl Environment for LiveEnv<'_> {
         }
     }
 
+    fn event_field_decls(
+        &self,
+        system: &str,
+        event: &str,
+    ) -> Option<Vec<ktrace_probe::filter::FieldDecl>> {
+        match ktrace_tracefs::tables::read_event_format(self.tracefs, system, event) {
+            Ok(Some(text)) => Some(ktrace_probe::filter::parse_format(&text)),
+            _ => None,
+        }
+    }
+
     fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
         self.btf?.function(name)
     }

@@ -59,6 +59,15 @@ pub trait Environment {
     fn event_exists(&self, _group: &str, _event: &str) -> Option<bool> {
         None
     }
+    /// The fields of an existing event with their types (an event probe's
+    /// filter); `None` when not known.
+    fn event_field_decls(
+        &self,
+        _system: &str,
+        _event: &str,
+    ) -> Option<Vec<crate::filter::FieldDecl>> {
+        None
+    }
     /// Field names of an existing event (event probes).
     fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
         None

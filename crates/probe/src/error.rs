@@ -137,6 +137,11 @@ tp_errors! {
     SYNTH_INCOMPLETE_TYPE => "Incomplete type",
     SYNTH_INVALID_FIELD => "Invalid field",
     SYNTH_INVALID_ARRAY_SPEC => "Invalid array specification",
+    // The event filter's own entries (kernel/trace/trace_events_filter.c,
+    // subsystem `event filter parse error`): an event probe's `if` filter.
+    FILT_EXPECT_STRING => "Expecting string field",
+    FILT_ILLEGAL_FIELD_OP => "Illegal operation for field type",
+    FILT_ILLEGAL_INTVAL => "Illegal integer value",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -284,7 +289,7 @@ mod tests {
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
         // tracepoint-name and typecast errors).
-        assert_eq!(TpErr::ALL.len(), 93);
+        assert_eq!(TpErr::ALL.len(), 96);
     }
 
     #[test]

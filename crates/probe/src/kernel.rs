@@ -116,6 +116,12 @@ pub struct Features {
     pub fprobe_no_maxactive: bool,
     /// See `fprobe_no_maxactive`.
     pub fprobe_auto_return: bool,
+    /// An fprobe whose symbol ftrace cannot attach to fails with -ENOENT,
+    /// "Invalid probed address or symbol" (fprobe on fgraph, 6.14: seen on
+    /// 7.2); before, `ftrace_set_filter()`'s -EINVAL is "Failed to register
+    /// probe event" (seen on x86_64 6.12, for init functions, notrace ones
+    /// and names that no function has). Gated with `fprobe_no_maxactive`.
+    pub fprobe_no_match_enoent: bool,
     /// `$arg…` words are scanned ("$arg* can be used only on function entry or
     /// exit", "BTF is not available or not supported" for `$arg*`) also on
     /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
@@ -212,6 +218,7 @@ impl KernelVersion {
             fprobes: self.at_least(6, 5),
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
+            fprobe_no_match_enoent: self.at_least(6, 16),
             meta_args_without_btf: self.at_least(6, 16),
             typecasts: self.at_least(6, 16),
             validate_symbol_early: self.at_least(6, 12),

@@ -49,6 +49,7 @@ pub mod btfvar;
 pub mod env;
 pub mod error;
 pub mod fetch;
+pub mod filter;
 pub mod hint;
 pub mod kernel;
 pub mod kstrtox;

@@ -776,6 +776,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
 
     let w1 = argv.words[1];
     let mut fentry = false;
+    let mut missing_symbol = false;
     let place = match kstrtoul(w1, 0, bits) {
         Ok(addr) => {
             ctx.note(Unchecked::AddressName);
@@ -812,11 +813,18 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             }
             // validate_probe_symbol() (6.12 and later: before the entry check;
             // 6.1 counts after it): no symbol, or more than one, is refused.
-            let validate = |ctx: &mut Ctx| -> Result<(), Fail> {
+            // Without the count (5.10.223), a symbol that does not exist
+            // fails at registration, after the arguments.
+            let counts = ctx.target.features().non_unique_symbol;
+            let validate = |ctx: &mut Ctx, missing: &mut bool| -> Result<(), Fail> {
                 if sym.contains(':') {
                     return Ok(());
                 }
                 match ctx.env.symbol_count(sym) {
+                    Some(0) if !counts => {
+                        *missing = true;
+                        Ok(())
+                    }
                     Some(0) => Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
                     Some(n) if n > 1 && ctx.target.features().non_unique_symbol => {
                         Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0))
@@ -829,7 +837,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                 }
             };
             if ctx.target.features().validate_symbol_early {
-                validate(ctx)?;
+                validate(ctx, &mut missing_symbol)?;
             }
             // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
             // (known symbol, not at its entry) rejects a return probe.
@@ -852,7 +860,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                 }
             }
             if !ctx.target.features().validate_symbol_early {
-                validate(ctx)?;
+                validate(ctx, &mut missing_symbol)?;
             }
             // x86 decodes the function up to the offset (-EILSEQ); riscv64
             // walks instruction lengths; 32-bit arm checks alignment by the
@@ -932,12 +940,15 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
     };
     // register_trace_kprobe(): a symbol of a loaded module that does not exist fails
-    // with -ENOENT; a module that is not loaded defers the probe.
+    // with -ENOENT (after the event's name and the arguments' symbols); a
+    // module that is not loaded defers the probe. So does a core symbol that
+    // does not exist on kernels that do not count symbols up front.
+    let mut unresolved = missing_symbol;
     if let KprobePlace::Symbol { symbol, .. } = &place
         && let Some((module, name)) = symbol.split_once(':')
     {
         match ctx.env.module_symbol(module, name) {
-            Some(Some(false)) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(Some(false)) => unresolved = true,
             Some(_) => {}
             None => ctx.note(Unchecked::SymbolExists),
         }
@@ -983,6 +994,9 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                 if !on_core_symbol && e.kind == ErrorKind::Logged(TpErr::BAD_PROBE_ADDR) => {}
             other => other?,
         }
+    }
+    if unresolved {
+        return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
     }
     match refusal {
         Some(Some(crate::env::Refusal::Address(why))) => {
@@ -1258,6 +1272,24 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
         Some(Some(_)) => {}
         None => ctx.note(Unchecked::AttachedEvent),
+    }
+    // trace_eprobe_parse_filter(): the filter is parsed before the
+    // arguments, by the event filter parser, which logs its own error.
+    if let Some(text) = &filter
+        && let Some(decls) = ctx.env.event_field_decls(&system, &sys_event)
+        && let Some(verdict) = crate::filter::check(text, &decls)
+    {
+        ctx.unchecked.retain(|u| *u != Unchecked::Filter);
+        if let Err((e, pos)) = verdict {
+            return Err(Fail::Err(ProbeError {
+                kind: ErrorKind::Logged(e),
+                message: e.message(),
+                subsystem: Some("event filter parse error"),
+                pos: Some(pos),
+                command: text.clone(),
+                hint: None,
+            }));
+        }
     }
     let actx = ArgCtx {
         arch: ctx.target.arch,
@@ -1584,7 +1616,10 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             .flatten()
             .or_else(|| symbol_exists(ctx, symbol));
         match exists {
-            Some(false) => return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+            Some(false) if ctx.target.features().fprobe_no_match_enoent => {
+                return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
+            }
+            Some(false) => return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0)),
             Some(true) => {}
             None => ctx.note(Unchecked::SymbolExists),
         }

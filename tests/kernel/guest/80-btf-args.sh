@@ -135,8 +135,9 @@ else
             echo "kernel: $kmsg" >>"$KTEST_OUT/btf-errors.txt"
             sed -n '2,3p' "$TRACEFS/error_log" >>"$KTEST_OUT/btf-errors.txt"
             # Same message; same caret column relative to the command.
-            omsg=$(echo "$ours" | sed -n '3p' | sed 's/.*error: //')
-            ocol=$(echo "$ours" | sed -n '2p' | awk '{print index($0,"^")}')
+            # (ktrace prints no caret where the kernel's is past the command)
+            omsg=$(echo "$ours" | grep -m1 'error: ' | sed 's/.*error: //')
+            ocol=$(echo "$ours" | grep -m1 '^ *\^$' | awk '{print index($0,"^")}')
             kcmd=$(sed -n '2p' "$TRACEFS/error_log" | sed 's/^ *Command: //')
             kcmdcol=$(sed -n '2p' "$TRACEFS/error_log" | awk '{print index($0,"Command: ") + 9}')
             kcaret=$(sed -n '3p' "$TRACEFS/error_log" | awk '{print index($0,"^")}')

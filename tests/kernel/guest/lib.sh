@@ -375,14 +375,11 @@ entry_probes_or_skip() {
 }
 
 # ktrace_write_form DEF — the line `ktrace trace` writes for DEF, as `ktrace
-# check --json` reports it: "write" where the kernel reads BTF names itself,
-# else ktrace's own compilation ("ktrace": {"compiled": ...}); empty when
-# ktrace would refuse DEF
+# check --json` reports it as "write" (the line itself where the kernel
+# reads it as ktrace does, else ktrace's own compilation); empty when ktrace
+# would refuse DEF
 ktrace_write_form() {
-    _j=$(ktrace check --json "$1")
-    _w=$(echo "$_j" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p')
-    [ -n "$_w" ] || _w=$(echo "$_j" | sed -n 's/.*"ktrace":{"accepted":true,"compiled":"\([^"]*\)".*/\1/p')
-    echo "$_w"
+    ktrace check --json "$1" | sed -n 's/.*"write":"\([^"]*\)".*/\1/p'
 }
 
 # ktrace_readback DEF — the readback `ktrace check` predicts for what is

@@ -1,0 +1,185 @@
+//! An event probe's `if FILTER`, as `trace_eprobe_parse_filter()` hands it to
+//! the event filter parser (kernel/trace/trace_events_filter.c,
+//! `parse_pred()`), for the filters whose answer is certain from the
+//! attached event's format: one predicate `FIELD OP VALUE` whose value is a
+//! number. A number compared with a string field, a glob (`~`) on a numeric
+//! field and a number `kstrtoull()`/`kstrtoll()` refuses are refused with
+//! the filter parser's own message; anything else (several predicates,
+//! parentheses, quoted strings, unknown fields) is left to the kernel.
+
+use crate::error::TpErr;
+use crate::kstrtox::{kstrtoll, kstrtoull};
+
+/// One field of an event's format file: `field:DECL;` with its `signed:`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldDecl {
+    /// The field's name (`prev_pid`, `common_pid`).
+    pub name: String,
+    /// The C declaration without the name (`char[16]`, `__data_loc char[]`).
+    pub ctype: String,
+    /// `signed:1`.
+    pub signed: bool,
+}
+
+/// The fields of an event's format file (common fields included).
+pub fn parse_format(text: &str) -> Vec<FieldDecl> {
+    text.lines()
+        .filter_map(|l| {
+            let mut parts = l.trim().split(';').map(str::trim);
+            let decl = parts.next()?.strip_prefix("field:")?.trim();
+            let signed = parts
+                .find_map(|p| p.strip_prefix("signed:"))
+                .is_some_and(|v| v.trim() == "1");
+            let (ctype, last) = decl.rsplit_once(char::is_whitespace)?;
+            let (name, dims) = match last.find('[') {
+                Some(b) => (&last[..b], &last[b..]),
+                None => (last, ""),
+            };
+            Some(FieldDecl {
+                name: name.to_string(),
+                ctype: format!("{}{dims}", ctype.trim()),
+                signed,
+            })
+        })
+        .collect()
+}
+
+/// `filter_assign_type()` and `is_string_field()`: dynamic, relative and
+/// static `char` arrays and `char *` pointers compare as strings.
+fn is_string(f: &FieldDecl) -> bool {
+    let t = f.ctype.as_str();
+    (t.contains("__data_loc") && t.contains("char"))
+        || (t.contains("__rel_loc") && t.contains("char"))
+        || (t.contains('[') && t.contains("char"))
+        || t == "char *"
+        || t == "const char *"
+}
+
+/// The filter parser's verdict on `filter` (the words after `if` joined by
+/// single spaces): `Some(Ok(()))` accepted, `Some(Err((error, caret)))`
+/// refused with the caret the kernel's error_log shows, `None` not decided.
+pub fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, usize)>> {
+    if filter.contains(['(', ')', '"', '\'', '{', '!', '|', '&', ',']) {
+        return None;
+    }
+    let b = filter.as_bytes();
+    let mut i = 0;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    let start = i;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    let name = &filter[start..i];
+    let field = fields.iter().find(|f| f.name == name)?;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    let op_len = match &b[i..] {
+        [b'=', b'=', ..] | [b'<', b'=', ..] | [b'>', b'=', ..] => 2,
+        [b'<' | b'>' | b'~', ..] => 1,
+        _ => return None,
+    };
+    let glob = b[i] == b'~';
+    i += op_len;
+    while i < b.len() && b[i] == b' ' {
+        i += 1;
+    }
+    let s = i;
+    if i >= b.len() || !(b[i].is_ascii_digit() || b[i] == b'-') {
+        return None;
+    }
+    // The error_log's caret is one past the value's start that
+    // parse_pred() reports (seen on x86_64 6.1 and 6.12: byte 7 of
+    // `uid ~ 9`, byte 16 of `__syscall_nr ~ 19`).
+    let caret = s + 1;
+    if is_string(field) {
+        return Some(Err((TpErr::FILT_EXPECT_STRING, caret)));
+    }
+    if glob {
+        return Some(Err((TpErr::FILT_ILLEGAL_FIELD_OP, caret)));
+    }
+    if b[i] == b'-' {
+        i += 1;
+    }
+    while i < b.len() && b[i].is_ascii_alphanumeric() {
+        i += 1;
+    }
+    let num = &filter[s..i];
+    // Something after the value: another term, or words the kernel reads
+    // on its own terms.
+    if filter[i..].trim() != "" || num.len() >= 24 {
+        return None;
+    }
+    let ok = if field.signed {
+        kstrtoll(num, 0).is_ok()
+    } else {
+        kstrtoull(num, 0).is_ok()
+    };
+    Some(if ok {
+        Ok(())
+    } else {
+        Err((TpErr::FILT_ILLEGAL_INTVAL, caret))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // tracefs events/sched/sched_switch/format (x86_64 6.1 guest), cut
+    const SCHED_SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+        \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+        \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+        \tfield:__data_loc char[] name;\toffset:40;\tsize:4;\tsigned:0;\n\
+        \tfield:unsigned int flags;\toffset:44;\tsize:4;\tsigned:0;\n";
+
+    #[test]
+    fn format_fields_with_types() {
+        let f = parse_format(SCHED_SWITCH);
+        assert_eq!(f.len(), 7);
+        assert_eq!(f[2].name, "prev_comm");
+        assert_eq!(f[2].ctype, "char[16]");
+        assert!(f[3].signed);
+        assert_eq!(f[5].ctype, "__data_loc char[]");
+    }
+
+    #[test]
+    fn numbers_against_field_types() {
+        let f = parse_format(SCHED_SWITCH);
+        let c = |s: &str| check(s, &f);
+        // seen on x86_64 6.1/6.12: "Illegal operation for field type", caret
+        // at byte 7 of `uid ~ 9`
+        assert_eq!(
+            c("prev_pid ~ 9"),
+            Some(Err((TpErr::FILT_ILLEGAL_FIELD_OP, 12)))
+        );
+        assert_eq!(c("prev_pid == 9"), Some(Ok(())));
+        assert_eq!(c("prev_pid > -9"), Some(Ok(())));
+        assert_eq!(c("flags > -9"), Some(Err((TpErr::FILT_ILLEGAL_INTVAL, 9))));
+        assert_eq!(
+            c("flags == 09"),
+            Some(Err((TpErr::FILT_ILLEGAL_INTVAL, 10)))
+        );
+        assert_eq!(c("flags == 0x10"), Some(Ok(())));
+        assert_eq!(
+            c("prev_comm == 1"),
+            Some(Err((TpErr::FILT_EXPECT_STRING, 14)))
+        );
+        assert_eq!(c("name ~ 1"), Some(Err((TpErr::FILT_EXPECT_STRING, 8))));
+        // left to the kernel
+        for s in [
+            "prev_comm == \"x\"",
+            "nosuch == 1",
+            "prev_pid == 1 && flags == 2",
+            "(prev_pid == 1)",
+            "prev_pid == x",
+        ] {
+            assert_eq!(c(s), None, "{s}");
+        }
+    }
+}
