@@ -177,6 +177,17 @@ impl Environment for LiveEnv<'_> {
     fn kprobe_refusal(&self, symbol: &str, offset: u64) -> Option<Option<Refusal>> {
         let view = self.view?;
         let table = view.kallsyms().ok()?;
+        if !table.addresses_hidden()
+            && let Some(sym) = table.by_name(symbol, None).first()
+            && let Some(stext) = table.by_name("_stext", None).first()
+            && sym.addr.saturating_add(offset) < stext.addr
+        {
+            return Some(Some(Refusal::Unresolved(format!(
+                "{symbol} ({:#x}) lies below the kernel image (a per-cpu variable?): \
+                 kprobes go on kernel text",
+                sym.addr
+            ))));
+        }
         match ktrace_symbols::probeable::kprobe_refusal_on(
             table,
             &view.rules(),

@@ -27,6 +27,10 @@ pub enum Refusal {
     Notrace(String),
     /// Not kernel text, or in the kprobe blacklist (`register_kprobe()`).
     Address(String),
+    /// An address kallsyms cannot place (below the kernel image: x86_64's
+    /// per-cpu variables): `register_kprobe()` fails with -ENOENT, "Invalid
+    /// probed address or symbol", after the arguments' symbols.
+    Unresolved(String),
 }
 
 /// What registration does with a kprobe on a raw address.

@@ -999,6 +999,13 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
     }
     match refusal {
+        Some(Some(crate::env::Refusal::Unresolved(why))) => {
+            let mut e = ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0);
+            if let Fail::Err(e) = &mut e {
+                e.hint = Some(why);
+            }
+            return Err(e);
+        }
         Some(Some(crate::env::Refusal::Address(why))) => {
             let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
             if let Fail::Err(e) = &mut e {

@@ -328,7 +328,18 @@ pub fn kprobe_refusal_on(
     // The function the address falls in (the kernel looks the address up).
     let at = ks.lookup(addr);
     let func = at.as_ref().map_or(sym, |l| l.symbol);
+    // within_notrace_func() looks the address up with
+    // kallsyms_lookup_size_offset(), which knows nothing below the kernel
+    // image (x86_64's zero-based per-cpu variables): there the check is
+    // passed, and the arguments are resolved before register_kprobe()
+    // refuses the address (x86_64 6.1: `r bpf_prog_active%return
+    // a=@nosuch` is "Invalid probed address or symbol").
+    let below_image = ks
+        .by_name("_stext", None)
+        .first()
+        .is_some_and(|s| addr < s.addr);
     if rules.notrace_refused
+        && !below_image
         && let Some(ft) = rules.ftrace
         && notrace(ks, ft, func)
     {
@@ -501,6 +512,28 @@ ffffffffc0001100 t other\t[foo]
         assert!(e.accepted.is_empty());
         let e = expand(&ks, &rules, "vfs_data");
         assert_eq!(e.excluded[0].1, Exclusion::NotText);
+    }
+
+    #[test]
+    fn per_cpu_data_is_refused_after_the_arguments() {
+        let table = format!("000000000001e4e0 D bpf_prog_active\n{TABLE}");
+        let ks = Kallsyms::parse(&table).unwrap();
+        let ft = FtraceLocations::parse("vfs_read\n");
+        let rules = Rules {
+            ftrace: Some(&ft),
+            notrace_refused: true,
+            ..Rules::default()
+        };
+        // below the image: not the notrace check, the address's refusal
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &rules, "bpf_prog_active", 0, None),
+            Some(Ok(Some(_)))
+        ));
+        // data in the image: no ftrace location, refused as notrace
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &rules, "vfs_data", 0, None),
+            Some(Err(_))
+        ));
     }
 
     #[test]

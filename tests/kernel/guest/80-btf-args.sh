@@ -22,9 +22,16 @@ else
     out=$(ktrace check --explain "$DEF" 2>&1)
     echo "$out" | tee "$KTEST_OUT/btf-explain.txt"
     if grep -q '<argname>' "$TRACEFS/README"; then want=native; else want=compiled; fi
-    expect_match "route" "$out" "btf route: $want" &&
-        expect_match "readback" "$(ktrace_readback "$DEF")" '^p:ktest/btfrd vfs_read name=' &&
-        pass "$want"
+    refused=$(entry_probe_refused)
+    if [ -n "$refused" ]; then
+        # (riscv64 6.12) the entry probe itself is refused: no readback
+        expect_match "route" "$out" "btf route: $want" &&
+            pass "$want (no readback: $refused)"
+    else
+        expect_match "route" "$out" "btf route: $want" &&
+            expect_match "readback" "$(ktrace_readback "$DEF")" '^p:ktest/btfrd vfs_read name=' &&
+            pass "$want"
+    fi
 fi
 
 # write_def DEF — write what `ktrace check --json` says to write; prints it

@@ -13,6 +13,31 @@ BOUNDARY_TESTS="agree_do_sys_openat2 agree_vfs_read trace_refuses_before_writing
 case $KTEST_ARCH in
     x86_64) boundary_msg="Probe point is not an instruction boundary" ;;
     arm64) boundary_msg="Failed to register probe event" ;;
+    riscv64)
+        # ktrace walks riscv64's 2- and 4-byte instructions as
+        # arch_check_kprobe() does: its verdict on vfs_read+2 is the kernel's
+        ktest riscv_boundary_agrees
+        out=$(ktrace check "p:ktcheck/k vfs_read+2" 2>&1)
+        case $out in ok:*) ours=accepted ;; *"not an instruction boundary"*) ours=boundary ;; *) ours=other ;; esac
+        echo >"$TRACEFS/error_log"
+        if echo "p:ktcheck/k vfs_read+2" >>"$TRACEFS/kprobe_events" 2>/dev/null; then
+            kern=accepted
+            echo "-:ktcheck/k" >>"$TRACEFS/kprobe_events"
+        elif grep -q "not an instruction boundary" "$TRACEFS/error_log"; then
+            kern=boundary
+        else
+            kern="other: $(grep -m1 'error:' "$TRACEFS/error_log")"
+        fi
+        case $kern in
+            other*) skip "the kernel refuses vfs_read+2 for another reason ($kern)" ;;
+            *) expect_eq "ktrace's verdict is the kernel's" "$ours" "$kern" && pass "vfs_read+2: $kern" ;;
+        esac
+        for t in $BOUNDARY_TESTS; do
+            ktest "$t"
+            skip "the x86_64/arm64 boundary suite (riscv_boundary_agrees compares riscv64's)"
+        done
+        exit 0
+        ;;
     *)
         ktest not_checked_named
         out=$(ktrace check "p:ktcheck/k vfs_read+2" 2>&1)

@@ -170,14 +170,25 @@ out2=$(ktrace count ksys_read --by nope -d 1 2>&1)
 rc2=$?
 out3=$(ktrace hist 'do_sys_openat2 f=+0(arg2):ustring' f -d 1 2>&1)
 rc3=$?
-expect_eq "unknown field fails" "$rc1" 1 &&
-    expect_match "unknown field named" "$out" "no field 'nope'" &&
-    expect_eq "unknown key fails" "$rc2" 1 &&
-    expect_match "unknown key named" "$out2" "unknown key 'nope'" &&
-    expect_eq "string field fails" "$rc3" 1 &&
-    expect_match "string field said" "$out3" "it is a string field" &&
-    expect_eq "nothing written" "$(cat "$TRACEFS/dynamic_events")" "$before" &&
-    pass
+refused=$(entry_probe_refused)
+if [ -n "$refused" ]; then
+    # (riscv64 6.12) every entry probe is refused first: the kernel's
+    # refusal is the message; the exit status and the kernel's state hold
+    expect_eq "unknown field fails" "$rc1" 1 &&
+        expect_eq "unknown key fails" "$rc2" 1 &&
+        expect_eq "string field fails" "$rc3" 1 &&
+        expect_eq "nothing written" "$(cat "$TRACEFS/dynamic_events")" "$before" &&
+        pass "messages not compared: $refused"
+else
+    expect_eq "unknown field fails" "$rc1" 1 &&
+        expect_match "unknown field named" "$out" "no field 'nope'" &&
+        expect_eq "unknown key fails" "$rc2" 1 &&
+        expect_match "unknown key named" "$out2" "unknown key 'nope'" &&
+        expect_eq "string field fails" "$rc3" 1 &&
+        expect_match "string field said" "$out3" "it is a string field" &&
+        expect_eq "nothing written" "$(cat "$TRACEFS/dynamic_events")" "$before" &&
+        pass
+fi
 
 ktest sigkill_then_reaped
 if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
