@@ -445,7 +445,11 @@ fn pid_lists(
         if !args.command.is_empty() {
             // `-p PID -- CMD`: both, the command through ktrace's own pid
             // (its children are added as they fork; ktrace's own records
-            // are left out by the filter).
+            // are left out by the filter). Said, not silent.
+            crate::say!(
+                "tracing both process {pid} (-p) and the command {:?} with the processes                  it forks; give only one of them to trace one",
+                args.command.join(" ")
+            );
             tids.push(own_pid);
         }
         inst.set_option("event-fork", true)?;

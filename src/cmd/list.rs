@@ -146,6 +146,17 @@ fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
         if let Some(e) = ktrace_tracefs::discover::unusable_mount() {
             return Err(e.into());
         }
+        // Mounted, but not readable by this user (tracefs is root's).
+        let mounted = std::fs::read_to_string("/proc/self/mounts").is_ok_and(|m| {
+            m.lines()
+                .any(|l| l.split_whitespace().nth(2) == Some("tracefs"))
+        });
+        if mounted {
+            anyhow::bail!(
+                "tracefs is mounted but this user cannot read it (it belongs to root): run \
+                 `sudo ktrace list --probes`"
+            );
+        }
         anyhow::bail!(
             "tracefs is not mounted (mount it: mount -t tracefs nodev /sys/kernel/tracing)"
         );

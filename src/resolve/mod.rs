@@ -118,6 +118,21 @@ pub fn build(
             Ok(_) => bail!("{:?} is not a probe definition", r.input),
             Err(e) => bail!("{}", rejection_text(&r.input, &e)),
         };
+        // A uprobe past the end of its file: the kernel takes the
+        // definition and refuses to switch it on ("Invalid argument").
+        if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
+            && let Ok(meta) = std::fs::metadata(path)
+            && meta.is_file()
+            && *offset >= meta.len()
+        {
+            bail!(
+                "definition rejected before anything was written: {}\n  offset {offset:#x} is \
+                 past the end of {path} ({} bytes): a uprobe goes on an instruction of the file \
+                 (ktrace syms {path} lists its functions)",
+                r.input,
+                meta.len()
+            );
+        }
         // A uprobe inside an instruction: the kernel takes it, the traced
         // program dies of SIGILL; ktrace refuses it.
         if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
@@ -141,6 +156,17 @@ pub fn build(
                 .auto_name
                 .clone()
                 .unwrap_or_else(|| naming::auto_name(&def));
+        }
+        // tracefs keeps the files `enable` and `filter` beside a group's
+        // events: an event of that name is created but cannot be switched
+        // on ("Is a directory").
+        if matches!(def.event.as_str(), "enable" | "filter") {
+            bail!(
+                "{:?}: an event named {:?} clashes with the file of that name in its group's \
+                 tracefs directory, so it could not be switched on: choose another name",
+                r.input,
+                def.event
+            );
         }
         defs.push(def);
     }

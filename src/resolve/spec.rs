@@ -374,6 +374,36 @@ pub struct Resolver<'k> {
 /// this machine's: the kernel takes it (an offset is only an offset) but it
 /// can never fire, since the file cannot run here. Files that are not ELF
 /// or cannot be read are left to the kernel's own check.
+/// A uprobe on a file whose path holds a space: the kernel splits its
+/// definitions at spaces, so no definition can name that file. Said in
+/// those words (the words would otherwise be read as a symbol and an
+/// argument, and refused for something else).
+fn refuse_path_with_space(input: &str) -> anyhow::Result<()> {
+    let text = input.trim_start();
+    // the place after an optional `KIND[:NAME] ` head
+    let text = match text.split_once(char::is_whitespace) {
+        Some((first, rest)) if is_kind_token(first.split(':').next().unwrap_or("")) => {
+            rest.trim_start()
+        }
+        _ => text,
+    };
+    if !text.starts_with('/') {
+        return Ok(());
+    }
+    let Some(colon) = text.find(':') else {
+        return Ok(());
+    };
+    let path = &text[..colon];
+    if path.contains(char::is_whitespace) && Path::new(path).exists() {
+        bail!(
+            "{input:?}: the path {path:?} holds a space, and the kernel splits probe \
+             definitions at spaces: no definition can name that file. Give a path without \
+             spaces, e.g. a symbolic link: ln -s {path:?} /tmp/target"
+        );
+    }
+    Ok(())
+}
+
 fn refuse_foreign_elf(path: &Path, arch: Arch) -> anyhow::Result<()> {
     use std::io::Read;
     let mut head = [0u8; 20];
@@ -446,6 +476,7 @@ impl Resolver<'_> {
     }
 
     fn resolve_one(&self, input: &str, out: &mut Outcome) -> anyhow::Result<()> {
+        refuse_path_with_space(input)?;
         let Some(spec) = split(input)? else {
             out.defs.push(Resolved {
                 input: input.to_string(),
@@ -522,7 +553,21 @@ impl Resolver<'_> {
                     self.pid,
                     &self.ldcache,
                 )
-                .with_context(|| format!("cannot resolve {:?}", spec.place))?;
+                .map_err(|e| {
+                    let lib = spec.place.split_once(':').map_or("", |(l, _)| l);
+                    match e {
+                        ktrace_symbols::Error::LibraryNotFound { .. } if !lib.contains('/') => {
+                            anyhow::anyhow!(
+                                "cannot resolve {:?}: {lib:?} is neither a loaded kernel module \
+                                 (/proc/modules) nor a library ({e}). For a module, load it \
+                                 first (modprobe {lib}); for a library, give its path",
+                                spec.place
+                            )
+                        }
+                        e => anyhow::Error::new(e)
+                            .context(format!("cannot resolve {:?}", spec.place)),
+                    }
+                })?;
                 refuse_foreign_elf(&up.path, self.arch)?;
                 let location = up.to_kernel_location();
                 out.notes.push(format!(
