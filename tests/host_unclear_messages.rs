@@ -187,3 +187,24 @@ fn a_user_who_cannot_read_tracefs_was_told_it_is_not_mounted() {
     assert!(t.contains("cannot read it (it belongs to root)"), "{t}");
     assert!(!t.contains("not mounted"), "{t}");
 }
+
+/// Issue 21 item 5: a misspelt function of the traced program got only
+/// "symbol not found".
+#[test]
+fn a_misspelt_user_symbol_had_no_suggestion() {
+    if tracefs().is_none() {
+        return;
+    }
+    let p = Prog::build("misspelt");
+    let out = ktrace()
+        .arg("trace")
+        .arg(format!("{}:probe_mee", p.bin.display()))
+        .arg("--")
+        .arg(&p.bin)
+        .arg("1")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("did you mean probe_me?"), "{t}");
+}

@@ -67,6 +67,19 @@ impl LiveEnv<'_> {
 }
 
 impl Environment for LiveEnv<'_> {
+    fn similar_symbols(&self, name: &str) -> Vec<String> {
+        let Some(t) = self.table() else {
+            return Vec::new();
+        };
+        ktrace_probe::similar::similar(
+            name,
+            t.symbols()
+                .iter()
+                .filter(|s| s.is_text() && s.module.is_none())
+                .map(|s| s.name.as_str()),
+        )
+    }
+
     fn symbol_count(&self, name: &str) -> Option<usize> {
         self.symbols
             .and_then(|s| s.count(name))

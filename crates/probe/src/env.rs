@@ -63,6 +63,11 @@ pub trait Environment {
     fn event_exists(&self, _group: &str, _event: &str) -> Option<bool> {
         None
     }
+    /// Names of kernel functions near `name` (a misspelling's "did you
+    /// mean"); empty when not known.
+    fn similar_symbols(&self, _name: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// The fields of an existing event with their types (an event probe's
     /// filter); `None` when not known.
     fn event_field_decls(
@@ -175,6 +180,10 @@ impl Kallsyms {
 impl Environment for Kallsyms {
     fn symbol_count(&self, name: &str) -> Option<usize> {
         Some(self.counts.get(name).copied().unwrap_or(0))
+    }
+
+    fn similar_symbols(&self, name: &str) -> Vec<String> {
+        crate::similar::similar(name, self.counts.keys().map(String::as_str))
     }
 
     fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {

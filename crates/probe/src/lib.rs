@@ -56,6 +56,7 @@ pub mod kstrtox;
 pub mod naming;
 pub mod parse;
 pub mod render;
+pub mod similar;
 pub mod types;
 
 pub use arch::Arch;

@@ -334,7 +334,11 @@ pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked 
             &argv.joined,
         )),
         Err(Fail::Err(mut e)) => {
-            e.hint = crate::hint::hint_for(&e, &argv.words, target);
+            // the checker's own why (a refusal's cause, a "did you mean")
+            // first, else the general advice for the error
+            if e.hint.is_none() {
+                e.hint = crate::hint::hint_for(&e, &argv.words, target);
+            }
             Err(e)
         }
     };
@@ -825,7 +829,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                         *missing = true;
                         Ok(())
                     }
-                    Some(0) => Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+                    Some(0) => Err(with_suggestion(
+                        ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0),
+                        ctx.env.similar_symbols(sym),
+                    )),
                     Some(n) if n > 1 && ctx.target.features().non_unique_symbol => {
                         Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0))
                     }
@@ -996,7 +1003,16 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
     }
     if unresolved {
-        return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
+        let near = match &place {
+            KprobePlace::Symbol { symbol, .. } if !symbol.contains(':') => {
+                ctx.env.similar_symbols(symbol)
+            }
+            _ => Vec::new(),
+        };
+        return Err(with_suggestion(
+            ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0),
+            near,
+        ));
     }
     match refusal {
         Some(Some(crate::env::Refusal::Unresolved(why))) => {
@@ -1240,6 +1256,17 @@ fn uprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         args,
         ignored_args,
     })
+}
+
+/// A refusal for a symbol no table has, with the names near it.
+fn with_suggestion(mut fail: Fail, near: Vec<String>) -> Fail {
+    if let Fail::Err(e) = &mut fail
+        && !near.is_empty()
+    {
+        let s = crate::similar::did_you_mean(&near);
+        e.hint = Some(s.trim_start_matches("; ").to_string());
+    }
+    fail
 }
 
 fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {

@@ -267,7 +267,10 @@ impl ElfImage {
         let symbol = match found.as_slice() {
             [] => {
                 let hint = if self.has_symtab {
-                    String::new()
+                    ktrace_probe::similar::did_you_mean(&ktrace_probe::similar::similar(
+                        &parsed.name,
+                        self.symbols.iter().map(|s| s.name.as_str()),
+                    ))
                 } else {
                     "; the file has no .symtab (stripped) and no debug file under /usr/lib/debug/.build-id, only its dynamic symbols were searched"
                         .to_string()

@@ -172,6 +172,14 @@ fi
 # Issue 23 row 15: an offset past the end of the function landed the probe
 # 1 MiB further, in another function; ktrace trace refuses it before
 # anything is written (ktrace check still gives the kernel's own verdict).
+# Issue 21 item 5: a misspelt kernel function is refused as the kernel
+# refuses it, and ktrace names the function meant (from kallsyms).
+ktest misspelt_function_suggested
+out=$(ktrace check 'p do_sys_opnat2' 2>&1)
+expect_match "kernel's message" "$out" 'Invalid probed address or symbol' &&
+    expect_match "suggestion" "$out" 'did you mean do_sys_openat2' &&
+    pass "$(echo "$out" | grep -m1 'did you mean')"
+
 ktest offset_past_the_function_end_refused
 out=$(ktrace trace 'vfs_read+0x100000' -d 1 2>&1)
 rc=$?
