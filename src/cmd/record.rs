@@ -36,6 +36,7 @@ use crate::session::{self, Signals};
 /// Arguments of `ktrace record`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = crate::resolve::TRACE_HELP)]
+#[command(mut_arg("count", |a| a.hide(true)))]
 pub struct Args {
     /// Probe definitions, as for `ktrace trace`.
     #[arg(required = true, value_name = "DEF")]

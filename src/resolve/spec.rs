@@ -34,7 +34,8 @@ pub const LD_SO_CACHE: &str = "/etc/ld.so.cache";
 /// `ktrace trace --help`: the conveniences, examples and exit codes.
 pub const TRACE_HELP: &str = "\
 Definitions (each checked by ktrace's copy of the kernel's parser before anything is written):
-  p:EV SYM[+OFF] ARGS...     any kernel form works verbatim (p, r, rN, PATH:0xOFF, MOD:SYM, e:, f:, t:)
+  p:EV SYM[+OFF] ARGS...     the kernel's forms work verbatim (p, r, rN, PATH:0xOFF, MOD:SYM, e:);
+                             fprobes and tracepoint probes (f:, t:) are not traced (`ktrace check` reads them)
   SYM ARGS...                a bare symbol is an entry probe: 'do_sys_openat2 dfd=%di'
   SYM%return / r SYM         a return probe; rN:EV SYM for maxactive N
   PATH:SYMBOL[+OFF]          a uprobe on an ELF symbol (symtab or dynsym, PIE or not): '/bin/bash:readline'
