@@ -1021,12 +1021,7 @@ fn summary(
     }
     match profile {
         Some(p) => {
-            if !p.is_empty() {
-                crate::eline!(
-                    "  (hits: every hit of the probe by any task, ktrace's own included, \
-                     before filters and pid lists; shown: events printed)"
-                );
-            }
+            // (what hits, misses and shown count: `ktrace trace --help`)
             for pr in &p {
                 let seen = tally.per_event.get(&pr.event).copied().unwrap_or(0);
                 let misses = pr.misses.map_or_else(|| "-".to_string(), |m| m.to_string());

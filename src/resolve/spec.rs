@@ -55,6 +55,11 @@ Examples:
   ktrace trace 'libc:getenv name=+0(arg1):string' -- /usr/bin/env true
   ktrace trace '/bin/bash:readline%return line=+0($retval):string' -p $$
 
+The summary at the end, one line per probe:
+  hits     every hit of the probe by any task, ktrace's own included, before filters and pid lists
+  misses   kretprobe instances that were not free (maxactive too low); - where the kernel keeps none
+  shown    the events written
+
 Exit codes:
   0    done (duration, count, the command's exit, or Ctrl-C)
   1    an error: a rejected definition (with the kernel's message and a caret), a kernel refusal, I/O

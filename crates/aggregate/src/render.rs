@@ -287,19 +287,15 @@ pub fn hist_text(out: &mut String, r: &HistReport, width: usize) {
     loss_lines(out, r.lost, r.dropped);
 }
 
-/// The latency histograms, then the pairing counts: unmatched returns and
-/// kretprobe misses always (misses `unknown` when not given), the others
-/// when not zero.
+/// The latency histograms, then the pairing counts: unmatched returns
+/// always, kretprobe misses where the kernel counts them (kretprobes; a
+/// uretprobe has none), the others when not zero.
 pub fn latency_text(out: &mut String, r: &LatencyReport, width: usize) {
     hist_text(out, &r.hist, width);
-    let misses = r
-        .kretprobe_misses
-        .map_or("unknown".to_string(), |n| n.to_string());
-    let _ = write!(
-        out,
-        "unmatched returns {}, kretprobe misses {misses}",
-        r.unmatched_returns
-    );
+    let _ = write!(out, "unmatched returns {}", r.unmatched_returns);
+    if let Some(n) = r.kretprobe_misses {
+        let _ = write!(out, ", kretprobe misses {n}");
+    }
     if let Some(n) = r.in_flight.filter(|n| *n > 0) {
         let _ = write!(out, ", in flight {n}");
     }
