@@ -3,10 +3,14 @@
 //! symbol no table has.
 
 /// Up to three of `names` within a small edit distance of `wanted` (one edit
-/// for names up to 6 bytes, two beyond), nearest first, each once.
+/// for names up to 6 bytes, two beyond), nearest first, each once. Only
+/// names with the same first byte are compared: a kernel has some 100,000
+/// symbols, and a guest under emulation checks thousands of definitions.
 pub fn similar<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let limit = if wanted.len() <= 6 { 1 } else { 2 };
+    let first = wanted.as_bytes().first().copied();
     let mut found: Vec<(usize, &str)> = names
+        .filter(|n| n.as_bytes().first().copied() == first)
         .filter(|n| n.len().abs_diff(wanted.len()) <= limit && *n != wanted)
         .filter_map(|n| distance(wanted.as_bytes(), n.as_bytes(), limit).map(|d| (d, n)))
         .collect();
