@@ -190,8 +190,13 @@ impl Environment for LiveEnv<'_> {
     fn kprobe_refusal(&self, symbol: &str, offset: u64) -> Option<Option<Refusal>> {
         let view = self.view?;
         let table = view.kallsyms().ok()?;
+        // (modules sit below the image on arm64 and 32-bit arm: only core
+        // symbols count)
         if !table.addresses_hidden()
-            && let Some(sym) = table.by_name(symbol, None).first()
+            && let Some(sym) = table
+                .by_name(symbol, None)
+                .into_iter()
+                .find(|s| s.module.is_none())
             && let Some(stext) = table.by_name("_stext", None).first()
             && sym.addr.saturating_add(offset) < stext.addr
         {

@@ -334,10 +334,13 @@ pub fn kprobe_refusal_on(
     // passed, and the arguments are resolved before register_kprobe()
     // refuses the address (x86_64 6.1: `r bpf_prog_active%return
     // a=@nosuch` is "Invalid probed address or symbol").
-    let below_image = ks
-        .by_name("_stext", None)
-        .first()
-        .is_some_and(|s| addr < s.addr);
+    // (modules sit below the image on arm64 and 32-bit arm: only a core
+    // symbol is below it for this purpose)
+    let below_image = sym.module.is_none()
+        && ks
+            .by_name("_stext", None)
+            .first()
+            .is_some_and(|s| addr < s.addr);
     if rules.notrace_refused
         && !below_image
         && let Some(ft) = rules.ftrace
@@ -516,7 +519,10 @@ ffffffffc0001100 t other\t[foo]
 
     #[test]
     fn per_cpu_data_is_refused_after_the_arguments() {
-        let table = format!("000000000001e4e0 D bpf_prog_active\n{TABLE}");
+        // (and a module function below the image, as on arm64 and arm)
+        let table = format!(
+            "000000000001e4e0 D bpf_prog_active\nffffffff80001000 t mod_notraced\t[m]\n{TABLE}"
+        );
         let ks = Kallsyms::parse(&table).unwrap();
         let ft = FtraceLocations::parse("vfs_read\n");
         let rules = Rules {
@@ -532,6 +538,11 @@ ffffffffc0001100 t other\t[foo]
         // data in the image: no ftrace location, refused as notrace
         assert!(matches!(
             kprobe_refusal_on(&ks, &rules, "vfs_data", 0, None),
+            Some(Err(_))
+        ));
+        // a module's function below the image is still held to notrace
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &rules, "mod_notraced", 0, None),
             Some(Err(_))
         ));
     }
