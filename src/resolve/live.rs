@@ -197,8 +197,11 @@ impl Environment for LiveEnv<'_> {
                 .by_name(symbol, None)
                 .into_iter()
                 .find(|s| s.module.is_none())
-            && let Some(stext) = table.by_name("_stext", None).first()
-            && sym.addr.saturating_add(offset) < stext.addr
+            && let Some(start) = table
+                .by_name("_text", None)
+                .first()
+                .or(table.by_name("_stext", None).first())
+            && sym.addr.saturating_add(offset) < start.addr
         {
             return Some(Some(Refusal::Unresolved(format!(
                 "{symbol} ({:#x}) lies below the kernel image (a per-cpu variable?): \

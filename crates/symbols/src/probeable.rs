@@ -336,10 +336,13 @@ pub fn kprobe_refusal_on(
     // a=@nosuch` is "Invalid probed address or symbol").
     // (modules sit below the image on arm64 and 32-bit arm: only a core
     // symbol is below it for this purpose)
+    // (the image starts at `_text`: 32-bit arm keeps its init text and
+    // arm64 its head text between `_text` and `_stext`)
     let below_image = sym.module.is_none()
         && ks
-            .by_name("_stext", None)
+            .by_name("_text", None)
             .first()
+            .or(ks.by_name("_stext", None).first())
             .is_some_and(|s| addr < s.addr);
     if rules.notrace_refused
         && !below_image
@@ -544,6 +547,21 @@ ffffffffc0001100 t other\t[foo]
         assert!(matches!(
             kprobe_refusal_on(&ks, &rules, "mod_notraced", 0, None),
             Some(Err(_))
+        ));
+        // the image starts at _text: init text before _stext (32-bit arm)
+        // is in it
+        let table = format!(
+            "ffffffff80f00000 T _text\nffffffff80f00100 t early_fn\n\
+             000000000001e4e0 D bpf_prog_active\n{TABLE}"
+        );
+        let ks = Kallsyms::parse(&table).unwrap();
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &rules, "early_fn", 0, None),
+            Some(Err(_))
+        ));
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &rules, "bpf_prog_active", 0, None),
+            Some(Ok(Some(_)))
         ));
     }
 
