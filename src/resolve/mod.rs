@@ -76,6 +76,16 @@ pub fn build(
     let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
+        // An offset past the function's end, said before the kernel's own
+        // verdict on whatever lies there (x86_64 5.10: a notrace function).
+        if let Some((symbol, offset, size)) = past_function_end(view, &r.line) {
+            bail!(
+                "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
+                 end of {symbol} ({size:#x} bytes): the probe would land in another function \
+                 (ktrace disasm {symbol} lists the offsets a probe can take)",
+                r.input
+            );
+        }
         let checked = if route.native || !ktrace_probe::btfarg::may_use_btf(&r.line) {
             check_line(&r.line, target, &env)
         } else {
@@ -177,6 +187,28 @@ pub fn build(
         .collect();
     naming::name_into_group(&mut defs, sess.name(), &taken);
     Ok(defs.into_iter().map(|def| Probe { def }).collect())
+}
+
+/// `SYM+OFF` of a kprobe line (`p[:EV] SYM+OFF ...`, `r...`) whose offset is
+/// at or past the end of SYM: the symbol, the offset and SYM's size.
+fn past_function_end(view: &KernelView, line: &str) -> Option<(String, u64, u64)> {
+    let mut words = line.split_whitespace();
+    let head = words.next()?;
+    if !(head.starts_with('p') || head.starts_with('r')) {
+        return None;
+    }
+    let place = words.next()?;
+    let place = place.strip_suffix("%return").unwrap_or(place);
+    let (symbol, off) = place.split_once('+')?;
+    if symbol.is_empty() || symbol.contains('/') || symbol.starts_with("0x") {
+        return None;
+    }
+    let offset = match off.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok()?,
+        None => off.parse().ok()?,
+    };
+    let size = function_size(view, symbol)?;
+    (offset > 0 && offset >= size).then(|| (symbol.to_string(), offset, size))
 }
 
 /// The size of kernel function `symbol` (`NAME` or `MOD:NAME`): up to the
