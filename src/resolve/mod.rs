@@ -100,25 +100,6 @@ pub fn build(
                 }
             }
         };
-        // An offset past the function's end lands in another function; the
-        // kernel may take it, ktrace does not put a probe there (said before
-        // the code there is checked: it is not the user's function).
-        if let Ok(Definition::Probe(p)) = &checked.definition
-            && let ktrace_probe::ProbeKind::Kprobe {
-                place: ktrace_probe::ast::KprobePlace::Symbol { symbol, offset },
-                ..
-            } = &p.kind
-            && *offset > 0
-            && let Some(size) = function_size(view, symbol)
-            && *offset >= size
-        {
-            bail!(
-                "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
-                 end of {symbol} ({size:#x} bytes): the probe would land in another function \
-                 (ktrace disasm {symbol} lists the offsets a probe can take)",
-                r.input
-            );
-        }
         // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
         // function's code, before anything is written.
         let mut checked = checked;
