@@ -124,8 +124,9 @@ pub struct Features {
     pub fprobe_no_match_enoent: bool,
     /// `$arg…` words are scanned ("$arg* can be used only on function entry or
     /// exit", "BTF is not available or not supported" for `$arg*`) also on
-    /// kernels without BTF arguments: seen on arm 7.2; arm 6.12 leaves them to
-    /// the classic parser. Gated at 6.16 (estimate).
+    /// kernels without BTF arguments: seen on arm 7.2 and arm 6.12.117; arm
+    /// 6.12.95 leaves them to the classic parser. Gated at 6.16 (estimate) and
+    /// at 6.12 after .95 (a stable backport).
     pub meta_args_without_btf: bool,
     /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
     /// probes get "Typecasts are only for eprobe fields", or "BTF is not
@@ -219,7 +220,11 @@ impl KernelVersion {
             fprobe_no_maxactive: self.at_least(6, 16),
             fprobe_auto_return: self.at_least(6, 16),
             fprobe_no_match_enoent: self.at_least(6, 16),
-            meta_args_without_btf: self.at_least(6, 16),
+            // A stable backport reached 6.12 between .95 (corpus fixtures:
+            // classic parser) and .117 (CI's arm 6.12 guest: `$arg*` refused
+            // as "BTF is not available or not supported").
+            meta_args_without_btf: self.at_least(6, 16)
+                || (self.series() == KernelVersion::new(6, 12) && self.after(6, 12, 95)),
             typecasts: self.at_least(6, 16),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),

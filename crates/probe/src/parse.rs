@@ -1725,6 +1725,30 @@ mod tests {
     }
 
     #[test]
+    fn arg_star_without_btf_args_follows_the_6_12_backport() {
+        // 32-bit arm has no BTF arguments. Debian's arm 6.12.95 (corpus
+        // fixtures) leaves `$arg*` to the classic parser ("Invalid
+        // $-valiable"); 6.12.117 (CI's conform run, seed 1 index 1562) scans
+        // the `$arg` words first and refuses `$arg*` at the last of them.
+        let at = |sub: u32, line: &str| {
+            let mut t = Target::new(Arch::Arm);
+            t.kernel = KernelVersion::with_sublevel(6, 12, sub);
+            let e = check_line(line, t, &Offline).definition.unwrap_err();
+            (e.message, e.pos)
+        };
+        let line = "p:ev vfs_read $arg1 x $arg*";
+        assert_eq!(at(95, line).0, "Invalid $-valiable specified");
+        assert_eq!(
+            at(117, line),
+            ("BTF is not available or not supported", Some(22))
+        );
+        assert_eq!(
+            at(117, "r:ev vfs_read $arg0 a=\\0 $arg*").0,
+            "BTF is not available or not supported"
+        );
+    }
+
+    #[test]
     fn comments_blank_lines_and_spacing() {
         assert!(matches!(check("").definition, Ok(Definition::Empty)));
         assert!(matches!(
