@@ -27,6 +27,26 @@ use crate::resolve::live::{LiveEnv, SymbolsEnv, live_target};
 /// Arguments of `ktrace check`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The target kernel (live by default).
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The tracefs file the definitions are meant for.
+    #[arg(long, value_enum, default_value = "dynamic_events")]
+    pub file: FileArg,
+    /// One JSON object per definition.
+    #[arg(long)]
+    pub json: bool,
+    /// Also print how each BTF argument was compiled, and the classic definition.
+    #[arg(long)]
+    pub explain: bool,
+    /// Definitions to check; one per line from standard input when none.
+    pub defs: Vec<String>,
+}
+
+/// The flags that name the kernel a definition is checked for (`check`,
+/// `boot`): the running kernel by default, or a target described offline.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
     /// Target architecture (x86_64, arm64/aarch64, arm, riscv, i386); default: this machine's.
     #[arg(long)]
     pub arch: Option<String>,
@@ -39,15 +59,9 @@ pub struct Args {
     /// A copy of the target's /proc/kallsyms, for symbol checks.
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<std::path::PathBuf>,
-    /// The tracefs file the definitions are meant for.
-    #[arg(long, value_enum, default_value = "dynamic_events")]
-    pub file: FileArg,
     /// Possible CPUs of the target (for the default maxactive of return probes).
     #[arg(long)]
     pub cpus: Option<u32>,
-    /// One JSON object per definition.
-    #[arg(long)]
-    pub json: bool,
     /// Check offline even on a live kernel: no kallsyms, files or events of
     /// this machine are consulted. Without it, and without --arch and
     /// --kallsyms, the running kernel is asked when tracefs is mounted.
@@ -65,11 +79,6 @@ pub struct Args {
     /// code is read from /proc/kcore.
     #[arg(long, value_name = "FILE")]
     pub vmlinux: Option<std::path::PathBuf>,
-    /// Also print how each BTF argument was compiled, and the classic definition.
-    #[arg(long)]
-    pub explain: bool,
-    /// Definitions to check; one per line from standard input when none.
-    pub defs: Vec<String>,
 }
 
 /// Which probe file to check against.
@@ -88,19 +97,7 @@ pub enum FileArg {
 
 /// Runs `ktrace check`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let inputs: Vec<String> = if args.defs.is_empty() {
-        let stdin = std::io::stdin();
-        if std::io::IsTerminal::is_terminal(&stdin) {
-            crate::say!("reading definitions from standard input, one per line (Ctrl-D to end)");
-        }
-        let mut v = Vec::new();
-        for line in stdin.lock().lines() {
-            v.push(line.context("reading standard input")?);
-        }
-        v
-    } else {
-        args.defs.clone()
-    };
+    let inputs = read_inputs(&args.defs)?;
     let mut checker = Checker::new(&args, &inputs)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -119,6 +116,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The definitions given, or one per line of standard input when none are
+/// (saying so when that is a terminal).
+pub fn read_inputs(defs: &[String]) -> anyhow::Result<Vec<String>> {
+    if !defs.is_empty() {
+        return Ok(defs.to_vec());
+    }
+    let stdin = std::io::stdin();
+    if std::io::IsTerminal::is_terminal(&stdin) {
+        crate::say!("reading definitions from standard input, one per line (Ctrl-D to end)");
+    }
+    let mut v = Vec::new();
+    for line in stdin.lock().lines() {
+        v.push(line.context("reading standard input")?);
+    }
+    Ok(v)
 }
 
 /// The options of a check that do not come from the definitions.
@@ -147,19 +161,28 @@ pub struct Options {
 impl From<&Args> for Options {
     fn from(args: &Args) -> Options {
         Options {
-            arch: args.arch.clone(),
-            kernel: args.kernel.clone(),
-            kallsyms: args.kallsyms.clone(),
-            cpus: args.cpus,
-            offline: args.offline,
-            btf: args.btf.clone(),
-            vmlinux: args.vmlinux.clone(),
             interface: match args.file {
                 FileArg::Dynamic => Interface::DynamicEvents,
                 FileArg::Kprobe => Interface::KprobeEvents,
                 FileArg::Uprobe => Interface::UprobeEvents,
             },
             explain: args.explain,
+            ..Options::from(&args.target)
+        }
+    }
+}
+
+impl From<&TargetArgs> for Options {
+    fn from(t: &TargetArgs) -> Options {
+        Options {
+            arch: t.arch.clone(),
+            kernel: t.kernel.clone(),
+            kallsyms: t.kallsyms.clone(),
+            cpus: t.cpus,
+            offline: t.offline,
+            btf: t.btf.clone(),
+            vmlinux: t.vmlinux.clone(),
+            ..Options::default()
         }
     }
 }
@@ -453,6 +476,18 @@ impl Report {
         }
     }
 
+    /// What `ktrace trace` writes for this line: ktrace's own compilation
+    /// where it differs from the kernel's reading, else the line itself;
+    /// `None` when neither is accepted.
+    pub fn write_line(&self) -> Option<String> {
+        match &self.ktrace {
+            Some(KtraceForm { result: Ok(c) }) if c.checked.accepted() => Some(c.text.clone()),
+            Some(_) => None,
+            None if self.kernel.accepted() => Some(self.input.clone()),
+            None => None,
+        }
+    }
+
     /// The JSON object `ktrace check --json` prints for this line.
     pub fn json(&self, arch: Arch) -> serde_json::Value {
         let mut v = json_line(&self.input, &self.kernel, arch, self.why.as_deref());
@@ -470,15 +505,8 @@ impl Report {
         if let Some(route) = self.btf_route {
             v["btf_route"] = route.into();
         }
-        // What `ktrace trace` writes for this line: ktrace's own compilation
-        // where it differs from the kernel's reading, else the line itself.
-        match &self.ktrace {
-            Some(KtraceForm { result: Ok(c) }) if c.checked.accepted() => {
-                v["write"] = c.text.clone().into();
-            }
-            Some(_) => {}
-            None if self.kernel.accepted() => v["write"] = self.input.clone().into(),
-            None => {}
+        if let Some(w) = self.write_line() {
+            v["write"] = w.into();
         }
         if let Some(c) = &self.native {
             v["classic"] = c.classic.clone().into();

@@ -15,10 +15,21 @@ pub struct Args {
     /// Only list ktrace sessions present and whether their owner lives.
     #[arg(long)]
     pub list: bool,
+    /// Remove the boot-time probes `ktrace boot` set (group ktrace_boot), or
+    /// only the EVENTs named (`EVENT` of that group, or `GROUP/EVENT`): they
+    /// belong to no session, so only this removes them.
+    #[arg(long, conflicts_with = "list")]
+    pub boot: bool,
+    /// With --boot: the events to remove.
+    #[arg(requires = "boot", value_name = "EVENT")]
+    pub events: Vec<String>,
 }
 
 /// Runs `ktrace clean`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.boot {
+        return crate::cmd::boot::clean(&args.events);
+    }
     let root = discover::find_or_mount()?;
     if args.list {
         for name in owner::present_sessions(&root)? {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod agg;
+pub mod boot;
 pub mod check;
 pub mod clean;
 pub mod conform;
@@ -27,6 +28,8 @@ pub mod trace;
 pub enum Command {
     /// Check probe definitions exactly as the kernel would read them.
     Check(check::Args),
+    /// Print the kernel command line that sets probes at boot (kprobe_event=).
+    Boot(boot::Args),
     /// Look up kernel and ELF symbols: addresses, sizes, uprobe file offsets.
     Syms(syms::Args),
     /// List probe-able kernel functions, or the dynamic events present.
@@ -65,6 +68,7 @@ pub enum Command {
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Check(args) => check::run(args),
+        Command::Boot(args) => boot::run(args),
         Command::Syms(args) => syms::run(args),
         Command::List(args) => list::run(args),
         Command::Trace(args) => trace::run(args),

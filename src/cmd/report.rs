@@ -30,8 +30,13 @@ use crate::kview::SavedSymbols;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
+    #[arg(value_name = "FILE", required_unless_present = "boot")]
+    pub file: Option<PathBuf>,
+    /// Instead of a file: the events the boot-time probes (`kprobe_event=`,
+    /// see `ktrace boot`) wrote to the top-level buffer of this boot.
+    /// Reading them consumes them, as trace_pipe does.
+    #[arg(long, conflicts_with = "file")]
+    pub boot: bool,
     /// Print events as JSON lines (typed values) instead of the kernel's
     /// text.
     #[arg(long)]
@@ -236,11 +241,14 @@ fn kind_of_format(text: &str, system: &str) -> ProbeKind {
 
 /// Runs `ktrace report`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let Some(file) = &args.file else {
+        return crate::cmd::boot::report(args.json);
+    };
     let Recording {
         meta,
         mut decoder,
         streams,
-    } = open(&args.file)?;
+    } = open(file)?;
     let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
     // Straight to file descriptor 1: the standard library's stdout is
     // line-buffered, which scans every 64 KiB written for newlines.

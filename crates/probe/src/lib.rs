@@ -44,6 +44,7 @@
 
 pub mod arch;
 pub mod ast;
+pub mod boot;
 pub mod btfarg;
 pub mod btfvar;
 pub mod env;

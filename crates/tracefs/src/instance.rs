@@ -89,6 +89,17 @@ impl Instance {
         })
     }
 
+    /// The top-level buffer: the tracefs root itself, where the kernel's
+    /// boot-time events (`kprobe_event=`, `trace_event=`) are enabled and
+    /// written. ktrace reads it and disables the events it is asked to
+    /// remove there; it is never removed ([`Instance::remove`] fails).
+    pub fn top(root: &Path) -> Self {
+        Self {
+            name: String::new(),
+            dir: root.to_path_buf(),
+        }
+    }
+
     /// An existing instance, without touching it.
     pub fn open(root: &Path, name: &str) -> Self {
         Self {

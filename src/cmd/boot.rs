@@ -1,0 +1,473 @@
+//! Tracing the boot: `ktrace boot` turns probe definitions into the kernel
+//! command line's `kprobe_event=` parameter (checked for the target kernel,
+//! as `ktrace check` does), `ktrace report --boot` prints what those probes
+//! recorded in the top-level buffer, and `ktrace clean --boot` removes them.
+//!
+//! The kernel creates and enables `kprobe_event=` probes at `fs_initcall`
+//! time (kernel/trace/trace_kprobe.c, `setup_boot_kprobe_events()`), in the
+//! top-level buffer, before init runs. They are not a ktrace session: no
+//! process owns them, so nothing reaps them; ktrace puts them in its own
+//! group ([`BOOT_GROUP`]) and removes them only when asked. How a definition
+//! travels on the command line is `ktrace_probe::boot`; the verdict on each
+//! definition is the checker's (`crate::cmd::check::Checker`), live or
+//! offline.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use ktrace_printer::{FlagStyle, JsonSink, SyscallStyle, TextSink, clock_in_ns};
+use ktrace_probe::boot::{self, BOOT_GROUP};
+use ktrace_probe::{Definition, Interface, ProbeKind};
+use ktrace_stream::{Comms, CpuPages, Decoder, EventTable, Options, ProbeSpec, Sink, TaskNames};
+use ktrace_symbols::KernelView;
+use ktrace_tracefs::{DynEvents, Instance, discover};
+
+use crate::cmd::check::{self, Checker, TargetArgs};
+
+/// Arguments of `ktrace boot`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+The probes are created and enabled by the kernel at fs_initcall time, before \
+init runs (what runs earlier is not seen), in the top-level buffer. Add the \
+printed parameters to the kernel command line (e.g. GRUB_CMDLINE_LINUX in \
+/etc/default/grub, then update-grub) and reboot; then `ktrace report --boot` \
+prints the events (and consumes them, as trace_pipe does) and `ktrace clean \
+--boot` removes the probes. A definition without a group goes to the group \
+ktrace_boot. Nothing is written to the kernel by this command.")]
+pub struct Args {
+    /// The target kernel (live by default).
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Each CPU's ring buffer at boot (`trace_buf_size=`: bytes, or with K,
+    /// M or G).
+    #[arg(long, value_name = "SIZE")]
+    pub buffer_size: Option<String>,
+    /// Also print the ring buffer to the console on an oops
+    /// (`ftrace_dump_on_oops`): the events before a crash, on the serial
+    /// console.
+    #[arg(long)]
+    pub dump_on_oops: bool,
+    /// One JSON object (the parameters, their length against the kernel's
+    /// limit, each definition as it will be written).
+    #[arg(long)]
+    pub json: bool,
+    /// Kprobe and kretprobe definitions (as `ktrace check` takes them); one
+    /// per line from standard input when none.
+    pub defs: Vec<String>,
+}
+
+/// One definition ready for the command line.
+struct Encoded {
+    input: String,
+    line: String,
+    encoded: String,
+    group: String,
+    event: String,
+}
+
+/// Runs `ktrace boot`.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let inputs: Vec<String> = check::read_inputs(&args.defs)?
+        .into_iter()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .collect();
+    if inputs.is_empty() {
+        anyhow::bail!("no definitions: give kprobes or kretprobes to set at boot");
+    }
+    let buffer = match &args.buffer_size {
+        Some(s) => match boot::buffer_size(s) {
+            Some(_) => Some(s.clone()),
+            None => anyhow::bail!(
+                "--buffer-size {s:?}: not a size the kernel reads (a number of bytes, \
+                 optionally with K, M or G)"
+            ),
+        },
+        None => None,
+    };
+    let opts = check::Options {
+        interface: Interface::DynamicEvents,
+        ..check::Options::from(&args.target)
+    };
+    let mut checker = Checker::with_options(&opts, &inputs)?;
+    let arch = checker.arch;
+    let mut done: Vec<Encoded> = Vec::new();
+    let mut refused = 0usize;
+    let stderr = std::io::stderr();
+    for input in &inputs {
+        match encode(&mut checker, input, &done) {
+            Ok(e) => done.push(e),
+            Err(Refused::Check(report)) => {
+                refused += 1;
+                report.human(&mut stderr.lock(), arch, false)?;
+            }
+            Err(Refused::Boot(why)) => {
+                refused += 1;
+                crate::eline!("{input}\n  refused for kprobe_event=: {why}");
+            }
+        }
+    }
+    if refused > 0 {
+        crate::say!(
+            "{refused} of {} definition(s) cannot be set at boot: nothing printed",
+            inputs.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    let encoded: Vec<String> = done.iter().map(|e| e.encoded.clone()).collect();
+    let mut params = vec![boot::parameter(&encoded)];
+    if let Some(b) = &buffer {
+        params.push(format!("trace_buf_size={b}"));
+    }
+    if args.dump_on_oops {
+        params.push("ftrace_dump_on_oops".to_string());
+    }
+    let line = params.join(" ");
+    let limit = boot::command_line_size(arch) - 1;
+    let live = !(opts.offline
+        || opts.arch.is_some()
+        || opts.kernel.is_some()
+        || opts.kallsyms.is_some()
+        || opts.vmlinux.is_some());
+    let current = if live {
+        std::fs::read_to_string("/proc/cmdline")
+            .ok()
+            .map(|c| c.trim_end().len())
+    } else {
+        None
+    };
+    if line.len() > limit {
+        crate::say!(
+            "the parameters take {} bytes: more than the {limit} of its command line an {arch} \
+             kernel keeps (COMMAND_LINE_SIZE); split the probes over fewer definitions or \
+             arguments",
+            line.len()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    if args.json {
+        let v = serde_json::json!({
+            "parameters": line,
+            "kprobe_event": params[0],
+            "length": line.len(),
+            "limit": limit,
+            "current_command_line": current,
+            "definitions": done.iter().map(|e| serde_json::json!({
+                "input": e.input,
+                "line": e.line,
+                "encoded": e.encoded,
+                "group": e.group,
+                "event": e.event,
+            })).collect::<Vec<_>>(),
+        });
+        crate::oline!("{v}");
+    } else {
+        crate::oline!("{line}");
+    }
+    let with_current = match current {
+        Some(c) => {
+            let total = c + 1 + line.len();
+            let warn = if total > limit {
+                " — too long: the kernel would cut it; drop something from the command line"
+            } else {
+                ""
+            };
+            format!(
+                "; with this machine's command line ({c} bytes) the whole line is {total}{warn}"
+            )
+        }
+        None => String::new(),
+    };
+    crate::say!(
+        "{} probe(s); the parameters take {} of the {limit} bytes an {arch} kernel keeps of \
+         its command line{with_current}",
+        done.len(),
+        line.len()
+    );
+    crate::say!(
+        "after booting with them: `ktrace report --boot` prints the events, `ktrace clean \
+         --boot` removes the probes"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Why a definition is not printed.
+enum Refused {
+    /// The kernel would refuse it (the checker's full report).
+    Check(Box<check::Report>),
+    /// The boot parameter cannot carry it.
+    Boot(String),
+}
+
+/// Checks `input`, puts it in [`BOOT_GROUP`] when it names no group, checks
+/// that line again and encodes it.
+fn encode(checker: &mut Checker, input: &str, done: &[Encoded]) -> Result<Encoded, Refused> {
+    let report = checker.check(input);
+    let Some(write) = report.write_line() else {
+        return Err(Refused::Check(Box::new(report)));
+    };
+    if write.trim_start().starts_with('-') {
+        return Err(Refused::Boot(boot::BootRefusal::Removal.to_string()));
+    }
+    let line = if boot::names_group(&write) {
+        write
+    } else {
+        let again = checker.check(&write);
+        let Some(event) = probe_of(&again).map(|(_, e)| e) else {
+            return Err(Refused::Boot(boot::BootRefusal::NotKprobe.to_string()));
+        };
+        boot::with_group(&write, BOOT_GROUP, &event)
+    };
+    let report = checker.check(&line);
+    let Some((group, event)) = probe_of(&report) else {
+        if report.write_line().is_none() {
+            return Err(Refused::Check(Box::new(report)));
+        }
+        return Err(Refused::Boot(boot::BootRefusal::NotKprobe.to_string()));
+    };
+    if report.write_line().as_deref() != Some(line.as_str()) {
+        return Err(Refused::Check(Box::new(report)));
+    }
+    if let Some(d) = done.iter().find(|d| d.group == group && d.event == event) {
+        return Err(Refused::Boot(format!(
+            "the event {group}/{event} is already defined by {:?}: give each probe its own name",
+            d.input
+        )));
+    }
+    let encoded = boot::encode_line(&line).map_err(|e| Refused::Boot(e.to_string()))?;
+    Ok(Encoded {
+        input: input.to_string(),
+        line,
+        encoded,
+        group,
+        event,
+    })
+}
+
+/// The group and event of an accepted kprobe or kretprobe line.
+fn probe_of(report: &check::Report) -> Option<(String, String)> {
+    match &report.kernel.definition {
+        Ok(Definition::Probe(p)) if matches!(p.kind, ProbeKind::Kprobe { .. }) => {
+            Some((p.group.clone(), p.event.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// A non-blocking `trace_pipe_raw` read to its end: the pages there are
+/// now (the kernel's "try again" is the end).
+struct Drain(std::fs::File);
+
+impl Read for Drain {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+            other => other,
+        }
+    }
+}
+
+/// `ktrace report --boot`: the events of the boot-time probes, from the
+/// top-level buffer they were written to (consumed, as `trace_pipe` does).
+pub fn report(json: bool) -> anyhow::Result<ExitCode> {
+    let root = discover::find_or_mount()?;
+    let top = Instance::top(&root);
+    let listed = DynEvents::new(&root)
+        .list()
+        .context("cannot list the dynamic events")?;
+    let probes: Vec<ProbeSpec> = listed
+        .iter()
+        .filter(|e| e.kind.starts_with('p') || e.kind.starts_with('r'))
+        .map(|e| ProbeSpec {
+            group: e.group.clone(),
+            event: e.event.clone(),
+            kind: ktrace_stream::ProbeKind::from_dynamic_event(&e.line),
+            target: None,
+        })
+        .collect();
+    if probes.is_empty() {
+        explain_no_boot_probes();
+        return Ok(ExitCode::from(1));
+    }
+    let layout = ktrace_stream::page_layout(&root, &top)?;
+    let table = EventTable::load(&root, layout.long_size, &probes)?;
+    let comms = ktrace_tracefs::buffers::saved_cmdlines(&root)
+        .map(|t| Comms::from_saved_cmdlines(&t))
+        .unwrap_or_default();
+    let options = Options {
+        // ktrace's own reads (a boot probe on openat sees them)
+        skip_pids: vec![std::process::id() as i32],
+        ..Options::default()
+    };
+    let mut decoder = Decoder::new(layout, table, TaskNames::fixed(comms), options, Vec::new());
+    for cpu in top.cpus()? {
+        if let Ok(s) = top.cpu_stats(cpu) {
+            decoder.summary_mut().add_stats(cpu as usize, &s);
+        }
+    }
+    let streams: Vec<CpuPages> = top
+        .open_cpu_buffers()?
+        .into_iter()
+        .map(|b| {
+            let r: Box<dyn Read> = Box::new(Drain(std::fs::File::from(b.fd)));
+            (b.cpu, r)
+        })
+        .collect();
+    let view = KernelView::running(Some(&root));
+    let symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
+    let out = std::fs::File::from(
+        rustix::io::dup(std::io::stdout()).context("cannot use standard output")?,
+    );
+    let release = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    let mut sink: Box<dyn Sink + '_> = if json {
+        Box::new(JsonSink::new(out, &symbols))
+    } else {
+        let style = top
+            .trace_header()
+            .map_or(FlagStyle::for_release(&release), |h| {
+                FlagStyle::from_trace_header(&h, &release)
+            });
+        let in_ns = top.trace_clock().map_or(true, |c| clock_in_ns(&c));
+        Box::new(
+            TextSink::new(out, style, &symbols, in_ns)
+                .syscalls(SyscallStyle::for_release(&release)),
+        )
+    };
+    let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());
+    for w in decoder.take_warnings() {
+        crate::say!("{w}");
+    }
+    let end = match end {
+        Ok(e) => e,
+        Err(ktrace_stream::Error::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot print the boot-time events")),
+    };
+    crate::cmd::report::summary(&end);
+    crate::say!(
+        "read from the top-level buffer, decoded with the formats of {} kprobe event(s); the \
+         events read are gone from it, as with trace_pipe",
+        probes.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Why there is nothing to report: no `kprobe_event=` on this boot's command
+/// line, or the kernel refused its definitions (its own words, from the
+/// kernel log).
+fn explain_no_boot_probes() {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    if !cmdline
+        .split_ascii_whitespace()
+        .any(|w| w.starts_with(boot::PARAM))
+    {
+        crate::say!(
+            "no boot-time probes: this boot's command line has no kprobe_event= \
+             (`ktrace boot DEFS...` prints one)"
+        );
+        return;
+    }
+    crate::say!("the command line has kprobe_event=, but no kprobe event is present");
+    let failures = kernel_log_failures();
+    if failures.is_empty() {
+        crate::say!(
+            "(the kernel log holds no 'Failed to add event' line; were they removed with `ktrace clean --boot`?)"
+        );
+    }
+    for f in failures {
+        crate::say!("kernel log: {f}");
+    }
+}
+
+/// The kernel log's `trace_kprobe: Failed to add event(ERR): DEFINITION`
+/// lines (`setup_boot_kprobe_events()`), from /dev/kmsg.
+fn kernel_log_failures() -> Vec<String> {
+    use rustix::fs::{Mode, OFlags};
+    let Ok(fd) = rustix::fs::open(
+        "/dev/kmsg",
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return Vec::new();
+    };
+    let mut f = std::fs::File::from(fd);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 8192];
+    // one record per read; bounded so that a busy log cannot keep us here
+    for _ in 0..100_000 {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let rec = String::from_utf8_lossy(&buf[..n]);
+                let msg = rec.split_once(';').map_or("", |(_, m)| m).trim_end();
+                if msg.contains("Failed to add event") {
+                    out.push(msg.to_string());
+                }
+            }
+            // EPIPE: a record overwritten while reading; go on
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::PIPE.raw_os_error()) => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// `ktrace clean --boot [EVENT...]`: disables the boot-time probes in the
+/// top-level buffer and removes them — every one of [`BOOT_GROUP`], or
+/// only those named (`EVENT` in that group, or `GROUP/EVENT`, which may be
+/// a probe somebody set at boot by hand: named, so asked for).
+pub fn clean(names: &[String]) -> anyhow::Result<ExitCode> {
+    let root = discover::find_or_mount()?;
+    let top = Instance::top(&root);
+    let dynevents = DynEvents::new(&root);
+    let listed = dynevents.list().context("cannot list the dynamic events")?;
+    let targets: Vec<(String, String)> = if names.is_empty() {
+        listed
+            .iter()
+            .filter(|e| e.group == BOOT_GROUP)
+            .map(|e| (e.group.clone(), e.event.clone()))
+            .collect()
+    } else {
+        let mut v = Vec::new();
+        for n in names {
+            let (g, e) = n.split_once('/').unwrap_or((BOOT_GROUP, n.as_str()));
+            if !listed.iter().any(|l| {
+                l.group == g && l.event == e && (l.kind.starts_with('p') || l.kind.starts_with('r'))
+            }) {
+                anyhow::bail!(
+                    "no kprobe event {g}/{e} is present (`ktrace list --probes` lists them): \
+                     nothing removed"
+                );
+            }
+            v.push((g.to_string(), e.to_string()));
+        }
+        v
+    };
+    if targets.is_empty() {
+        crate::say!("no boot-time probes of ktrace (group {BOOT_GROUP}) are present");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (g, e) in &targets {
+        if top.event_enabled(g, e).ok().flatten() == Some(true) {
+            top.set_enabled(g, Some(e), false)
+                .with_context(|| format!("cannot disable {g}/{e}"))?;
+        }
+    }
+    let mut removed = 0usize;
+    for (g, e) in &targets {
+        let file = listed
+            .iter()
+            .find(|l| &l.group == g && &l.event == e)
+            .and_then(|l| l.file);
+        dynevents.destroy_event(g, e, file).with_context(|| {
+            format!("cannot remove {g}/{e} (enabled in an instance, or in use?)")
+        })?;
+        removed += 1;
+    }
+    crate::say!("removed {removed} boot-time probe(s)");
+    Ok(ExitCode::SUCCESS)
+}

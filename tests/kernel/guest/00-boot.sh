@@ -1,0 +1,94 @@
+# Boot-time probes (issue 20). The rig booted this kernel with the
+# kprobe_event= that the host's `ktrace boot` printed offline for this arch
+# and kernel release (tests/kernel/run --boot-defs
+# tests/kernel/guest/boot-defs.txt). Held against the kernel: which of the
+# definitions the kernel created at boot (= ktrace's live verdict on each),
+# the events `ktrace report --boot` prints (= the kernel's own `trace` file),
+# `ktrace clean --boot` (removes them, nothing else), and `ktrace boot` run
+# live here (= the offline parameter). Runs first: the other scripts expect
+# a kernel without dynamic events, so everything is gathered before any
+# verdict (a verdict checks for leftovers) and the probes are removed.
+. "$KTEST_LIB"
+
+param=$(tr ' ' '\n' </proc/cmdline | grep '^kprobe_event=')
+if [ -z "$param" ]; then
+    ktest boot_probes
+    skip "not booted with kprobe_event= (tests/kernel/run --boot-defs FILE)"
+    exit 0
+fi
+# the definitions, as the kernel reads the parameter (commas are spaces,
+# semicolons end a definition)
+printf '%s\n' "${param#kprobe_event=}" | tr ';' '\n' | tr ',' ' ' >/tmp/boot-defs
+
+# --- gathered while the boot probes are there
+listing=$(cat "$TRACEFS/kprobe_events")
+[ -d "$TRACEFS/events/ktrace_boot" ] && echo 0 >"$TRACEFS/events/ktrace_boot/enable"
+kernel_text=$(grep -v '^#' "$TRACEFS/trace")
+ktrace report --boot >/tmp/report-boot.out 2>/tmp/report-boot.err
+report_rc=$?
+clean_out=$(ktrace clean --boot 2>&1)
+clean_rc=$?
+after=$(cat "$TRACEFS/kprobe_events")
+again=$(ktrace report --boot 2>&1)
+again_rc=$?
+echo "boot listing: $(_kt_short "$listing")"
+
+# Each definition of the parameter exists after the boot exactly when
+# ktrace's live check accepts the line (now that the events are gone).
+ktest boot_verdict_equals_live_check
+bad=""
+n=0
+while IFS= read -r def; do
+    [ -n "$def" ] || continue
+    n=$((n + 1))
+    place=${def%% *}
+    place=${place#*:}
+    if printf '%s\n' "$listing" | grep -q "^[pr][0-9]*:$place "; then kernel=accepted; else kernel=refused; fi
+    if ktrace check --file kprobe_events "$def" >/tmp/boot-check.out 2>&1; then ours=accepted; else ours=refused; fi
+    [ "$kernel" = "$ours" ] || bad="$bad [$def: kernel $kernel at boot, ktrace check $ours: $(_kt_short "$(cat /tmp/boot-check.out)")]"
+done </tmp/boot-defs
+expect_ge "definitions in the parameter" "$n" 1 &&
+    expect_empty "disagreements" "$bad" &&
+    pass "$n definition(s); created at boot: $(printf '%s\n' "$listing" | grep -c ':ktrace_boot/')"
+
+ktest report_boot_equals_kernel_trace
+if [ -z "$kernel_text" ]; then
+    skip "the boot probes recorded nothing (none created: $(_kt_short "$listing"))"
+else
+    expect_eq "ktrace report --boot exit status" "$report_rc" 0 &&
+        expect_eq "events (ktrace report --boot vs the kernel's trace)" "$(cat /tmp/report-boot.out)" "$kernel_text" &&
+        pass "$(printf '%s\n' "$kernel_text" | wc -l) event(s); $(tail -n 1 /tmp/report-boot.err)"
+fi
+
+ktest clean_boot_removes_them
+expect_eq "ktrace clean --boot exit status" "$clean_rc" 0 &&
+    expect_nomatch "kprobe_events after clean --boot" "$after" 'ktrace_boot/' &&
+    expect_ok "group directory gone" test ! -d "$TRACEFS/events/ktrace_boot" &&
+    pass "$clean_out"
+
+ktest report_boot_says_why_nothing
+expect_eq "exit status" "$again_rc" 1 &&
+    expect_match "message" "$again" 'command line has kprobe_event=, but no kprobe event is present' &&
+    pass
+
+# `ktrace boot` here, live (this kernel's README, kallsyms and code), prints
+# the parameter the host printed offline
+ktest boot_live_equals_offline
+if printf '%s\n' "$listing" | grep -q ':ktrace_boot/'; then
+    set --
+    while IFS= read -r def; do [ -n "$def" ] && set -- "$@" "$def"; done </tmp/boot-defs
+    live=$(ktrace boot "$@" 2>/tmp/boot-live.err)
+    rc=$?
+    if [ "$(printf '%s\n' "$listing" | grep -c ':ktrace_boot/')" = "$#" ]; then
+        expect_eq "exit status" "$rc" 0 &&
+            expect_eq "parameter" "$live" "$param" &&
+            pass "$(tail -n 2 /tmp/boot-live.err | head -n 1)"
+    else
+        # some were refused at boot (and by the live check above): all or nothing
+        expect_eq "exit status (a definition refused)" "$rc" 1 &&
+            expect_empty "nothing printed" "$live" &&
+            pass "refused live as at boot: $(tail -n 1 /tmp/boot-live.err)"
+    fi
+else
+    skip "the kernel created none of the boot probes"
+fi
