@@ -71,11 +71,24 @@ use clap::Parser;
 
 /// kprobe-based event tracing for Linux.
 #[derive(Debug, Parser)]
-#[command(name = "ktrace", version, about, long_about = None, after_help = EXIT_CODES)]
+#[command(name = "ktrace", version, about, long_about = LONG_ABOUT, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: cmd::Command,
 }
+
+/// What ktrace is, for `ktrace --help` and the man page's DESCRIPTION.
+const LONG_ABOUT: &str = "\
+kprobe-based event tracing for Linux in one static binary.
+
+ktrace speaks the kernel's own dynamic-probe language (the lines written into \
+kprobe_events, uprobe_events or dynamic_events), checks every definition exactly \
+as the running kernel would before the kernel sees a byte, installs the probes in \
+its own event group and tracing instance, reads the per-CPU ring buffers itself \
+and prints lines identical to the kernel's trace file (or JSON), aggregates \
+without BPF (count, hist, latency), records trace.dat files that trace-cmd, \
+KernelShark and Perfetto open, and removes everything it created when it exits. \
+It never touches probes, events or buffers it did not create.";
 
 /// Exit codes, shown by `ktrace --help` and in the man page.
 const EXIT_CODES: &str = "\
