@@ -30,6 +30,15 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// `--arch` of `check`, `boot` and `syms`: a name ktrace has register and
+/// ABI tables for (a bad one is a usage error, exit status 2, like any other
+/// bad flag).
+pub fn arch(text: &str) -> Result<String, String> {
+    text.parse::<ktrace_probe::Arch>()
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
 /// A count of at least one.
 pub fn count(text: &str) -> Result<u64, String> {
     let v: u64 = text

@@ -37,3 +37,30 @@ fn bad_numbers_are_usage_errors_before_anything_is_created() {
         assert_eq!(state(&root), before, "{args:?} changed tracefs");
     }
 }
+
+/// A bad `--arch` is a usage error like any other bad flag (exit 2, not 1);
+/// so is a `ktrace boot --buffer-size` the kernel would not read (exit 1:
+/// refused with the reason, nothing printed on stdout).
+#[test]
+fn bad_arch_is_a_usage_error() {
+    for args in [
+        ["check", "--arch", "sparc", "p vfs_read"].as_slice(),
+        &["boot", "--arch", "sparc64", "p vfs_read"],
+        &["syms", "--btf", "--arch", "mips", "vfs_read"],
+    ] {
+        let out = common::ktrace().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("unknown architecture"),
+            "{args:?}: {stderr}"
+        );
+    }
+    let out = common::ktrace()
+        .args(["boot", "--offline", "--buffer-size", "4MB", "p vfs_read"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a size the kernel reads"));
+}

@@ -48,7 +48,7 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetArgs {
     /// Target architecture (x86_64, arm64/aarch64, arm, riscv, i386); default: this machine's.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::arch)]
     pub arch: Option<String>,
     /// Target kernel version (MAJOR.MINOR or `uname -r`; checked against 5.10,
     /// 6.1, 6.12 and 7.2). Default: live, the running kernel (its README decides

@@ -134,9 +134,11 @@ const TOP_SECTIONS: &[(&str, &[&str])] = &[
     ),
     (
         "SEE ALSO",
-        &["trace-cmd(1), perf-probe(1), bpftrace(8), kernelshark(1); the kernel's \
+        &[
+            "trace-cmd(1), perf-probe(1), bpftrace(8), kernelshark(1); the kernel's \
            Documentation/trace/kprobetrace.rst, uprobetracer.rst, fprobetrace.rst, \
-           eprobetrace.rst and ftrace.rst."],
+           eprobetrace.rst and ftrace.rst.",
+        ],
     ),
 ];
 
@@ -323,8 +325,17 @@ mod tests {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
             assert!(text.contains(sub.get_name()), "{} missing", sub.get_name());
         }
-        for section in ["DEFINITIONS", "SESSIONS AND CLEANUP", "FILES", "EXIT STATUS", "SEE ALSO"] {
-            assert!(text.contains(&format!(".SH {section}")), "{section} missing");
+        for section in [
+            "DEFINITIONS",
+            "SESSIONS AND CLEANUP",
+            "FILES",
+            "EXIT STATUS",
+            "SEE ALSO",
+        ] {
+            assert!(
+                text.contains(&format!(".SH {section}")),
+                "{section} missing"
+            );
         }
         let trace = cmd.find_subcommand("trace").unwrap();
         let text = String::from_utf8(sub_page(trace).unwrap()).unwrap();
