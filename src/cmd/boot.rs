@@ -290,7 +290,7 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let layout = ktrace_stream::page_layout(&root, &top)?;
-    let table = EventTable::load(&root, layout.long_size, &probes)?;
+    let table = boot_table(&root, layout.long_size, &probes);
     let comms = ktrace_tracefs::buffers::saved_cmdlines(&root)
         .map(|t| Comms::from_saved_cmdlines(&t))
         .unwrap_or_default();
@@ -354,6 +354,56 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
         probes.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The event table of the boot-time probes. Early in a boot a probe's
+/// `format` may not be there yet (Debian's x86_64 6.1 guest: listed in
+/// kprobe_events, its events/GROUP/EVENT directory missing for a moment):
+/// each is waited for up to a second, then left to the lookup of unknown
+/// event ids while reading (with a warning).
+fn boot_table(root: &std::path::Path, long_size: usize, probes: &[ProbeSpec]) -> EventTable {
+    let mut table = EventTable::new(long_size, Some(root));
+    for p in probes {
+        let mut format = None;
+        for _ in 0..10 {
+            match ktrace_tracefs::buffers::event_format(root, &p.group, &p.event) {
+                Ok(f) => {
+                    format = Some(f);
+                    break;
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+            }
+        }
+        let added = format.map(|f| {
+            table
+                .add(&p.group, &f, p.kind, None, ktrace_stream::Role::Probe)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        match added {
+            Some(Ok(())) => {}
+            Some(Err(e)) => crate::say!("{}/{}: bad event format: {e}", p.group, p.event),
+            None => crate::say!(
+                "{}/{}: no events/{}/{}/format (yet?): its records are decoded if it appears",
+                p.group,
+                p.event,
+                p.group,
+                p.event
+            ),
+        }
+    }
+    for (name, user) in [("kernel_stack", false), ("user_stack", true)] {
+        if let Ok(text) = ktrace_tracefs::buffers::event_format(root, "ftrace", name) {
+            let _ = table.add(
+                "ftrace",
+                &text,
+                ktrace_stream::ProbeKind::Other,
+                None,
+                ktrace_stream::Role::Stack { user },
+            );
+        }
+    }
+    table
 }
 
 /// Why there is nothing to report: no `kprobe_event=` on this boot's command
