@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 pub mod agg;
+pub mod bench;
 pub mod boot;
 pub mod check;
 pub mod clean;
@@ -52,6 +53,8 @@ pub enum Command {
     Disasm(disasm::Args),
     /// Show per-probe hits and misses.
     Profile(profile::Args),
+    /// Measure what one probe hit costs the traced code, on this machine.
+    Bench(bench::Args),
     /// Remove what ktrace sessions whose process is gone left behind.
     Clean(clean::Args),
     /// Print shell completions generated from the CLI definition.
@@ -80,6 +83,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Export(args) => export::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Profile(args) => profile::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Clean(args) => clean::run(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
