@@ -91,10 +91,10 @@ impl Environment for LiveEnv<'_> {
             .and_then(|s| s.module_symbol(module, name))
             .or_else(|| {
                 let t = self.table()?;
-                let loaded = t
-                    .symbols()
-                    .iter()
-                    .any(|s| s.module.as_deref() == Some(module));
+                let loaded = !ktrace_symbols::kallsyms::is_pseudo_module(module)
+                    && t.symbols()
+                        .iter()
+                        .any(|s| s.module.as_deref() == Some(module));
                 Some(loaded.then(|| t.count_same(name, Some(module)) > 0))
             })
     }

@@ -27,6 +27,18 @@
 
 use std::collections::HashMap;
 
+/// The pseudo-modules /proc/kallsyms lists beside the real ones (`[bpf]`,
+/// `[__builtin__ftrace]`, `[__builtin__kprobes]`: BPF programs, ftrace
+/// trampolines, kprobe instruction pages, from `kallsyms_show`'s arch and
+/// subsystem hooks). No name lookup sees them: `kallsyms_lookup_name()`
+/// searches the core kernel and real modules, `find_module()` knows no such
+/// module. Seen on arm 7.2: `kprobe_optinsn_page [__builtin__kprobes]`, which
+/// the kernel refuses as "Invalid probed address or symbol" and takes as
+/// `__builtin__kprobes:kprobe_optinsn_page` of a module yet to come.
+pub fn is_pseudo_module(module: &str) -> bool {
+    module == "bpf" || module.starts_with("__builtin__")
+}
+
 use crate::error::{Error, Result};
 
 /// One line of kallsyms.
@@ -169,7 +181,10 @@ impl Kallsyms {
     /// "symbol is not unique" (EADDRNOTAVAIL) since Linux 6.6 (and in the
     /// stable kernels the fix went to).
     pub fn count_same(&self, name: &str, module: Option<&str>) -> usize {
-        self.by_name(name, module).len()
+        self.by_name(name, module)
+            .iter()
+            .filter(|s| !s.module.as_deref().is_some_and(is_pseudo_module))
+            .count()
     }
 
     /// The symbol containing `addr`, as the kernel's lookup finds it: each
@@ -308,6 +323,9 @@ impl SymbolCounts {
             let Ok(Some(l)) = parse_line(line) else {
                 continue;
             };
+            if l.module.is_some_and(is_pseudo_module) {
+                continue;
+            }
             if let Some(m) = l.module
                 && !c.modules.contains(m)
             {
@@ -325,6 +343,9 @@ impl SymbolCounts {
             ..Default::default()
         };
         for s in &table.symbols {
+            if s.module.as_deref().is_some_and(is_pseudo_module) {
+                continue;
+            }
             if let Some(m) = &s.module
                 && !c.modules.contains(m)
             {
@@ -389,6 +410,30 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pseudo_modules_hold_no_names_a_lookup_sees() {
+        let text = "c0100000 T _text\nc0200000 T vfs_read\nbf000000 t kprobe_optinsn_page\t[__builtin__kprobes]\n\
+                    bf001000 t bpf_prog_1\t[bpf]\nbf002000 t romfs_fill\t[romfs]\n";
+        let t = Kallsyms::parse(text).unwrap();
+        assert_eq!(t.count_same("kprobe_optinsn_page", None), 0);
+        assert_eq!(t.count_same("bpf_prog_1", None), 0);
+        assert_eq!(t.count_same("romfs_fill", None), 1);
+        let wanted = ["kprobe_optinsn_page", "romfs_fill", "vfs_read"];
+        for c in [
+            SymbolCounts::scan(text, wanted),
+            SymbolCounts::from_table(&t, wanted),
+        ] {
+            assert_eq!(c.count("kprobe_optinsn_page"), Some(0));
+            assert_eq!(c.count("vfs_read"), Some(1));
+            // `__builtin__kprobes:` names no loaded module: the kernel defers it
+            assert_eq!(
+                c.module_symbol("__builtin__kprobes", "kprobe_optinsn_page"),
+                Some(None)
+            );
+            assert_eq!(c.module_symbol("romfs", "romfs_fill"), Some(Some(true)));
+        }
+    }
 
     #[test]
     fn counting_mode_agrees_with_the_table() {
