@@ -563,12 +563,19 @@ fn truncate_name(mut s: String) -> String {
 /// and `offsetof(struct file, f_path.dentry)`, as the readback of Debian's
 /// kernels shows them (corpus fixtures); `None` where not seen.
 fn dentry_offsets(arch: Arch, kernel: KernelVersion) -> Option<(u64, u64)> {
-    match (arch, kernel.series()) {
-        // arm-7.2: `+0x0(+0x20(+0x2c(%r0))):string`.
-        (Arch::Arm, v) if v == KernelVersion::new(7, 2) => Some((0x20, 0x2c)),
-        // riscv64-7.2: `+0x0(+0x28(+0x48(%a0))):string`.
-        (Arch::Riscv64, v) if v == KernelVersion::new(7, 2) => Some((0x28, 0x48)),
-        _ => None,
+    let series = kernel.series();
+    if series != KernelVersion::new(6, 12) && series != KernelVersion::new(7, 2) {
+        return None;
+    }
+    match arch {
+        // arm-7.2: `+0x0(+0x20(+0x2c(%r0))):string` (6.12's struct file is
+        // laid out as 7.2's: the 64-bit readbacks of both agree).
+        Arch::Arm => Some((0x20, 0x2c)),
+        // riscv64-7.2: `+0x0(+0x28(+0x48(%a0))):string`; the same on x86_64
+        // 6.12, arm64 6.12 and 7.2 (conform seed 7: `+224(\-1):%pD`,
+        // `%ip:%pD`, `$retval:%pD` read back with +0x48).
+        Arch::Riscv64 | Arch::X86_64 | Arch::Arm64 => Some((0x28, 0x48)),
+        Arch::I386 => None,
     }
 }
 
@@ -1722,6 +1729,24 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.message, "No matching dynamic event type");
         assert!(check("p vfs\x1b[0m").accepted());
+    }
+
+    #[test]
+    fn pd_offsets_of_the_64_bit_6_12_and_7_2_builds() {
+        // conform seed 7: x86_64 6.12 read `%ip:%pD` back with +0x48, the
+        // offset of struct file's f_path.dentry (not the +0x40 guessed)
+        for (arch, reg) in [(Arch::X86_64, "%ip"), (Arch::Arm64, "%lr")] {
+            for k in [KernelVersion::new(6, 12), KernelVersion::new(7, 2)] {
+                let mut t = Target::new(arch);
+                t.kernel = k;
+                let c = check_line(&format!("p:g/e vfs_read {reg}:%pD"), t, &Offline);
+                assert_eq!(
+                    c.normalized(arch).as_deref(),
+                    Some(format!("p:g/e vfs_read arg1=+0x0(+0x28(+0x48({reg}))):string").as_str()),
+                    "{arch:?} {k:?}"
+                );
+            }
+        }
     }
 
     #[test]
