@@ -59,7 +59,7 @@ fn is_string(f: &FieldDecl) -> bool {
 /// single spaces): `Some(Ok(()))` accepted, `Some(Err((error, caret)))`
 /// refused with the caret the kernel's error_log shows, `None` not decided.
 pub fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, usize)>> {
-    if filter.contains(['(', ')', '"', '\'', '{', '!', '|', '&', ',']) {
+    if filter.contains(['(', ')', '"', '\'', '{', '|', '&', ',']) {
         return None;
     }
     let b = filter.as_bytes();
@@ -77,7 +77,7 @@ pub fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, us
         i += 1;
     }
     let op_len = match &b[i..] {
-        [b'=', b'=', ..] | [b'<', b'=', ..] | [b'>', b'=', ..] => 2,
+        [b'=', b'=', ..] | [b'!', b'=', ..] | [b'<', b'=', ..] | [b'>', b'=', ..] => 2,
         [b'<' | b'>' | b'~', ..] => 1,
         _ => return None,
     };
@@ -171,6 +171,14 @@ mod tests {
             Some(Err((TpErr::FILT_EXPECT_STRING, 14)))
         );
         assert_eq!(c("name ~ 1"), Some(Err((TpErr::FILT_EXPECT_STRING, 8))));
+        // `!=` too (conform seed 7: `comm != 45` of sched_process_exit on
+        // arm64 6.12, `_key != 45` of sys_enter_fsconfig on arm64 6.1)
+        assert_eq!(
+            c("prev_comm != 45"),
+            Some(Err((TpErr::FILT_EXPECT_STRING, 14)))
+        );
+        assert_eq!(c("prev_pid != 45"), Some(Ok(())));
+        assert_eq!(c("!prev_pid"), None);
         // left to the kernel
         for s in [
             "prev_comm == \"x\"",
