@@ -214,3 +214,46 @@ fn a_uprobe_on_an_elf_of_another_architecture_is_refused() {
     assert!(err.contains("is an ELF file for arm64"), "{err}");
     assert_eq!(state(&root), before);
 }
+
+/// An entry argument read on a return probe is stored at entry
+/// (`FETCH_OP_EDATA`), which `:symstr` does not take: "Symbol String
+/// doesn't accept data/userdata" (arm64 and riscv64 7.2, conform seed 7:
+/// `r kstrtoint%return base:symstr ...`). Offline, with this host's BTF.
+#[test]
+fn entry_argument_on_a_return_probe_is_no_symstr() {
+    let btf = Path::new("/sys/kernel/btf/vmlinux");
+    if !btf.exists() {
+        eprintln!("SKIP: no /sys/kernel/btf/vmlinux");
+        return;
+    }
+    let check = |line: &str| {
+        ktrace()
+            .args([
+                "check",
+                "--offline",
+                "--arch",
+                "x86_64",
+                "--kernel",
+                "7.2",
+                "--btf",
+            ])
+            .arg(btf)
+            .arg(line)
+            .output()
+            .unwrap()
+    };
+    let out = check("r:e kstrtoint base:symstr");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Symbol String doesn't accept data/userdata"),
+        "{text}"
+    );
+    // at entry the same parameter is a register: accepted
+    let out = check("p:e kstrtoint base:symstr");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -104,6 +104,9 @@ enum Op {
     Imm,
     Comm,
     Arg,
+    /// An entry argument read on a return probe (`FETCH_OP_EDATA`: `$argN`
+    /// or a BTF parameter, stored at entry).
+    Edata,
     Data,
     Deref,
     Uderef,
@@ -236,8 +239,11 @@ fn parse_vars(
             if n == 0 || n > ctx.arch.param_max_stack() {
                 return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, offs));
             }
-            if function_entry(ctx.flags) || function_return(ctx.flags) {
+            if function_entry(ctx.flags) {
                 return Ok((Fetch::Arg(n), Op::Arg));
+            }
+            if function_return(ctx.flags) {
+                return Ok((Fetch::Arg(n), Op::Edata));
             }
             return Err(ArgError::Logged(TpErr::NOFENTRY_ARGS, offs));
         }
@@ -496,7 +502,8 @@ fn btf_fetch(r: crate::btfvar::Resolved) -> (Fetch, Op) {
     } else {
         match r.var {
             BtfVar::Retval => Op::Retval,
-            BtfVar::Param(_) | BtfVar::EntryParam(_) | BtfVar::Unknown => Op::Arg,
+            BtfVar::EntryParam(_) => Op::Edata,
+            BtfVar::Param(_) | BtfVar::Unknown => Op::Arg,
         }
     };
     (
