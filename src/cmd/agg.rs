@@ -1461,39 +1461,20 @@ impl AggSink<'_> {
         }
     }
 
-    /// The frames of a `kernel_stack` / `user_stack` record: kernel
-    /// addresses as `sym+0xoff`, user addresses in hex.
+    /// The frames of a `kernel_stack` / `user_stack` record
+    /// ([`ktrace_event::Stack`]'s, innermost first): kernel addresses as
+    /// `sym+0xoff`, user addresses (and unknown kernel ones) in hex.
     fn frames(&self, ev: &ktrace_stream::Event<'_>) -> Vec<String> {
-        let user = ev.info.name() == "user_stack";
-        let fmt = ev.format();
-        let Some(caller) = fmt.fields.iter().find(|f| f.name == "caller") else {
+        let Some(stack) = ev.stack() else {
             return Vec::new();
         };
-        let ls = caller.elem_size.max(1);
-        let end = if ls == 8 {
-            u64::MAX
-        } else {
-            u64::from(u32::MAX)
-        };
-        let mut out = Vec::new();
-        for b in ev.data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls) {
-            let addr = if ls == 8 {
-                ev.endian.u64(b)
-            } else {
-                u64::from(ev.endian.u32(b))
-            };
-            if (addr == 0 && user) || addr == end {
-                break;
-            }
-            if addr == 0 {
-                continue;
-            }
-            out.push(match (user, self.symbols.lookup(addr)) {
+        stack
+            .frames()
+            .map(|addr| match (stack.user, self.symbols.lookup(addr)) {
                 (false, Some(sym)) => format!("{}+0x{:x}", sym.name, sym.offset),
                 _ => format!("0x{addr:x}"),
-            });
-        }
-        out
+            })
+            .collect()
     }
 }
 

@@ -49,6 +49,13 @@ impl<'a> Event<'a> {
         self.info.is_stack()
     }
 
+    /// The frames of a stack record (`kernel_stack`, `user_stack`), with
+    /// the kernel's stop rule ([`ktrace_event::Stack`]); `None` for other
+    /// records. Reads the bytes only as the frames are asked for.
+    pub fn stack(&self) -> Option<ktrace_event::Stack<'a>> {
+        ktrace_event::Stack::read(self.format(), self.data, self.endian)
+    }
+
     /// The event's parsed format.
     #[inline]
     pub fn format(&self) -> &'a EventFormat {
