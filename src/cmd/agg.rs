@@ -28,7 +28,7 @@ use ktrace_aggregate::kernel::{
 };
 use ktrace_aggregate::{
     CountAgg, CountReport, FieldInfo, FieldKind, HistAgg, HistReport, KeySpec, LatencyAgg,
-    LatencyPair, LatencyReport, Sample, Scale, Unit, Value, khist, prom, render,
+    LatencyPair, LatencyReport, Sample, Scale, Unit, Value, folded, khist, prom, render,
 };
 use ktrace_stream::{Flow, Missed, Role, Sink};
 use ktrace_symbols::KernelView;
@@ -126,6 +126,8 @@ pub enum Job {
         top: Option<u64>,
         /// `--route`.
         route: Route,
+        /// `--folded`: the counts as folded stacks.
+        folded: bool,
     },
     /// Distribution of a field.
     Hist {
@@ -610,6 +612,8 @@ impl UserAgg {
 /// text the server hands out.
 struct Printer {
     json: bool,
+    /// Counts as folded stacks (ktrace_aggregate::folded).
+    folded: bool,
     width: usize,
     top: Option<u64>,
     field: Option<String>,
@@ -628,7 +632,12 @@ impl Printer {
     fn print(&self, r: &Report) -> io::Result<()> {
         let now = unix_ns();
         let mut out = String::new();
-        if self.json {
+        if let (true, Report::Count(c)) = (self.folded, r) {
+            match self.top {
+                Some(n) => folded::count_folded(&mut out, &c.clone().top(n as usize)),
+                None => folded::count_folded(&mut out, c),
+            }
+        } else if self.json {
             r.json(
                 &mut out,
                 now,
@@ -774,6 +783,7 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     };
     let printer = Printer {
         json: common.json,
+        folded: matches!(job, Job::Count { folded: true, .. }),
         width: bar_width(common.width),
         top: match &job {
             Job::Count { top, .. } => *top,
@@ -1330,6 +1340,8 @@ struct AggSink<'s> {
     function: bool,
     /// The function tracer's `ip` → its function.
     ips: HashMap<u64, String>,
+    /// Processes from /proc (live); a recording's threads are their own.
+    proc: bool,
 }
 
 /// A field value that outlives its record.
@@ -1439,6 +1451,9 @@ fn tgid_of(tid: u32) -> u32 {
 impl AggSink<'_> {
     /// The process of thread `tid` (looked up once per thread).
     fn tgid(&mut self, tid: u32) -> u32 {
+        if !self.proc {
+            return tid;
+        }
         if let Some((t, p)) = self.last_tgid
             && t == tid
         {
@@ -1461,39 +1476,20 @@ impl AggSink<'_> {
         }
     }
 
-    /// The frames of a `kernel_stack` / `user_stack` record: kernel
-    /// addresses as `sym+0xoff`, user addresses in hex.
+    /// The frames of a `kernel_stack` / `user_stack` record
+    /// ([`ktrace_event::Stack`]'s, innermost first): kernel addresses as
+    /// `sym+0xoff`, user addresses (and unknown kernel ones) in hex.
     fn frames(&self, ev: &ktrace_stream::Event<'_>) -> Vec<String> {
-        let user = ev.info.name() == "user_stack";
-        let fmt = ev.format();
-        let Some(caller) = fmt.fields.iter().find(|f| f.name == "caller") else {
+        let Some(stack) = ev.stack() else {
             return Vec::new();
         };
-        let ls = caller.elem_size.max(1);
-        let end = if ls == 8 {
-            u64::MAX
-        } else {
-            u64::from(u32::MAX)
-        };
-        let mut out = Vec::new();
-        for b in ev.data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls) {
-            let addr = if ls == 8 {
-                ev.endian.u64(b)
-            } else {
-                u64::from(ev.endian.u32(b))
-            };
-            if (addr == 0 && user) || addr == end {
-                break;
-            }
-            if addr == 0 {
-                continue;
-            }
-            out.push(match (user, self.symbols.lookup(addr)) {
+        stack
+            .frames()
+            .map(|addr| match (stack.user, self.symbols.lookup(addr)) {
                 (false, Some(sym)) => format!("{}+0x{:x}", sym.name, sym.offset),
                 _ => format!("0x{addr:x}"),
-            });
-        }
-        out
+            })
+            .collect()
     }
 }
 
@@ -1657,6 +1653,50 @@ impl Sink for AggSink<'_> {
 
 type FieldKind2 = ktrace_event::FieldKind;
 
+/// Counts the probe hits of a recording by stack (`ktrace report
+/// --folded`) with the sink `count --by stack` runs live: an event's stack
+/// is the first stack record the stream pairs with it, its frames named as
+/// the live table names them. Keeps [`agg::DEFAULT_MAX_KEYS`] stacks (the
+/// rest counted together as other, with a warning).
+pub(crate) fn count_recording_by_stack(
+    decoder: &mut ktrace_stream::Decoder,
+    streams: Vec<ktrace_stream::CpuPages>,
+    symbols: &dyn ktrace_printer::Symbolizer,
+) -> Result<(CountReport, ktrace_stream::EndOfRun), ktrace_stream::Error> {
+    let max_keys = ktrace_aggregate::agg::DEFAULT_MAX_KEYS;
+    let keys = [KeySpec::Stack];
+    let state = Rc::new(RefCell::new(UserState {
+        agg: UserAgg::Count(CountAgg::new(keys.to_vec()).with_max_keys(max_keys)),
+        total: None,
+    }));
+    let mut sink = AggSink {
+        state: Rc::clone(&state),
+        funcs: HashMap::new(),
+        tgids: HashMap::new(),
+        last_tgid: None,
+        names: Vec::new(),
+        stacks: true,
+        pending: None,
+        symbols,
+        wanted: Vec::new(),
+        function: false,
+        ips: HashMap::new(),
+        proc: false,
+    };
+    let end = ktrace_stream::replay(decoder, streams, &mut sink)?;
+    drop(sink);
+    let st = state.borrow_mut();
+    if st.agg.overflowed() {
+        say_overflow(max_keys);
+    }
+    let r = match &st.agg {
+        UserAgg::Count(a) => a.report(),
+        // (a count job makes a count aggregator)
+        _ => CountReport::new(vec!["stack".into()], []),
+    };
+    Ok((r, end))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_user(
     sess: Session,
@@ -1718,6 +1758,7 @@ fn run_user(
             .collect(),
         function: globs.is_some(),
         ips: HashMap::new(),
+        proc: true,
     };
     let setup = match globs {
         Some(g) => {

@@ -27,16 +27,26 @@ pub struct Args {
     /// kprobe per function), or auto (ftrace when it can do the job).
     #[arg(long, value_enum, default_value_t = agg::Route::Auto)]
     pub route: agg::Route,
+    /// With `--by stack`: print the counts as folded stacks, one line per
+    /// stack, frames root first separated by `;`, a space and the count
+    /// (what flamegraph.pl, inferno and speedscope read); kernel frames
+    /// without their offsets, user frames as addresses.
+    #[arg(long, conflicts_with_all = ["json", "interval"])]
+    pub folded: bool,
     #[command(flatten)]
     pub common: Common,
 }
 
 /// Runs `ktrace count`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.folded && !args.by.iter().any(|k| k == "stack") {
+        anyhow::bail!("--folded needs --by stack");
+    }
     let job = Job::Count {
         by: args.by,
         top: args.top,
         route: args.route,
+        folded: args.folded,
     };
     agg::run(args.probes, job, &args.common)
 }

@@ -271,25 +271,20 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
         }
     }
 
+    /// A stack record's frames ([`ktrace_event::Stack`]'s, innermost
+    /// first), one per line: kernel addresses as `sym+off/size`, user
+    /// addresses (and unknown kernel ones) in hex.
     fn stack_text(&self, ev: &Event<'_>) -> String {
-        let user = matches!(ev.info.role, ktrace_stream::Role::Stack { user: true });
-        let mut frames = Vec::new();
-        for (i, _) in ev.fields() {
-            if let Value::Array(items) = ev.value(i) {
-                for v in items {
-                    let Value::Int(n) = v else { continue };
-                    let a = n.bits();
-                    if a == 0 || (user && a == u64::MAX) {
-                        continue;
-                    }
-                    let s = match (user, self.symbols.lookup(a)) {
-                        (false, Some(s)) => format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size),
-                        _ => format!("{a:#x}"),
-                    };
-                    frames.push(s);
-                }
-            }
-        }
+        let Some(stack) = ev.stack() else {
+            return String::new();
+        };
+        let frames: Vec<String> = stack
+            .frames()
+            .map(|a| match (stack.user, self.symbols.lookup(a)) {
+                (false, Some(s)) => format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size),
+                _ => format!("{a:#x}"),
+            })
+            .collect();
         frames.join("\n")
     }
 }

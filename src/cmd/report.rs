@@ -12,7 +12,7 @@
 //! page and says so. The loss account (page headers, the CPU stats the
 //! recorder saved) goes to stderr, as the live summary does.
 
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -41,6 +41,13 @@ pub struct Args {
     /// text.
     #[arg(long)]
     pub json: bool,
+    /// Print the probe hits counted by stack as folded stacks instead of
+    /// the events: one line per stack, frames root first separated by
+    /// `;`, a space and the count (what flamegraph.pl, inferno and
+    /// speedscope read); the counts `ktrace count --by stack --folded`
+    /// gives live. Needs a recording made with `--stack`.
+    #[arg(long, conflicts_with = "json")]
+    pub folded: bool,
 }
 
 /// A recording opened for replay: its metadata, the decoder built from it
@@ -250,6 +257,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         streams,
     } = open(file)?;
     let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
+    if args.folded {
+        return folded(&args.file, &mut decoder, streams, &symbols);
+    }
     // Straight to file descriptor 1: the standard library's stdout is
     // line-buffered, which scans every 64 KiB written for newlines.
     let out =
@@ -279,6 +289,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(anyhow::Error::new(e).context("cannot print the recording")),
     };
+    summary(&end);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--folded`: the recording's probe hits by stack, as folded stacks.
+fn folded(
+    path: &Path,
+    decoder: &mut Decoder,
+    streams: Vec<CpuPages>,
+    symbols: &SavedSymbols,
+) -> anyhow::Result<ExitCode> {
+    if !decoder.table().iter().any(|i| i.is_stack()) {
+        crate::say!(
+            "{} has no stack records (record with --stack): every hit is [no stack]",
+            path.display()
+        );
+    }
+    let r = crate::cmd::agg::count_recording_by_stack(decoder, streams, symbols);
+    for w in decoder.take_warnings() {
+        crate::say!("{w}");
+    }
+    let (r, end) = r.map_err(|e| anyhow::Error::new(e).context("cannot read the recording"))?;
+    let mut out = String::new();
+    ktrace_aggregate::folded::count_folded(&mut out, &r);
+    let mut so = io::stdout().lock();
+    match so.write_all(out.as_bytes()).and_then(|()| so.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        r => r.context("cannot write the folded stacks")?,
+    }
     summary(&end);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,8 @@
 //! ktrace-aggregate: counts, histograms and latency without BPF — in the
 //! kernel (hist triggers and synthetic events, [`kernel`], read back by
 //! [`khist`]) or in ktrace from the decoded event stream ([`agg`]) — and
-//! their output: terminal and JSON ([`render`]), Prometheus ([`prom`],
+//! their output: terminal and JSON ([`render`]), folded stacks for flame
+//! graphs ([`folded`]), Prometheus ([`prom`],
 //! [`server`]).
 //!
 //! Mirrors Documentation/trace/histogram.rst and
@@ -56,6 +57,7 @@
 
 pub mod agg;
 pub mod error;
+pub mod folded;
 pub mod hist;
 pub mod kernel;
 pub mod key;

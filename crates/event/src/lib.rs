@@ -5,7 +5,8 @@
 //! events use (kernel/trace/trace_probe.c: integer types, hex types, `char`,
 //! arrays, bitfields, `__data_loc` strings for `string`, `ustring`, `symstr`,
 //! `$comm` and immediate strings, `__probe_ip` / `__probe_func` /
-//! `__probe_ret_ip`). It does not read ring-buffer pages (that is
+//! `__probe_ret_ip`), and ftrace's stack records ([`stack`]: the frames of
+//! `kernel_stack` / `user_stack`, with the kernel's stop rule). It does not read ring-buffer pages (that is
 //! ktrace-ring) and does not print (that is ktrace-printer).
 //!
 //! # Use
@@ -27,10 +28,12 @@
 mod format;
 pub mod printfmt;
 mod record;
+pub mod stack;
 
 pub use format::{EventFormat, Field, FieldKind};
 pub use ktrace_ring::Endian;
 pub use record::{Common, Int, StrValue, Value};
+pub use stack::Stack;
 
 use std::sync::Arc;
 

@@ -541,45 +541,25 @@ impl<'a> TextPrinter<'a> {
     /// ftrace's own stack records, printed as kernel/trace/trace_output.c
     /// does (their `print fmt` is not what the kernel prints):
     /// `kernel_stack` (`trace_stack_print`) as `<stack trace>` and one
-    /// ` => SYM` line per frame up to the record's end or `ULONG_MAX`;
-    /// `user_stack` (`trace_user_stack_print`, without the sym-userobj
-    /// option) as `<user stack trace>` and ` =>  <%016lx>` per frame up to
-    /// the first zero. Returns false for other events (or a record without
-    /// a `caller` field).
+    /// ` => SYM` line per frame; `user_stack` (`trace_user_stack_print`,
+    /// without the sym-userobj option) as `<user stack trace>` and
+    /// ` =>  <%016lx>` per frame. The frames and where they stop are
+    /// [`ktrace_event::Stack`]'s. Returns false for other events (or a
+    /// record without a `caller` field).
     fn write_stack(&self, out: &mut Vec<u8>, f: &EventFormat, data: &[u8]) -> bool {
-        let user = match f.name.as_str() {
-            "kernel_stack" => false,
-            "user_stack" => true,
-            _ => return false,
-        };
-        let Some(caller) = f.fields.iter().find(|x| x.name == "caller") else {
+        let Some(stack) = ktrace_event::Stack::read(f, data, self.endian) else {
             return false;
         };
-        let ls = self.long_size;
-        let frames = data.get(caller.offset..).unwrap_or(&[]).chunks_exact(ls);
-        let frames = frames.take(if user { caller.count } else { usize::MAX });
-        out.extend_from_slice(if user {
+        out.extend_from_slice(if stack.user {
             b"<user stack trace>".as_slice()
         } else {
             b"<stack trace>".as_slice()
         });
-        for b in frames {
-            let addr = if ls == 8 {
-                self.endian.u64(b)
-            } else {
-                u64::from(self.endian.u32(b))
-            };
-            let end = if ls == 8 {
-                u64::MAX
-            } else {
-                u64::from(u32::MAX)
-            };
-            if (user && addr == 0) || (!user && addr == end) {
-                break;
-            }
+        let w = stack.long_size() * 2;
+        for addr in stack.frames() {
             out.extend_from_slice(b"\n => ");
-            if user {
-                let _ = write!(out, " <{addr:0w$x}>", w = ls * 2);
+            if stack.user {
+                let _ = write!(out, " <{addr:0w$x}>");
             } else {
                 self.write_ip_sym(out, addr, false);
             }

@@ -49,6 +49,13 @@ impl<'a> Event<'a> {
         self.info.is_stack()
     }
 
+    /// The frames of a stack record (`kernel_stack`, `user_stack`), with
+    /// the kernel's stop rule ([`ktrace_event::Stack`]); `None` for other
+    /// records. Reads the bytes only as the frames are asked for.
+    pub fn stack(&self) -> Option<ktrace_event::Stack<'a>> {
+        ktrace_event::Stack::read(self.format(), self.data, self.endian)
+    }
+
     /// The event's parsed format.
     #[inline]
     pub fn format(&self) -> &'a EventFormat {
@@ -90,5 +97,57 @@ impl<'a> Event<'a> {
     #[inline]
     pub fn str(&self, index: usize, elem: usize) -> StrValue<'a> {
         self.format().read_str(self.data, index, elem, self.endian)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{EventTable, Role};
+    use ktrace_event::ProbeKind;
+
+    const KERNEL_STACK: &str = "name: kernel_stack\nID: 4\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n\
+\tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n\n\
+print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
+
+    #[test]
+    fn a_kernel_stack_deeper_than_its_format_says_is_whole() {
+        // regression: `ktrace export` read caller[] through the format
+        // (8 entries) and cut deeper kernel stacks at 8 frames; the record
+        // holds as many as the kernel saved (`size`)
+        let mut t = EventTable::new(8, None);
+        t.add(
+            "ftrace",
+            KERNEL_STACK,
+            ProbeKind::Other,
+            None,
+            Role::Stack { user: false },
+        )
+        .unwrap();
+        let mut data = vec![0u8; 16];
+        data[..2].copy_from_slice(&4u16.to_le_bytes());
+        data[8..12].copy_from_slice(&12i32.to_le_bytes());
+        for a in 1..=12u64 {
+            data.extend_from_slice(&(0xffff_ffff_8100_0000 + a).to_le_bytes());
+        }
+        let names = Comms::new();
+        let ev = Event {
+            cpu: 0,
+            ts: 0,
+            common: Common::read(&data, Endian::Little).unwrap(),
+            info: t.get(4).unwrap(),
+            data: &data,
+            names: &names,
+            endian: Endian::Little,
+        };
+        let stack = ev.stack().expect("a stack record");
+        assert!(!stack.user);
+        assert_eq!(stack.frames().count(), 12);
+        assert_eq!(stack.frames().last(), Some(0xffff_ffff_8100_000c));
     }
 }
