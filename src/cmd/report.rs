@@ -45,8 +45,8 @@ pub struct Args {
     /// the events: one line per stack, frames root first separated by
     /// `;`, a space and the count (what flamegraph.pl, inferno and
     /// speedscope read); the counts `ktrace count --by stack --folded`
-    /// gives live. Needs a recording made with `--stack`.
-    #[arg(long, conflicts_with = "json")]
+    /// gives live. Needs a recording made with `--stack` (not with --boot).
+    #[arg(long, conflicts_with_all = ["json", "boot"])]
     pub folded: bool,
 }
 
@@ -258,7 +258,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } = open(file)?;
     let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
     if args.folded {
-        return folded(&args.file, &mut decoder, streams, &symbols);
+        return folded(file, &mut decoder, streams, &symbols);
     }
     // Straight to file descriptor 1: the standard library's stdout is
     // line-buffered, which scans every 64 KiB written for newlines.
