@@ -356,11 +356,11 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The event table of the boot-time probes. Early in a boot a probe's
-/// `format` may not be there yet (Debian's x86_64 6.1 guest: listed in
-/// kprobe_events, its events/GROUP/EVENT directory missing for a moment):
-/// each is waited for up to a second, then left to the lookup of unknown
-/// event ids while reading (with a warning).
+/// The event table of the boot-time probes. A boot-time probe may have no
+/// `format` (Debian's x86_64 6.1 and arm 6.12 guests, now and then: listed
+/// in kprobe_events, its events/GROUP/EVENT directory never made): each is
+/// waited for up to a second, then left to the lookup of unknown event ids
+/// while reading, and its records are left out with a warning.
 fn boot_table(root: &std::path::Path, long_size: usize, probes: &[ProbeSpec]) -> EventTable {
     let mut table = EventTable::new(long_size, Some(root));
     for p in probes {
@@ -384,11 +384,11 @@ fn boot_table(root: &std::path::Path, long_size: usize, probes: &[ProbeSpec]) ->
             Some(Ok(())) => {}
             Some(Err(e)) => crate::say!("{}/{}: bad event format: {e}", p.group, p.event),
             None => crate::say!(
-                "{}/{}: no events/{}/{}/format (yet?): its records are decoded if it appears",
-                p.group,
-                p.event,
-                p.group,
-                p.event
+                "{g}/{e}: the kernel made no events/{g}/{e} directory for it (seen on 6.1 and \
+                 6.12 with probes set at boot: a race in the kernel's tracefs setup), so its \
+                 records cannot be decoded: they are left out",
+                g = p.group,
+                e = p.event
             ),
         }
     }

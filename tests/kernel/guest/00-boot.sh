@@ -22,9 +22,11 @@ printf '%s\n' "${param#kprobe_event=}" | tr ';' '\n' | tr ',' ' ' >/tmp/boot-def
 
 # --- gathered while the boot probes are there
 listing=$(cat "$TRACEFS/kprobe_events")
-# (x86_64 6.1, now and then: a boot probe listed while its events/ directory
-# is not there yet; ktrace report --boot waits a second for it, and says so)
-for _w in 1 2 3 4 5 6 7 8 9 10; do
+# (x86_64 6.1 and arm 6.12, now and then: a boot probe listed whose
+# events/ directory the kernel never made, a race in its tracefs setup; no
+# reader can decode its records: ktrace report --boot says so and leaves
+# them out, and they are left out of the comparison below)
+for _w in 1 2 3 4; do
     missing=$(printf '%s\n' "$listing" | sed -n 's/^[pr][0-9]*:\([^ ]*\) .*/\1/p' |
         while read -r ge; do [ -e "$TRACEFS/events/$ge/format" ] || echo "$ge"; done)
     [ -z "$missing" ] && break
@@ -33,6 +35,9 @@ for _w in 1 2 3 4 5 6 7 8 9 10; do
 done
 [ -d "$TRACEFS/events/ktrace_boot" ] && echo 0 >"$TRACEFS/events/ktrace_boot/enable"
 kernel_text=$(grep -v '^#' "$TRACEFS/trace")
+for ge in $missing; do
+    kernel_text=$(printf '%s\n' "$kernel_text" | grep -v " ${ge#*/}: (")
+done
 ktrace report --boot >/tmp/report-boot.out 2>/tmp/report-boot.err
 report_rc=$?
 clean_out=$(ktrace clean --boot 2>&1)
@@ -66,7 +71,8 @@ if [ -z "$kernel_text" ]; then
 else
     expect_eq "ktrace report --boot exit status ($(_kt_short "$(cat /tmp/report-boot.err)"))" "$report_rc" 0 &&
         expect_eq "events (ktrace report --boot vs the kernel's trace)" "$(cat /tmp/report-boot.out)" "$kernel_text" &&
-        pass "$(printf '%s\n' "$kernel_text" | wc -l) event(s); $(tail -n 1 /tmp/report-boot.err)"
+        { [ -z "$missing" ] || expect_match "missing formats said" "$(cat /tmp/report-boot.err)" 'made no events/.* directory'; } &&
+        pass "$(printf '%s\n' "$kernel_text" | wc -l) event(s)${missing:+ (no format made by the kernel, left out: $missing)}; $(tail -n 1 /tmp/report-boot.err)"
 fi
 
 ktest clean_boot_removes_them
