@@ -30,13 +30,18 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// `--arch` of `check`, `boot` and `syms`: a name ktrace has register and
-/// ABI tables for (a bad one is a usage error, exit status 2, like any other
-/// bad flag).
-pub fn arch(text: &str) -> Result<String, String> {
-    text.parse::<ktrace_probe::Arch>()
-        .map(|_| text.to_string())
-        .map_err(|e| e.to_string())
+/// `--arch` of `check`, `boot` and `syms`: the names ktrace has register and
+/// ABI tables for, with their other spellings (a bad one is a usage error,
+/// exit status 2, like any other bad flag; completions offer the names).
+pub fn arch() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("x86_64").aliases(["amd64", "x86-64"]),
+        PossibleValue::new("arm64").alias("aarch64"),
+        PossibleValue::new("arm").aliases(["armhf", "armv7"]),
+        PossibleValue::new("riscv64").alias("riscv"),
+        PossibleValue::new("i386").aliases(["i686", "x86"]),
+    ])
 }
 
 /// A count of at least one.

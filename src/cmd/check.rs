@@ -48,7 +48,7 @@ pub struct Args {
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetArgs {
     /// Target architecture (x86_64, arm64/aarch64, arm, riscv, i386); default: this machine's.
-    #[arg(long, value_parser = crate::cli::arch)]
+    #[arg(long, value_parser = crate::cli::arch())]
     pub arch: Option<String>,
     /// Target kernel version (MAJOR.MINOR or `uname -r`; checked against 5.10,
     /// 6.1, 6.12 and 7.2). Default: live, the running kernel (its README decides
@@ -105,10 +105,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for input in &inputs {
         let report = checker.check(input);
         all_ok &= report.kernel.accepted();
-        if args.json {
-            writeln!(out, "{}", report.json(checker.arch))?;
+        let written = if args.json {
+            writeln!(out, "{}", report.json(checker.arch))
         } else {
-            report.human(&mut out, checker.arch, args.explain)?;
+            report.human(&mut out, checker.arch, args.explain)
+        };
+        match written {
+            Ok(()) => {}
+            // a reader that went away (`| head`): a quiet end
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(if all_ok {

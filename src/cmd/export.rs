@@ -37,7 +37,7 @@ use crate::outfile::{Input, OutFile};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub file: PathBuf,
     /// Write a Perfetto trace (protobuf; the only format so far).
     #[arg(long, required = true)]

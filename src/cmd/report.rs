@@ -30,7 +30,7 @@ use crate::kview::SavedSymbols;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
-    #[arg(value_name = "FILE", required_unless_present = "boot")]
+    #[arg(value_name = "FILE", required_unless_present = "boot", value_hint = clap::ValueHint::FilePath)]
     pub file: Option<PathBuf>,
     /// Instead of a file: the events the boot-time probes (`kprobe_event=`,
     /// see `ktrace boot`) wrote to the top-level buffer of this boot.

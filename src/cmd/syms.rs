@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, conflicts_with = "elf")]
     pub btf: bool,
     /// The target architecture for --btf (argument registers); default: this machine's.
-    #[arg(long, value_parser = crate::cli::arch)]
+    #[arg(long, value_parser = crate::cli::arch())]
     pub arch: Option<String>,
     /// The BTF file for --btf.
     #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux")]
