@@ -1,7 +1,7 @@
 //! The kernel view: everything ktrace reads about the kernel it probes,
 //! each table loaded lazily, once, behind one type — kallsyms (the whole
-//! table, or a cheap count of a few names), the BTF of vmlinux and the path
-//! of a module's split BTF, the kprobe blacklist, the ftrace locations
+//! table, or a cheap count of a few names), the BTF of vmlinux, the kprobe
+//! blacklist, the ftrace locations
 //! (`available_filter_functions[_addrs]`), the tracefs README's feature list,
 //! the release and possible CPUs, and whether notrace functions may be
 //! probed (`CONFIG_KPROBE_EVENTS_ON_NOTRACE` in /boot/config-RELEASE).
@@ -253,12 +253,6 @@ impl KernelView {
         self.btf
             .get_or_init(|| btf::open(Path::new(VMLINUX_BTF)))
             .as_ref()
-    }
-
-    /// Where module `module`'s split BTF lives (/sys/kernel/btf/MODULE);
-    /// it is read on top of [`KernelView::btf`].
-    pub fn module_btf_path(&self, module: &str) -> PathBuf {
-        Path::new("/sys/kernel/btf").join(module)
     }
 
     /// Whether `name` is a loaded module: it has /sys/module/NAME/sections,

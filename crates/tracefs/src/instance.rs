@@ -548,21 +548,6 @@ impl Instance {
             .join("stats");
         Ok(CpuStats::parse(&io::read(&p, "cannot read per-CPU stats")?))
     }
-
-    /// The counters of all CPUs summed.
-    pub fn total_stats(&self) -> Result<CpuStats> {
-        let mut t = CpuStats::default();
-        for cpu in self.cpus()? {
-            let s = self.cpu_stats(cpu)?;
-            t.entries += s.entries;
-            t.overrun += s.overrun;
-            t.commit_overrun += s.commit_overrun;
-            t.bytes += s.bytes;
-            t.dropped_events += s.dropped_events;
-            t.read_events += s.read_events;
-        }
-        Ok(t)
-    }
 }
 
 fn join_pids(pids: &[u32]) -> String {
