@@ -44,7 +44,7 @@ impl Route {
 
     /// The running kernel: /sys/kernel/btf, and the README of its tracefs.
     pub fn live(tracefs: &Path) -> Route {
-        let dir = PathBuf::from(ktrace_symbols::btf_types::SYSFS_BTF);
+        let dir = PathBuf::from(ktrace_symbols::kernel::SYSFS_BTF);
         let native = ktrace_tracefs::features::Features::detect(tracefs).btf_args;
         Route {
             source: dir.join("vmlinux").exists().then_some(dir),
@@ -71,11 +71,7 @@ impl Route {
         if !self.loaded.contains_key(&key) {
             let loaded = match (&self.source, self.single_file) {
                 (None, _) => {
-                    self.missing = Some(
-                        "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
-                         and no --btf FILE"
-                            .into(),
-                    );
+                    self.missing = Some(no_btf());
                     None
                 }
                 (Some(file), true) => {
@@ -163,9 +159,26 @@ impl Route {
     }
 }
 
+/// Why no BTF could be read: neither the running kernel's nor `--btf FILE`.
+pub fn no_btf() -> String {
+    format!(
+        "no {} (kernel built without CONFIG_DEBUG_INFO_BTF?) and no --btf FILE",
+        ktrace_symbols::kernel::VMLINUX_BTF
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use ktrace_probe::{Arch, KernelVersion, Offline, Target, TpErr};
+
+    #[test]
+    fn the_missing_btf_message_names_the_kernels_file() {
+        assert_eq!(
+            super::no_btf(),
+            "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
+             and no --btf FILE"
+        );
+    }
 
     /// With the host's real BTF (/sys/kernel/btf/vmlinux, as a `--btf`
     /// copy): a kernel that reads BTF names itself looks `MOD:FUNC` up as
@@ -173,7 +186,7 @@ mod tests {
     /// point"); the compiled route resolves FUNC in the module's BTF.
     #[test]
     fn module_prefix_on_the_native_route_is_refused_as_the_kernel_does() {
-        let file = std::path::Path::new("/sys/kernel/btf/vmlinux");
+        let file = std::path::Path::new(ktrace_symbols::kernel::VMLINUX_BTF);
         let btf = ktrace_symbols::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
         let mut target = Target::new(Arch::X86_64);
         target.kernel = KernelVersion::new(7, 2);

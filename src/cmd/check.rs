@@ -291,9 +291,7 @@ impl Checker {
         // The BTF the kernel's own reading of BTF names is checked with.
         let btf = match (&opts.btf, &mounted) {
             (Some(file), _) => ktrace_symbols::btf_types::KernelBtf::open_file(file),
-            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::open(Path::new(
-                ktrace_symbols::btf_types::SYSFS_BTF,
-            )),
+            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::running(),
             (None, None) => None,
         };
         Ok(Checker {
@@ -389,11 +387,7 @@ impl Checker {
                 && let Err(e) = &report.kernel.definition
                 && e.message.contains("BTF")
             {
-                report.btf_missing = Some(
-                    "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
-                     and no --btf FILE"
-                        .into(),
-                );
+                report.btf_missing = Some(crate::btfroute::no_btf());
             }
             return report;
         }

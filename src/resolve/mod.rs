@@ -60,8 +60,7 @@ pub fn build(
         ),
     };
     let tracefs = view.tracefs().context("tracefs is not mounted")?;
-    let kernel_btf =
-        ktrace_symbols::btf_types::KernelBtf::open(Path::new(ktrace_symbols::btf_types::SYSFS_BTF));
+    let kernel_btf = ktrace_symbols::btf_types::KernelBtf::running();
     let env = LiveEnv {
         symbols: counts.as_ref(),
         tracefs,

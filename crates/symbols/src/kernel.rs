@@ -26,8 +26,20 @@ use crate::probeable::{FtraceLocations, Rules};
 
 /// The running kernel's symbol table.
 pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
-/// The running kernel's BTF.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The one spelling of the directory below, for `concat!`.
+macro_rules! sysfs_btf {
+    () => {
+        "/sys/kernel/btf"
+    };
+}
+
+/// Where the running kernel publishes its BTF: `vmlinux`, and one split
+/// blob per loaded module (`CONFIG_DEBUG_INFO_BTF_MODULES`) read on top of
+/// it. Everything that opens the running kernel's BTF starts here.
+pub const SYSFS_BTF: &str = sysfs_btf!();
+/// The running kernel's own BTF (`SYSFS_BTF/vmlinux`).
+pub const VMLINUX_BTF: &str = concat!(sysfs_btf!(), "/vmlinux");
 
 /// One kernel, seen through its tables. Every accessor loads its table at
 /// the first call and keeps it (or the reason it could not be read).
@@ -294,6 +306,12 @@ pub fn count_cpu_list(list: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_btf_paths_are_the_kernels() {
+        assert_eq!(SYSFS_BTF, "/sys/kernel/btf");
+        assert_eq!(VMLINUX_BTF, "/sys/kernel/btf/vmlinux");
+    }
 
     #[test]
     fn cpu_lists() {
