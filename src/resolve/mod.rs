@@ -284,7 +284,7 @@ pub fn enable_stacks(
         }
     }
     if user {
-        if !inst.dir().join("options/userstacktrace").exists() {
+        if !inst.has_option("userstacktrace") {
             crate::eline!(
                 "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
                  built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"

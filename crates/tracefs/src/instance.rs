@@ -419,6 +419,13 @@ impl Instance {
         )
     }
 
+    /// Whether this instance has the option `options/NAME` at all (the
+    /// kernel lists only the options it was built with: no
+    /// `userstacktrace` without `CONFIG_USER_STACKTRACE_SUPPORT`).
+    pub fn has_option(&self, name: &str) -> bool {
+        self.dir.join("options").join(name).exists()
+    }
+
     /// The value of `options/NAME` (`None`: no such option here).
     pub fn option(&self, name: &str) -> Option<bool> {
         let v = fs::read_to_string(self.dir.join("options").join(name)).ok()?;
@@ -613,6 +620,17 @@ mod tests {
             (12, 3, 1, 480, 7, 9)
         );
         assert_eq!(s.lost(), 11);
+    }
+
+    #[test]
+    fn an_option_is_there_when_its_file_is() {
+        let root = std::env::temp_dir().join(format!("ktrace_opt_{}", std::process::id()));
+        let inst = Instance::open(&root, "i");
+        fs::create_dir_all(inst.dir().join("options")).unwrap();
+        fs::write(inst.dir().join("options/userstacktrace"), "0\n").unwrap();
+        assert!(inst.has_option("userstacktrace"));
+        assert!(!inst.has_option("func_stack_trace"));
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
