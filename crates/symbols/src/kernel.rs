@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use ktrace_probe::KernelVersion;
 use ktrace_tracefs::Features;
 
 use crate::blacklist::{self, BlacklistEntry};
@@ -58,6 +59,7 @@ pub struct KernelView {
     ftrace_names: OnceLock<Option<Vec<String>>>,
     features: OnceLock<Option<Features>>,
     release: OnceLock<Option<String>>,
+    proc_version: OnceLock<Option<KernelVersion>>,
     possible_cpus: OnceLock<Option<u32>>,
     btf: OnceLock<Result<Btf>>,
     notrace: OnceLock<bool>,
@@ -79,6 +81,7 @@ impl KernelView {
             ftrace_names: OnceLock::new(),
             features: OnceLock::new(),
             release: OnceLock::new(),
+            proc_version: OnceLock::new(),
             possible_cpus: OnceLock::new(),
             btf: OnceLock::new(),
             notrace: OnceLock::new(),
@@ -252,6 +255,37 @@ impl KernelView {
             .filter(|_| self.running)
     }
 
+    /// The version of the running kernel: its release (`uname -r`), or
+    /// `fallback` when that cannot be read or parsed (another kernel's view:
+    /// always); then the stable sublevel /proc/version names, when that is
+    /// of the same series — Debian's `uname -r` has none (5.10.0-32) while
+    /// its /proc/version says `Debian 5.10.223-1`, and fixes carried back
+    /// within a series depend on it. The one reader of both files.
+    pub fn version_or(&self, fallback: KernelVersion) -> KernelVersion {
+        let release = self
+            .release()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(fallback);
+        match self.proc_version() {
+            Some(v) if v.series() == release.series() => v,
+            _ => release,
+        }
+    }
+
+    /// The version /proc/version names ([`KernelVersion::from_proc_version`]),
+    /// read once; `None` for another kernel's view.
+    fn proc_version(&self) -> Option<KernelVersion> {
+        self.running
+            .then(|| {
+                *self.proc_version.get_or_init(|| {
+                    std::fs::read_to_string("/proc/version")
+                        .ok()
+                        .and_then(|text| KernelVersion::from_proc_version(&text))
+                })
+            })
+            .flatten()
+    }
+
     /// The number of possible CPUs (/sys/devices/system/cpu/possible).
     pub fn possible_cpus(&self) -> Option<u32> {
         *self.possible_cpus.get_or_init(|| {
@@ -339,6 +373,8 @@ mod tests {
         assert!(v.ftrace().is_none());
         assert!(v.features().is_none());
         assert!(v.release().is_none());
+        let fallback = KernelVersion::with_sublevel(5, 10, 7);
+        assert_eq!(v.version_or(fallback), fallback, "nothing of the host's");
         assert!(v.notrace_refused());
         let c = v.symbol_counts(["vfs_read"]).unwrap();
         assert_eq!(c.count("vfs_read"), Some(1));
