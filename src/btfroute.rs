@@ -42,10 +42,14 @@ impl Route {
         }
     }
 
-    /// The running kernel: /sys/kernel/btf, and the README of its tracefs.
-    pub fn live(tracefs: &Path) -> Route {
+    /// The running kernel: /sys/kernel/btf, and the README of its tracefs
+    /// as the kernel view read it (`readme`: [`KernelView::features`] of a
+    /// view of the running kernel with tracefs, never `None` then).
+    ///
+    /// [`KernelView::features`]: ktrace_symbols::KernelView::features
+    pub fn live(readme: Option<&ktrace_tracefs::Features>) -> Route {
         let dir = PathBuf::from(ktrace_symbols::kernel::SYSFS_BTF);
-        let native = ktrace_tracefs::features::Features::detect(tracefs).btf_args;
+        let native = readme.is_some_and(|r| r.btf_args);
         Route {
             source: dir.join("vmlinux").exists().then_some(dir),
             single_file: false,
