@@ -3,7 +3,8 @@
 //! vmlinux BTF, plus a module's split BTF next to it for `MOD:func` probes),
 //! and "native" when the kernel reads BTF arguments itself. Live, that is what
 //! its tracefs README says (`<argname>`), never the version number; offline,
-//! the target version decides (its features: 6.5 and later).
+//! the target version decides (its features: 6.5 and later). Both through
+//! `ktrace_symbols::kernel::reads_btf_names`.
 //!
 //! Thin wiring over `ktrace_probe::btfarg::compile` and
 //! `ktrace_symbols::btf_types`; the coordinator's `ktrace trace` calls
@@ -36,7 +37,7 @@ impl Route {
         Route {
             source: Some(file.to_path_buf()),
             single_file: true,
-            native: kernel.features().btf_args,
+            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }
@@ -44,12 +45,13 @@ impl Route {
 
     /// The running kernel: /sys/kernel/btf, and the README of its tracefs
     /// as the kernel view read it (`readme`: [`KernelView::features`] of a
-    /// view of the running kernel with tracefs, never `None` then).
+    /// view of the running kernel with tracefs, never `None` then); `kernel`
+    /// would decide only without one.
     ///
     /// [`KernelView::features`]: ktrace_symbols::KernelView::features
-    pub fn live(readme: Option<&ktrace_tracefs::Features>) -> Route {
+    pub fn live(kernel: KernelVersion, readme: Option<&ktrace_tracefs::Features>) -> Route {
         let dir = PathBuf::from(ktrace_symbols::kernel::SYSFS_BTF);
-        let native = readme.is_some_and(|r| r.btf_args);
+        let native = ktrace_symbols::kernel::reads_btf_names(kernel, readme);
         Route {
             source: dir.join("vmlinux").exists().then_some(dir),
             single_file: false,
@@ -64,7 +66,7 @@ impl Route {
         Route {
             source: None,
             single_file: false,
-            native: kernel.features().btf_args,
+            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }

@@ -285,9 +285,10 @@ impl Checker {
         }
         let route = match (&opts.btf, &mounted) {
             (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
-            (None, Some(_)) => {
-                crate::btfroute::Route::live(view.as_ref().and_then(|v| v.features()))
-            }
+            (None, Some(_)) => crate::btfroute::Route::live(
+                target.kernel,
+                view.as_ref().and_then(|v| v.features()),
+            ),
             (None, None) => crate::btfroute::Route::none(target.kernel),
         };
         // The BTF the kernel's own reading of BTF names is checked with.

@@ -325,9 +325,10 @@ pub fn features_from_readme(
     f.symstr = readme.has_type("symstr");
     f.dentry_types = readme.has_type("%pd");
     // BTF arguments (`<argname>` in the README) switch the argument parser to
-    // its BTF generation; it needs the function argument access API.
-    f.btf_args = readme.btf_args;
-    f.btf_parser |= readme.btf_args;
+    // its BTF generation; it needs the function argument access API. (Without
+    // a probe section above, the version decided: reads_btf_names(version, None).)
+    f.btf_args = ktrace_symbols::kernel::reads_btf_names(version, Some(readme));
+    f.btf_parser |= f.btf_args;
     // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
     f.fprobes = readme.fprobes;
     f.synthetic_events = readme.synthetic;

@@ -71,7 +71,7 @@ pub fn build(
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
     // as the kernel reads them where its README says it reads them, else
     // compiled with the kernel's BTF into the classic fetch language.
-    let mut route = crate::btfroute::Route::live(view.features());
+    let mut route = crate::btfroute::Route::live(target.kernel, view.features());
     let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {

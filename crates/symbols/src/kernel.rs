@@ -322,6 +322,27 @@ impl KernelView {
     }
 }
 
+/// Whether a kernel reads BTF argument names itself
+/// (`CONFIG_PROBE_EVENTS_BTF_ARGS`: `<argname>` fetch arguments, `$arg*`
+/// expanded to the function's parameter names): the one place that decides
+/// it. With a README to go by, what it lists (`<argname>`,
+/// [`Features::btf_args`]); without one, the version
+/// ([`ktrace_probe::kernel::Features::btf_args`], 6.5 and later).
+///
+/// Which README counts is the caller's, and the callers differ (kept as
+/// they were): the live checks' features (`features_from_readme` in the
+/// binary) take a README without a probe section (no `type:` list) as no
+/// README, and fall back to the version; the live BTF route
+/// (`btfroute::Route::live`) passes the README as it is, so such a kernel
+/// is not native there. `ktrace check --btf FILE` routes by the version
+/// even on a live kernel, whose checks still follow its README.
+pub fn reads_btf_names(version: KernelVersion, readme: Option<&Features>) -> bool {
+    match readme {
+        Some(r) => r.btf_args,
+        None => version.features().btf_args,
+    }
+}
+
 /// Counts the CPUs in a kernel CPU list (`0-3,5`).
 pub fn count_cpu_list(list: &str) -> Option<u32> {
     let mut n = 0u32;
@@ -345,6 +366,19 @@ mod tests {
     fn the_btf_paths_are_the_kernels() {
         assert_eq!(SYSFS_BTF, "/sys/kernel/btf");
         assert_eq!(VMLINUX_BTF, "/sys/kernel/btf/vmlinux");
+    }
+
+    #[test]
+    fn btf_names_are_the_readmes_word_else_the_versions() {
+        let mut readme = Features::from_readme("");
+        assert!(!reads_btf_names(KernelVersion::new(7, 2), Some(&readme)));
+        readme.btf_args = true;
+        assert!(reads_btf_names(KernelVersion::new(5, 10), Some(&readme)));
+        assert!(!reads_btf_names(KernelVersion::new(6, 1), None));
+        assert!(reads_btf_names(KernelVersion::new(6, 5), None));
+        for v in KernelVersion::SERIES {
+            assert_eq!(reads_btf_names(*v, None), v.features().btf_args);
+        }
     }
 
     #[test]
