@@ -3,7 +3,8 @@
 //! vmlinux BTF, plus a module's split BTF next to it for `MOD:func` probes),
 //! and "native" when the kernel reads BTF arguments itself. Live, that is what
 //! its tracefs README says (`<argname>`), never the version number; offline,
-//! the target version decides (its features: 6.5 and later).
+//! the target version decides (its features: 6.5 and later). Both through
+//! `ktrace_symbols::kernel::reads_btf_names`.
 //!
 //! Thin wiring over `ktrace_probe::btfarg::compile` and
 //! `ktrace_symbols::btf_types`; the coordinator's `ktrace trace` calls
@@ -36,16 +37,21 @@ impl Route {
         Route {
             source: Some(file.to_path_buf()),
             single_file: true,
-            native: kernel.features().btf_args,
+            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }
     }
 
-    /// The running kernel: /sys/kernel/btf, and the README of its tracefs.
-    pub fn live(tracefs: &Path) -> Route {
-        let dir = PathBuf::from(ktrace_symbols::btf_types::SYSFS_BTF);
-        let native = ktrace_tracefs::features::Features::detect(tracefs).btf_args;
+    /// The running kernel: /sys/kernel/btf, and the README of its tracefs
+    /// as the kernel view read it (`readme`: [`KernelView::features`] of a
+    /// view of the running kernel with tracefs, never `None` then); `kernel`
+    /// would decide only without one.
+    ///
+    /// [`KernelView::features`]: ktrace_symbols::KernelView::features
+    pub fn live(kernel: KernelVersion, readme: Option<&ktrace_tracefs::Features>) -> Route {
+        let dir = PathBuf::from(ktrace_symbols::kernel::SYSFS_BTF);
+        let native = ktrace_symbols::kernel::reads_btf_names(kernel, readme);
         Route {
             source: dir.join("vmlinux").exists().then_some(dir),
             single_file: false,
@@ -60,7 +66,7 @@ impl Route {
         Route {
             source: None,
             single_file: false,
-            native: kernel.features().btf_args,
+            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }
@@ -71,11 +77,7 @@ impl Route {
         if !self.loaded.contains_key(&key) {
             let loaded = match (&self.source, self.single_file) {
                 (None, _) => {
-                    self.missing = Some(
-                        "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
-                         and no --btf FILE"
-                            .into(),
-                    );
+                    self.missing = Some(no_btf());
                     None
                 }
                 (Some(file), true) => {
@@ -163,9 +165,26 @@ impl Route {
     }
 }
 
+/// Why no BTF could be read: neither the running kernel's nor `--btf FILE`.
+pub fn no_btf() -> String {
+    format!(
+        "no {} (kernel built without CONFIG_DEBUG_INFO_BTF?) and no --btf FILE",
+        ktrace_symbols::kernel::VMLINUX_BTF
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use ktrace_probe::{Arch, KernelVersion, Offline, Target, TpErr};
+
+    #[test]
+    fn the_missing_btf_message_names_the_kernels_file() {
+        assert_eq!(
+            super::no_btf(),
+            "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
+             and no --btf FILE"
+        );
+    }
 
     /// With the host's real BTF (/sys/kernel/btf/vmlinux, as a `--btf`
     /// copy): a kernel that reads BTF names itself looks `MOD:FUNC` up as
@@ -173,7 +192,7 @@ mod tests {
     /// point"); the compiled route resolves FUNC in the module's BTF.
     #[test]
     fn module_prefix_on_the_native_route_is_refused_as_the_kernel_does() {
-        let file = std::path::Path::new("/sys/kernel/btf/vmlinux");
+        let file = std::path::Path::new(ktrace_symbols::kernel::VMLINUX_BTF);
         let btf = ktrace_symbols::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
         let mut target = Target::new(Arch::X86_64);
         target.kernel = KernelVersion::new(7, 2);

@@ -10,7 +10,8 @@
 //! (the loop sees EPIPE), a panic (a panic hook plus the `Drop` guard).
 //! After SIGKILL, [`open_tracefs`] — used by every subcommand that touches
 //! tracefs — reaps what dead sessions left. This module does not read or
-//! decode events: that is `source.rs` (the instance's binary ring buffers).
+//! decode events: that is ktrace-stream (the instance's binary ring
+//! buffers, merged and decoded once), driven by `crate::live`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

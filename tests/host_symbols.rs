@@ -179,7 +179,7 @@ fn syms_btf_member_offset_matches_bpftool() {
             "btf",
             "dump",
             "file",
-            "/sys/kernel/btf/vmlinux",
+            ktrace_symbols::kernel::VMLINUX_BTF,
             "format",
             "raw",
         ])
@@ -188,7 +188,10 @@ fn syms_btf_member_offset_matches_bpftool() {
         return eprintln!("SKIP: bpftool not installed");
     };
     if !out.status.success() {
-        return eprintln!("SKIP: bpftool cannot read /sys/kernel/btf/vmlinux");
+        return eprintln!(
+            "SKIP: bpftool cannot read {}",
+            ktrace_symbols::kernel::VMLINUX_BTF
+        );
     }
     let dump = String::from_utf8_lossy(&out.stdout).into_owned();
     for (agg, member) in [

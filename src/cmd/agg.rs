@@ -712,8 +712,9 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         }
     };
     let group = sess.name().to_string();
-    let readme = ktrace_tracefs::features::readme(&root);
-    let features = Features::from_readme(&readme);
+    // What the README says of hist triggers: the view's one reading of it
+    // (the definitions' checks read it there too).
+    let features = view.features().map(|f| f.hist).unwrap_or_default();
     let planned = match common.engine {
         EngineChoice::User => None,
         _ if globs.is_some() => None,

@@ -314,15 +314,16 @@ impl Checker {
         }
         let route = match (&opts.btf, &mounted) {
             (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
-            (None, Some(root)) => crate::btfroute::Route::live(root),
+            (None, Some(_)) => crate::btfroute::Route::live(
+                target.kernel,
+                view.as_ref().and_then(|v| v.features()),
+            ),
             (None, None) => crate::btfroute::Route::none(target.kernel),
         };
         // The BTF the kernel's own reading of BTF names is checked with.
         let btf = match (&opts.btf, &mounted) {
             (Some(file), _) => ktrace_symbols::btf_types::KernelBtf::open_file(file),
-            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::open(Path::new(
-                ktrace_symbols::btf_types::SYSFS_BTF,
-            )),
+            (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::running(),
             (None, None) => None,
         };
         Ok(Checker {
@@ -418,11 +419,7 @@ impl Checker {
                 && let Err(e) = &report.kernel.definition
                 && e.message.contains("BTF")
             {
-                report.btf_missing = Some(
-                    "no /sys/kernel/btf/vmlinux (kernel built without CONFIG_DEBUG_INFO_BTF?) \
-                     and no --btf FILE"
-                        .into(),
-                );
+                report.btf_missing = Some(crate::btfroute::no_btf());
             }
             return report;
         }

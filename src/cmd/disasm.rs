@@ -248,7 +248,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
 /// running kernel's BTF, when it has BTF and the function (not for
 /// module functions, whose types are in split BTF).
 fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
-    let btf = ktrace_symbols::btf::open(Path::new("/sys/kernel/btf/vmlinux")).ok()?;
+    let btf = ktrace_symbols::btf::open(Path::new(ktrace_symbols::kernel::VMLINUX_BTF)).ok()?;
     let (ret, params) = btf.func_params(name)?;
     let regs: &[&str] = match arch {
         Arch::X86_64 => &["%di", "%si", "%dx", "%cx", "%r8", "%r9"],

@@ -50,7 +50,7 @@ pub struct Args {
     #[arg(long, value_parser = crate::cli::arch())]
     pub arch: Option<String>,
     /// The BTF file for --btf.
-    #[arg(long, value_name = "FILE", default_value = "/sys/kernel/btf/vmlinux")]
+    #[arg(long, value_name = "FILE", default_value = ktrace_symbols::kernel::VMLINUX_BTF)]
     pub btf_file: PathBuf,
 }
 
@@ -99,9 +99,10 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
     if !args.btf_file.exists() {
         anyhow::bail!(
             "no BTF: {} does not exist (a kernel built without CONFIG_DEBUG_INFO_BTF, or give \
-             --btf-file with a copy of the target's /sys/kernel/btf/vmlinux); without BTF write \
+             --btf-file with a copy of the target's {}); without BTF write \
              raw fetch arguments (+OFFSET(%REG):TYPE) with offsets from the kernel's headers",
-            args.btf_file.display()
+            args.btf_file.display(),
+            ktrace_symbols::kernel::VMLINUX_BTF
         );
     }
     let b = btf::open(&args.btf_file)?;

@@ -334,9 +334,10 @@ pub fn features_from_readme(
     f.symstr = readme.has_type("symstr");
     f.dentry_types = readme.has_type("%pd");
     // BTF arguments (`<argname>` in the README) switch the argument parser to
-    // its BTF generation; it needs the function argument access API.
-    f.btf_args = readme.btf_args;
-    f.btf_parser |= readme.btf_args;
+    // its BTF generation; it needs the function argument access API. (Without
+    // a probe section above, the version decided: reads_btf_names(version, None).)
+    f.btf_args = ktrace_symbols::kernel::reads_btf_names(version, Some(readme));
+    f.btf_parser |= f.btf_args;
     // `f`/`t` probes exist where the README announces them (not on 32-bit arm).
     f.fprobes = readme.fprobes;
     f.synthetic_events = readme.synthetic;
@@ -346,19 +347,9 @@ pub fn features_from_readme(
 /// The check target for the running kernel seen through `view`.
 pub fn live_target(arch: Arch, view: &KernelView) -> Target {
     let mut t = Target::new(arch);
-    if let Some(v) = view.release().and_then(|r| r.parse().ok()) {
-        t.kernel = v;
-    }
-    // Debian's `uname -r` has no stable sublevel (5.10.0-32); /proc/version
-    // names it (Debian 5.10.223-1), and fixes carried back within a series
-    // depend on it.
-    if let Some(v) = std::fs::read_to_string("/proc/version")
-        .ok()
-        .and_then(|text| KernelVersion::from_proc_version(&text))
-        .filter(|v| v.series() == t.kernel.series())
-    {
-        t.kernel = v;
-    }
+    // The release, with the stable sublevel /proc/version names (Debian's
+    // `uname -r` has none), from the view.
+    t.kernel = view.version_or(t.kernel);
     t.features = view.features().map(|r| features_from_readme(t.kernel, r));
     t.possible_cpus = view.possible_cpus();
     t

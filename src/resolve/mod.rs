@@ -60,8 +60,7 @@ pub fn build(
         ),
     };
     let tracefs = view.tracefs().context("tracefs is not mounted")?;
-    let kernel_btf =
-        ktrace_symbols::btf_types::KernelBtf::open(Path::new(ktrace_symbols::btf_types::SYSFS_BTF));
+    let kernel_btf = ktrace_symbols::btf_types::KernelBtf::running();
     let env = LiveEnv {
         symbols: counts.as_ref(),
         tracefs,
@@ -72,7 +71,7 @@ pub fn build(
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
     // as the kernel reads them where its README says it reads them, else
     // compiled with the kernel's BTF into the classic fetch language.
-    let mut route = crate::btfroute::Route::live(tracefs);
+    let mut route = crate::btfroute::Route::live(target.kernel, view.features());
     let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
@@ -285,7 +284,7 @@ pub fn enable_stacks(
         }
     }
     if user {
-        if !inst.dir().join("options/userstacktrace").exists() {
+        if !inst.has_option("userstacktrace") {
             crate::eline!(
                 "ktrace: note: this kernel records no user stacks (no options/userstacktrace: \
                  built without CONFIG_USER_STACKTRACE_SUPPORT); uprobe events come without stacks"

@@ -30,58 +30,10 @@ use crate::khist::{HistTable, KeyText};
 use std::collections::HashMap;
 use std::fmt;
 
-/// Hist-trigger features of the running kernel, from its tracefs README.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Features {
-    /// Hist triggers at all (`hist trigger` documented).
-    pub hist: bool,
-    /// `.buckets=size` modifier.
-    pub buckets: bool,
-    /// `common_cpu` as a key (older kernels say `cpu`).
-    pub common_cpu: bool,
-    /// Arithmetic with numeric literals in expressions.
-    pub constants: bool,
-    /// Synthetic events through `dynamic_events` (`s:[synthetic/]`).
-    pub synthetic_dynamic: bool,
-    /// The `synthetic_events` file.
-    pub synthetic_file: bool,
-    /// `onmatch(...).trace(...)` (the generic `trace` action).
-    pub onmatch_trace: bool,
-    /// `stacktrace` as a key.
-    pub stacktrace: bool,
-    /// How many fields a compound key may have.
-    pub max_keys: usize,
-}
-
-impl Features {
-    /// Read the features from the README text.
-    pub fn from_readme(readme: &str) -> Features {
-        let has = |s: &str| readme.contains(s);
-        let hist = has("hist trigger");
-        Features {
-            hist,
-            buckets: hist && has(".buckets="),
-            common_cpu: hist && has("common_cpu"),
-            constants: hist && (has("numeric_literal") || has("numeric literal")),
-            synthetic_dynamic: has("s:[synthetic/]"),
-            synthetic_file: has("synthetic_events"),
-            onmatch_trace: has("onmatch(") && has("trace(<synthetic_event>"),
-            stacktrace: hist && has("'stacktrace'"),
-            max_keys: if !hist {
-                0
-            } else if has("up to two fields") {
-                2
-            } else {
-                3
-            },
-        }
-    }
-
-    /// Whether synthetic events can be made at all.
-    pub fn synthetic(&self) -> bool {
-        self.synthetic_dynamic || self.synthetic_file
-    }
-}
+/// Hist-trigger features of the running kernel, from its tracefs README:
+/// ktrace-tracefs parses it (the README's one parser), this crate plans
+/// with it.
+pub use ktrace_tracefs::features::HistFeatures as Features;
 
 /// Why the kernel engine cannot do what was asked (use the user engine).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -160,15 +160,6 @@ impl EventFormat {
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.name == name)
     }
-
-    /// The smallest record length that holds every fixed field.
-    pub fn min_len(&self) -> usize {
-        self.fields
-            .iter()
-            .map(|f| f.offset + f.size)
-            .max()
-            .unwrap_or(0)
-    }
 }
 
 fn parse_kv<'a>(part: &'a str, key: &str) -> Result<&'a str, String> {

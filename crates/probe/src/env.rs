@@ -132,6 +132,16 @@ pub struct Offline;
 impl Environment for Offline {}
 
 /// A parsed `/proc/kallsyms` (names, types and module tags; addresses optional).
+///
+/// Not the kernel view's parser (`ktrace_symbols::kallsyms`, which ktrace
+/// itself uses): this crate sits below ktrace-symbols and cannot call it,
+/// and this one is lenient where that one is strict — it also takes
+/// `TYPE NAME` and bare `NAME` lines and a `[MODULE]` after a space (any
+/// non-blank line names a symbol), while the view refuses such a table and
+/// skips `#` comment lines this one would count. One parser serving both
+/// would change what the offline corpus and benches count. On the kernel's
+/// own lines the counts agree (ktrace-symbols'
+/// `offline_kallsyms_counts_agree_with_the_kernel_views`).
 #[derive(Debug, Clone, Default)]
 pub struct Kallsyms {
     counts: HashMap<String, usize>,

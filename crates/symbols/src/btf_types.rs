@@ -6,7 +6,8 @@
 //!
 //! Mirrors `btf_type_skip_modifiers()`, `btf_find_func_proto()` and the member
 //! walk of kernel/bpf/btf.c as trace_probe.c uses them. No I/O here: see
-//! [`open_kernel`] for reading /sys/kernel/btf.
+//! [`open_kernel`] for reading /sys/kernel/btf
+//! ([`crate::kernel::SYSFS_BTF`]).
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -94,9 +95,6 @@ impl BtfTypes for Btf {
     }
 }
 
-/// Where the kernel publishes its BTF.
-pub const SYSFS_BTF: &str = "/sys/kernel/btf";
-
 /// Reads the kernel's BTF from `dir` (`/sys/kernel/btf` or a copy of it): vmlinux,
 /// plus `module`'s split BTF on top when given.
 pub fn open_kernel(dir: &Path, module: Option<&str>) -> Result<Btf> {
@@ -145,6 +143,12 @@ impl KernelBtf {
             index: OnceCell::new(),
             modules: names.into_iter().map(|n| (n, OnceCell::new())).collect(),
         })
+    }
+
+    /// The running kernel's BTF ([`crate::kernel::SYSFS_BTF`]); `None`
+    /// without `vmlinux` there.
+    pub fn running() -> Option<KernelBtf> {
+        Self::open(Path::new(crate::kernel::SYSFS_BTF))
     }
 
     /// A single BTF file (`--btf FILE`, a copy of a target's vmlinux BTF),

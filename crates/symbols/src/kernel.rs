@@ -1,7 +1,7 @@
 //! The kernel view: everything ktrace reads about the kernel it probes,
 //! each table loaded lazily, once, behind one type — kallsyms (the whole
-//! table, or a cheap count of a few names), the BTF of vmlinux and the path
-//! of a module's split BTF, the kprobe blacklist, the ftrace locations
+//! table, or a cheap count of a few names), the BTF of vmlinux, the kprobe
+//! blacklist, the ftrace locations
 //! (`available_filter_functions[_addrs]`), the tracefs README's feature list,
 //! the release and possible CPUs, and whether notrace functions may be
 //! probed (`CONFIG_KPROBE_EVENTS_ON_NOTRACE` in /boot/config-RELEASE).
@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use ktrace_probe::KernelVersion;
 use ktrace_tracefs::Features;
 
 use crate::blacklist::{self, BlacklistEntry};
@@ -26,8 +27,20 @@ use crate::probeable::{FtraceLocations, Rules};
 
 /// The running kernel's symbol table.
 pub const PROC_KALLSYMS: &str = "/proc/kallsyms";
-/// The running kernel's BTF.
-pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// The one spelling of the directory below, for `concat!`.
+macro_rules! sysfs_btf {
+    () => {
+        "/sys/kernel/btf"
+    };
+}
+
+/// Where the running kernel publishes its BTF: `vmlinux`, and one split
+/// blob per loaded module (`CONFIG_DEBUG_INFO_BTF_MODULES`) read on top of
+/// it. Everything that opens the running kernel's BTF starts here.
+pub const SYSFS_BTF: &str = sysfs_btf!();
+/// The running kernel's own BTF (`SYSFS_BTF/vmlinux`).
+pub const VMLINUX_BTF: &str = concat!(sysfs_btf!(), "/vmlinux");
 
 /// One kernel, seen through its tables. Every accessor loads its table at
 /// the first call and keeps it (or the reason it could not be read).
@@ -46,6 +59,7 @@ pub struct KernelView {
     ftrace_names: OnceLock<Option<Vec<String>>>,
     features: OnceLock<Option<Features>>,
     release: OnceLock<Option<String>>,
+    proc_version: OnceLock<Option<KernelVersion>>,
     possible_cpus: OnceLock<Option<u32>>,
     btf: OnceLock<Result<Btf>>,
     notrace: OnceLock<bool>,
@@ -67,6 +81,7 @@ impl KernelView {
             ftrace_names: OnceLock::new(),
             features: OnceLock::new(),
             release: OnceLock::new(),
+            proc_version: OnceLock::new(),
             possible_cpus: OnceLock::new(),
             btf: OnceLock::new(),
             notrace: OnceLock::new(),
@@ -240,6 +255,37 @@ impl KernelView {
             .filter(|_| self.running)
     }
 
+    /// The version of the running kernel: its release (`uname -r`), or
+    /// `fallback` when that cannot be read or parsed (another kernel's view:
+    /// always); then the stable sublevel /proc/version names, when that is
+    /// of the same series — Debian's `uname -r` has none (5.10.0-32) while
+    /// its /proc/version says `Debian 5.10.223-1`, and fixes carried back
+    /// within a series depend on it. The one reader of both files.
+    pub fn version_or(&self, fallback: KernelVersion) -> KernelVersion {
+        let release = self
+            .release()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(fallback);
+        match self.proc_version() {
+            Some(v) if v.series() == release.series() => v,
+            _ => release,
+        }
+    }
+
+    /// The version /proc/version names ([`KernelVersion::from_proc_version`]),
+    /// read once; `None` for another kernel's view.
+    fn proc_version(&self) -> Option<KernelVersion> {
+        self.running
+            .then(|| {
+                *self.proc_version.get_or_init(|| {
+                    std::fs::read_to_string("/proc/version")
+                        .ok()
+                        .and_then(|text| KernelVersion::from_proc_version(&text))
+                })
+            })
+            .flatten()
+    }
+
     /// The number of possible CPUs (/sys/devices/system/cpu/possible).
     pub fn possible_cpus(&self) -> Option<u32> {
         *self.possible_cpus.get_or_init(|| {
@@ -253,12 +299,6 @@ impl KernelView {
         self.btf
             .get_or_init(|| btf::open(Path::new(VMLINUX_BTF)))
             .as_ref()
-    }
-
-    /// Where module `module`'s split BTF lives (/sys/kernel/btf/MODULE);
-    /// it is read on top of [`KernelView::btf`].
-    pub fn module_btf_path(&self, module: &str) -> PathBuf {
-        Path::new("/sys/kernel/btf").join(module)
     }
 
     /// Whether `name` is a loaded module: it has /sys/module/NAME/sections,
@@ -282,6 +322,27 @@ impl KernelView {
     }
 }
 
+/// Whether a kernel reads BTF argument names itself
+/// (`CONFIG_PROBE_EVENTS_BTF_ARGS`: `<argname>` fetch arguments, `$arg*`
+/// expanded to the function's parameter names): the one place that decides
+/// it. With a README to go by, what it lists (`<argname>`,
+/// [`Features::btf_args`]); without one, the version
+/// ([`ktrace_probe::kernel::Features::btf_args`], 6.5 and later).
+///
+/// Which README counts is the caller's, and the callers differ (kept as
+/// they were): the live checks' features (`features_from_readme` in the
+/// binary) take a README without a probe section (no `type:` list) as no
+/// README, and fall back to the version; the live BTF route
+/// (`btfroute::Route::live`) passes the README as it is, so such a kernel
+/// is not native there. `ktrace check --btf FILE` routes by the version
+/// even on a live kernel, whose checks still follow its README.
+pub fn reads_btf_names(version: KernelVersion, readme: Option<&Features>) -> bool {
+    match readme {
+        Some(r) => r.btf_args,
+        None => version.features().btf_args,
+    }
+}
+
 /// Counts the CPUs in a kernel CPU list (`0-3,5`).
 pub fn count_cpu_list(list: &str) -> Option<u32> {
     let mut n = 0u32;
@@ -300,6 +361,25 @@ pub fn count_cpu_list(list: &str) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_btf_paths_are_the_kernels() {
+        assert_eq!(SYSFS_BTF, "/sys/kernel/btf");
+        assert_eq!(VMLINUX_BTF, "/sys/kernel/btf/vmlinux");
+    }
+
+    #[test]
+    fn btf_names_are_the_readmes_word_else_the_versions() {
+        let mut readme = Features::from_readme("");
+        assert!(!reads_btf_names(KernelVersion::new(7, 2), Some(&readme)));
+        readme.btf_args = true;
+        assert!(reads_btf_names(KernelVersion::new(5, 10), Some(&readme)));
+        assert!(!reads_btf_names(KernelVersion::new(6, 1), None));
+        assert!(reads_btf_names(KernelVersion::new(6, 5), None));
+        for v in KernelVersion::SERIES {
+            assert_eq!(reads_btf_names(*v, None), v.features().btf_args);
+        }
+    }
 
     #[test]
     fn cpu_lists() {
@@ -327,6 +407,8 @@ mod tests {
         assert!(v.ftrace().is_none());
         assert!(v.features().is_none());
         assert!(v.release().is_none());
+        let fallback = KernelVersion::with_sublevel(5, 10, 7);
+        assert_eq!(v.version_or(fallback), fallback, "nothing of the host's");
         assert!(v.notrace_refused());
         let c = v.symbol_counts(["vfs_read"]).unwrap();
         assert_eq!(c.count("vfs_read"), Some(1));

@@ -8,10 +8,11 @@
 use ktrace_probe::btfarg::{Compiled, compile, may_use_btf};
 use ktrace_probe::{Arch, KernelVersion, Offline, ProbeError, Target};
 use ktrace_symbols::btf::Btf;
+use ktrace_symbols::kernel::VMLINUX_BTF;
 
 fn host() -> Option<Btf> {
-    let Ok(data) = std::fs::read("/sys/kernel/btf/vmlinux") else {
-        eprintln!("no /sys/kernel/btf/vmlinux on this machine: skipped");
+    let Ok(data) = std::fs::read(VMLINUX_BTF) else {
+        eprintln!("no {VMLINUX_BTF} on this machine: skipped");
         return None;
     };
     Some(Btf::parse(&data).expect("host BTF parses"))
@@ -249,7 +250,7 @@ mod never_panic {
     }
 
     static HOST: std::sync::LazyLock<Option<Btf>> = std::sync::LazyLock::new(|| {
-        std::fs::read("/sys/kernel/btf/vmlinux")
+        std::fs::read(VMLINUX_BTF)
             .ok()
             .and_then(|d| Btf::parse(&d).ok())
     });

@@ -10,7 +10,7 @@ use ktrace_symbols::btf::{self, Kind};
 
 #[test]
 fn vmlinux_btf_matches_bpftool() {
-    let path = Path::new("/sys/kernel/btf/vmlinux");
+    let path = Path::new(ktrace_symbols::kernel::VMLINUX_BTF);
     if !path.exists() {
         return eprintln!("SKIP: no {}", path.display());
     }

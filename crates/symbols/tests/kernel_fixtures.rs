@@ -209,3 +209,40 @@ fn module_symbols_print_and_scope_like_the_6_1_kernel() {
     }
     assert!(accepted >= 5);
 }
+
+/// Two kallsyms parsers stay (see ktrace_probe::env::Kallsyms): on the
+/// kernel's own lines — every captured table, module symbols included —
+/// the probe crate's offline counts are the kernel view's, name by name.
+#[test]
+fn offline_kallsyms_counts_agree_with_the_kernel_views() {
+    use ktrace_probe::Environment;
+    for name in [
+        "kallsyms-6.1-x86_64-window.txt",
+        "kallsyms-6.1-x86_64-module-dummy.txt",
+        "kallsyms-6.1-arm64-sample.txt",
+        "kallsyms-6.12-x86_64-window.txt",
+        "kallsyms-6.18-x86_64-dups.txt",
+        "kallsyms-6.18-x86_64-vfs.txt",
+    ] {
+        let text = fixture(name);
+        let view = Kallsyms::parse(&text).unwrap();
+        let offline = ktrace_probe::Kallsyms::parse(&text);
+        assert_eq!(offline.len(), view.symbols().len(), "{name}");
+        for s in view.symbols() {
+            assert_eq!(
+                offline.symbol_count(&s.name),
+                Some(view.count_same(&s.name, None)),
+                "{name}: {}",
+                s.name
+            );
+            if let Some(m) = &s.module {
+                assert_eq!(
+                    offline.module_symbol(m, &s.name),
+                    Some(Some(true)),
+                    "{name}: {m}:{}",
+                    s.name
+                );
+            }
+        }
+    }
+}

@@ -21,7 +21,11 @@ pub struct Features {
     pub instances: bool,
     /// `error_log` exists (5.2+).
     pub error_log: bool,
-    /// Hist triggers are available.
+    /// Hist triggers are available, by the trigger syntax the README lists
+    /// (`hist:keys` or a `hist` trigger line). The kernel engine of
+    /// `ktrace count/hist/latency` goes by [`HistFeatures::hist`] instead
+    /// (`hist trigger` documented); every README seen has both or neither
+    /// (the 6.1 guest's both, the 6.18 host's neither).
     pub hist_triggers: bool,
     /// The `snapshot` trigger is available.
     pub snapshot: bool,
@@ -43,11 +47,70 @@ pub struct Features {
     pub ref_ctr_offset: bool,
     /// `maxactive` for return probes is accepted.
     pub maxactive: bool,
-    /// BTF argument names (`<argname>[->field...]`, 6.6+ with
+    /// BTF argument names (`<argname>[->field...]`, 6.5+ with
     /// CONFIG_PROBE_EVENTS_BTF_ARGS) are accepted in probe definitions.
     pub btf_args: bool,
     /// Fetch types the README lists, expanded (`u8`, `u16`, …, `string`).
     pub types: Vec<String>,
+    /// What the README says of hist triggers, as the kernel engine plans
+    /// with it.
+    pub hist: HistFeatures,
+}
+
+/// Hist-trigger features of a kernel, from its tracefs README
+/// (Documentation/trace/histogram.rst; the README's `hist` section): what
+/// the kernel engine of `ktrace count/hist/latency` (ktrace-aggregate)
+/// plans with. Never from the version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistFeatures {
+    /// Hist triggers at all (`hist trigger` documented).
+    pub hist: bool,
+    /// `.buckets=size` modifier.
+    pub buckets: bool,
+    /// `common_cpu` as a key (older kernels say `cpu`).
+    pub common_cpu: bool,
+    /// Arithmetic with numeric literals in expressions.
+    pub constants: bool,
+    /// Synthetic events through `dynamic_events` (`s:[synthetic/]`).
+    pub synthetic_dynamic: bool,
+    /// The `synthetic_events` file.
+    pub synthetic_file: bool,
+    /// `onmatch(...).trace(...)` (the generic `trace` action).
+    pub onmatch_trace: bool,
+    /// `stacktrace` as a key.
+    pub stacktrace: bool,
+    /// How many fields a compound key may have.
+    pub max_keys: usize,
+}
+
+impl HistFeatures {
+    /// Read the features from the README text.
+    pub fn from_readme(readme: &str) -> HistFeatures {
+        let has = |s: &str| readme.contains(s);
+        let hist = has("hist trigger");
+        HistFeatures {
+            hist,
+            buckets: hist && has(".buckets="),
+            common_cpu: hist && has("common_cpu"),
+            constants: hist && (has("numeric_literal") || has("numeric literal")),
+            synthetic_dynamic: has("s:[synthetic/]"),
+            synthetic_file: has("synthetic_events"),
+            onmatch_trace: has("onmatch(") && has("trace(<synthetic_event>"),
+            stacktrace: hist && has("'stacktrace'"),
+            max_keys: if !hist {
+                0
+            } else if has("up to two fields") {
+                2
+            } else {
+                3
+            },
+        }
+    }
+
+    /// Whether synthetic events can be made at all.
+    pub fn synthetic(&self) -> bool {
+        self.synthetic_dynamic || self.synthetic_file
+    }
 }
 
 /// Whether the kernel offers the function tracer (`function` in the
@@ -96,6 +159,7 @@ impl Features {
             ref_ctr_offset: readme.contains("(ref_ctr_offset)"),
             maxactive: readme.contains("r[maxactive]"),
             types: parse_types(readme),
+            hist: HistFeatures::from_readme(readme),
             ..Self::default()
         }
     }
@@ -168,6 +232,7 @@ mod tests {
         assert!(f.immediates);
         assert!(f.ref_ctr_offset);
         assert!(!f.hist_triggers, "the host kernel has no hist triggers");
+        assert_eq!(f.hist, HistFeatures::default());
         for t in [
             "s8", "s64", "u16", "x32", "char", "string", "ustring", "symstr", "symbol", "%pd",
             "%pD",

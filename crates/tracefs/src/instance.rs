@@ -430,6 +430,13 @@ impl Instance {
         )
     }
 
+    /// Whether this instance has the option `options/NAME` at all (the
+    /// kernel lists only the options it was built with: no
+    /// `userstacktrace` without `CONFIG_USER_STACKTRACE_SUPPORT`).
+    pub fn has_option(&self, name: &str) -> bool {
+        self.dir.join("options").join(name).exists()
+    }
+
     /// The value of `options/NAME` (`None`: no such option here).
     pub fn option(&self, name: &str) -> Option<bool> {
         let v = fs::read_to_string(self.dir.join("options").join(name)).ok()?;
@@ -559,21 +566,6 @@ impl Instance {
             .join("stats");
         Ok(CpuStats::parse(&io::read(&p, "cannot read per-CPU stats")?))
     }
-
-    /// The counters of all CPUs summed.
-    pub fn total_stats(&self) -> Result<CpuStats> {
-        let mut t = CpuStats::default();
-        for cpu in self.cpus()? {
-            let s = self.cpu_stats(cpu)?;
-            t.entries += s.entries;
-            t.overrun += s.overrun;
-            t.commit_overrun += s.commit_overrun;
-            t.bytes += s.bytes;
-            t.dropped_events += s.dropped_events;
-            t.read_events += s.read_events;
-        }
-        Ok(t)
-    }
 }
 
 fn join_pids(pids: &[u32]) -> String {
@@ -639,6 +631,17 @@ mod tests {
             (12, 3, 1, 480, 7, 9)
         );
         assert_eq!(s.lost(), 11);
+    }
+
+    #[test]
+    fn an_option_is_there_when_its_file_is() {
+        let root = std::env::temp_dir().join(format!("ktrace_opt_{}", std::process::id()));
+        let inst = Instance::open(&root, "i");
+        fs::create_dir_all(inst.dir().join("options")).unwrap();
+        fs::write(inst.dir().join("options/userstacktrace"), "0\n").unwrap();
+        assert!(inst.has_option("userstacktrace"));
+        assert!(!inst.has_option("func_stack_trace"));
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
