@@ -89,3 +89,33 @@ fn check_into_a_closed_pipe_is_a_quiet_end() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// `ktrace boot` refuses a parameter longer than the target kernel keeps of
+/// its command line (COMMAND_LINE_SIZE - 1: 1,023 bytes on arm), printing
+/// nothing; the same definitions fit an x86_64 kernel's 2,047.
+#[test]
+fn boot_parameter_longer_than_the_command_line_is_refused() {
+    let defs: Vec<String> = (0..40)
+        .map(|i| format!("p:probe_number_{i:02} vfs_read"))
+        .collect();
+    let run = |arch: &str| {
+        common::ktrace()
+            .args(["boot", "--arch", arch, "--kernel", "7.2"])
+            .args(&defs)
+            .output()
+            .unwrap()
+    };
+    let out = run("arm");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(stderr.contains("more than the 1023"), "{stderr}");
+    let out = run("x86_64");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(line.starts_with("kprobe_event=") && line.trim_end().len() > 1023);
+}

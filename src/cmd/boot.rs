@@ -138,8 +138,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     if line.len() > limit {
         crate::say!(
-            "the parameters take {} bytes: more than the {limit} of its command line an {arch} \
-             kernel keeps (COMMAND_LINE_SIZE); split the probes over fewer definitions or \
+            "the parameters take {} bytes: more than the {limit} a kernel keeps of its command \
+             line on {arch} (COMMAND_LINE_SIZE); split the probes over fewer definitions or \
              arguments",
             line.len()
         );
@@ -179,8 +179,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => String::new(),
     };
     crate::say!(
-        "{} probe(s); the parameters take {} of the {limit} bytes an {arch} kernel keeps of \
-         its command line{with_current}",
+        "{} probe(s); the parameters take {} of the {limit} bytes a kernel keeps of its \
+         command line on {arch}{with_current}",
         done.len(),
         line.len()
     );
