@@ -221,10 +221,17 @@ impl Bench<'_> {
 fn qemu_guest() -> bool {
     let dmi = std::fs::read_to_string("/sys/class/dmi/id/sys_vendor").unwrap_or_default();
     let dt = std::fs::read("/proc/device-tree/compatible").unwrap_or_default();
-    dmi.contains("QEMU") || dt.windows(15).any(|w| w == b"linux,dummy-virt") || {
-        let s = String::from_utf8_lossy(&dt).to_string();
-        s.contains("riscv-virtio") || s.contains("qemu")
-    }
+    is_qemu(&dmi, &dt)
+}
+
+/// QEMU from the DMI vendor (x86) or the device tree's `compatible`
+/// (`linux,dummy-virt` of arm and arm64 `-M virt`, `riscv-virtio`).
+fn is_qemu(dmi_vendor: &str, dt_compatible: &[u8]) -> bool {
+    let dt = String::from_utf8_lossy(dt_compatible);
+    dmi_vendor.contains("QEMU")
+        || dt.contains("linux,dummy-virt")
+        || dt.contains("riscv-virtio")
+        || dt.contains("qemu")
 }
 
 /// Runs `ktrace bench`.
@@ -383,6 +390,18 @@ mod tests {
             "r:bench /bin/k:0x10 a0=$retval a1=$retval"
         );
         assert_eq!(definition(Kind::Kprobe, 8, "x").split(' ').count(), 10);
+    }
+
+    #[test]
+    fn qemu_machines() {
+        // the device tree's compatible is NUL-separated strings
+        assert!(is_qemu("", b"linux,dummy-virt\0"));
+        assert!(is_qemu("", b"riscv-virtio\0"));
+        assert!(is_qemu("QEMU\n", b""));
+        assert!(!is_qemu(
+            "Dell Inc.\n",
+            b"raspberrypi,4-model-b\0brcm,bcm2711\0"
+        ));
     }
 
     #[test]
