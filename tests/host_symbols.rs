@@ -259,3 +259,46 @@ fn syms_user_address_of_another_process() {
     eprintln!("user address -> {}", out.trim());
     assert!(out.starts_with("getenv+0x4 ("), "{out}");
 }
+
+/// Issue 22, category 6: a kallsyms copy without the address column
+/// (`T vfs_read`) counted no symbol at all, so every definition was refused
+/// as "Invalid probed address or symbol". It is now refused as a file, with
+/// the line that is not in /proc/kallsyms's format; the captured copy works.
+#[test]
+fn check_refuses_a_kallsyms_copy_without_addresses() {
+    let dir = std::env::temp_dir().join(format!("ktrace-ks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("kallsyms.txt");
+    let good = fixture("kallsyms-6.18-x86_64-vfs.txt");
+    let names: String = std::fs::read_to_string(&good)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_once(' ').map_or(l, |(_, rest)| rest).to_string() + "\n")
+        .collect();
+    std::fs::write(&bad, names).unwrap();
+    let args = |ks: &str| {
+        vec![
+            "check".to_string(),
+            "--arch".into(),
+            "x86_64".into(),
+            "--kernel".into(),
+            "6.1".into(),
+            "--kallsyms".into(),
+            ks.to_string(),
+            "p vfs_read".into(),
+        ]
+    };
+    let a = args(bad.to_str().unwrap());
+    let (ok, out, err) = ktrace(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("not in /proc/kallsyms's format") && err.contains("line 1"),
+        "{err}"
+    );
+    assert!(!out.contains("Invalid probed address"), "{out}");
+    let a = args(&good);
+    let (ok, out, err) = ktrace(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok && out.starts_with("ok: "), "{out}{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

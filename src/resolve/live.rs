@@ -40,6 +40,29 @@ impl LiveEnv<'_> {
                 .iter()
                 .find_map(|n| table.by_name(n, None).first().map(|s| s.addr))
         };
+        let in_module = || {
+            table
+                .lookup(addr)
+                .is_some_and(|l| l.symbol.module.is_some())
+        };
+        // is_ksym_addr(): without CONFIG_KALLSYMS_ALL only kernel text and
+        // init text are placed (32-bit arm and arm64 5.10: `SYM+1MiB` past
+        // the text, or a `D` section marker, is -ENOENT, "Invalid probed
+        // address or symbol"; arm 6.12 seed 1).
+        if !table.lists_data() {
+            let within = |lo: &[&str], hi: &[&str]| match (bound(lo), bound(hi)) {
+                (Some(lo), Some(hi)) => Some(addr >= lo && addr < hi),
+                _ => None,
+            };
+            match (
+                within(&["_stext"], &["_etext"]),
+                within(&["_sinittext"], &["_einittext"]),
+            ) {
+                (Some(true), _) | (_, Some(true)) => return true,
+                (Some(false), _) => return in_module(),
+                _ => {}
+            }
+        }
         let lo = bound(&["_stext", "_text", "_sinittext"]);
         // 32-bit arm 6.12 lists no `_end`: past the last core symbol then
         let hi = bound(&["_end", "__bss_stop", "_ebss"]).or_else(|| {
@@ -52,9 +75,7 @@ impl LiveEnv<'_> {
         });
         match (lo, hi) {
             (Some(lo), Some(hi)) if addr >= lo && addr < hi => true,
-            (Some(_), Some(_)) => table
-                .lookup(addr)
-                .is_some_and(|l| l.symbol.module.is_some()),
+            (Some(_), Some(_)) => in_module(),
             _ => true,
         }
     }
@@ -216,6 +237,21 @@ impl Environment for LiveEnv<'_> {
                 "{symbol} ({:#x}) lies below the kernel image (a per-cpu variable?): \
                  kprobes go on kernel text",
                 sym.addr
+            ))));
+        }
+        // _kprobe_addr(): an address kallsyms cannot place is -ENOENT,
+        // which a probe on a core symbol reports as a bad address.
+        if !table.addresses_hidden()
+            && let Some(sym) = table
+                .by_name(symbol, None)
+                .into_iter()
+                .find(|s| s.module.is_none())
+            && let Some(addr) = sym.addr.checked_add(offset)
+            && !self.in_kernel(table, addr)
+        {
+            return Some(Some(Refusal::Unresolved(format!(
+                "{symbol}+{offset:#x} ({addr:#x}) is outside the kernel's text, where kallsyms \
+                 places no function: kprobes go on kernel text"
             ))));
         }
         match ktrace_symbols::probeable::kprobe_refusal_on(

@@ -816,17 +816,20 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             if offset < 0 || offset > i64::from(u32::MAX) {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
-            // No symbol has an empty name, nor one starting with a digit (kallsyms
-            // names are C identifiers, perhaps with '.' suffixes): the kernel's
-            // lookup and count both fail.
-            if sym.is_empty() || sym.as_bytes()[0].is_ascii_digit() {
-                return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
-            }
             // validate_probe_symbol() (6.12 and later: before the entry check;
             // 6.1 counts after it): no symbol, or more than one, is refused.
             // Without the count (5.10.223), a symbol that does not exist
-            // fails at registration, after the arguments.
+            // fails at registration, after the event name and the arguments.
             let counts = ctx.target.features().non_unique_symbol;
+            // No symbol has an empty name, nor one starting with a digit (kallsyms
+            // names are C identifiers, perhaps with '.' suffixes): the kernel's
+            // lookup and count both fail (arm64 5.10: `r:kprobes/ 54x/ev` is
+            // refused for its empty event name first).
+            let impossible = sym.is_empty() || sym.as_bytes()[0].is_ascii_digit();
+            if impossible && counts {
+                return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
+            }
+            missing_symbol |= impossible;
             let validate = |ctx: &mut Ctx, missing: &mut bool| -> Result<(), Fail> {
                 if sym.contains(':') {
                     return Ok(());
@@ -1045,7 +1048,21 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     // aligned; a misaligned offset into a function fails with -EINVAL. (An address
     // outside kernel text is not looked at: the kernel defers it as if it were in a
     // module not loaded yet.)
-    if ctx.target.arch == Arch::Arm64
+    // 32-bit arm kernels built in ARM mode (Debian's armmp: no
+    // CONFIG_THUMB2_KERNEL) refuse a misaligned address the same way (arm
+    // 6.12: `p fn_show_mem+0x1a`, `vfs_read+0x2`). A probe that waits for
+    // its module is not looked at (`nosuchmod:vfs_read+0x21` is accepted).
+    // (a probe on a module known to be loaded is; one on a module of unknown
+    // state is left to the kernel, which accepts it when the module is not)
+    let aligned_check = match &place {
+        KprobePlace::Symbol { symbol, .. } => match symbol.split_once(':') {
+            Some((m, n)) => ctx.env.module_symbol(m, n) == Some(Some(true)),
+            None => true,
+        },
+        KprobePlace::Address(_) => false,
+    };
+    if matches!(ctx.target.arch, Arch::Arm64 | Arch::Arm)
+        && aligned_check
         && let KprobePlace::Symbol { offset, .. } = &place
         && offset % 4 != 0
     {
@@ -1054,6 +1071,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     // riscv64 instructions are 2 or 4 bytes, 2-byte aligned: an odd offset is
     // never an instruction boundary (riscv64-7.2 corpus: `vfs_read+1`, `+3`).
     if ctx.target.arch == Arch::Riscv64
+        && aligned_check
         && let KprobePlace::Symbol { offset, .. } = &place
         && offset % 2 != 0
     {
@@ -1960,5 +1978,54 @@ mod tests {
             (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(2))
         );
         assert!(check_line("p vfs_read+8", t, &Offline).accepted());
+    }
+
+    #[test]
+    fn arm_kernels_in_arm_mode_take_word_aligned_offsets() {
+        // arm 6.12 (Debian armmp, no CONFIG_THUMB2_KERNEL): `fn_show_mem+0x1a`
+        // and `vfs_read+0x2` are refused at registration, `+0x100000` taken.
+        let t = Target::new(Arch::Arm);
+        assert_eq!(
+            err("p vfs_read+0x1a", t, &Offline),
+            (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(2))
+        );
+        assert!(check_line("p vfs_read+0x100000", t, &Offline).accepted());
+    }
+
+    #[test]
+    fn a_probe_waiting_for_its_module_is_not_aligned() {
+        // arm64 5.10 and riscv64 6.12 accept `nosuchmod:vfs_read+0x21`: the
+        // symbol is not found, the module is not loaded, the probe waits.
+        let k = Kallsyms::parse("ffffffff81000000 T vfs_read\n");
+        for arch in [Arch::Arm64, Arch::Arm, Arch::Riscv64] {
+            let t = Target::new(arch);
+            assert!(
+                check_line("p:ev nosuchmod:vfs_read+0x21", t, &k).accepted(),
+                "{arch:?}"
+            );
+            assert!(check_line("p:ev nosuchmod:vfs_read+0x21", t, &Offline).accepted());
+        }
+    }
+
+    #[test]
+    fn without_the_symbol_count_an_impossible_symbol_fails_late() {
+        // arm64 5.10.223 (no validate_probe_symbol()): `54x` is looked up only
+        // at registration, so the empty event name is refused first.
+        let mut t = Target::new(Arch::Arm64);
+        t.kernel = KernelVersion::with_sublevel(5, 10, 223);
+        assert_eq!(
+            err("r:kprobes/ 54x/ev25330 x", t, &Offline),
+            (ErrorKind::Logged(TpErr::NO_EVENT_NAME), Some(10))
+        );
+        assert_eq!(
+            err("p:e1 54x", t, &Offline),
+            (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(5))
+        );
+        // 6.1 counts the symbol before the name.
+        let t = Target::new(Arch::Arm64);
+        assert_eq!(
+            err("r:kprobes/ 54x/ev25330 x", t, &Offline),
+            (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(11))
+        );
     }
 }

@@ -187,6 +187,17 @@ impl Kallsyms {
             .count()
     }
 
+    /// Whether the table lists the kernel's data as well as its code
+    /// (`CONFIG_KALLSYMS_ALL`): static data (`d`, `b`) of the kernel itself
+    /// appears only then. Without it, kallsyms places only addresses in
+    /// kernel text and init text (`is_ksym_addr()`), and lists a few data
+    /// markers besides (32-bit arm and arm64 5.10: `D`/`R` section bounds).
+    pub fn lists_data(&self) -> bool {
+        self.symbols
+            .iter()
+            .any(|s| s.module.is_none() && matches!(s.kind, 'd' | 'b'))
+    }
+
     /// The symbol containing `addr`, as the kernel's lookup finds it: each
     /// region (the core kernel, each module) is searched for its closest
     /// preceding symbol, and the closest of those wins.
@@ -260,6 +271,38 @@ pub struct Line<'a> {
     pub name: &'a str,
     /// The module in brackets, if any.
     pub module: Option<&'a str>,
+}
+
+/// Refuses a copy of kallsyms (`--kallsyms FILE`) of which no line is in
+/// /proc/kallsyms's `ADDRESS TYPE NAME [\t[MODULE]]` format, naming the
+/// first line that is not: a file of `T vfs_read` lines would otherwise
+/// count no symbol at all, and every definition would be refused.
+pub fn check_format(text: &str, path: &std::path::Path) -> Result<()> {
+    let mut first_bad = None;
+    for (n, line) in text.lines().enumerate() {
+        match parse_line(line) {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(why) => {
+                first_bad.get_or_insert((n + 1, line, why));
+            }
+        }
+    }
+    let (at, reason) = match first_bad {
+        Some((n, line, why)) => (
+            format!("line {n}"),
+            format!(
+                "not in /proc/kallsyms's format (ADDRESS TYPE NAME, as `ffffffff81234560 T vfs_read`): {why} in {:?}",
+                line.chars().take(80).collect::<String>()
+            ),
+        ),
+        None => ("its end".into(), "no symbol in the file".into()),
+    };
+    Err(Error::Parse {
+        what: "kallsyms",
+        at: format!("{}, {at}", path.display()),
+        reason,
+    })
 }
 
 /// Splits one line of kallsyms: `Ok(None)` for blank and `#` lines (the
@@ -409,6 +452,23 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn data_is_listed_only_with_kallsyms_all() {
+        // 32-bit arm 6.12 (no CONFIG_KALLSYMS_ALL): text and section markers.
+        let arm = Kallsyms::parse(
+            "c0300000 T _stext\nc0f00000 D _etext\nc12b5a10 D __stop___tracepoints_ptrs\n",
+        )
+        .unwrap();
+        assert!(!arm.lists_data());
+        let x86 = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff82000000 d static_data\nffffffffc0000000 t f\t[m]\n",
+        )
+        .unwrap();
+        assert!(x86.lists_data());
+        let module_only = Kallsyms::parse("ffffffffc0000000 d modvar\t[m]\n").unwrap();
+        assert!(!module_only.lists_data());
+    }
+
     use super::*;
 
     #[test]

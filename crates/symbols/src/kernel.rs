@@ -147,6 +147,9 @@ impl KernelView {
             return Ok(SymbolCounts::from_table(table, wanted));
         }
         let text = kallsyms::read(&self.kallsyms_path)?;
+        if !self.running {
+            kallsyms::check_format(&text, &self.kallsyms_path)?;
+        }
         Ok(SymbolCounts::scan(&text, wanted))
     }
 

@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 /// Width of the `  Command: ` prefix the kernel prints before the command.
 const COMMAND_PREFIX: &str = "  Command: ";
 
+/// How much of a command 5.10 keeps: its entry holds 256 bytes of
+/// `"\n  Command: CMD\n"` with the terminating NUL (`MAX_FILTER_STR_VAL`).
+const CUT_COMMAND: usize = 256 - 1 - "\n  Command: ".len();
+
 /// One entry of an `error_log`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorLogEntry {
@@ -68,10 +72,19 @@ pub fn parse(text: &str) -> Vec<ErrorLogEntry> {
                 // 5.10 keeps at most 255 bytes of "\n  Command: CMD\n": a cut
                 // command loses its newline and the caret line follows on
                 // the same line (prefix-wide spaces, then the position).
-                let trimmed = body.trim_end_matches(' ');
-                let spaces = body.len() - trimmed.len();
+                // The cut is at CUT_COMMAND bytes, which also tells where
+                // the command ends when it ends in spaces (arm64 5.10: a cut
+                // after `a20=%x1:u8 ` read as caret 11 for 10).
+                let cut = body
+                    .get(CUT_COMMAND..)
+                    .filter(|rest| rest.bytes().all(|b| b == b' '))
+                    .map(|rest| (&body[..CUT_COMMAND], rest.len()));
+                let (command, spaces) = cut.unwrap_or_else(|| {
+                    let trimmed = body.trim_end_matches(' ');
+                    (trimmed, body.len() - trimmed.len())
+                });
                 if let Some(pos) = spaces.checked_sub(COMMAND_PREFIX.len()) {
-                    entry.command = trimmed.to_string();
+                    entry.command = command.to_string();
                     entry.caret = Some(pos);
                 }
             }
@@ -244,6 +257,29 @@ mod tests {
         let e = parse(text);
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].command, "p:ev dmi_string_nosave a0=%sp:u8 a1=%");
+        assert_eq!(e[0].caret, Some(10));
+    }
+
+    #[test]
+    fn a_cut_command_ending_in_a_space_keeps_it() {
+        // arm64 5.10.223, `p:ev49264 __raw_readq` with 128 arguments: the
+        // kernel's caret is at 10; the 243 bytes kept end in a space.
+        let mut cmd = String::from("p:ev49264 __raw_readq");
+        for i in 0..128 {
+            cmd.push_str(&format!(" a{i}=%x1:u8"));
+        }
+        let mut kept = cmd[..CUT_COMMAND].to_string();
+        while !kept.ends_with(' ') {
+            kept.pop();
+            kept.insert(0, 'p');
+        }
+        assert_eq!(kept.len(), CUT_COMMAND);
+        let text = format!(
+            "[  286.002860] trace_kprobe: error: Failed to register probe event\n  Command: {kept}{}^\n",
+            " ".repeat(COMMAND_PREFIX.len() + 10)
+        );
+        let e = parse(&text);
+        assert_eq!(e[0].command, kept);
         assert_eq!(e[0].caret, Some(10));
     }
 
