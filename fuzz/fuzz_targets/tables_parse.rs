@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
             blacklist: Some(&bl),
             ftrace: Some(&ft),
             notrace_refused: true,
+            refused_areas: probeable::ARM_REFUSED_AREAS,
         };
         for pat in ["vfs_*", "a*b*c", "[mod]:*", "*_read"] {
             let _ = probeable::expand(&ks, &rules, pat);

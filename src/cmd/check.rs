@@ -162,6 +162,9 @@ pub struct Options {
     pub interface: Interface,
     /// `--explain`.
     pub explain: bool,
+    /// Check against the kernel's events as they are at set-up, not as
+    /// they are at each check (`ktrace conform`, which writes meanwhile).
+    pub frozen: bool,
 }
 
 impl From<&Args> for Options {
@@ -242,6 +245,7 @@ pub struct Checker {
     vmlinux: Option<std::path::PathBuf>,
     view: Option<KernelView>,
     explain: bool,
+    frozen: Option<crate::resolve::live::Frozen>,
 }
 
 impl Checker {
@@ -326,14 +330,19 @@ impl Checker {
             (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::running(),
             (None, None) => None,
         };
+        let tracefs = view
+            .as_ref()
+            .and_then(|v| v.tracefs().map(Path::to_path_buf));
         Ok(Checker {
             arch,
             target,
             file_counts,
             live_counts,
-            tracefs: view
-                .as_ref()
-                .and_then(|v| v.tracefs().map(Path::to_path_buf)),
+            frozen: tracefs
+                .as_deref()
+                .filter(|_| opts.frozen)
+                .map(crate::resolve::live::Frozen::capture),
+            tracefs,
             route,
             btf,
             vmlinux: opts.vmlinux.clone(),
@@ -358,6 +367,7 @@ impl Checker {
             tracefs: t,
             btf,
             view: self.view.as_ref(),
+            frozen: self.frozen.as_ref(),
         });
         let env: &dyn Environment = match (&file_env, &live_env) {
             (Some(k), _) => k,

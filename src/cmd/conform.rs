@@ -156,6 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 File::KprobeEvents => Interface::KprobeEvents,
                 File::UprobeEvents => Interface::UprobeEvents,
             },
+            frozen: true,
             ..Options::default()
         };
         checkers.insert(file, Checker::with_options(&opts, &lines)?);
@@ -187,9 +188,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut last_progress = Instant::now();
     let checking = Instant::now();
     // ktrace's answers are computed on a thread of their own while this one
-    // asks the kernel (the kernel is left as it was after each definition,
-    // so every check sees the same kernel): the two halves overlap on a
-    // guest's two CPUs. The answers come in case order.
+    // asks the kernel: the two halves overlap on a guest's two CPUs. The
+    // kernel is left as it was after each definition, but not during one,
+    // so the checkers answer from the events as they were at set-up
+    // (`Options::frozen`). The answers come in case order.
     let (tx, rx) = std::sync::mpsc::sync_channel::<(Answer, bool, f64)>(256);
     let to_check: Vec<(File, String)> = cases.iter().map(|c| (c.file, c.line.clone())).collect();
     let checker_thread = std::thread::spawn(move || {

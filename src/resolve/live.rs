@@ -29,6 +29,45 @@ pub struct LiveEnv<'a> {
     /// The kernel's tables (kallsyms, blacklist, ftrace locations), for what
     /// the counts above do not hold and for registration checks.
     pub view: Option<&'a KernelView>,
+    /// The dynamic events and event directories as they were when the
+    /// checks were set up, answered instead of the kernel's current ones.
+    pub frozen: Option<&'a Frozen>,
+}
+
+/// The kernel's events as one moment saw them: `ktrace conform` checks its
+/// definitions while another thread writes each into the kernel (and
+/// removes what it made), so every check must see the kernel as it was,
+/// not an event another definition has for the moment (x86_64 6.1, seed 1:
+/// `-:kprobes/` was taken as removing such an event).
+#[derive(Debug, Clone, Default)]
+pub struct Frozen {
+    listing: Vec<String>,
+    events: std::collections::HashSet<(String, String)>,
+}
+
+impl Frozen {
+    /// `dynamic_events` and the `events/SYSTEM/EVENT` directories of the
+    /// tracefs at `root` now.
+    pub fn capture(root: &Path) -> Frozen {
+        let listing = ktrace_tracefs::DynEvents::new(root)
+            .listing()
+            .unwrap_or_default();
+        let mut events = std::collections::HashSet::new();
+        for system in std::fs::read_dir(root.join("events")).into_iter().flatten() {
+            let Ok(system) = system else { continue };
+            let group = system.file_name().to_string_lossy().into_owned();
+            for event in std::fs::read_dir(system.path()).into_iter().flatten() {
+                let Ok(event) = event else { continue };
+                if event.path().is_dir() {
+                    events.insert((
+                        group.clone(),
+                        event.file_name().to_string_lossy().into_owned(),
+                    ));
+                }
+            }
+        }
+        Frozen { listing, events }
+    }
 }
 
 impl LiveEnv<'_> {
@@ -214,6 +253,9 @@ impl Environment for LiveEnv<'_> {
     }
 
     fn dynamic_events(&self) -> Option<Vec<String>> {
+        if let Some(f) = self.frozen {
+            return Some(f.listing.clone());
+        }
         ktrace_tracefs::DynEvents::new(self.tracefs).listing().ok()
     }
 
@@ -277,6 +319,9 @@ impl Environment for LiveEnv<'_> {
     }
 
     fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+        if let Some(f) = self.frozen {
+            return Some(f.events.contains(&(group.to_string(), event.to_string())));
+        }
         ktrace_tracefs::tables::event_exists(self.tracefs, group, event)
     }
 
@@ -478,6 +523,7 @@ mod entry_tests {
             tracefs: Path::new("/nonexistent"),
             btf: None,
             view: Some(&view),
+            frozen: None,
         };
         assert_eq!(
             env.kprobe_entry("io_sq_thread_finish", 49),

@@ -66,6 +66,7 @@ pub fn build(
         tracefs,
         btf: kernel_btf.as_ref(),
         view: Some(view),
+        frozen: None,
     };
     let target = live_target(arch, view);
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked

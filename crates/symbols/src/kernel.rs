@@ -233,6 +233,12 @@ impl KernelView {
             blacklist: self.blacklist().and_then(|r| r.ok()),
             ftrace: self.ftrace(),
             notrace_refused: self.notrace_refused(),
+            // (the running kernel is this machine's architecture)
+            refused_areas: if self.running && cfg!(target_arch = "arm") {
+                crate::probeable::ARM_REFUSED_AREAS
+            } else {
+                &[]
+            },
         }
     }
 

@@ -151,7 +151,19 @@ pub struct Rules<'a> {
     /// Whether the kernel refuses notrace functions (true unless the kernel
     /// has `CONFIG_KPROBE_EVENTS_ON_NOTRACE=y`).
     pub notrace_refused: bool,
+    /// Text the architecture refuses outside the blacklist file, as the
+    /// kallsyms names of each area's first and end markers.
+    pub refused_areas: &'static [(&'static str, &'static str)],
 }
+
+/// The areas of [`Rules::refused_areas`] for 32-bit arm
+/// (arch/arm/probes/kprobes/core.c, `arch_within_kprobe_blacklist()`).
+pub const ARM_REFUSED_AREAS: &[(&str, &str)] = &[
+    ("__irqentry_text_start", "__irqentry_text_end"),
+    ("__entry_text_start", "__entry_text_end"),
+    ("__idmap_text_start", "__idmap_text_end"),
+    ("__kprobes_text_start", "__kprobes_text_end"),
+];
 
 /// The outcome of checking one symbol or expanding one pattern.
 #[derive(Debug, Clone, Default)]
@@ -391,6 +403,22 @@ pub fn kprobe_refusal_on(
             ))));
         }
     }
+    // arch_within_kprobe_blacklist(): sections an architecture refuses
+    // without listing them in the blacklist file (32-bit arm: the IRQ entry,
+    // entry and idmap text; arm 7.2 refused `vt8500_handle_irq%return`).
+    for (start, end) in rules.refused_areas {
+        if let (Some(lo), Some(hi)) = (bound(start), bound(end))
+            && addr >= lo
+            && addr < hi
+        {
+            return Some(Ok(Some(format!(
+                "{} is in {}..{}, which kprobes on this architecture refuse",
+                func.name,
+                start.trim_end_matches("_start"),
+                end.trim_end_matches("_end").trim_start_matches("__")
+            ))));
+        }
+    }
     if let Some(bl) = rules.blacklist {
         if let Some(e) = bl
             .iter()
@@ -488,6 +516,7 @@ ffffffffc0001100 t other\t[foo]
             blacklist: Some(&bl),
             ftrace: Some(&ft),
             notrace_refused: true,
+            refused_areas: &[],
         };
         let e = expand(&ks, &rules, "vfs_*");
         assert_eq!(names(&e), ["vfs_read", "vfs_write"]);
@@ -518,6 +547,33 @@ ffffffffc0001100 t other\t[foo]
         assert!(e.accepted.is_empty());
         let e = expand(&ks, &rules, "vfs_data");
         assert_eq!(e.excluded[0].1, Exclusion::NotText);
+    }
+
+    #[test]
+    fn arm_refuses_its_irq_entry_text() {
+        // arm 7.2: `vt8500_handle_irq%return` is "Failed to register probe
+        // event"; the IRQ entry text is not in the blacklist file.
+        let ks = Kallsyms::parse(
+            "c0300000 T _stext\nc0300100 T __irqentry_text_start\nc0300100 T vt8500_handle_irq\n\
+             c0300200 T __irqentry_text_end\nc0300200 T vfs_read\nc0f00000 D _etext\n",
+        )
+        .unwrap();
+        let arm = Rules {
+            refused_areas: ARM_REFUSED_AREAS,
+            ..Rules::default()
+        };
+        assert!(matches!(
+            kprobe_refusal_on(&ks, &arm, "vt8500_handle_irq", 0, None),
+            Some(Ok(Some(why))) if why.contains("__irqentry_text")
+        ));
+        assert_eq!(
+            kprobe_refusal_on(&ks, &arm, "vfs_read", 0, None),
+            Some(Ok(None))
+        );
+        assert_eq!(
+            kprobe_refusal_on(&ks, &Rules::default(), "vt8500_handle_irq", 0, None),
+            Some(Ok(None))
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ fn window_agrees(ver: &str, ftrace_file: &str) {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
         notrace_refused: true,
+        refused_areas: &[],
     };
     let verdicts = fixture(&format!("kprobe-verdicts-{ver}-x86_64-window.txt"));
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
@@ -98,6 +99,7 @@ fn sample_agrees(ver: &str, arch: &str, ftrace_file: &str) {
         blacklist: Some(&bl),
         ftrace: Some(&ft),
         notrace_refused: true,
+        refused_areas: &[],
     };
     let mut tally = std::collections::BTreeMap::<String, usize>::new();
     let mut wrong = Vec::new();

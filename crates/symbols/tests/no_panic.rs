@@ -77,7 +77,7 @@ proptest! {
             let _ = ks.lookup(0xffff_ffff_8100_0000);
             let ft = FtraceLocations::parse(&text);
             let bl = blacklist::parse(&text).unwrap_or_default();
-            let rules = Rules { blacklist: Some(&bl), ftrace: Some(&ft), notrace_refused: true };
+            let rules = Rules { blacklist: Some(&bl), ftrace: Some(&ft), notrace_refused: true, refused_areas: &[] };
             let _ = probeable::expand(&ks, &rules, "*");
         }
         let _ = maps::parse(&text);
