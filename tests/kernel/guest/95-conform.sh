@@ -11,11 +11,12 @@
 #   matrix with 5,000 per cell came to about 59 minutes), KTEST_CONFORM_SEED
 #   (default 1)
 #
-# The bar is zero disagreements; no cell is there yet. Until it is, each
-# cell has a floor: agreement below it fails the test (a regression), at or
-# above it passes with the tally. The floors sit about 1.5 points under the
-# agreement measured with seed 1 (tests/kernel/README.md, "The differential
-# tester"); a cell without one is held to 100%.
+# The bar is zero disagreements; not every cell is there yet. Until it is,
+# each cell has a floor: agreement below it fails the test (a regression),
+# at or above it passes with the tally. The floors are 99.0% (20 of 2,000):
+# seed 1 measured 99.7-100% on every cell (tests/kernel/README.md, "The
+# differential tester"), and the margin absorbs the definitions a newer
+# kernel package's names change; a cell without one is held to 100%.
 . "$KTEST_LIB"
 
 count=${KTEST_CONFORM_COUNT:-2000}
@@ -25,18 +26,18 @@ mkdir -p "$out"
 
 # ARCH:SERIES FLOOR (percent agreement)
 floors='
-x86_64:5.10 95.5
-x86_64:6.1 98.0
-x86_64:6.12 98.0
-x86_64:7.2 98.0
-arm64:5.10 90.0
-arm64:6.1 95.0
-arm64:6.12 97.5
-arm64:7.2 98.0
-arm:6.12 98.0
-arm:7.2 98.0
-riscv64:6.12 97.5
-riscv64:7.2 98.0
+x86_64:5.10 99.0
+x86_64:6.1 99.0
+x86_64:6.12 99.0
+x86_64:7.2 99.0
+arm64:5.10 99.0
+arm64:6.1 99.0
+arm64:6.12 99.0
+arm64:7.2 99.0
+arm:6.12 99.0
+arm:7.2 99.0
+riscv64:6.12 99.0
+riscv64:7.2 99.0
 '
 
 ktest check_against_kernel
