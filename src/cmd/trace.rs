@@ -216,7 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
         Format::Raw => Box::new(RawSink::with_dest(writer)),
-        Format::Perfetto => Box::new(crate::cmd::export::PerfettoSink::new(
+        Format::Perfetto => Box::new(ktrace_perfetto::PerfettoSink::new(
             writer,
             symbols,
             run.sess.probes().iter().map(|p| p.definition()).collect(),

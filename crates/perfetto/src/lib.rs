@@ -8,7 +8,8 @@
 //! `DebugAnnotation`. Field numbers are Perfetto's documented ones (see
 //! tests/perfetto.proto, the subset used, which `protoc --decode` checks
 //! the output against). It reads no trace and knows no event format: the
-//! caller (a stream sink) hands it names, times and fields.
+//! caller (a stream sink, [`PerfettoSink`] in [`sink`]) hands it names,
+//! times and fields.
 //!
 //! Lean, as Perfetto's own SDK writes (track_event's incremental state):
 //! every packet is on one sequence; event names and annotation names are
@@ -32,6 +33,9 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+
+pub mod sink;
+pub use sink::PerfettoSink;
 
 /// Errors from writing a trace.
 #[derive(Debug, thiserror::Error)]

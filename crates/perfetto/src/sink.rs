@@ -1,0 +1,347 @@
+//! The Perfetto sink: a stream of decoded events ([`ktrace_stream::Sink`])
+//! written as a Perfetto trace through [`crate::Writer`]. It is what
+//! `ktrace export --perfetto` and `ktrace trace --perfetto` feed; the binary
+//! only opens the files and wires the flags.
+//!
+//! One track per thread with its name; an entry probe and the return probe
+//! of the same place (kprobe + kretprobe, uprobe + uretprobe; paired by the
+//! probed function in the definitions the recording keeps, or by event name
+//! less a `_ret`/`_return`/`__return` suffix for files without them) become
+//! a slice named by the entry's event name, nested as the calls were; every
+//! other event (an entry probe without a return probe among the events,
+//! too) is an instant named by its event name; every field is an argument,
+//! but for the probe's own address (`__probe_ip`, `__probe_func`: the same
+//! on every hit); a stack recorded with an event becomes its `stack`
+//! argument (kernel addresses as `sym+off/size`). Memory holds the event
+//! table, one event waiting for its stack and the writer's interning tables
+//! and open slices, never the events.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use ktrace_event::printfmt::Symbolizer;
+use ktrace_event::{Int, ProbeKind, StrValue, Value};
+use ktrace_stream::{Event, EventTable, Flow, Sink};
+
+use crate::{Arg, Writer};
+
+/// What an event becomes.
+#[derive(Debug, Clone)]
+enum Shape {
+    /// The start of a slice named by the event.
+    Begin,
+    /// The end of the slice of the entry event named here.
+    End(String),
+    /// An instant named by the event.
+    Instant,
+}
+
+/// How the events of one type are written.
+#[derive(Debug, Clone)]
+struct Plan {
+    shape: Shape,
+    name: String,
+    /// The fields written (index, name): all but the probe's own address.
+    fields: Vec<(usize, String)>,
+}
+
+/// A field value, owned (held while a stack may still follow).
+enum Owned {
+    Int(i64),
+    Uint(u64),
+    Str(String),
+}
+
+/// An event written once the next record shows whether a stack follows.
+struct Pending {
+    tid: i32,
+    ts: u64,
+    id: usize,
+    /// Values of the plan's fields, in order.
+    values: Vec<Owned>,
+    stack: Option<String>,
+}
+
+/// A Perfetto trace as a stream sink.
+pub struct PerfettoSink<'a, W: Write> {
+    w: Option<Writer<W>>,
+    symbols: &'a dyn Symbolizer,
+    /// `system/event` → definition line.
+    defs: HashMap<String, String>,
+    /// How to write each event type, by type id.
+    plans: Vec<Option<Plan>>,
+    pending: Option<Pending>,
+    /// A spare value buffer (the last pending event's).
+    spare: Vec<Owned>,
+}
+
+impl<'a, W: Write> PerfettoSink<'a, W> {
+    /// A sink writing to `w`; `defs` are the `dynamic_events` lines of
+    /// the probes (empty when unknown).
+    pub fn new(w: W, symbols: &'a dyn Symbolizer, defs: Vec<String>) -> Self {
+        let defs = defs
+            .into_iter()
+            .filter_map(|d| {
+                let head = d.split_whitespace().next()?;
+                let (_, place) = head.split_once(':')?;
+                Some((place.to_string(), d.clone()))
+            })
+            .collect();
+        PerfettoSink {
+            w: Some(Writer::new(w)),
+            symbols,
+            defs,
+            plans: Vec::new(),
+            pending: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Writes what is pending and ends the open slices.
+    pub fn close(&mut self) -> io::Result<()> {
+        self.write_pending()?;
+        if let Some(w) = self.w.take() {
+            let mut out = w.finish().map_err(io::Error::other)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> io::Result<()> {
+        let (Some(p), Some(w)) = (self.pending.take(), self.w.as_mut()) else {
+            return Ok(());
+        };
+        let Some(plan) = self.plans.get(p.id).and_then(Option::as_ref) else {
+            return Ok(());
+        };
+        let mut args: Vec<(&str, Arg<'_>)> = plan
+            .fields
+            .iter()
+            .zip(&p.values)
+            .map(|((_, k), v)| {
+                (
+                    k.as_str(),
+                    match v {
+                        Owned::Int(i) => Arg::Int(*i),
+                        Owned::Uint(u) => Arg::Uint(*u),
+                        Owned::Str(s) => Arg::Str(s),
+                    },
+                )
+            })
+            .collect();
+        if let Some(s) = &p.stack {
+            args.push(("stack", Arg::Str(s)));
+        }
+        let r = match &plan.shape {
+            Shape::Begin => w.begin(p.tid, p.ts, &plan.name, &args),
+            Shape::End(entry) => w.end(p.tid, p.ts, entry, &args),
+            Shape::Instant => w.instant(p.tid, p.ts, &plan.name, &args),
+        };
+        drop(args);
+        let mut values = p.values;
+        values.clear();
+        self.spare = values;
+        r.map_err(io::Error::other)
+    }
+
+    /// The probed place of a probe event (its definition's, or its name
+    /// less a return suffix), when it is at a function.
+    fn place(&self, info: &ktrace_stream::EventInfo) -> Option<String> {
+        let key = format!("{}/{}", info.system(), info.name());
+        match self.defs.get(&key) {
+            Some(d) => place_of(d),
+            None => {
+                let n = info.name();
+                let base = ["__return", "_return", "_ret"]
+                    .iter()
+                    .find_map(|s| n.strip_suffix(s))
+                    .unwrap_or(n);
+                Some(base.to_string())
+            }
+        }
+    }
+
+    /// The plans of every event of `table`: an entry and a return probe of
+    /// the same place are a slice (named by the entry), everything else an
+    /// instant.
+    fn plan(&mut self, table: &EventTable) {
+        let probe = |k: ProbeKind| {
+            matches!(
+                k,
+                ProbeKind::Kprobe | ProbeKind::Kretprobe | ProbeKind::Uprobe | ProbeKind::Uretprobe
+            )
+        };
+        let mut entries: HashMap<String, String> = HashMap::new();
+        let mut returns: Vec<String> = Vec::new();
+        for info in table.iter().filter(|i| probe(i.kind())) {
+            if let Some(p) = self.place(info) {
+                if info.kind().is_return() {
+                    returns.push(p);
+                } else {
+                    entries.entry(p).or_insert_with(|| info.name().to_string());
+                }
+            }
+        }
+        for info in table.iter() {
+            let kind = info.kind();
+            let place = probe(kind).then(|| self.place(info)).flatten();
+            let shape = match place {
+                Some(p) if kind.is_return() => match entries.get(&p) {
+                    Some(entry) => Shape::End(entry.clone()),
+                    None => Shape::Instant,
+                },
+                Some(p) if returns.contains(&p) => Shape::Begin,
+                _ => Shape::Instant,
+            };
+            let fields = info
+                .event
+                .format
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !f.common && f.name != "__probe_ip" && f.name != "__probe_func")
+                .map(|(i, f)| (i, f.name.clone()))
+                .collect();
+            let id = usize::from(info.id);
+            if self.plans.len() <= id {
+                self.plans.resize(id + 1, None);
+            }
+            self.plans[id] = Some(Plan {
+                shape,
+                name: info.name().to_string(),
+                fields,
+            });
+        }
+    }
+
+    /// A stack record's frames ([`ktrace_event::Stack`]'s, innermost
+    /// first), one per line: kernel addresses as `sym+off/size`, user
+    /// addresses (and unknown kernel ones) in hex.
+    fn stack_text(&self, ev: &Event<'_>) -> String {
+        let Some(stack) = ev.stack() else {
+            return String::new();
+        };
+        let frames: Vec<String> = stack
+            .frames()
+            .map(|a| match (stack.user, self.symbols.lookup(a)) {
+                (false, Some(s)) => format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size),
+                _ => format!("{a:#x}"),
+            })
+            .collect();
+        frames.join("\n")
+    }
+}
+
+/// The probed place of a definition: the kernel symbol of a kprobe at a
+/// function (`SYM` of `SYM`, `SYM+0`, `SYM%return`), or `PATH:OFFSET` of a
+/// uprobe; `None` for a probe inside a function (no slice pairs with it).
+fn place_of(def: &str) -> Option<String> {
+    let mut w = def.split_whitespace();
+    let head = w.next()?;
+    let mut place = w.next()?;
+    if place.chars().all(|c| c.is_ascii_digit()) {
+        // r16:ev SYM (maxactive written apart is not the kernel's form,
+        // but take the next word)
+        place = w.next()?;
+    }
+    let place = place.strip_suffix("%return").unwrap_or(place);
+    if head.starts_with('p') || head.starts_with('r') {
+        if place.contains(':') || place.starts_with('/') {
+            // uprobe: PATH:OFFSET (a return probe names the function's
+            // entry, as the entry probe does)
+            return Some(place.split('(').next().unwrap_or(place).to_string());
+        }
+        let (sym, off) = place.split_once('+').unwrap_or((place, "0"));
+        let zero = off == "0"
+            || off
+                .trim_start_matches("0x")
+                .trim_start_matches('0')
+                .is_empty();
+        return zero.then(|| sym.to_string());
+    }
+    None
+}
+
+fn owned(v: Value<'_>) -> Owned {
+    match v {
+        Value::Int(Int::S(i)) => Owned::Int(i),
+        Value::Int(Int::U(u)) => Owned::Uint(u),
+        Value::Str(StrValue::Ok(b)) => Owned::Str(String::from_utf8_lossy(b).into_owned()),
+        Value::Str(StrValue::Fault) => Owned::Str("(fault)".into()),
+        Value::Str(StrValue::Bad) => Owned::Str("(bad)".into()),
+        Value::Array(items) => Owned::Str(format!(
+            "[{}]",
+            items
+                .into_iter()
+                .map(|v| match owned(v) {
+                    Owned::Int(i) => i.to_string(),
+                    Owned::Uint(u) => u.to_string(),
+                    Owned::Str(s) => format!("{s:?}"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Value::Bytes(b) => Owned::Str(
+            b.iter()
+                .map(|x| format!("{x:02x}"))
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        Value::Missing => Owned::Str("(missing)".into()),
+    }
+}
+
+impl<W: Write> Sink for PerfettoSink<'_, W> {
+    fn begin(&mut self, table: &EventTable) -> io::Result<()> {
+        self.plan(table);
+        Ok(())
+    }
+
+    fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        if ev.is_stack() {
+            let text = self.stack_text(ev);
+            if let Some(p) = self.pending.as_mut() {
+                p.stack = Some(text);
+            }
+            self.write_pending()?;
+            return Ok(Flow::Continue);
+        }
+        self.write_pending()?;
+        let id = usize::from(ev.info.id);
+        if self.plans.get(id).is_none_or(Option::is_none) {
+            // an event the table learnt of after begin: an instant
+            if self.plans.len() <= id {
+                self.plans.resize(id + 1, None);
+            }
+            self.plans[id] = Some(Plan {
+                shape: Shape::Instant,
+                name: ev.info.name().to_string(),
+                fields: ev
+                    .fields()
+                    .filter(|(_, f)| f.name != "__probe_ip" && f.name != "__probe_func")
+                    .map(|(i, f)| (i, f.name.clone()))
+                    .collect(),
+            });
+        }
+        if let Some(w) = self.w.as_mut() {
+            w.thread(ev.pid(), ev.pid(), ev.comm())
+                .map_err(io::Error::other)?;
+        }
+        let mut values = std::mem::take(&mut self.spare);
+        if let Some(plan) = self.plans.get(id).and_then(Option::as_ref) {
+            values.extend(plan.fields.iter().map(|(i, _)| owned(ev.value(*i))));
+        }
+        self.pending = Some(Pending {
+            tid: ev.pid(),
+            ts: ev.ts,
+            id,
+            values,
+            stack: None,
+        });
+        Ok(Flow::Continue)
+    }
+
+    fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
+        self.close()
+    }
+}
