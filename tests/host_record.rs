@@ -489,6 +489,118 @@ fn live_trace_perfetto() {
     check_perfetto(&pf, &p.place());
 }
 
+/// `protoc --decode` of the Perfetto trace `pf`, interning and time
+/// stamps expanded (`None`, after a loud message, without protoc).
+fn decode_perfetto(pf: &Path) -> Option<String> {
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
+    let Ok(child) = Command::new("protoc")
+        .arg(format!("-I{}", proto.display()))
+        .args(["--decode=perfetto.protos.Trace", "perfetto.proto"])
+        .stdin(std::fs::File::open(pf).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("\n!!!!!! SKIP: protoc is not installed !!!!!!\n");
+        return None;
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = String::from_utf8(out.stdout).unwrap();
+    Some(ktrace_perfetto::protoc_text::expand(&raw))
+}
+
+/// An entry probe with no return probe among the events: every hit an
+/// instant named by the event (the README's promise), none a slice that
+/// never ends.
+#[test]
+fn export_perfetto_entry_only_probes_are_instants() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfinst");
+    let file = p.dir.join("k.dat");
+    record(&p, &file, 20);
+    let pf = p.dir.join("k.pftrace");
+    let out = ktrace()
+        .arg("export")
+        .arg(&file)
+        .args(["--perfetto", "-o"])
+        .arg(&pf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 20, "{text}");
+    assert_eq!(text.matches("type: TYPE_SLICE_BEGIN").count(), 0);
+    assert_eq!(text.matches("type: TYPE_SLICE_END").count(), 0);
+    assert_eq!(text.matches("name: \"hit\"").count(), 20);
+    assert!(!text.contains(&format!("name: \"{}\"", p.place())));
+}
+
+/// Regression (issue 21 item 3): an event recorded with a user stack
+/// (`--stack`) and a kernel stack (a `stacktrace` trigger) kept only the
+/// first stack record that followed it, and a kernel stack began with the
+/// probe machinery's frames (`__uprobe_trace_func, uprobe_dispatcher,
+/// handler_chain, uprobe_notify_resume, irqentry_exit_to_user_mode,
+/// asm_exc_int3` on this host). Now both are arguments (`stack`,
+/// `user_stack`), the kernel one without the machinery: a uprobe's is all
+/// machinery and is left out. The text output keeps every frame.
+#[test]
+fn live_trace_perfetto_stacks_whole_without_probe_machinery() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfstack");
+    let pf = p.dir.join("st.pftrace");
+    let run = |perfetto: bool| {
+        let mut c = ktrace();
+        c.arg("trace")
+            .arg(format!("p:hit {} a=%di", p.place()))
+            .args(["--stack", "--trigger", "stacktrace"]);
+        if perfetto {
+            c.arg("--perfetto").arg("-o").arg(&pf);
+        }
+        let out = c.arg("--").arg(&p.bin).arg("10").output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = run(false);
+    // the text output is unchanged: every frame, machinery included
+    assert_eq!(text.matches(" => uprobe_dispatcher").count(), 10, "{text}");
+    assert_eq!(text.matches("<user stack trace>").count(), 10, "{text}");
+    run(true);
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 10, "{text}");
+    assert_eq!(text.matches("name: \"user_stack\"").count(), 10, "{text}");
+    // user frames in hex (a=%di is an integer)
+    assert_eq!(text.matches("string_value: \"0x").count(), 10, "{text}");
+    for f in PROBE_FRAMES {
+        assert!(!text.contains(f), "{f}: {text}");
+    }
+    assert_eq!(text.matches("name: \"stack\"").count(), 0, "{text}");
+}
+
+/// The probe machinery's frames of a uprobe's kernel stack on this host.
+const PROBE_FRAMES: [&str; 6] = [
+    "__uprobe_trace_func",
+    "uprobe_dispatcher",
+    "handler_chain",
+    "uprobe_notify_resume",
+    "irqentry_exit_to_user_mode",
+    "asm_exc_int3",
+];
+
 /// Decodes `pf` with protoc against Perfetto's field numbers and checks
 /// two thread tracks named `target`, 40 balanced slices named by the entry
 /// event (`ent`, not the probed `place`: issue 24), every field of both

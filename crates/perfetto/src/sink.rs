@@ -11,10 +11,19 @@
 //! other event (an entry probe without a return probe among the events,
 //! too) is an instant named by its event name; every field is an argument,
 //! but for the probe's own address (`__probe_ip`, `__probe_func`: the same
-//! on every hit); a stack recorded with an event becomes its `stack`
-//! argument (kernel addresses as `sym+off/size`). Memory holds the event
-//! table, one event waiting for its stack and the writer's interning tables
-//! and open slices, never the events.
+//! on every hit). The stacks recorded with an event become its `stack`
+//! (kernel) and `user_stack` arguments, whole, one frame a line, kernel
+//! addresses as `sym+off/size`; the kernel stack without the probe
+//! machinery's own frames ([`ktrace_event::probe_machinery`]: dispatchers,
+//! trampolines, trap entries), so it starts at the probed function.
+//!
+//! An event is held until its stacks have come: the kernel writes them
+//! right after it, on its CPU. Each CPU holds at most one event; holding
+//! ends at the CPU's next event, and whenever one is written every held
+//! event older than it is written first, so the trace stays in time order
+//! (a stack written after another CPU's two events would find its event
+//! gone and is left out). Memory holds the event table, those held events
+//! and the writer's interning tables and open slices, never the events.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -52,14 +61,16 @@ enum Owned {
     Str(String),
 }
 
-/// An event written once the next record shows whether a stack follows.
+/// An event held until its stacks have come.
 struct Pending {
     tid: i32,
     ts: u64,
     id: usize,
     /// Values of the plan's fields, in order.
     values: Vec<Owned>,
+    /// The kernel stack (machinery frames dropped).
     stack: Option<String>,
+    user_stack: Option<String>,
 }
 
 /// A Perfetto trace as a stream sink.
@@ -70,7 +81,8 @@ pub struct PerfettoSink<'a, W: Write> {
     defs: HashMap<String, String>,
     /// How to write each event type, by type id.
     plans: Vec<Option<Plan>>,
-    pending: Option<Pending>,
+    /// The event each CPU holds.
+    pending: Vec<Option<Pending>>,
     /// A spare value buffer (the last pending event's).
     spare: Vec<Owned>,
 }
@@ -92,14 +104,14 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
             symbols,
             defs,
             plans: Vec::new(),
-            pending: None,
+            pending: Vec::new(),
             spare: Vec::new(),
         }
     }
 
-    /// Writes what is pending and ends the open slices.
+    /// Writes what is held and ends the open slices.
     pub fn close(&mut self) -> io::Result<()> {
-        self.write_pending()?;
+        self.write_held(u64::MAX, None)?;
         if let Some(w) = self.w.take() {
             let mut out = w.finish().map_err(io::Error::other)?;
             out.flush()?;
@@ -107,8 +119,27 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
         Ok(())
     }
 
-    fn write_pending(&mut self) -> io::Result<()> {
-        let (Some(p), Some(w)) = (self.pending.take(), self.w.as_mut()) else {
+    /// Writes, oldest first, the held events stamped at or before `ts`,
+    /// and the one of task `tid`.
+    fn write_held(&mut self, ts: u64, tid: Option<i32>) -> io::Result<()> {
+        loop {
+            let next = self
+                .pending
+                .iter()
+                .enumerate()
+                .filter_map(|(c, p)| p.as_ref().map(|p| (p.ts, c, p.tid)))
+                .filter(|&(t, _, pid)| t <= ts || Some(pid) == tid)
+                .min();
+            let Some((_, cpu, _)) = next else {
+                return Ok(());
+            };
+            let p = self.pending[cpu].take();
+            self.write_pending(p)?;
+        }
+    }
+
+    fn write_pending(&mut self, p: Option<Pending>) -> io::Result<()> {
+        let (Some(p), Some(w)) = (p, self.w.as_mut()) else {
             return Ok(());
         };
         let Some(plan) = self.plans.get(p.id).and_then(Option::as_ref) else {
@@ -131,6 +162,9 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
             .collect();
         if let Some(s) = &p.stack {
             args.push(("stack", Arg::Str(s)));
+        }
+        if let Some(s) = &p.user_stack {
+            args.push(("user_stack", Arg::Str(s)));
         }
         let r = match &plan.shape {
             Shape::Begin => w.begin(p.tid, p.ts, &plan.name, &args),
@@ -214,21 +248,35 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
         }
     }
 
-    /// A stack record's frames ([`ktrace_event::Stack`]'s, innermost
-    /// first), one per line: kernel addresses as `sym+off/size`, user
-    /// addresses (and unknown kernel ones) in hex.
-    fn stack_text(&self, ev: &Event<'_>) -> String {
-        let Some(stack) = ev.stack() else {
-            return String::new();
+    /// A stack record's frames ([`ktrace_event::Stack`]'s, all of them,
+    /// innermost first), one per line: kernel addresses as `sym+off/size`,
+    /// user addresses (and unknown kernel ones) in hex; a kernel stack
+    /// without the probe machinery's frames. `None` for a record that is
+    /// not a stack.
+    fn stack_text(&self, ev: &Event<'_>) -> Option<String> {
+        let stack = ev.stack()?;
+        let skip = if stack.user {
+            0
+        } else {
+            ktrace_event::probe_machinery(
+                stack
+                    .frames()
+                    .map(|a| self.symbols.lookup(a).map(|s| s.name)),
+            )
         };
-        let frames: Vec<String> = stack
-            .frames()
-            .map(|a| match (stack.user, self.symbols.lookup(a)) {
-                (false, Some(s)) => format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size),
-                _ => format!("{a:#x}"),
-            })
-            .collect();
-        frames.join("\n")
+        let mut text = String::new();
+        for a in stack.frames().skip(skip) {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            match (stack.user, self.symbols.lookup(a)) {
+                (false, Some(s)) => {
+                    text.push_str(&format!("{}+{:#x}/{:#x}", s.name, s.offset, s.size));
+                }
+                _ => text.push_str(&format!("{a:#x}")),
+            }
+        }
+        Some(text)
     }
 }
 
@@ -299,14 +347,34 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
 
     fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
         if ev.is_stack() {
+            // the stream passes only stacks of the event last shown on
+            // their CPU, the first of each kind
+            let user = ev.stack().is_some_and(|s| s.user);
             let text = self.stack_text(ev);
-            if let Some(p) = self.pending.as_mut() {
-                p.stack = Some(text);
+            if let Some(p) = self.pending.get_mut(ev.cpu).and_then(Option::as_mut)
+                && p.tid == ev.pid()
+            {
+                let slot = if user {
+                    &mut p.user_stack
+                } else {
+                    &mut p.stack
+                };
+                // a kernel stack that was all machinery (a uprobe's) is
+                // left out
+                if slot.is_none() && text.as_ref().is_some_and(|t| !t.is_empty()) {
+                    *slot = text;
+                }
             }
-            self.write_pending()?;
             return Ok(Flow::Continue);
         }
-        self.write_pending()?;
+        // this CPU's held event is complete: write it, with every older
+        // one, and the task's own (it may have moved to this CPU)
+        let held = self
+            .pending
+            .get(ev.cpu)
+            .and_then(Option::as_ref)
+            .map_or(0, |p| p.ts);
+        self.write_held(held, Some(ev.pid()))?;
         let id = usize::from(ev.info.id);
         if self.plans.get(id).is_none_or(Option::is_none) {
             // an event the table learnt of after begin: an instant
@@ -331,12 +399,16 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
         if let Some(plan) = self.plans.get(id).and_then(Option::as_ref) {
             values.extend(plan.fields.iter().map(|(i, _)| owned(ev.value(*i))));
         }
-        self.pending = Some(Pending {
+        if self.pending.len() <= ev.cpu {
+            self.pending.resize_with(ev.cpu + 1, || None);
+        }
+        self.pending[ev.cpu] = Some(Pending {
             tid: ev.pid(),
             ts: ev.ts,
             id,
             values,
             stack: None,
+            user_stack: None,
         });
         Ok(Flow::Continue)
     }

@@ -359,7 +359,7 @@ fn repeated_string_values_are_interned() {
     }
 }
 
-/// The string table is bounded: past `MAX_DEPTH` new
+/// The string table is bounded: past `MAX_INTERNED_STRING_BYTES` new
 /// values are written in place (and still read back), known ones are still
 /// referred to.
 #[test]
