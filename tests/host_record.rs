@@ -552,7 +552,8 @@ fn export_perfetto_entry_only_probes_are_instants() {
 /// handler_chain, uprobe_notify_resume, irqentry_exit_to_user_mode,
 /// asm_exc_int3` on this host). Now both are arguments (`stack`,
 /// `user_stack`), the kernel one without the machinery: a uprobe's is all
-/// machinery and is left out. The text output keeps every frame.
+/// machinery and is left out. The text output keeps every frame but with
+/// `--hide-probe-frames`.
 #[test]
 fn live_trace_perfetto_stacks_whole_without_probe_machinery() {
     if tracefs().is_none() {
@@ -561,23 +562,36 @@ fn live_trace_perfetto_stacks_whole_without_probe_machinery() {
     let _g = common::serial();
     let p = Prog::build("rec_pfstack");
     let pf = p.dir.join("st.pftrace");
-    let run = |perfetto: bool| {
+    let run = |how: &str| {
         let mut c = ktrace();
         c.arg("trace")
             .arg(format!("p:hit {} a=%di", p.place()))
             .args(["--stack", "--trigger", "stacktrace"]);
-        if perfetto {
-            c.arg("--perfetto").arg("-o").arg(&pf);
+        match how {
+            "perfetto" => {
+                c.arg("--perfetto").arg("-o").arg(&pf);
+            }
+            "hide" => {
+                c.arg("--hide-probe-frames");
+            }
+            _ => {}
         }
         let out = c.arg("--").arg(&p.bin).arg("10").output().unwrap();
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let text = run(false);
+    let text = run("text");
     // the text output is unchanged: every frame, machinery included
     assert_eq!(text.matches(" => uprobe_dispatcher").count(), 10, "{text}");
     assert_eq!(text.matches("<user stack trace>").count(), 10, "{text}");
-    run(true);
+    // unless asked: then the kernel stacks are empty (all machinery)
+    let text = run("hide");
+    assert_eq!(text.matches("<stack trace>\n").count(), 10, "{text}");
+    assert_eq!(text.matches("<user stack trace>").count(), 10, "{text}");
+    for f in PROBE_FRAMES {
+        assert!(!text.contains(f), "{f}: {text}");
+    }
+    run("perfetto");
     let Some(text) = decode_perfetto(&pf) else {
         return;
     };
