@@ -465,6 +465,40 @@ fn export_perfetto_threads_slices_fields() {
     check_perfetto(&pf, &p.place());
 }
 
+/// Regression (issue 24 item 4): the export of a two-field uprobe
+/// (`a=%di`, a stack address, 7 bytes as a varint, and `s`, one of ten
+/// strings) cost 45.6 B per event, the string written whole every time.
+/// Now string values are interned: 35 B (13 of packet, 3 of time delta,
+/// 12 for `a`, 7 for `s`).
+#[test]
+fn export_perfetto_bytes_per_event() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfsize");
+    let file = p.dir.join("k.dat");
+    record(&p, &file, 5000);
+    let pf = p.dir.join("k.pftrace");
+    let out = ktrace()
+        .arg("export")
+        .arg(&file)
+        .args(["--perfetto", "-o"])
+        .arg(&pf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let size = std::fs::metadata(&pf).unwrap().len();
+    let per_event = size as f64 / 5000.0;
+    eprintln!("{size} bytes, {per_event:.1} B per event");
+    assert!(per_event <= 36.0, "{per_event:.1} B per event");
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 5000);
+    assert_eq!(text.matches("string_value: \"hello, ring3\"").count(), 500);
+}
+
 /// `ktrace trace --perfetto -o OUT` live: the same trace as the export.
 #[test]
 fn live_trace_perfetto() {
