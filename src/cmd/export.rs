@@ -2,22 +2,12 @@
 //! (protobuf, written by ktrace-perfetto; no Perfetto SDK), for Perfetto's
 //! UI.
 //!
-//! The recording is replayed through the same merge and decode as
-//! `ktrace report` (crate::cmd::report::open, ktrace_stream::replay) into
-//! [`PerfettoSink`]: one track per thread with its name; an entry probe and
-//! the return probe of the same place (kprobe + kretprobe, uprobe +
-//! uretprobe; paired by the probed function in the definitions the
-//! recording keeps, or by event name less a `_ret`/`_return`/`__return`
-//! suffix for files without them) become a slice named by the entry's
-//! event name, nested as the calls were; every other event (an entry
-//! probe without a return probe among the events, too) is an instant named
-//! by its event name; every field is an argument, but for the probe's own
-//! address (`__probe_ip`, `__probe_func`: the same on every hit); a stack
-//! recorded with an event becomes its `stack` argument (kernel addresses
-//! as `sym+off/size`). The records' time stamps are the trace clock's, in
-//! ns. The export streams: memory holds the event table, one event waiting
-//! for its stack and the writer's interning tables and open slices, never
-//! the events. The same sink serves `ktrace trace --perfetto -o OUT` live.
+//! Wiring only: the recording is replayed through the same merge and
+//! decode as `ktrace report` (crate::cmd::report::open,
+//! ktrace_stream::replay) into [`PerfettoSink`], which says what becomes a
+//! slice, an instant, an argument and a stack. The records' time stamps are
+//! the trace clock's, in ns. The export streams. The same sink serves
+//! `ktrace trace --perfetto -o OUT` live.
 
 use std::io::BufWriter;
 use std::path::PathBuf;
