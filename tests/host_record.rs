@@ -465,6 +465,40 @@ fn export_perfetto_threads_slices_fields() {
     check_perfetto(&pf, &p.place());
 }
 
+/// Regression (issue 24 item 4): the export of a two-field uprobe
+/// (`a=%di`, a stack address, 7 bytes as a varint, and `s`, one of ten
+/// strings) cost 45.6 B per event, the string written whole every time.
+/// Now string values are interned: 35 B (13 of packet, 3 of time delta,
+/// 12 for `a`, 7 for `s`).
+#[test]
+fn export_perfetto_bytes_per_event() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfsize");
+    let file = p.dir.join("k.dat");
+    record(&p, &file, 5000);
+    let pf = p.dir.join("k.pftrace");
+    let out = ktrace()
+        .arg("export")
+        .arg(&file)
+        .args(["--perfetto", "-o"])
+        .arg(&pf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let size = std::fs::metadata(&pf).unwrap().len();
+    let per_event = size as f64 / 5000.0;
+    eprintln!("{size} bytes, {per_event:.1} B per event");
+    assert!(per_event <= 36.0, "{per_event:.1} B per event");
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 5000);
+    assert_eq!(text.matches("string_value: \"hello, ring3\"").count(), 500);
+}
+
 /// `ktrace trace --perfetto -o OUT` live: the same trace as the export.
 #[test]
 fn live_trace_perfetto() {
@@ -488,6 +522,132 @@ fn live_trace_perfetto() {
     assert!(out.status.success(), "{out:?}");
     check_perfetto(&pf, &p.place());
 }
+
+/// `protoc --decode` of the Perfetto trace `pf`, interning and time
+/// stamps expanded (`None`, after a loud message, without protoc).
+fn decode_perfetto(pf: &Path) -> Option<String> {
+    let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
+    let Ok(child) = Command::new("protoc")
+        .arg(format!("-I{}", proto.display()))
+        .args(["--decode=perfetto.protos.Trace", "perfetto.proto"])
+        .stdin(std::fs::File::open(pf).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("\n!!!!!! SKIP: protoc is not installed !!!!!!\n");
+        return None;
+    };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let raw = String::from_utf8(out.stdout).unwrap();
+    Some(ktrace_perfetto::protoc_text::expand(&raw))
+}
+
+/// An entry probe with no return probe among the events: every hit an
+/// instant named by the event (the README's promise), none a slice that
+/// never ends.
+#[test]
+fn export_perfetto_entry_only_probes_are_instants() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfinst");
+    let file = p.dir.join("k.dat");
+    record(&p, &file, 20);
+    let pf = p.dir.join("k.pftrace");
+    let out = ktrace()
+        .arg("export")
+        .arg(&file)
+        .args(["--perfetto", "-o"])
+        .arg(&pf)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 20, "{text}");
+    assert_eq!(text.matches("type: TYPE_SLICE_BEGIN").count(), 0);
+    assert_eq!(text.matches("type: TYPE_SLICE_END").count(), 0);
+    assert_eq!(text.matches("name: \"hit\"").count(), 20);
+    assert!(!text.contains(&format!("name: \"{}\"", p.place())));
+}
+
+/// Regression (issue 21 item 3): an event recorded with a user stack
+/// (`--stack`) and a kernel stack (a `stacktrace` trigger) kept only the
+/// first stack record that followed it, and a kernel stack began with the
+/// probe machinery's frames (`__uprobe_trace_func, uprobe_dispatcher,
+/// handler_chain, uprobe_notify_resume, irqentry_exit_to_user_mode,
+/// asm_exc_int3` on this host). Now both are arguments (`stack`,
+/// `user_stack`), the kernel one without the machinery: a uprobe's is all
+/// machinery and is left out. The text output keeps every frame but with
+/// `--hide-probe-frames`.
+#[test]
+fn live_trace_perfetto_stacks_whole_without_probe_machinery() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_pfstack");
+    let pf = p.dir.join("st.pftrace");
+    let run = |how: &str| {
+        let mut c = ktrace();
+        c.arg("trace")
+            .arg(format!("p:hit {} a=%di", p.place()))
+            .args(["--stack", "--trigger", "stacktrace"]);
+        match how {
+            "perfetto" => {
+                c.arg("--perfetto").arg("-o").arg(&pf);
+            }
+            "hide" => {
+                c.arg("--hide-probe-frames");
+            }
+            _ => {}
+        }
+        let out = c.arg("--").arg(&p.bin).arg("10").output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = run("text");
+    // the text output is unchanged: every frame, machinery included
+    assert_eq!(text.matches(" => uprobe_dispatcher").count(), 10, "{text}");
+    assert_eq!(text.matches("<user stack trace>").count(), 10, "{text}");
+    // unless asked: then the kernel stacks are empty (all machinery)
+    let text = run("hide");
+    assert_eq!(text.matches("<stack trace>\n").count(), 10, "{text}");
+    assert_eq!(text.matches("<user stack trace>").count(), 10, "{text}");
+    for f in PROBE_FRAMES {
+        assert!(!text.contains(f), "{f}: {text}");
+    }
+    run("perfetto");
+    let Some(text) = decode_perfetto(&pf) else {
+        return;
+    };
+    assert_eq!(text.matches("type: TYPE_INSTANT").count(), 10, "{text}");
+    assert_eq!(text.matches("name: \"user_stack\"").count(), 10, "{text}");
+    // user frames in hex (a=%di is an integer)
+    assert_eq!(text.matches("string_value: \"0x").count(), 10, "{text}");
+    for f in PROBE_FRAMES {
+        assert!(!text.contains(f), "{f}: {text}");
+    }
+    assert_eq!(text.matches("name: \"stack\"").count(), 0, "{text}");
+}
+
+/// The probe machinery's frames of a uprobe's kernel stack on this host.
+const PROBE_FRAMES: [&str; 6] = [
+    "__uprobe_trace_func",
+    "uprobe_dispatcher",
+    "handler_chain",
+    "uprobe_notify_resume",
+    "irqentry_exit_to_user_mode",
+    "asm_exc_int3",
+];
 
 /// Decodes `pf` with protoc against Perfetto's field numbers and checks
 /// two thread tracks named `target`, 40 balanced slices named by the entry

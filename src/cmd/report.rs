@@ -48,6 +48,12 @@ pub struct Args {
     /// gives live. Needs a recording made with `--stack` (not with --boot).
     #[arg(long, conflicts_with_all = ["json", "boot"])]
     pub folded: bool,
+    /// Leave out of kernel stacks the probe machinery's own frames at
+    /// their top (kprobe_dispatcher, kprobe_ftrace_handler, trampolines,
+    /// trap entries, uprobe dispatch), so a stack starts at the probed
+    /// function; the kernel (and the default) prints them. Text output.
+    #[arg(long, conflicts_with = "json")]
+    pub hide_probe_frames: bool,
 }
 
 /// A recording opened for replay: its metadata, the decoder built from it
@@ -275,7 +281,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 &symbols,
                 clock_in_ns(meta.clock().unwrap_or("local")),
             )
-            .syscalls(SyscallStyle::for_release(release)),
+            .syscalls(SyscallStyle::for_release(release))
+            .hide_probe_frames(args.hide_probe_frames),
         )
     };
     let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());

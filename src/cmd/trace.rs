@@ -49,6 +49,13 @@ pub struct Args {
     /// options/userstacktrace.
     #[arg(long)]
     pub stack: bool,
+    /// Leave out of kernel stacks the probe machinery's own frames at
+    /// their top (kprobe_dispatcher, kprobe_ftrace_handler, trampolines,
+    /// trap entries, uprobe dispatch), so a stack starts at the probed
+    /// function; the kernel (and the default) prints them. Text output
+    /// (Perfetto traces always leave them out).
+    #[arg(long, conflicts_with_all = ["json", "raw"])]
+    pub hide_probe_frames: bool,
     /// Every argument of each kernel function by its BTF name (`$arg*`):
     /// passed through where the kernel reads BTF arguments (6.6 and later),
     /// compiled with its BTF into registers and types elsewhere.
@@ -211,12 +218,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     symbols,
                     in_ns,
                 )
-                .syscalls(SyscallStyle::for_release(&release)),
+                .syscalls(SyscallStyle::for_release(&release))
+                .hide_probe_frames(args.hide_probe_frames),
             )
         }
         Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
         Format::Raw => Box::new(RawSink::with_dest(writer)),
-        Format::Perfetto => Box::new(crate::cmd::export::PerfettoSink::new(
+        Format::Perfetto => Box::new(ktrace_perfetto::PerfettoSink::new(
             writer,
             symbols,
             run.sess.probes().iter().map(|p| p.definition()).collect(),

@@ -21,6 +21,11 @@
 //! does not decide which event a stack belongs to (that is the stream's
 //! pairing). A [`Stack`] borrows the record's bytes and reads a frame as it
 //! is asked for: nothing is allocated.
+//!
+//! Once a sink has named the frames, [`probe_machinery`] says how many of
+//! the innermost ones are the probe machinery's own (the kprobe or uprobe
+//! dispatch, the trap or ftrace entry that led to it, the trace function
+//! that saved the stack) rather than the traced code's.
 
 use crate::{Endian, EventFormat};
 
@@ -110,6 +115,164 @@ impl Iterator for Frames<'_> {
         }
         Some(addr)
     }
+}
+
+/// Kernel functions that are the probe machinery's, not the traced code's:
+/// the trace functions that save the stack (kernel/trace/trace_kprobe.c,
+/// trace_uprobe.c, trace_fprobe.c), kprobe and kretprobe dispatch
+/// (kernel/kprobes.c, rethook), the ftrace entry of ftrace-based kprobes
+/// and fprobes, the breakpoint trap entries of x86_64, arm64, arm and
+/// riscv64, and the uprobe path back to user space
+/// (kernel/events/uprobes.c, kernel/entry/common.c). Read from real stacks:
+/// a host uprobe's `__uprobe_trace_func, uprobe_dispatcher, handler_chain,
+/// uprobe_notify_resume, irqentry_exit_to_user_mode, asm_exc_int3`, an
+/// x86_64 6.1 kprobe's `aggr_pre_handler, kprobe_ftrace_handler,
+/// 0xffffffffc04ee0c8 (the ftrace trampoline, no symbol), ksys_read+0x5`.
+pub const PROBE_MACHINERY: &[&str] = &[
+    // the trace functions that save the stack
+    "__kprobe_trace_func",
+    "kprobe_trace_func",
+    "__kretprobe_trace_func",
+    "kretprobe_trace_func",
+    "__uprobe_trace_func",
+    "uprobe_trace_func",
+    "uretprobe_trace_func",
+    "fentry_trace_func",
+    "__fentry_trace_func",
+    "fexit_trace_func",
+    "__fexit_trace_func",
+    "kprobe_perf_func",
+    "kretprobe_perf_func",
+    // kprobe, kretprobe and fprobe dispatch
+    "kprobe_dispatcher",
+    "kretprobe_dispatcher",
+    "fentry_dispatcher",
+    "fexit_dispatcher",
+    "aggr_pre_handler",
+    "aggr_post_handler",
+    "pre_handler_kretprobe",
+    "kretprobe_rethook_handler",
+    "__kretprobe_trampoline_handler",
+    "kretprobe_trampoline_handler",
+    "trampoline_handler",
+    "__kretprobe_trampoline",
+    "kretprobe_trampoline",
+    "rethook_trampoline_handler",
+    "arch_rethook_trampoline_callback",
+    "arch_rethook_trampoline",
+    "fprobe_handler",
+    "__fprobe_handler",
+    "fprobe_kprobe_handler",
+    "fprobe_entry",
+    "fprobe_return",
+    "fprobe_exit_handler",
+    "fprobe_ftrace_entry",
+    "fprobe_fgraph_entry",
+    "optimized_callback",
+    "opt_pre_handler",
+    // ftrace entry (ftrace-based kprobes, fprobes)
+    "kprobe_ftrace_handler",
+    "ftrace_trampoline",
+    "ftrace_caller",
+    "ftrace_regs_caller",
+    "ftrace_call",
+    "ftrace_regs_call",
+    "ftrace_common",
+    "ftrace_ops_list_func",
+    "arch_ftrace_ops_list_func",
+    "ftrace_ops_assist_func",
+    "ftrace_graph_func",
+    "function_graph_enter_regs",
+    "ftrace_return_to_handler",
+    "__ftrace_return_to_handler",
+    "return_to_handler",
+    // breakpoint traps: x86_64
+    "kprobe_int3_handler",
+    "kprobe_debug_handler",
+    "do_int3",
+    "do_int3_user",
+    "exc_int3",
+    "asm_exc_int3",
+    "exc_debug",
+    "asm_exc_debug",
+    "notify_die",
+    "kprobe_exceptions_notify",
+    // arm64
+    "kprobe_breakpoint_handler",
+    "kprobe_breakpoint_ss_handler",
+    "kprobe_brk_handler",
+    "kprobe_ss_brk_handler",
+    "call_break_hook",
+    "brk_handler",
+    "do_brk_handler",
+    "do_el1_brk64",
+    "do_debug_exception",
+    "el1_dbg",
+    "el1_brk64",
+    "el1h_64_sync_handler",
+    "el1h_64_sync",
+    "el0_dbg",
+    "el0_brk64",
+    "el0t_64_sync_handler",
+    "el0t_64_sync",
+    // arm
+    "kprobe_handler",
+    "kprobe_trap_handler",
+    "call_undef_hook",
+    "do_undefinstr",
+    "__und_svc",
+    "__und_usr",
+    // riscv64
+    "handle_break",
+    "do_trap_break",
+    "handle_exception",
+    // uprobes and the way back to user space
+    "uprobe_dispatcher",
+    "uretprobe_dispatcher",
+    "handler_chain",
+    "handle_swbp",
+    "handle_uretprobe_chain",
+    "handle_trampoline",
+    "uprobe_handle_trampoline",
+    "uprobe_notify_resume",
+    "uprobe_pre_sstep_notifier",
+    "uprobe_post_sstep_notifier",
+    "arch_uprobe_exception_notify",
+    "__do_sys_uretprobe",
+    "__x64_sys_uretprobe",
+    "resume_user_mode_work",
+    "exit_to_user_mode_loop",
+    "exit_to_user_mode_prepare",
+    "irqentry_exit_to_user_mode",
+    "do_notify_resume",
+];
+
+/// How many of a kernel stack's innermost frames are the probe machinery's
+/// ([`PROBE_MACHINERY`]): the leading run of frames whose names (`None`
+/// for an address with no symbol; a compiler suffix such as `.isra.0` or
+/// `.cold` is ignored) are in the list, with an unnamed frame right after
+/// such a frame counted too (an ftrace or optprobe trampoline, which has no
+/// symbol). The first frame after the run is the probed function (or what
+/// called it, for a return probe). A probe on one of these functions
+/// itself loses its own frame with them.
+pub fn probe_machinery<'n>(names: impl IntoIterator<Item = Option<&'n str>>) -> usize {
+    let mut n = 0;
+    let mut after_named = false;
+    for name in names {
+        match name {
+            Some(name) => {
+                let base = name.split('.').next().unwrap_or(name);
+                if !PROBE_MACHINERY.contains(&base) {
+                    break;
+                }
+                after_named = true;
+            }
+            None if after_named => after_named = false,
+            None => break,
+        }
+        n += 1;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -237,5 +400,67 @@ print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
         data.extend_from_slice(&u64::MAX.to_be_bytes());
         let s = Stack::read(&f, &data, Endian::Big).unwrap();
         assert_eq!(s.frames().collect::<Vec<_>>(), [0x1122]);
+    }
+
+    /// Stacks read on real kernels: the machinery before the traced code
+    /// is counted, nothing after it.
+    #[test]
+    fn probe_machinery_frames() {
+        // (frames innermost first, how many are the machinery's)
+        let table: &[(&[Option<&str>], usize)] = &[
+            // host 6.18 uprobe (stacktrace trigger): all machinery
+            (
+                &[
+                    Some("__uprobe_trace_func"),
+                    Some("uprobe_dispatcher"),
+                    Some("handler_chain"),
+                    Some("uprobe_notify_resume"),
+                    Some("irqentry_exit_to_user_mode"),
+                    Some("asm_exc_int3"),
+                ],
+                6,
+            ),
+            // x86_64 6.1 guest, two kprobes on ksys_read (hist stacktrace):
+            // the ftrace trampoline has no symbol
+            (
+                &[
+                    Some("aggr_pre_handler"),
+                    Some("kprobe_ftrace_handler"),
+                    None,
+                    Some("ksys_read"),
+                    Some("do_syscall_64"),
+                    Some("entry_SYSCALL_64_after_hwframe"),
+                ],
+                3,
+            ),
+            // arm64 breakpoint kprobe
+            (
+                &[
+                    Some("kprobe_dispatcher"),
+                    Some("kprobe_breakpoint_handler"),
+                    Some("call_break_hook"),
+                    Some("brk_handler"),
+                    Some("do_debug_exception"),
+                    Some("el1_dbg"),
+                    Some("el1h_64_sync_handler"),
+                    Some("el1h_64_sync"),
+                    Some("do_sys_openat2"),
+                    Some("__arm64_sys_openat"),
+                ],
+                8,
+            ),
+            // a suffixed clone is the same function
+            (&[Some("kprobe_dispatcher.cold"), Some("vfs_read")], 1),
+            // the traced code's frames are kept, even a listed name after
+            (&[Some("vfs_read"), Some("kprobe_dispatcher")], 0),
+            // an unnamed frame with no machinery before it is kept
+            (&[None, Some("kprobe_dispatcher")], 0),
+            // only one unnamed frame after a named one
+            (&[Some("kprobe_ftrace_handler"), None, None], 2),
+            (&[], 0),
+        ];
+        for (i, (names, want)) in table.iter().enumerate() {
+            assert_eq!(probe_machinery(names.iter().copied()), *want, "row {i}");
+        }
     }
 }

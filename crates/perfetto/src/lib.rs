@@ -8,21 +8,34 @@
 //! `DebugAnnotation`. Field numbers are Perfetto's documented ones (see
 //! tests/perfetto.proto, the subset used, which `protoc --decode` checks
 //! the output against). It reads no trace and knows no event format: the
-//! caller (a stream sink) hands it names, times and fields.
+//! caller (a stream sink, [`PerfettoSink`] in [`sink`]) hands it names,
+//! times and fields.
 //!
 //! Lean, as Perfetto's own SDK writes (track_event's incremental state):
-//! every packet is on one sequence; event names and annotation names are
-//! interned (`InternedData`, written once, then referred to by number);
-//! time stamps are deltas on a sequence-scoped incremental clock (id 64,
-//! tied to `CLOCK_BOOTTIME` by a `ClockSnapshot` in the first packet, and
-//! made the default by `TracePacketDefaults`), so a two-field event costs
-//! some 30 bytes. A time stamp earlier than the one before (a corrupt
-//! recording) is written absolute, on `CLOCK_BOOTTIME`.
+//! every packet is on one sequence; event names, annotation names and
+//! string values are interned (`InternedData`, written once, then referred
+//! to by number: a string field that repeats, or a stack, costs a few
+//! bytes after its first time); time stamps are deltas on a sequence-scoped
+//! incremental clock (id 64, tied to `CLOCK_BOOTTIME` by a `ClockSnapshot`
+//! in the first packet, and made the default by `TracePacketDefaults`). The
+//! first packet clears the sequence's incremental state, which then stays
+//! valid (nothing is lost in a file), so event packets do not repeat
+//! `SEQ_NEEDS_INCREMENTAL_STATE` (Perfetto's trace processor reads that
+//! flag only to skip packets of a sequence whose state was lost). An
+//! event costs 13 bytes plus the varint of its time delta, and 5 bytes
+//! plus the varint of its value per field (an interned string's value is
+//! its id): 27 bytes for two small fields 1 µs apart (see
+//! `tests/decode.rs`, `two_field_events_cost_27_bytes`). A time stamp earlier
+//! than the one before (a corrupt recording) is written absolute, on
+//! `CLOCK_BOOTTIME`.
 //!
 //! Memory is bounded and does not grow with the events: the interning
-//! tables hold each distinct name once, the threads one open-slice stack
-//! each, at most [`MAX_DEPTH`] deep (an entry deeper than that is written
-//! as an instant and counted, [`Writer::flattened`]).
+//! tables hold each distinct name once and at most
+//! [`MAX_INTERNED_STRINGS`] string values of at most
+//! [`MAX_INTERNED_STRING_BYTES`] in all (later new ones are written in
+//! place), the threads one open-slice stack each, at most [`MAX_DEPTH`]
+//! deep (an entry deeper than that is written as an instant and counted,
+//! [`Writer::flattened`]).
 //!
 //! Slices nest: a [`Writer::end`] closes the innermost open slice of that
 //! name on the thread, ending any slices opened inside it first (a return
@@ -32,6 +45,9 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+
+pub mod sink;
+pub use sink::PerfettoSink;
 
 /// Errors from writing a trace.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +77,14 @@ pub enum Arg<'a> {
 /// Open slices one thread may have; deeper entries become instants.
 pub const MAX_DEPTH: usize = 1024;
 
+/// String values interned at most; new ones past this are written in
+/// place.
+pub const MAX_INTERNED_STRINGS: usize = 1 << 16;
+
+/// Bytes of interned string values at most (with
+/// [`MAX_INTERNED_STRINGS`], what bounds the table's memory).
+pub const MAX_INTERNED_STRING_BYTES: usize = 4 << 20;
+
 // Perfetto field numbers (protos/perfetto/trace/...)
 const TRACE_PACKET: u32 = 1;
 const PKT_CLOCK_SNAPSHOT: u32 = 6;
@@ -79,8 +103,11 @@ const CLOCK_TIMESTAMP: u32 = 2;
 const CLOCK_IS_INCREMENTAL: u32 = 3;
 const ID_EVENT_NAMES: u32 = 2;
 const ID_DEBUG_ANNOTATION_NAMES: u32 = 3;
+const ID_DEBUG_ANNOTATION_STRING_VALUES: u32 = 29;
 const INTERNED_IID: u32 = 1;
 const INTERNED_NAME: u32 = 2;
+/// `InternedString.str` (profiling/profile_common.proto).
+const INTERNED_STR: u32 = 2;
 const TD_UUID: u32 = 1;
 const TD_NAME: u32 = 2;
 const TD_PROCESS: u32 = 3;
@@ -102,14 +129,12 @@ const DA_INT: u32 = 4;
 const DA_DOUBLE: u32 = 5;
 const DA_STRING: u32 = 6;
 const DA_POINTER: u32 = 7;
+const DA_STRING_IID: u32 = 17;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const TYPE_INSTANT: u64 = 3;
 /// SequenceFlags: SEQ_INCREMENTAL_STATE_CLEARED (the first packet).
 const SEQ_CLEARED: u64 = 1;
-/// SequenceFlags: SEQ_NEEDS_INCREMENTAL_STATE (packets using interned
-/// data or the incremental clock).
-const SEQ_NEEDS_STATE: u64 = 2;
 const SEQ_ID: u64 = 1;
 /// `BuiltinClock` BOOTTIME, the trace's default clock domain.
 const CLOCK_BOOTTIME: u64 = 6;
@@ -176,6 +201,8 @@ pub struct Writer<W: Write> {
     last_ts: u64,
     event_names: HashMap<String, u64>,
     annotation_names: HashMap<String, u64>,
+    string_values: HashMap<String, u64>,
+    string_bytes: usize,
     flattened: u64,
     /// Track descriptors declared before the first event (written right
     /// after the first packet, which needs the first event's time stamp).
@@ -201,6 +228,8 @@ impl<W: Write> Writer<W> {
             last_ts: 0,
             event_names: HashMap::new(),
             annotation_names: HashMap::new(),
+            string_values: HashMap::new(),
+            string_bytes: 0,
             flattened: 0,
             early: Vec::new(),
             packet: Msg::default(),
@@ -343,6 +372,29 @@ impl<W: Write> Writer<W> {
         iid
     }
 
+    /// The interned id of string value `s`, adding it to `self.interned`
+    /// when new; `None` when the table is full (the value is then written
+    /// in place).
+    fn string_value(&mut self, s: &str) -> Option<u64> {
+        if let Some(&iid) = self.string_values.get(s) {
+            return Some(iid);
+        }
+        if self.string_values.len() >= MAX_INTERNED_STRINGS
+            || self.string_bytes + s.len() > MAX_INTERNED_STRING_BYTES
+        {
+            return None;
+        }
+        let iid = self.string_values.len() as u64 + 1;
+        self.string_values.insert(s.to_string(), iid);
+        self.string_bytes += s.len();
+        self.scratch.clear();
+        self.scratch.uint(INTERNED_IID, iid);
+        self.scratch.bytes(INTERNED_STR, s.as_bytes());
+        self.interned
+            .msg(ID_DEBUG_ANNOTATION_STRING_VALUES, &self.scratch);
+        Some(iid)
+    }
+
     fn event(
         &mut self,
         tid: i32,
@@ -367,15 +419,20 @@ impl<W: Write> Writer<W> {
         }
         for (k, v) in args {
             let iid = self.annotation_name(k);
+            let string_iid = match *v {
+                Arg::Str(s) => self.string_value(s),
+                _ => None,
+            };
             self.scratch.clear();
             self.scratch.uint(DA_NAME_IID, iid);
-            match *v {
-                Arg::Int(i) => self.scratch.int(DA_INT, i),
-                Arg::Uint(u) => self.scratch.uint(DA_UINT, u),
-                Arg::Pointer(p) => self.scratch.uint(DA_POINTER, p),
-                Arg::Str(s) => self.scratch.bytes(DA_STRING, s.as_bytes()),
-                Arg::Double(d) => self.scratch.double(DA_DOUBLE, d),
-                Arg::Bool(b) => self.scratch.uint(DA_BOOL, u64::from(b)),
+            match (*v, string_iid) {
+                (Arg::Str(_), Some(i)) => self.scratch.uint(DA_STRING_IID, i),
+                (Arg::Str(s), None) => self.scratch.bytes(DA_STRING, s.as_bytes()),
+                (Arg::Int(i), _) => self.scratch.int(DA_INT, i),
+                (Arg::Uint(u), _) => self.scratch.uint(DA_UINT, u),
+                (Arg::Pointer(p), _) => self.scratch.uint(DA_POINTER, p),
+                (Arg::Double(d), _) => self.scratch.double(DA_DOUBLE, d),
+                (Arg::Bool(b), _) => self.scratch.uint(DA_BOOL, u64::from(b)),
             }
             self.event.msg(TE_DEBUG, &self.scratch);
         }
@@ -387,7 +444,6 @@ impl<W: Write> Writer<W> {
             self.packet.uint(PKT_TIMESTAMP, ts);
             self.packet.uint(PKT_TIMESTAMP_CLOCK_ID, CLOCK_BOOTTIME);
         }
-        self.packet.uint(PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
         if !self.interned.0.is_empty() {
             self.packet.msg(PKT_INTERNED_DATA, &self.interned);
             self.interned.clear();
@@ -497,11 +553,12 @@ pub mod protoc_text {
     /// Rewrites the text `protoc --decode=perfetto.protos.Trace` prints:
     /// every packet's `timestamp` absolute (deltas on the incremental clock
     /// added up), `name_iid` of events and annotations replaced by `name:`
-    /// with the interned string, `interned_data` blocks left out. Other
-    /// lines are kept as they are.
+    /// with the interned string, `string_value_iid` by `string_value:` with
+    /// the interned value (as protoc prints it), `interned_data` blocks left
+    /// out. Other lines are kept as they are.
     pub fn expand(text: &str) -> String {
         let mut out = String::new();
-        let mut names: [HashMap<u64, String>; 2] = [HashMap::new(), HashMap::new()];
+        let mut names: [HashMap<u64, String>; 3] = [HashMap::new(), HashMap::new(), HashMap::new()];
         let mut clock = 0u64;
         let mut packet: Vec<&str> = Vec::new();
         for line in text.lines() {
@@ -530,7 +587,7 @@ pub mod protoc_text {
 
     fn expand_packet(
         lines: &[&str],
-        names: &mut [HashMap<u64, String>; 2],
+        names: &mut [HashMap<u64, String>; 3],
         clock: &mut u64,
         out: &mut String,
     ) {
@@ -542,7 +599,8 @@ pub mod protoc_text {
                 .find_map(|l| value(l, key))
         };
         let absolute = own("timestamp_clock_id").is_some();
-        // interned entries (event_names: 0, debug_annotation_names: 1)
+        // interned entries (event_names: 0, debug_annotation_names: 1,
+        // debug_annotation_string_values: 2, kept as protoc escapes them)
         let mut stack: Vec<&str> = Vec::new();
         let mut iid = None;
         for l in lines {
@@ -552,15 +610,18 @@ pub mod protoc_text {
             } else if t == "}" {
                 stack.pop();
             } else if stack.len() >= 3 && stack[1] == "interned_data" {
-                let table = match stack[2] {
-                    "event_names" => 0,
-                    "debug_annotation_names" => 1,
+                let (table, key) = match stack[2] {
+                    "event_names" => (0, "name"),
+                    "debug_annotation_names" => (1, "name"),
+                    "debug_annotation_string_values" => (2, "str"),
                     _ => continue,
                 };
                 if let Some(v) = value(t, "iid") {
                     iid = v.parse().ok();
-                } else if let (Some(v), Some(i)) = (value(t, "name"), iid) {
-                    names[table].insert(i, v.trim_matches('"').to_string());
+                } else if let (Some(v), Some(i)) = (value(t, key), iid) {
+                    let v = v.strip_prefix('"').unwrap_or(&v);
+                    let v = v.strip_suffix('"').unwrap_or(v);
+                    names[table].insert(i, v.to_string());
                 }
             } else if stack.len() >= 3
                 && stack[1] == "clock_snapshot"
@@ -601,6 +662,13 @@ pub mod protoc_text {
                     *clock
                 };
                 out.push_str(&format!("{indent}timestamp: {abs}\n"));
+                continue;
+            } else if let Some(v) = value(t, "string_value_iid") {
+                let n = v.parse().ok().and_then(|i| names[2].get(&i));
+                out.push_str(&format!(
+                    "{indent}string_value: \"{}\"\n",
+                    n.map_or("?", |s| s)
+                ));
                 continue;
             } else if let Some(v) = value(t, "name_iid") {
                 let table = usize::from(stack.last() == Some(&"debug_annotations"));

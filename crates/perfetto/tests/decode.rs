@@ -275,3 +275,117 @@ fn deep_entries_become_instants_and_time_may_go_back() {
     assert_eq!(ts[back + 1], 5000);
     assert!(ts[back + 2..].iter().all(|&t| t == 5000));
 }
+
+/// Bytes each of `n` events adds once the names are interned: instants on
+/// one thread 1 µs apart, made by `args(i)`.
+fn bytes_per_event(n: u64, args: impl Fn(u64) -> Vec<(&'static str, Arg<'static>)>) -> f64 {
+    let mut w = Writer::new(Vec::new());
+    w.thread(1, 1, "t").unwrap();
+    for i in 0..10 {
+        w.instant(1, 1000 * (i + 1), "hit", &args(i)).unwrap();
+    }
+    let before = w.finish().unwrap().len();
+    let mut w = Writer::new(Vec::new());
+    w.thread(1, 1, "t").unwrap();
+    for i in 0..10 + n {
+        w.instant(1, 1000 * (i + 1), "hit", &args(i)).unwrap();
+    }
+    let after = w.finish().unwrap();
+    // what protoc reads back is what was written
+    if let Some(text) = decode(&after) {
+        assert_eq!(
+            text.matches("type: TYPE_INSTANT").count() as u64,
+            10 + n,
+            "{text}"
+        );
+    }
+    (after.len() - before) as f64 / n as f64
+}
+
+/// Regression (issue 24 item 4): every event packet carried
+/// `sequence_flags: SEQ_NEEDS_INCREMENTAL_STATE` (2 bytes; the first
+/// packet's SEQ_INCREMENTAL_STATE_CLEARED makes the state valid for the
+/// whole file), so a two-field event cost 29 bytes. Now 27: 13 bytes of
+/// packet, track, type and name, 2 of time delta, 6 per field.
+#[test]
+fn two_field_events_cost_27_bytes() {
+    let b = bytes_per_event(1000, |i| {
+        vec![("a", Arg::Uint(i % 100)), ("b", Arg::Uint(i % 7))]
+    });
+    assert_eq!(b, 27.0);
+}
+
+/// Regression (issue 24 item 4): a string field was written whole in every
+/// event (`hello, ringN`: 29 bytes a field). Now string values are
+/// interned like names: written once, then referred to by id.
+#[test]
+fn repeated_string_values_are_interned() {
+    const S: [&str; 10] = [
+        "hello, ring0",
+        "hello, ring1",
+        "hello, ring2",
+        "hello, ring3",
+        "hello, ring4",
+        "hello, ring5",
+        "hello, ring6",
+        "hello, ring7",
+        "hello, ring8",
+        "hello, ring9",
+    ];
+    let b = bytes_per_event(1000, |i| {
+        vec![
+            ("a", Arg::Uint(i % 100)),
+            ("s", Arg::Str(S[i as usize % 10])),
+        ]
+    });
+    // one byte more than a small integer: string_value_iid is field 17,
+    // a two-byte key
+    assert_eq!(b, 28.0);
+    let mut w = Writer::new(Vec::new());
+    w.thread(1, 1, "t").unwrap();
+    for i in 0..100 {
+        w.instant(1, i, "hit", &[("s", Arg::Str(S[i as usize % 10]))])
+            .unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    let raw = String::from_utf8_lossy(&bytes);
+    assert_eq!(raw.matches("hello, ring3").count(), 1);
+    let Some(text) = decode(&bytes) else {
+        return;
+    };
+    for s in S {
+        let want = format!("string_value: \"{s}\"");
+        assert_eq!(text.matches(&want).count(), 10, "{s}: {text}");
+    }
+}
+
+/// The string table is bounded: past `MAX_INTERNED_STRING_BYTES` new
+/// values are written in place (and still read back), known ones are still
+/// referred to.
+#[test]
+fn string_interning_is_bounded() {
+    let big: Vec<String> = (0..6)
+        .map(|i| format!("{i}").repeat(ktrace_perfetto::MAX_INTERNED_STRING_BYTES / 4))
+        .collect();
+    let mut w = Writer::new(Vec::new());
+    w.thread(1, 1, "t").unwrap();
+    for (i, s) in big.iter().chain(big.iter()).enumerate() {
+        w.instant(1, i as u64, "hit", &[("s", Arg::Str(s))])
+            .unwrap();
+    }
+    let bytes = w.finish().unwrap();
+    // 4 interned once each; the 2 past the budget written every time
+    let len = big[0].len();
+    assert!(
+        bytes.len() > 8 * len && bytes.len() < 8 * len + 4096,
+        "{}",
+        bytes.len()
+    );
+    let Some(text) = decode(&bytes) else {
+        return;
+    };
+    for s in &big {
+        let want = format!("string_value: \"{s}\"");
+        assert_eq!(text.matches(&want).count(), 2);
+    }
+}

@@ -121,6 +121,7 @@ pub struct TextSink<'a, D: Dest> {
     style: FlagStyle,
     time_in_ns: bool,
     syscall_style: crate::SyscallStyle,
+    hide_probe_frames: bool,
     printer: Option<TextPrinter<'a>>,
 }
 
@@ -152,8 +153,16 @@ impl<'a, D: Dest> TextSink<'a, D> {
             style,
             time_in_ns,
             syscall_style: crate::SyscallStyle::Mixed,
+            hide_probe_frames: false,
             printer: None,
         }
+    }
+
+    /// Leaves the probe machinery's frames out of kernel stacks (see
+    /// [`TextPrinter::hide_probe_frames`]).
+    pub fn hide_probe_frames(mut self, on: bool) -> Self {
+        self.hide_probe_frames = on;
+        self
     }
 
     /// Prints `syscalls` events in `style` (see [`crate::SyscallStyle`];
@@ -175,6 +184,7 @@ impl<D: Dest> Sink for TextSink<'_, D> {
         );
         p.time_in_ns = self.time_in_ns;
         p.syscall_style = self.syscall_style;
+        p.hide_probe_frames = self.hide_probe_frames;
         self.printer = Some(p);
         Ok(())
     }

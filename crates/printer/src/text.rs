@@ -50,6 +50,10 @@ pub struct TextPrinter<'a> {
     /// How the kernel prints `syscalls` events (by release; the newest by
     /// default).
     pub syscall_style: SyscallStyle,
+    /// Whether kernel stacks leave out the probe machinery's frames at
+    /// their top ([`ktrace_event::probe_machinery`]; off by default: the
+    /// kernel prints them).
+    pub hide_probe_frames: bool,
     /// Per event id: what `write_event` would otherwise work out per record.
     plans: Vec<Option<Plan>>,
     /// The context columns last written, and what they were made from
@@ -312,6 +316,7 @@ impl<'a> TextPrinter<'a> {
             irq_info: true,
             time_in_ns: true,
             syscall_style: SyscallStyle::Mixed,
+            hide_probe_frames: false,
             plans,
             ctx: Vec::new(),
             ctx_key: None,
@@ -556,7 +561,16 @@ impl<'a> TextPrinter<'a> {
             b"<stack trace>".as_slice()
         });
         let w = stack.long_size() * 2;
-        for addr in stack.frames() {
+        let skip = if self.hide_probe_frames && !stack.user {
+            ktrace_event::probe_machinery(
+                stack
+                    .frames()
+                    .map(|a| self.symbols.lookup(a).map(|s| s.name)),
+            )
+        } else {
+            0
+        };
+        for addr in stack.frames().skip(skip) {
             out.extend_from_slice(b"\n => ");
             if stack.user {
                 let _ = write!(out, " <{addr:0w$x}>");
