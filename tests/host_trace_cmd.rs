@@ -58,17 +58,6 @@ fn append(root: &std::path::Path, line: &str) {
     f.write_all(format!("{line}\n").as_bytes()).unwrap();
 }
 
-fn have_trace_cmd() -> bool {
-    let ok = Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success() || !o.stdout.is_empty());
-    if !ok {
-        eprintln!("\n!!!!!! SKIP: trace-cmd is not installed (scripts/setup) !!!!!!\n");
-    }
-    ok
-}
-
 /// Shell: start ktrace on PLACE into kt.out/kt.err, wait until it traces.
 fn start_ktrace(place: &str) -> String {
     let ktrace = env!("CARGO_BIN_EXE_ktrace");
@@ -83,7 +72,7 @@ fn start_ktrace(place: &str) -> String {
 #[test]
 fn trace_cmd_record_beside_ktrace_both_get_every_hit() {
     let Some(root) = tracefs() else { return };
-    if !have_trace_cmd() {
+    if !common::have_trace_cmd() {
         return;
     }
     let _s = serial();
@@ -221,7 +210,7 @@ fn probes_removed_by_someone_else_are_reported() {
 #[ignore = "trace-cmd reset deletes every dynamic event of the host"]
 fn trace_cmd_reset_while_tracing_is_reported() {
     let Some(root) = tracefs() else { return };
-    if !have_trace_cmd() {
+    if !common::have_trace_cmd() {
         return;
     }
     let _s = serial();

@@ -38,17 +38,6 @@ use common::{Prog, ktrace, tracefs};
 
 const FAILED: &str = "[FAILED TO PARSE]";
 
-fn have_trace_cmd() -> bool {
-    let ok = Command::new("trace-cmd")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success() || !o.stdout.is_empty());
-    if !ok {
-        eprintln!("\n!!!!!! SKIP: trace-cmd is not installed (scripts/setup) !!!!!!\n");
-    }
-    ok
-}
-
 /// Runs `script` with sh in a private mount namespace where trace-cmd's
 /// writes to ftrace_enabled and set_ftrace_* land in plain files.
 fn in_namespace(dir: &Path, script: &str) -> std::process::Output {
@@ -255,7 +244,7 @@ fn recording_keeps_the_events_a_trigger_enables() {
         ours.iter()
             .all(|l| !l.contains(FAILED) && l.contains(" prev_state="))
     );
-    if have_trace_cmd() {
+    if common::have_trace_cmd() {
         let o = Command::new("trace-cmd")
             .args(["report", "-N", "-i"])
             .arg(&file)
@@ -277,7 +266,7 @@ fn recording_keeps_the_events_a_trigger_enables() {
 #[test]
 fn every_tracepoint_prints_as_the_kernel_trace() {
     let Some(root) = tracefs() else { return };
-    if !have_trace_cmd() {
+    if !common::have_trace_cmd() {
         return;
     }
     let _g = common::serial();

@@ -10,8 +10,8 @@
 //! ktrace_tracedat::Writer, whose layout leaves a readable file if ktrace is
 //! killed with SIGKILL. The file carries what a reader needs: header_page
 //! and header_event, the probes' formats (and ftrace's kernel_stack /
-//! user_stack with --stack, and the events an `enable_event` trigger
-//! switches on, such as sched_switch), kallsyms, printk_formats, saved_cmdlines (at
+//! user_stack, and the events an `enable_event` trigger switches on, such
+//! as sched_switch), kallsyms, printk_formats, saved_cmdlines (at
 //! the start, replaced at the end), the trace clock, the CPU count, uname,
 //! and the probe definitions (ktrace's own option). At the end each CPU's
 //! `per_cpu/cpuN/stats` (lost and overrun counts) goes into the file.
@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
-    let header = header(&root, &run, &view, args.stack, args.run.trigger.as_deref())?;
+    let header = header(&root, &run, &view, args.run.trigger.as_deref())?;
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
     let page_size = header.page_size as usize;
     // Tracing has started: the partial file is emptied and written.
@@ -187,7 +187,6 @@ fn header(
     root: &Path,
     run: &live::Run,
     view: &KernelView,
-    stack: bool,
     trigger: Option<&str>,
 ) -> anyhow::Result<Header> {
     use ktrace_tracefs::buffers;
@@ -213,12 +212,13 @@ fn header(
             }),
         }
     }
+    // The stack records' formats, always: `--stack` writes them, and so
+    // does a `stacktrace` trigger, whose records were left without a
+    // format (`[UNKNOWN EVENT]` in trace-cmd, dropped by `ktrace report`).
     let mut ftrace_formats = Vec::new();
-    if stack {
-        for name in ["kernel_stack", "user_stack"] {
-            if let Ok(f) = buffers::event_format(root, "ftrace", name) {
-                ftrace_formats.push(f.into_bytes());
-            }
+    for name in ["kernel_stack", "user_stack"] {
+        if let Ok(f) = buffers::event_format(root, "ftrace", name) {
+            ftrace_formats.push(f.into_bytes());
         }
     }
     // kallsyms: the kernel's addresses in kprobe headers and stacks
