@@ -202,6 +202,56 @@ pub struct KtraceForm {
     pub result: Result<Box<ktrace_probe::btfarg::Compiled>, ktrace_probe::ProbeError>,
 }
 
+/// Live: a definition of a kind the running kernel was built without
+/// (kprobes on a kernel without kprobe events; event probes where
+/// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
+/// as the kernel refuses it, with EINVAL and nothing logged, and says why.
+fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path) {
+    let Ok(Definition::Probe(p)) = &kernel.definition else {
+        return;
+    };
+    let (message, hint) = match &p.kind {
+        ktrace_probe::ProbeKind::Kprobe { .. } => {
+            match ktrace_tracefs::discover::require(
+                tracefs,
+                ktrace_tracefs::discover::ProbeFile::KprobeEvents,
+            ) {
+                Ok(()) => return,
+                Err(e) if e.to_string().contains("no kprobe events") => (
+                    "this kernel has no kprobe events",
+                    "it was built without CONFIG_KPROBES / CONFIG_KPROBE_EVENTS; \
+                     uprobes (PATH:SYMBOL) may still work",
+                ),
+                Err(_) => return,
+            }
+        }
+        ktrace_probe::ProbeKind::Eprobe { .. } => {
+            let no_eprobes = ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
+                || std::fs::read_to_string("/proc/kallsyms")
+                    .ok()
+                    .and_then(|t| crate::session::eprobes_built(&t))
+                    == Some(false);
+            if !no_eprobes {
+                return;
+            }
+            (
+                "this kernel has no event probes (e:)",
+                "it was built without CONFIG_EPROBE_EVENTS (its tracefs README lists e: regardless)",
+            )
+        }
+        ktrace_probe::ProbeKind::Uprobe { .. } => return,
+    };
+    kernel.definition = Err(ktrace_probe::ProbeError {
+        kind: ktrace_probe::ErrorKind::Silent(ktrace_probe::Silent::Other),
+        message,
+        subsystem: None,
+        pos: None,
+        command: kernel.command.clone(),
+        hint: Some(hint.to_string()),
+    });
+    kernel.unchecked.clear();
+}
+
 /// One definition's check: the kernel's verdict on the line as written, and
 /// where it differs, ktrace's own reading of it.
 #[derive(Debug)]
@@ -375,6 +425,9 @@ impl Checker {
         // The kernel's verdict on the line as written: the kernel's own
         // parser, BTF names included where the kernel reads them.
         let mut kernel = check_line(input, target, env);
+        if let Some(t) = &self.tracefs {
+            refuse_missing_kind(&mut kernel, t);
+        }
         let why = crate::code::check(&mut kernel, arch, &source);
         let mut report = Report {
             input: input.to_string(),
