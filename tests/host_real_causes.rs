@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Output;
 
-use common::{ktrace, state, tracefs};
+use common::{Prog, ktrace, state, tracefs};
 
 fn text(out: &Output) -> String {
     format!(
@@ -24,6 +24,50 @@ fn kernel_has_eprobes() -> bool {
         .unwrap_or_default()
         .lines()
         .any(|l| l.split_whitespace().nth(2) == Some("eprobe_dyn_event_create"))
+}
+
+/// A uprobe on a program without debug info, with an argument named as in
+/// its source (`n`): "BTF is not available or not supported" and nothing
+/// else, as if BTF were the fix.
+#[test]
+fn a_bare_name_on_a_uprobe_said_only_btf_is_not_available() {
+    let Some(root) = tracefs() else { return };
+    let p = Prog::build("bare_name");
+    let out = ktrace()
+        .arg("trace")
+        .arg(format!("{}:probe_me n", p.bin.display()))
+        .arg("--")
+        .arg(&p.bin)
+        .arg("1")
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let bin = p.bin.display().to_string();
+    assert!(
+        t.contains(&format!(
+            "\"n\" names no argument of {bin}: there is no debug info"
+        )),
+        "{t}"
+    );
+    assert!(t.contains("use arg1..argN"), "{t}");
+    assert!(!t.contains("hint: btf:"), "{t}");
+    // `check`, in the kernel's own syntax, says the same.
+    let out = ktrace()
+        .arg("check")
+        .arg(format!("p {}:{:#x} n", bin, p.off))
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("names no argument of"), "{t}");
+    assert!(!t.contains("CONFIG_DEBUG_INFO_BTF"), "{t}");
+    let st = state(&root);
+    assert!(
+        !st.dynamic_events.iter().any(|l| l.contains(&bin)),
+        "left behind: {:?}",
+        st.dynamic_events
+    );
 }
 
 /// `ktrace check 'p do_sys_openat2'` said `ok` on a kernel without kprobe

@@ -202,6 +202,15 @@ pub struct KtraceForm {
     pub result: Result<Box<ktrace_probe::btfarg::Compiled>, ktrace_probe::ProbeError>,
 }
 
+/// Whether the definition `line` probes a file (a uprobe, `PATH:OFFSET`):
+/// the kernel's BTF says nothing of its arguments, so a missing BTF is no
+/// hint for it.
+fn on_a_file(line: &str) -> bool {
+    line.split_whitespace()
+        .nth(1)
+        .is_some_and(|p| p.starts_with('/') && p.contains(':'))
+}
+
 /// Live: a definition of a kind the running kernel was built without
 /// (kprobes on a kernel without kprobe events; event probes where
 /// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
@@ -471,6 +480,7 @@ impl Checker {
                 && self.btf.is_none()
                 && let Err(e) = &report.kernel.definition
                 && e.message.contains("BTF")
+                && !on_a_file(&e.command)
             {
                 report.btf_missing = Some(crate::btfroute::no_btf());
             }
@@ -497,7 +507,7 @@ impl Checker {
         if result.as_ref().is_ok_and(|c| c.uses_btf) {
             report.btf_route = Some("compiled");
         }
-        if result.is_err() {
+        if result.is_err() && !on_a_file(input) {
             report.btf_missing = self.route.missing.clone();
         }
         if !same {
