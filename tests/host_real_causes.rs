@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Output;
 
 use common::{Prog, ktrace, state, tracefs};
@@ -128,5 +129,33 @@ fn an_eprobe_was_refused_as_no_kprobe_events() {
         !st.dynamic_events.iter().any(|l| l.contains("realcause")),
         "{:?}",
         st.dynamic_events
+    );
+}
+
+/// EPERM on set_ftrace_filter (this sandbox forbids the function tracer's
+/// files) was reported as "no function of available_filter_functions
+/// matches" the glob.
+#[test]
+fn eperm_on_set_ftrace_filter_was_reported_as_no_function_matches() {
+    let Some(root) = tracefs() else { return };
+    let refused = std::fs::read_to_string(root.join("available_filter_functions"))
+        .is_err_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+    if !refused || !Path::new(&root).join("set_ftrace_filter").exists() {
+        return eprintln!("SKIP: the function tracer's files are usable here");
+    }
+    let out = ktrace()
+        .args(["trace", "vfs_*", "--route", "ftrace", "-d", "1"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        !t.contains("no function of available_filter_functions matches"),
+        "{t}"
+    );
+    assert!(
+        t.contains("does not permit setting the function tracer's filter")
+            && t.contains("Operation not permitted"),
+        "{t}"
     );
 }
