@@ -308,12 +308,6 @@ impl Ctx<'_> {
                 /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF) and no --btf FILE was given; \
                 write the raw form instead, e.g. +OFFSET(%REG):TYPE"
                 .to_string(),
-            (Some(_), Some(f)) if self.native && self.module.is_some() => format!(
-                "this kernel reads BTF names itself and looks the probe point up as written: \
-                 {}:{f} is no function name in BTF; write {f} without the module (the kernel \
-                 finds the function in its module's BTF)",
-                self.module.as_deref().unwrap_or_default()
-            ),
             (Some(_), Some(f)) if self.symbol == Some(SymbolState::ModuleNotLoaded) => format!(
                 "module {m} is not loaded, so neither its BTF nor its symbols know {f}; \
                  load it first (modprobe {m})",
@@ -332,6 +326,12 @@ impl Ctx<'_> {
                     ),
                 }
             }
+            (Some(_), Some(f)) if self.native && self.module.is_some() => format!(
+                "this kernel reads BTF names itself and looks the probe point up as written: \
+                 {}:{f} is no function name in BTF; write {f} without the module (the kernel \
+                 finds the function in its module's BTF)",
+                self.module.as_deref().unwrap_or_default()
+            ),
             (Some(_), Some(f)) => format!(
                 "the BTF has no prototype for {f} (static or inlined functions often have none); \
                  write the raw form instead, e.g. {}:x64",
@@ -1207,5 +1207,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.hint.unwrap().contains("static or inlined"));
+        // A kernel that reads BTF names itself: a missing module function is
+        // still named as missing, not as a spelling to drop the module from.
+        let e = compile(
+            "p ext4:ext4_fil_open file",
+            Some(&NoFunctions),
+            Target::new(Arch::X86_64),
+            &env,
+            true,
+        )
+        .unwrap_err();
+        let h = e.hint.unwrap();
+        assert!(h.starts_with("module ext4 has no function"), "{h}");
     }
 }
