@@ -215,7 +215,9 @@ fn on_a_file(line: &str) -> bool {
 /// (kprobes on a kernel without kprobe events; event probes where
 /// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
 /// as the kernel refuses it, with EINVAL and nothing logged, and says why.
-fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path) {
+/// `no_eprobes` keeps the answer for event probes once found (kallsyms is
+/// read once per batch, not once per line).
+fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, no_eprobes: &mut Option<bool>) {
     let Ok(Definition::Probe(p)) = &kernel.definition else {
         return;
     };
@@ -235,12 +237,14 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path) {
             }
         }
         ktrace_probe::ProbeKind::Eprobe { .. } => {
-            let no_eprobes = ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
-                || std::fs::read_to_string("/proc/kallsyms")
-                    .ok()
-                    .and_then(|t| crate::session::eprobes_built(&t))
-                    == Some(false);
-            if !no_eprobes {
+            let none = *no_eprobes.get_or_insert_with(|| {
+                ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
+                    || std::fs::read_to_string("/proc/kallsyms")
+                        .ok()
+                        .and_then(|t| crate::session::eprobes_built(&t))
+                        == Some(false)
+            });
+            if !none {
                 return;
             }
             (
@@ -301,6 +305,8 @@ pub struct Checker {
     vmlinux: Option<std::path::PathBuf>,
     view: Option<KernelView>,
     explain: bool,
+    /// Live: whether the kernel lacks event probes, once asked.
+    no_eprobes: Option<bool>,
 }
 
 impl Checker {
@@ -398,6 +404,7 @@ impl Checker {
             vmlinux: opts.vmlinux.clone(),
             view,
             explain: opts.explain,
+            no_eprobes: None,
         })
     }
 
@@ -435,7 +442,7 @@ impl Checker {
         // parser, BTF names included where the kernel reads them.
         let mut kernel = check_line(input, target, env);
         if let Some(t) = &self.tracefs {
-            refuse_missing_kind(&mut kernel, t);
+            refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
         }
         let why = crate::code::check(&mut kernel, arch, &source);
         let mut report = Report {
