@@ -249,6 +249,24 @@ pub(crate) fn say_functions(verb: &str, funcs: &[String], globs: &[String]) {
     );
 }
 
+/// Why the function tracer refused to take `glob` in its filter, from the
+/// write's error: EPERM (a sandbox, lockdown) refuses every glob, so it is
+/// not "no function matches" (which the kernel says with EINVAL/ENOENT).
+fn ftrace_filter_refusal(glob: &str, kind: ktrace_tracefs::ErrorKind) -> String {
+    match kind {
+        ktrace_tracefs::ErrorKind::Permission => format!(
+            "the kernel does not permit setting the function tracer's filter here (EPERM, \
+             whatever the glob: {glob:?} was not the cause; a sandbox or lockdown forbids \
+             set_ftrace_filter); use --route kprobe (one kprobe per function) where the \
+             kernel has kprobe events"
+        ),
+        _ => format!(
+            "the function tracer refused {glob:?}: no function of \
+             available_filter_functions matches it"
+        ),
+    }
+}
+
 /// The function tracer's setup (`ktrace count` over bare function globs,
 /// see crate::cmd::agg): ktrace's own instance, no probes; the globs
 /// written to the instance's `set_ftrace_filter` one write each (the
@@ -280,11 +298,9 @@ pub(crate) fn setup_function(
     let started = Instant::now();
     let mut had = 0;
     for g in globs {
-        inst.add_ftrace_filter(g).with_context(|| {
-            format!(
-                "the function tracer refused {g:?}: no function of \
-                 available_filter_functions matches it"
-            )
+        inst.add_ftrace_filter(g).map_err(|e| {
+            let why = ftrace_filter_refusal(g, e.kind());
+            anyhow::Error::new(e).context(why)
         })?;
         // Some kernels (6.1) take a glob that matches nothing silently.
         let now = inst.ftrace_filter()?.len();

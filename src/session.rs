@@ -138,6 +138,25 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// Whether the kernel whose kallsyms is `text` has event probes built in
+/// (CONFIG_EPROBE_EVENTS): `eprobe_dyn_event_create` and its siblings are
+/// their `dynamic_events` hooks, taken by address, so never inlined away
+/// (a suffix such as clang's `.llvm.N` is allowed). `None` when `text` is
+/// not a kernel's symbol table (no `_stext`).
+pub fn eprobes_built(text: &str) -> Option<bool> {
+    let mut stext = false;
+    for line in text.lines() {
+        let Some(name) = line.split_whitespace().nth(2) else {
+            continue;
+        };
+        if name.starts_with("eprobe_dyn_event_") {
+            return Some(true);
+        }
+        stext |= name == "_stext";
+    }
+    stext.then_some(false)
+}
+
 /// One probe of the session: its checked, typed definition (group = the
 /// session's name, event named by `resolve::build`). The text written to the
 /// kernel is rendered from it; nothing re-parses it.
@@ -228,11 +247,32 @@ impl Session {
     /// `resolve::build`) to the kernel. If one is rejected, none stays and
     /// the error carries the kernel's own message and caret.
     pub fn create(&mut self, probes: Vec<Probe>) -> anyhow::Result<()> {
-        let mut files: Vec<ProbeFile> = probes.iter().map(Probe::file).collect();
+        // An event probe goes to dynamic_events and needs neither kprobe
+        // nor uprobe events (a kernel without kprobes may have eprobes).
+        let is_eprobe = |p: &Probe| matches!(p.kind(), ProbeKind::Eprobe { .. });
+        let mut files: Vec<ProbeFile> = probes
+            .iter()
+            .filter(|p| !is_eprobe(p))
+            .map(Probe::file)
+            .collect();
         files.sort_by_key(|f| f.name());
         files.dedup();
         for f in files {
             discover::require(&self.root, f)?;
+        }
+        if probes.iter().any(is_eprobe) {
+            discover::require_eprobes(&self.root)?;
+            // The README lists `e:` whenever probe events are built, with or
+            // without CONFIG_EPROBE_EVENTS (the 6.18 host): kallsyms tells.
+            if let Ok(text) = std::fs::read_to_string("/proc/kallsyms")
+                && eprobes_built(&text) == Some(false)
+            {
+                anyhow::bail!(
+                    "this kernel has no event probes (e:): it was built without \
+                     CONFIG_EPROBE_EVENTS (/proc/kallsyms has no eprobe_dyn_event_create; \
+                     its tracefs README lists e: regardless)"
+                );
+            }
         }
         let defs: Vec<NewEvent> = probes
             .iter()
@@ -496,5 +536,23 @@ impl Tally {
                 self.per_event.insert(event.to_string(), 1);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eprobes_built;
+
+    #[test]
+    fn eprobe_refused_on_a_kernel_built_without_eprobe_events() {
+        // Excerpts of /proc/kallsyms: the 6.18 host (CONFIG_EPROBE_EVENTS
+        // unset, README lists e: anyway) and a kernel with eprobes.
+        let without = "ffffffff81000000 T _stext\nffffffff814c4d40 T traceprobe_parse_event_name\n";
+        let with = "ffffffff81000000 T _stext\nffffffff814d0000 t eprobe_dyn_event_create\n";
+        let lto = "0000000000000000 T _stext\n0000000000000000 t eprobe_dyn_event_show.llvm.12\n";
+        assert_eq!(eprobes_built(without), Some(false));
+        assert_eq!(eprobes_built(with), Some(true));
+        assert_eq!(eprobes_built(lto), Some(true));
+        assert_eq!(eprobes_built(""), None);
     }
 }

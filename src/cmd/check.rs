@@ -205,6 +205,69 @@ pub struct KtraceForm {
     pub result: Result<Box<ktrace_probe::btfarg::Compiled>, ktrace_probe::ProbeError>,
 }
 
+/// Whether the definition `line` probes a file (a uprobe, `PATH:OFFSET`):
+/// the kernel's BTF says nothing of its arguments, so a missing BTF is no
+/// hint for it.
+fn on_a_file(line: &str) -> bool {
+    line.split_whitespace()
+        .nth(1)
+        .is_some_and(|p| p.starts_with('/') && p.contains(':'))
+}
+
+/// Live: a definition of a kind the running kernel was built without
+/// (kprobes on a kernel without kprobe events; event probes where
+/// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
+/// as the kernel refuses it, with EINVAL and nothing logged, and says why.
+/// `no_eprobes` keeps the answer for event probes once found (kallsyms is
+/// read once per batch, not once per line).
+fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, no_eprobes: &mut Option<bool>) {
+    let Ok(Definition::Probe(p)) = &kernel.definition else {
+        return;
+    };
+    let (message, hint) = match &p.kind {
+        ktrace_probe::ProbeKind::Kprobe { .. } => {
+            match ktrace_tracefs::discover::require(
+                tracefs,
+                ktrace_tracefs::discover::ProbeFile::KprobeEvents,
+            ) {
+                Ok(()) => return,
+                Err(e) if e.to_string().contains("no kprobe events") => (
+                    "this kernel has no kprobe events",
+                    "it was built without CONFIG_KPROBES / CONFIG_KPROBE_EVENTS; \
+                     uprobes (PATH:SYMBOL) may still work",
+                ),
+                Err(_) => return,
+            }
+        }
+        ktrace_probe::ProbeKind::Eprobe { .. } => {
+            let none = *no_eprobes.get_or_insert_with(|| {
+                ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
+                    || std::fs::read_to_string("/proc/kallsyms")
+                        .ok()
+                        .and_then(|t| crate::session::eprobes_built(&t))
+                        == Some(false)
+            });
+            if !none {
+                return;
+            }
+            (
+                "this kernel has no event probes (e:)",
+                "it was built without CONFIG_EPROBE_EVENTS (its tracefs README lists e: regardless)",
+            )
+        }
+        ktrace_probe::ProbeKind::Uprobe { .. } => return,
+    };
+    kernel.definition = Err(ktrace_probe::ProbeError {
+        kind: ktrace_probe::ErrorKind::Silent(ktrace_probe::Silent::Other),
+        message,
+        subsystem: None,
+        pos: None,
+        command: kernel.command.clone(),
+        hint: Some(hint.to_string()),
+    });
+    kernel.unchecked.clear();
+}
+
 /// One definition's check: the kernel's verdict on the line as written, and
 /// where it differs, ktrace's own reading of it.
 #[derive(Debug)]
@@ -246,6 +309,8 @@ pub struct Checker {
     view: Option<KernelView>,
     explain: bool,
     frozen: Option<crate::resolve::live::Frozen>,
+    /// Live: whether the kernel lacks event probes, once asked.
+    no_eprobes: Option<bool>,
 }
 
 impl Checker {
@@ -348,6 +413,7 @@ impl Checker {
             vmlinux: opts.vmlinux.clone(),
             view,
             explain: opts.explain,
+            no_eprobes: None,
         })
     }
 
@@ -385,6 +451,9 @@ impl Checker {
         // The kernel's verdict on the line as written: the kernel's own
         // parser, BTF names included where the kernel reads them.
         let mut kernel = check_line(input, target, env);
+        if let Some(t) = &self.tracefs {
+            refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
+        }
         let why = crate::code::check(&mut kernel, arch, &source);
         let mut report = Report {
             input: input.to_string(),
@@ -428,6 +497,7 @@ impl Checker {
                 && self.btf.is_none()
                 && let Err(e) = &report.kernel.definition
                 && e.message.contains("BTF")
+                && !on_a_file(&e.command)
             {
                 report.btf_missing = Some(crate::btfroute::no_btf());
             }
@@ -454,7 +524,7 @@ impl Checker {
         if result.as_ref().is_ok_and(|c| c.uses_btf) {
             report.btf_route = Some("compiled");
         }
-        if result.is_err() {
+        if result.is_err() && !on_a_file(input) {
             report.btf_missing = self.route.missing.clone();
         }
         if !same {

@@ -35,12 +35,14 @@ pub fn build(
     view: &KernelView,
 ) -> anyhow::Result<Vec<Probe>> {
     let arch = Arch::native().context("unknown machine architecture")?;
+    let kernel_btf = ktrace_symbols::btf_types::KernelBtf::running();
     let resolver = Resolver {
         arch,
         pid,
         ldcache: PathBuf::from(LD_SO_CACHE),
         kernel: view,
         group: sess.name().to_string(),
+        btf: kernel_btf.as_ref(),
     };
     let outcome = resolver.resolve(specs)?;
     for n in &outcome.notes {
@@ -60,7 +62,6 @@ pub fn build(
         ),
     };
     let tracefs = view.tracefs().context("tracefs is not mounted")?;
-    let kernel_btf = ktrace_symbols::btf_types::KernelBtf::running();
     let env = LiveEnv {
         symbols: counts.as_ref(),
         tracefs,

@@ -13,7 +13,9 @@
 //!   `ktrace_symbols::probeable` finds a kprobe event can take;
 //! - `argN` (1-based) in arguments: the architecture's N-th integer argument
 //!   register (`arg2` → `%si` on x86_64, `%x1` on arm64); `$argN` on uprobes,
-//!   which the kernel lacks, likewise.
+//!   which the kernel lacks, likewise. An untyped `argN` at a kernel
+//!   function's entry takes its parameter's integer type from BTF
+//!   (`dfd=arg1` → `dfd=%di:s32`).
 //!
 //! A spec is split into its words here (the one reading of the user's text);
 //! what comes out is kernel syntax for ktrace-probe's parser, plus the
@@ -43,7 +45,8 @@ Definitions (each checked by ktrace's copy of the kernel's parser before anythin
   GLOB / MOD:GLOB            one kprobe per function a kprobe event can take ('vfs_*'); the kprobe
                              blacklist, notrace and non-unique functions are left out and counted
   argN (N from 1)            the N-th integer argument register of this architecture
-                             (x86_64: arg1=%di arg2=%si ...; arm64: arg1=%x0 ...); $argN too on uprobes
+                             (x86_64: arg1=%di arg2=%si ...; arm64: arg1=%x0 ...); $argN too on uprobes;
+                             untyped at a kernel function's entry, typed from BTF (int dfd: -100)
 
 Examples:
   ktrace trace do_sys_openat2 dfd=arg1 'filename=+0(arg2):ustring'
@@ -374,6 +377,49 @@ pub struct Resolver<'k> {
     /// The session's group: every definition is put there (a group the user
     /// wrote is replaced; the event name is kept).
     pub group: String,
+    /// The running kernel's BTF: an untyped `argN` on a function entry takes
+    /// its parameter's integer type from it (`dfd=arg1` → `dfd=%di:s32`).
+    pub btf: Option<&'k ktrace_symbols::btf_types::KernelBtf>,
+}
+
+/// `N` when `arg` (a fetch argument as written, `NAME=` allowed) is a
+/// bare, untyped `argN`: the only form BTF types (a dereference or a
+/// written type is the user's).
+fn bare_arg_n(arg: &str) -> Option<usize> {
+    let value = arg.split_once('=').map_or(arg, |(_, v)| v);
+    let digits = value.strip_prefix("arg")?;
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) || digits.starts_with('0') {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The fetch type of an integer or enum of `bits`/`signed` as BTF
+/// describes it (`int` → `s32`), as the kernel types a BTF argument; `None`
+/// for what has no integer fetch type (pointers stay the default hex).
+fn int_fetch_type(kind: &ktrace_probe::btfarg::BtfKind) -> Option<String> {
+    use ktrace_probe::btfarg::BtfKind;
+    match *kind {
+        BtfKind::Int { bits, signed, .. } if matches!(bits, 8 | 16 | 32 | 64) => {
+            Some(format!("{}{bits}", if signed { 's' } else { 'u' }))
+        }
+        BtfKind::Enum => Some("s32".into()),
+        BtfKind::Enum64 => Some("s64".into()),
+        _ => None,
+    }
+}
+
+/// The fetch type BTF gives parameter `n` (1-based) of kernel function
+/// `func`, when it is an integer or an enum.
+pub fn btf_arg_type(
+    btf: &ktrace_symbols::btf_types::KernelBtf,
+    func: &str,
+    n: usize,
+) -> Option<String> {
+    let (types, f) = btf.function(func)??;
+    let (_, ty) = f.params.get(n.checked_sub(1)?)?;
+    let (_, kind) = types.resolve(*ty)?;
+    int_fetch_type(&kind)
 }
 
 /// Refuses a uprobe on an ELF file built for another architecture than
@@ -518,6 +564,27 @@ impl Resolver<'_> {
             .iter()
             .map(|a| map_args(a, self.arch, user || !self.arch.has_arg_access()))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        // An untyped `argN` at a kernel function's entry: the type BTF gives
+        // the parameter (`int dfd` prints -100, not 0xffffff9c), as perf and
+        // bpftrace print it and as kernels reading BTF names type `$argN`.
+        let mut args = args;
+        if place == Place::Kernel
+            && spec.kind == "p"
+            && self.arch.has_arg_access()
+            && let Some(btf) = self.btf
+            && !spec.place.starts_with("0x")
+            && !spec.place.contains(['+', '-', '%'])
+        {
+            let func = spec.place.rsplit(':').next().unwrap_or(&spec.place);
+            for (a, orig) in args.iter_mut().zip(&spec.args) {
+                if let Some(n) = bare_arg_n(orig)
+                    && let Some(t) = btf_arg_type(btf, func, n)
+                {
+                    a.push(':');
+                    a.push_str(&t);
+                }
+            }
+        }
         // Without an event name the line names no group either (`p SYM`):
         // the kernel's own naming is modelled by the check, and the session's
         // group is put in afterwards (naming::name_into_group). `p:GROUP/
@@ -818,6 +885,7 @@ mod tests {
             ldcache: PathBuf::from(LD_SO_CACHE),
             kernel: &view,
             group: "ktrace_g".to_string(),
+            btf: None,
         };
         let out = r
             .resolve(&[
@@ -860,6 +928,69 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Regression (issue 21 item 4): `dfd=arg1` on do_sys_openat2 printed
+    /// 0xffffff9c where perf and bpftrace print -100: an untyped `argN` at
+    /// a function entry takes its parameter's integer type from BTF (the
+    /// host's own /sys/kernel/btf/vmlinux); pointers, written types,
+    /// dereferences, offsets and return probes are left as written.
+    #[test]
+    fn an_int_argn_printed_as_hex_where_btf_knows_the_type() {
+        assert_eq!(bare_arg_n("dfd=arg1"), Some(1));
+        assert_eq!(bare_arg_n("arg12"), Some(12));
+        for a in [
+            "dfd=arg1:u64",
+            "x=+0(arg2)",
+            "arg01",
+            "x=$arg1",
+            "args",
+            "arg",
+        ] {
+            assert_eq!(bare_arg_n(a), None, "{a}");
+        }
+        let Some(btf) = ktrace_symbols::btf_types::KernelBtf::running() else {
+            return eprintln!("SKIP: no /sys/kernel/btf/vmlinux");
+        };
+        if btf.function("do_sys_openat2").flatten().is_none() {
+            return eprintln!("SKIP: no BTF prototype of do_sys_openat2");
+        }
+        assert_eq!(
+            btf_arg_type(&btf, "do_sys_openat2", 1).as_deref(),
+            Some("s32")
+        );
+        assert_eq!(btf_arg_type(&btf, "do_sys_openat2", 2), None, "a pointer");
+        assert_eq!(btf_arg_type(&btf, "do_sys_openat2", 9), None);
+        let dir = std::env::temp_dir().join(format!("ktrace_btfargn_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let view = KernelView::running(None).with_kallsyms_file(&dir.join("none"));
+        let r = Resolver {
+            arch: Arch::X86_64,
+            pid: None,
+            ldcache: PathBuf::from(LD_SO_CACHE),
+            kernel: &view,
+            group: "ktrace_g".to_string(),
+            btf: Some(&btf),
+        };
+        let out = r
+            .resolve(&[
+                "do_sys_openat2 dfd=arg1 filename=+0(arg2):ustring how=arg3".to_string(),
+                "do_sys_openat2 arg1 x=arg1:x32 y=%di".to_string(),
+                "do_sys_openat2+4 dfd=arg1".to_string(),
+                "do_sys_openat2%return dfd=arg1".to_string(),
+            ])
+            .unwrap();
+        let defs: Vec<&str> = out.defs.iter().map(|d| d.line.as_str()).collect();
+        assert_eq!(
+            defs,
+            [
+                "p do_sys_openat2 dfd=%di:s32 filename=+0(%si):ustring how=%dx",
+                "p do_sys_openat2 arg1=%di:s32 x=%di:x32 y=%di",
+                "p do_sys_openat2+4 dfd=%di",
+                "r do_sys_openat2 dfd=%di",
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn wildcard_expansion_uses_probeable_rules() {
         // A kallsyms excerpt of Debian's 6.1 x86_64 kernel layout (names and
@@ -881,6 +1012,7 @@ mod tests {
             ldcache: PathBuf::from(LD_SO_CACHE),
             kernel: &view,
             group: "ktrace_g".to_string(),
+            btf: None,
         };
         let out = r
             .resolve(&["vfs_* a=arg1".to_string(), "r d*".to_string()])

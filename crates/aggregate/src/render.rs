@@ -306,6 +306,20 @@ pub fn latency_text(out: &mut String, r: &LatencyReport, width: usize) {
         let _ = write!(out, ", returns before entry {n}");
     }
     out.push('\n');
+    // Without loss, unpaired events are the edges of the run, not missing
+    // data: a call under way when the probes were switched on (its entry
+    // or its return probe was not live yet) or still running at the end.
+    let unpaired = r.unmatched_returns > 0 || r.in_flight.is_some_and(|n| n > 0);
+    let lost = r.hist.lost > 0
+        || r.hist.dropped > 0
+        || r.kretprobe_misses.is_some_and(|n| n > 0)
+        || r.discarded_entries.is_some_and(|n| n > 0);
+    if unpaired && !lost {
+        out.push_str(
+            "(nothing was lost: unpaired entries and returns are calls already under way when \
+             the probes were switched on, or still running at the end; they are not measured)\n",
+        );
+    }
 }
 
 /// JSON string literal.

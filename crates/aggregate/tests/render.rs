@@ -287,3 +287,39 @@ fn other_keys_are_said() {
     assert_eq!(docs[1]["other"]["count"], 3);
     assert_eq!(docs[1]["other"]["sum"], 14);
 }
+
+/// Regression (issue 21 item 4): a return probe attached mid-call (its
+/// return came with no entry, or an entry never got its return) left
+/// "unmatched returns 1, in flight 1" alone, which reads like loss. Without
+/// loss the summary says what these are; with loss it does not pretend.
+#[test]
+fn a_return_probe_attached_mid_call_read_like_loss() {
+    let pair = LatencyPair {
+        func: "f".into(),
+        entry_event: "g/f".into(),
+        return_event: "g/f_ret".into(),
+    };
+    let run = |lost: u64| {
+        let mut l = LatencyAgg::new(vec![pair.clone()], Unit::Us, Scale::Log2, vec![]);
+        // the return of a call entered before the entry probe was live
+        l.add(&sample("g/f_ret", 5, 7, "t", &[]));
+        l.add(&sample("g/f", 10, 7, "t", &[]));
+        l.add(&sample("g/f_ret", 2_010, 7, "t", &[]));
+        // a call whose return probe was not live yet when it began
+        l.add(&sample("g/f", 3_000, 8, "t", &[]));
+        if lost > 0 {
+            l.lost(lost);
+        }
+        let mut out = String::new();
+        latency_text(&mut out, &l.report(), 10);
+        out
+    };
+    let out = run(0);
+    assert!(out.contains("unmatched returns 1, in flight 1\n"), "{out}");
+    assert!(
+        out.contains("(nothing was lost: unpaired entries and returns are calls already under way"),
+        "{out}"
+    );
+    let out = run(3);
+    assert!(!out.contains("nothing was lost"), "{out}");
+}

@@ -229,6 +229,22 @@ struct Ctx<'a> {
     /// Whether a construct only BTF gives meaning to was seen (a name, `->`,
     /// `$arg*`, `%pd`); `$argN` and `$retval` alone are classic too.
     strong: bool,
+    /// What kallsyms says of the probed function (`Environment`), for a
+    /// missing prototype's hint: `None` when it cannot tell.
+    symbol: Option<SymbolState>,
+    /// Nearby kernel function names, for a function that does not exist.
+    similar: Vec<String>,
+}
+
+/// What kallsyms says of a probed function whose prototype BTF lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SymbolState {
+    /// It exists (so BTF lacks it: static, inlined, or not described).
+    Exists,
+    /// No such function (in its module, when one was named).
+    Missing,
+    /// The named module is not loaded.
+    ModuleNotLoaded,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -292,6 +308,24 @@ impl Ctx<'_> {
                 /sys/kernel/btf/vmlinux (CONFIG_DEBUG_INFO_BTF) and no --btf FILE was given; \
                 write the raw form instead, e.g. +OFFSET(%REG):TYPE"
                 .to_string(),
+            (Some(_), Some(f)) if self.symbol == Some(SymbolState::ModuleNotLoaded) => format!(
+                "module {m} is not loaded, so neither its BTF nor its symbols know {f}; \
+                 load it first (modprobe {m})",
+                m = self.module.as_deref().unwrap_or_default()
+            ),
+            (Some(_), Some(f)) if self.symbol == Some(SymbolState::Missing) => {
+                let place = match &self.module {
+                    Some(m) => format!("module {m} has no function {f}"),
+                    None => format!("this kernel has no function {f}"),
+                };
+                match self.similar.as_slice() {
+                    [] => format!("{place} (kallsyms lists none)"),
+                    near => format!(
+                        "{place} (kallsyms lists none); did you mean {}?",
+                        near.join(", ")
+                    ),
+                }
+            }
             (Some(_), Some(f)) if self.native && self.module.is_some() => format!(
                 "this kernel reads BTF names itself and looks the probe point up as written: \
                  {}:{f} is no function name in BTF; write {f} without the module (the kernel \
@@ -810,7 +844,26 @@ pub fn compile(
         last: None,
         note: String::new(),
         strong: false,
+        symbol: None,
+        similar: Vec::new(),
     };
+    if let Some(f) = &ctx.func {
+        ctx.symbol = match &ctx.module {
+            Some(m) => match env.module_symbol(m, f) {
+                Some(Some(true)) => Some(SymbolState::Exists),
+                Some(Some(false)) => Some(SymbolState::Missing),
+                Some(None) => Some(SymbolState::ModuleNotLoaded),
+                None => None,
+            },
+            None => env.symbol_count(f).map(|n| match n {
+                0 => SymbolState::Missing,
+                _ => SymbolState::Exists,
+            }),
+        };
+        if ctx.symbol == Some(SymbolState::Missing) {
+            ctx.similar = env.similar_symbols(f);
+        }
+    }
     let args: Vec<String> = words[2..].to_vec();
 
     // traceprobe_expand_meta_args(): $arg* and $argN at the start of a word.
@@ -1083,5 +1136,88 @@ mod tests {
         for line in ["p} %return", "r %return", "p %return x=%di", "p:e %return"] {
             let _ = compile(line, None, Target::new(Arch::X86_64), &Offline, false);
         }
+    }
+
+    /// A BTF that describes no function at all.
+    struct NoFunctions;
+    impl BtfTypes for NoFunctions {
+        fn function(&self, _m: Option<&str>, _name: &str) -> Option<BtfFunc> {
+            None
+        }
+        fn resolve(&self, _id: TypeId) -> Option<(TypeId, BtfKind)> {
+            None
+        }
+        fn members(&self, _id: TypeId) -> Option<Vec<BtfMember>> {
+            None
+        }
+        fn find_struct(&self, _name: &str) -> Option<TypeId> {
+            None
+        }
+        fn type_name(&self, id: TypeId) -> String {
+            format!("t{id}")
+        }
+    }
+
+    /// Regression (issue 21 item 5): a module function that does not exist
+    /// was blamed on "static or inlined functions often have none".
+    #[test]
+    fn a_module_function_that_does_not_exist_was_blamed_on_static_or_inlined() {
+        let env = crate::Kallsyms::parse(
+            "ffffffffc0001000 t ext4_file_open\t[ext4]\n\
+             ffffffffc0002000 t ext4_file_read_iter\t[ext4]\n\
+             ffffffff81000000 T vfs_read\n\
+             ffffffff81000100 t static_helper\n",
+        );
+        let hint = |line: &str| {
+            compile(
+                line,
+                Some(&NoFunctions),
+                Target::new(Arch::X86_64),
+                &env,
+                false,
+            )
+            .unwrap_err()
+            .hint
+            .unwrap()
+        };
+        let h = hint("p ext4:ext4_fil_open file");
+        assert!(
+            h.starts_with("module ext4 has no function ext4_fil_open"),
+            "{h}"
+        );
+        assert!(h.contains("did you mean ext4_file_open"), "{h}");
+        assert!(!h.contains("static or inlined"), "{h}");
+        let h = hint("p xfs:xfs_file_open file");
+        assert!(h.starts_with("module xfs is not loaded"), "{h}");
+        let h = hint("p no_such_function file");
+        assert!(
+            h.starts_with("this kernel has no function no_such_function"),
+            "{h}"
+        );
+        // A function kallsyms has, BTF not: the old advice stays.
+        let h = hint("p static_helper file");
+        assert!(h.contains("static or inlined"), "{h}");
+        // Nothing known of the symbols (offline without kallsyms): the same.
+        let e = compile(
+            "p ext4:nope file",
+            Some(&NoFunctions),
+            Target::new(Arch::X86_64),
+            &Offline,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.hint.unwrap().contains("static or inlined"));
+        // A kernel that reads BTF names itself: a missing module function is
+        // still named as missing, not as a spelling to drop the module from.
+        let e = compile(
+            "p ext4:ext4_fil_open file",
+            Some(&NoFunctions),
+            Target::new(Arch::X86_64),
+            &env,
+            true,
+        )
+        .unwrap_err();
+        let h = e.hint.unwrap();
+        assert!(h.starts_with("module ext4 has no function"), "{h}");
     }
 }

@@ -81,6 +81,33 @@ pub fn hint_for(err: &ProbeError, words: &[&str], target: Target) -> Option<Stri
                 below + 4
             )
         }
+        ErrorKind::Logged(TpErr::NOSUP_BTFARG | TpErr::BAD_FETCH_ARG)
+            if words.get(1).is_some_and(|p| p.starts_with('/') && p.contains(':')) =>
+        {
+            // A bare name on a uprobe ("BTF is not available" where the
+            // kernel reads BTF names, "Invalid fetch argument" before): the
+            // kernel reads names only from its own BTF, which describes no
+            // program.
+            let w = word_at()?;
+            let name = w.split_once('=').map_or(w, |(_, v)| v);
+            let name = name.split([':', '-', '.', '[']).next().unwrap_or(name);
+            if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                return None;
+            }
+            let path = words[1].rsplit_once(':').map_or(words[1], |(p, _)| p);
+            let regs = arch.arg_registers();
+            let regs = regs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| format!("arg{}=%{r}", i + 1))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!(
+                "{name:?} names no argument of {path}: there is no debug info for it that the kernel \
+                 reads (BTF describes only the kernel; ktrace reads no DWARF); use arg1..argN in \
+                 ktrace trace, or the argument registers ({arch}: {regs})"
+            )
+        }
         ErrorKind::Silent(Silent::CommType) => "write $comm or $comm:string".to_string(),
         _ => return None,
     };
@@ -134,6 +161,23 @@ mod tests {
                 .contains("$comm:string")
         );
         assert_eq!(hint("p vfs_read &1", Arch::X86_64), None);
+        // bare_name_on_a_uprobe_said_only_btf_is_not_available
+        let h = hint("p /tmp/prog:0x1136 count=n", Arch::X86_64).unwrap();
+        assert!(
+            h.starts_with("\"n\" names no argument of /tmp/prog: there is no debug info"),
+            "{h}"
+        );
+        assert!(h.contains("arg1..argN") && h.contains("arg4=%cx"), "{h}");
+        let btf_era = Target {
+            kernel: crate::KernelVersion::new(7, 2),
+            ..Target::new(Arch::Arm64)
+        };
+        let e = check_line("p /tmp/prog:0x1136 n", btf_era, &Offline)
+            .definition
+            .unwrap_err();
+        assert_eq!(e.message, "BTF is not available or not supported");
+        assert!(e.hint.unwrap().contains("arg1=%x0"));
+        assert_eq!(hint("p /tmp/prog:0x1136 x=+0(%di", Arch::X86_64), None);
         assert_eq!(
             hint("p vfs_read+6", Arch::Arm64).as_deref(),
             Some(

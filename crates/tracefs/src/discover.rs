@@ -269,6 +269,22 @@ pub fn require(root: &Path, file: ProbeFile) -> Result<()> {
     Ok(())
 }
 
+/// Checks that the tracefs at `root` can take event probes (`e:`, 5.15+):
+/// they are written to `dynamic_events` only and need neither kprobe nor
+/// uprobe events, so a kernel without kprobes can still have them.
+pub fn require_eprobes(root: &Path) -> Result<()> {
+    let readme = crate::features::readme(root);
+    if !root.join("dynamic_events").exists()
+        || !crate::features::Features::from_readme(&readme).eprobes
+    {
+        return Err(
+            Error::new(ErrorKind::Unsupported, "this kernel has no event probes (e:)")
+                .with_hint("they came in Linux 5.15 (CONFIG_PROBE_EVENTS); its tracefs README lists no e: definitions"),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
