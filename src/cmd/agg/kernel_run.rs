@@ -23,6 +23,67 @@ use super::output::Printer;
 use crate::live::{self, RunArgs, Stop};
 use crate::session::{Probe, Session, Signals};
 
+/// Each event's hist file, read once; our tables in it found by command.
+/// With `gone_is_empty` (someone removed triggers of ours: their tables
+/// went with them) a missing file or table reads as empty.
+struct HistFiles<'a> {
+    inst: &'a Instance,
+    gone_is_empty: bool,
+    files: HashMap<(String, String), Vec<khist::HistTable>>,
+}
+
+impl HistFiles<'_> {
+    /// The table of trigger `cmd` on `system/event`.
+    fn table(&mut self, system: &str, event: &str, cmd: &str) -> anyhow::Result<khist::HistTable> {
+        let key = (system.to_string(), event.to_string());
+        if !self.files.contains_key(&key) {
+            let tables = match self.inst.read_hist(system, event) {
+                Ok(text) => khist::parse_hist(&text)?,
+                Err(_) if self.gone_is_empty => Vec::new(),
+                Err(e) => return Err(e.into()),
+            };
+            self.files.insert(key.clone(), tables);
+        }
+        let found = self
+            .files
+            .get(&key)
+            .and_then(|t| kernel::find_table(t, cmd))
+            .cloned();
+        match found {
+            Some(t) => Ok(t),
+            None if self.gone_is_empty => Ok(khist::HistTable {
+                trigger: cmd.to_string(),
+                keys: khist::trigger_keys(cmd).unwrap_or_default(),
+                entries: Vec::new(),
+                hits: 0,
+                n_entries: 0,
+                dropped: 0,
+            }),
+            None => anyhow::bail!("the kernel shows no table of ours on {system}/{event}"),
+        }
+    }
+
+    /// The table a plan names.
+    fn of(&mut self, t: &kernel::TableRef) -> anyhow::Result<khist::HistTable> {
+        self.table(&t.system, &t.event, &t.command)
+    }
+}
+
+/// The triggers among `steps`: (system, event, command).
+fn triggers(steps: &[Step]) -> Vec<(String, String, String)> {
+    steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Trigger {
+                system,
+                event,
+                command,
+            } => Some((system.clone(), event.clone(), command.clone())),
+            Step::Synthetic { .. } => None,
+        })
+        .collect()
+}
+
 /// What the kernel's tables say, totals since the triggers went in: the
 /// report as asked, and with `prom` the one Prometheus serves (keyed by
 /// function first; latency in nanoseconds). With `gone_is_empty` (someone
@@ -36,53 +97,16 @@ fn read_kernel(
     prom: bool,
     gone_is_empty: bool,
 ) -> anyhow::Result<(Report, Option<Report>)> {
-    // each event's hist file read once; our table in it found by command
-    let mut files: HashMap<(String, String), Vec<khist::HistTable>> = HashMap::new();
-    let mut table = |system: &str, event: &str, cmd: &str| -> anyhow::Result<khist::HistTable> {
-        let key = (system.to_string(), event.to_string());
-        if !files.contains_key(&key) {
-            let tables = match inst.read_hist(system, event) {
-                Ok(text) => khist::parse_hist(&text)?,
-                Err(_) if gone_is_empty => Vec::new(),
-                Err(e) => return Err(e.into()),
-            };
-            files.insert(key.clone(), tables);
-        }
-        let found = files
-            .get(&key)
-            .and_then(|t| kernel::find_table(t, cmd))
-            .cloned();
-        match found {
-            Some(t) => Ok(t),
-            None if gone_is_empty => Ok(khist::HistTable {
-                trigger: cmd.to_string(),
-                keys: khist::trigger_keys(cmd).unwrap_or_default(),
-                entries: Vec::new(),
-                hits: 0,
-                n_entries: 0,
-                dropped: 0,
-            }),
-            None => anyhow::bail!("the kernel shows no table of ours on {system}/{event}"),
-        }
-    };
-    let triggers = |steps: &[Step]| -> Vec<(String, String, String)> {
-        steps
-            .iter()
-            .filter_map(|s| match s {
-                Step::Trigger {
-                    system,
-                    event,
-                    command,
-                } => Some((system.clone(), event.clone(), command.clone())),
-                Step::Synthetic { .. } => None,
-            })
-            .collect()
+    let mut files = HistFiles {
+        inst,
+        gone_is_empty,
+        files: HashMap::new(),
     };
     Ok(match kp {
         KPlan::Count(p) => {
             let mut ts = Vec::new();
             for (sy, ev, cmd) in triggers(&p.plan.setup) {
-                ts.push(table(&sy, &ev, &cmd)?);
+                ts.push(files.table(&sy, &ev, &cmd)?);
             }
             let ts: Vec<&khist::HistTable> = ts.iter().collect();
             let by_func = if prom {
@@ -97,7 +121,7 @@ fn read_kernel(
                 .into_iter()
                 .next()
                 .context("no trigger in the plan (internal)")?;
-            let t = table(&sy, &ev, &cmd)?;
+            let t = files.table(&sy, &ev, &cmd)?;
             let by_func = if prom {
                 Some(Report::Hist(p.by_func().report(&t)?))
             } else {
@@ -106,47 +130,52 @@ fn read_kernel(
             (Report::Hist(p.report(&t)?), by_func)
         }
         KPlan::Latency(ps) => {
-            let profile = ktrace_tracefs::profile::read_group(root, group).unwrap_or_default();
-            let mut all: Option<LatencyReport> = None;
-            let mut all_prom: Option<LatencyReport> = None;
-            let on = |t: &kernel::TableRef| (t.system.clone(), t.event.clone(), t.command.clone());
-            for p in ps {
-                let mut get = |t: &kernel::TableRef| {
-                    let (sy, ev, cmd) = on(t);
-                    table(&sy, &ev, &cmd)
-                };
-                let main = get(&p.main)?;
-                let min = get(&p.min)?;
-                // The returns that reached the return trigger (after the
-                // pid lists and the filter, unlike kprobe_profile's hits):
-                // its own table's hit count.
-                let ret_t = get(&p.ret)?;
-                let drops = kernel::ChainDrops {
-                    entry: get(&p.entry)?.dropped,
-                    ret: ret_t.dropped,
-                    derive: match &p.derive {
-                        Some(d) => get(d)?.dropped,
-                        None => 0,
-                    },
-                };
-                let misses = profile
-                    .iter()
-                    .find(|x| x.event == p.return_event.1)
-                    .and_then(|x| x.misses);
-                let r = p.report(&main, Some(&min), Some(ret_t.hits), misses, drops)?;
-                all = Some(merge_latency(all, r));
-                if prom {
-                    let t = get(p.prom_table())?;
-                    let r = p.prom_report(&t, Some(ret_t.hits), misses, drops)?;
-                    all_prom = Some(merge_latency(all_prom, r));
-                }
-            }
-            (
-                Report::Latency(all.context("no function to time")?),
-                all_prom.map(Report::Latency),
-            )
+            let (all, all_prom) = read_latency(ps, &mut files, root, group, prom)?;
+            (Report::Latency(all), all_prom.map(Report::Latency))
         }
     })
+}
+
+/// [`read_kernel`] of latency plans: every function's report as one, and
+/// with `prom` the one Prometheus serves.
+fn read_latency(
+    ps: &[kernel::LatencyPlan],
+    files: &mut HistFiles<'_>,
+    root: &Path,
+    group: &str,
+    prom: bool,
+) -> anyhow::Result<(LatencyReport, Option<LatencyReport>)> {
+    let profile = ktrace_tracefs::profile::read_group(root, group).unwrap_or_default();
+    let mut all: Option<LatencyReport> = None;
+    let mut all_prom: Option<LatencyReport> = None;
+    for p in ps {
+        let main = files.of(&p.main)?;
+        let min = files.of(&p.min)?;
+        // The returns that reached the return trigger (after the
+        // pid lists and the filter, unlike kprobe_profile's hits):
+        // its own table's hit count.
+        let ret_t = files.of(&p.ret)?;
+        let drops = kernel::ChainDrops {
+            entry: files.of(&p.entry)?.dropped,
+            ret: ret_t.dropped,
+            derive: match &p.derive {
+                Some(d) => files.of(d)?.dropped,
+                None => 0,
+            },
+        };
+        let misses = profile
+            .iter()
+            .find(|x| x.event == p.return_event.1)
+            .and_then(|x| x.misses);
+        let r = p.report(&main, Some(&min), Some(ret_t.hits), misses, drops)?;
+        all = Some(merge_latency(all, r));
+        if prom {
+            let t = files.of(p.prom_table())?;
+            let r = p.prom_report(&t, Some(ret_t.hits), misses, drops)?;
+            all_prom = Some(merge_latency(all_prom, r));
+        }
+    }
+    Ok((all.context("no function to time")?, all_prom))
 }
 
 /// Two functions' latency reports as one.
