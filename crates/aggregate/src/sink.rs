@@ -157,6 +157,27 @@ impl Pending {
     }
 }
 
+/// The sample of record `ev` of process `pid`, without a stack.
+fn sample_of<'a>(
+    ev: &'a Event<'_>,
+    pid: u32,
+    event: &'a str,
+    func: Option<&'a str>,
+    fields: &'a [(&'a str, Value<'a>)],
+) -> Sample<'a> {
+    Sample {
+        ts_ns: ev.ts,
+        cpu: ev.cpu as u32,
+        pid,
+        tid: ev.pid() as u32,
+        comm: ev.comm(),
+        event,
+        func,
+        stack: None,
+        fields,
+    }
+}
+
 /// The user engine's sink: each decoded record becomes a [`Sample`]. With
 /// a `stack` key, a probe's sample waits for the stack record the kernel
 /// writes right after it (`stacktrace` trigger, `userstacktrace` option).
@@ -309,17 +330,7 @@ impl<'s> AggSink<'s> {
             self.pending = Some(Pending::of(ev, pid, FUNCTION_EVENT, func, Vec::new()));
             return;
         }
-        let s = Sample {
-            ts_ns: ev.ts,
-            cpu: ev.cpu as u32,
-            pid,
-            tid,
-            comm: ev.comm(),
-            event: FUNCTION_EVENT,
-            func: Some(func.as_str()),
-            stack: None,
-            fields: &[],
-        };
+        let s = sample_of(ev, pid, FUNCTION_EVENT, Some(func.as_str()), &[]);
         self.state.borrow_mut().add_sample(&s);
     }
 
@@ -411,17 +422,7 @@ impl Sink for AggSink<'_> {
                 )
             })
             .collect();
-        let sample = Sample {
-            ts_ns: ev.ts,
-            cpu: ev.cpu as u32,
-            pid,
-            tid,
-            comm: ev.comm(),
-            event,
-            func: func.as_deref(),
-            stack: None,
-            fields: &fields,
-        };
+        let sample = sample_of(ev, pid, event, func.as_deref(), &fields);
         self.state.borrow_mut().add_sample(&sample);
         Ok(Flow::Continue)
     }
