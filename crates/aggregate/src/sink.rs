@@ -32,7 +32,7 @@ pub const FUNCTION_EVENT: &str = "ftrace/function";
 /// A `func_stack_trace` stack from the traced function `func` outwards:
 /// the tracer's own frames before it (`ftrace_caller+0x6c` on arm64 7.2)
 /// are left out, as a kprobe's stack starts at its function.
-pub fn from_function<'f>(frames: &'f [String], func: &str) -> &'f [String] {
+fn from_function<'f>(frames: &'f [String], func: &str) -> &'f [String] {
     let own = |f: &String| {
         f.strip_prefix(func)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
