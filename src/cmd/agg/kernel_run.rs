@@ -18,6 +18,7 @@ use ktrace_aggregate::kernel::{self, Step};
 use ktrace_aggregate::{LatencyReport, Report, khist};
 use ktrace_tracefs::{DynEvents, Instance};
 
+use super::Ctx;
 use super::kplan::{KPlan, add_filters};
 use super::output::Printer;
 use crate::live::{self, RunArgs, Stop};
@@ -471,18 +472,22 @@ fn watch(
     w
 }
 
-/// Runs the kernel engine's plan `kp` over the session's probes.
-#[allow(clippy::too_many_arguments)]
+/// Runs the kernel engine's plan `kp` over the session's probes, its
+/// tables `table_entries` each.
 pub(super) fn run_kernel(
     sess: Session,
     probes: Vec<Probe>,
     mut kp: KPlan,
-    args: &RunArgs,
-    signals: &Signals,
-    printer: &Printer,
-    root: &Path,
     table_entries: usize,
+    ctx: Ctx<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let Ctx {
+        args,
+        signals,
+        root,
+        printer,
+        ..
+    } = ctx;
     let group = sess.name().to_string();
     // (latency's synthetic events time entries with common_timestamp)
     let timestamps = matches!(kp, KPlan::Latency(_));

@@ -27,6 +27,7 @@ mod probes;
 mod route;
 mod user_run;
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,7 +45,20 @@ pub(crate) use user_run::count_recording_by_stack;
 use output::Printer;
 use probes::Checked;
 
+use crate::live::RunArgs;
 use crate::session::{self, Session, Signals};
+
+/// What either engine's run takes from the command besides its plan: the
+/// run's options, the signals caught, tracefs, the kernel view and where
+/// reports go.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    args: &'a RunArgs,
+    signals: &'a Signals,
+    root: &'a Path,
+    view: &'a KernelView,
+    printer: &'a Printer,
+}
 
 /// Runs one of the three commands: `defs` are the probe specs (for latency
 /// already the entry and return of each function).
@@ -92,29 +106,23 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     )?;
     let (metrics, server) = serve(common)?;
     let printer = printer(&job, common, metrics);
+    let ctx = Ctx {
+        args: &common.run,
+        signals: &signals,
+        root: &root,
+        view: &view,
+        printer: &printer,
+    };
     let code = match kplan {
-        Some((kp, table_entries)) => kernel_run::run_kernel(
-            sess,
-            probes,
-            kp,
-            &common.run,
-            &signals,
-            &printer,
-            &root,
-            table_entries,
-        ),
+        Some((kp, table_entries)) => kernel_run::run_kernel(sess, probes, kp, table_entries, ctx),
         None => user_run::run_user(
             sess,
             probes,
             globs.as_deref(),
             &job,
             checked,
-            &common.run,
-            &signals,
-            &printer,
-            &root,
-            &view,
             usize::try_from(common.max_keys).unwrap_or(usize::MAX),
+            ctx,
         ),
     };
     if let Some(s) = server {

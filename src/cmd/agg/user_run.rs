@@ -10,20 +10,17 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
-use std::path::Path;
 use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use ktrace_aggregate::agg::DEFAULT_MAX_KEYS;
 use ktrace_aggregate::{AggSink, CountReport, KeySpec, LatencyPair, UserAgg, UserState, sink};
-use ktrace_symbols::KernelView;
 
-use super::Job;
-use super::output::Printer;
 use super::probes::{Checked, func_of, is_return};
-use crate::live::{self, RunArgs, Stop};
-use crate::session::{Probe, Session, Signals};
+use super::{Ctx, Job};
+use crate::live::{self, Stop};
+use crate::session::{Probe, Session};
 
 /// The warning when keys pass `--max-keys` (said once per run).
 fn say_overflow(max_keys: usize) {
@@ -95,20 +92,22 @@ fn wanted(checked: &Checked, job: &Job) -> Vec<String> {
 
 /// Runs the user engine over the session's probes, or with `globs` over
 /// the function tracer's records of those functions.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn run_user(
     sess: Session,
     probes: Vec<Probe>,
     globs: Option<&[String]>,
     job: &Job,
     checked: Checked,
-    args: &RunArgs,
-    signals: &Signals,
-    printer: &Printer,
-    root: &Path,
-    view: &KernelView,
     max_keys: usize,
+    ctx: Ctx<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let Ctx {
+        args,
+        signals,
+        root,
+        view,
+        printer,
+    } = ctx;
     let symbols = crate::kview::KernelSymbols::new(view);
     let symbols: &dyn ktrace_printer::Symbolizer = &symbols;
     let group = sess.name().to_string();
