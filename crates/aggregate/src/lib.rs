@@ -9,11 +9,14 @@
 //! kernel/trace/trace_events_hist.c (trigger syntax, the `hist` file's
 //! format). It does not open tracefs (the binary writes the commands this
 //! crate generates through ktrace-tracefs) and does not read the ring
-//! buffer (the stream does, and hands [`Sample`]s over).
+//! buffer (the stream does, and its decoded events reach [`sink::AggSink`],
+//! which makes them [`Sample`]s).
 //!
 //! # Wiring the user engine as a stream sink
 //!
-//! For each decoded record build a [`Sample`]: `ts_ns` = the record's time
+//! [`sink::AggSink`] is that sink, feeding a [`UserAgg`] (the three
+//! aggregators as one, their [`Report`]s alike). What it does:
+//! for each decoded record build a [`Sample`]: `ts_ns` = the record's time
 //! stamp, `cpu` = its CPU, `tid` = `common_pid`, `pid` = the tgid (from
 //! `/proc/TID/status` or the saved tgids; the tid when unknown), `comm` =
 //! the comm lookup, `event` = `GROUP/EVENT`, `func` = the probed function
@@ -64,11 +67,15 @@ pub mod key;
 pub mod khist;
 pub mod prom;
 pub mod render;
+pub mod report;
 pub mod sample;
 pub mod server;
+pub mod sink;
 
 pub use agg::{CountAgg, CountReport, HistAgg, HistReport, LatencyAgg, LatencyPair, LatencyReport};
 pub use error::{Error, Result};
 pub use hist::{Histogram, Scale, Stats, Unit};
 pub use key::{FieldInfo, FieldKind, Key, KeySpec, KeyValue};
+pub use report::{Aggregation, Report, UserAgg};
 pub use sample::{Sample, Value};
+pub use sink::{AggSink, UserState};
