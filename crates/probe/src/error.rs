@@ -142,6 +142,8 @@ tp_errors! {
     FILT_EXPECT_STRING => "Expecting string field",
     FILT_ILLEGAL_FIELD_OP => "Illegal operation for field type",
     FILT_ILLEGAL_INTVAL => "Illegal integer value",
+    FILT_FIELD_NOT_FOUND => "Field not found",
+    FILT_INVALID_OP => "Invalid operator",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -288,8 +290,8 @@ mod tests {
         }
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
-        // tracepoint-name and typecast errors).
-        assert_eq!(TpErr::ALL.len(), 96);
+        // tracepoint-name and typecast errors) and the event filter's.
+        assert_eq!(TpErr::ALL.len(), 98);
     }
 
     #[test]
