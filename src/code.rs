@@ -645,7 +645,7 @@ mod tests {
         let e = c.definition.unwrap_err();
         assert_eq!(e.message, "Probe point is not an instruction boundary");
         assert!(e.hint.unwrap().contains("f+0x2 and f+0x6"));
-        let (c, why) = run("p:k/a vfs_read+2", Arch::Arm, &code);
+        let (c, why) = run("p:k/a vfs_read+8", Arch::Arm, &code);
         assert!(c.accepted());
         assert_eq!(why.as_deref(), Some("ktrace has no kprobe rules for arm"));
         let mut c = check_line("p:k/a vfs_read+6", Target::new(Arch::X86_64), &Offline);
