@@ -205,10 +205,9 @@ impl Bench<'_> {
         sess.stop();
         let hits = sess
             .profile()
-            .ok()
-            .and_then(|p| p.first().map(|p| p.hits))
-            .unwrap_or(0);
+            .map(|p| p.first().map_or(0, |p| p.hits));
         sess.destroy()?;
+        let hits = hits.context("the kernel's hit count")?;
         // the unprobed loop again, after: the faster of the two is the
         // baseline (a busy machine slows one or the other)
         let after = best(user, calls, self.runs, &mut self.zero)?;

@@ -116,7 +116,10 @@ pub fn pair(list: &[DynEvent], lines: &[ProfileLine]) -> Option<Vec<ProbeProfile
 }
 
 /// Reads the profiles of every probe of `kind` in the tracefs at `root`,
-/// with groups. Retries a few times if probes come and go meanwhile.
+/// with groups. Retries for up to about a second if probes come and go
+/// meanwhile (other tools creating and removing probes between the listing
+/// and the profile: five immediate tries were not enough while several
+/// sessions churned, and a summary then read as zero hits).
 pub fn read(root: &Path, kind: ProbeFile) -> Result<Vec<ProbeProfile>> {
     let (events, profile) = match kind {
         ProbeFile::KprobeEvents => ("kprobe_events", "kprobe_profile"),
@@ -125,7 +128,10 @@ pub fn read(root: &Path, kind: ProbeFile) -> Result<Vec<ProbeProfile>> {
     if !root.join(profile).exists() {
         return Ok(Vec::new());
     }
-    for _ in 0..5 {
+    for attempt in 0..50u64 {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(attempt.min(40)));
+        }
         let list = parse_list(&io::read(&root.join(events), "cannot list probes")?);
         let lines = parse(
             &io::read(&root.join(profile), "cannot read probe profile")?,
