@@ -196,13 +196,16 @@ fn parse_vars(
 ) -> Result<(Fetch, Op), ArgError> {
     let bad_var = ArgError::Logged(TpErr::BAD_VAR, offs);
     if ctx.flags.tpoint {
-        // 6.5+ parse_probe_vars(): the field is looked up now (`comm` when
-        // the event has no such field means the task's comm).
+        // 6.5+ parse_probe_vars(): the field is looked up now; `comm` when
+        // the event has no such field is the task's comm (FETCH_OP_COMM:
+        // not dereferenced, not a `symstr`; x86_64 7.2, seed 23:
+        // `+104($comm)` is "$comm can not be dereferenced").
         if ctx.features.btf_parser
             && btf.as_deref().and_then(|b| b.has_event_field(var)) == Some(false)
-            && var != "comm"
-            && var != "COMM"
         {
+            if var == "comm" || var == "COMM" {
+                return Ok((Fetch::Comm, Op::Comm));
+            }
             return Err(bad_var);
         }
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
