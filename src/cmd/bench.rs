@@ -203,9 +203,7 @@ impl Bench<'_> {
         sess.enable()?;
         let probed = best(user, calls, self.runs, &mut self.zero);
         sess.stop();
-        let hits = sess
-            .profile()
-            .map(|p| p.first().map_or(0, |p| p.hits));
+        let hits = sess.profile().map(|p| p.first().map_or(0, |p| p.hits));
         sess.destroy()?;
         let hits = hits.context("the kernel's hit count")?;
         // the unprobed loop again, after: the faster of the two is the

@@ -1334,9 +1334,12 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     }
     // trace_eprobe_parse_filter(): the filter is parsed before the
     // arguments, by the event filter parser, which logs its own error.
+    // (quotes and parentheses are decided without the event's fields)
     if let Some(text) = &filter
-        && let Some(decls) = ctx.env.event_field_decls(&system, &sys_event)
-        && let Some(verdict) = crate::filter::check(text, &decls)
+        && let Some(verdict) = match ctx.env.event_field_decls(&system, &sys_event) {
+            Some(decls) => crate::filter::check(text, &decls),
+            None => crate::filter::calc_stack(text.as_bytes()).map(Err),
+        }
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
         if let Err((e, pos)) = verdict {
