@@ -152,7 +152,10 @@ pub fn compare(kernel: &Answer, ours: &Answer) -> Vec<Disagreement> {
                     ours.message.as_deref().unwrap_or("(nothing logged)")
                 ),
             );
-        } else if kernel.message.is_some() && kernel.caret != ours.caret {
+        } else if kernel.message.is_some()
+            && kernel.caret != ours.caret
+            && !(ours.caret.is_none() && caret_past_command(kernel))
+        {
             push(
                 Field::Caret,
                 format!("kernel {:?} ktrace {:?}", kernel.caret, ours.caret),
@@ -175,6 +178,18 @@ pub fn compare(kernel: &Answer, ours: &Answer) -> Vec<Disagreement> {
         push(Field::Format, format!("\n--kernel--\n{k}--ktrace--\n{o}"));
     }
     out
+}
+
+/// A caret far past the end of the command the kernel logged: 6.12 and 7.2
+/// log some BTF errors of member chains (`dev->parent->p:string`, `a->b:b7@3/8`)
+/// at an offset that is no position in the command (10,098 and 34,267 for
+/// commands of some 70 bytes, seed 23), which ktrace does not imitate: it
+/// gives no caret there, and that is taken as the same answer.
+fn caret_past_command(a: &Answer) -> bool {
+    match (a.caret, &a.command) {
+        (Some(c), Some(cmd)) => c > cmd.len() + 64,
+        _ => false,
+    }
 }
 
 fn verdict(a: &Answer) -> String {
@@ -267,6 +282,22 @@ mod tests {
         assert_eq!(compare(&silent, &accepted("x"))[0].level, Level::Syntax);
         // nothing logged on both sides agrees, whatever the errno
         assert!(compare(&silent, &Answer::default()).is_empty());
+    }
+
+    #[test]
+    fn a_kernel_caret_far_past_the_command_is_no_caret() {
+        // x86_64 6.12, seed 23: "This type does not fit for string." at 12,538
+        let cmd = "p:g-x/ udp4_proc_exit_net net->cleanup_list.next:string";
+        let mut k = refused("This type does not fit for string.", 12538);
+        k.command = Some(cmd.into());
+        let mut ours = refused("This type does not fit for string.", 0);
+        ours.caret = None;
+        assert!(compare(&k, &ours).is_empty());
+        // a caret in the command still has to match
+        k.caret = Some(30);
+        assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
+        ours.caret = Some(31);
+        assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
     }
 
     #[test]
