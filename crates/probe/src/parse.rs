@@ -1720,6 +1720,24 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
         ctx.note(Unchecked::Probeable);
     }
     check_arg_symbols(ctx, argv, &args, false)?;
+    // A tracepoint probe is an fprobe on the tracepoint's `__probestub_TP`:
+    // a stub ftrace cannot attach to fails to register (the tracepoints
+    // defined in kernel/trace/, built without -pg: power-traces.c and
+    // rpm-traces.c; x86_64 6.12, seed 23: cpu_frequency, pm_qos_add_request,
+    // wakeup_source_deactivate).
+    if let Some(stub) = &stub
+        && symbol_exists(ctx, stub) == Some(true)
+        && ctx.env.ftrace_matches(stub) == Some(false)
+    {
+        let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
+        if let Fail::Err(e) = &mut e {
+            e.hint = Some(format!(
+                "{stub} has no ftrace location (notrace), so the tracepoint cannot be probed \
+                 this way; enable the tracepoint itself (events/…/{symbol})"
+            ));
+        }
+        return Err(e);
+    }
     ctx.note(Unchecked::EventName);
     Ok(FprobeDef {
         tracepoint,
@@ -2029,6 +2047,30 @@ mod tests {
         assert_eq!(err(line, t, &k).0, ErrorKind::Logged(TpErr::BAD_TYPE));
         let line = "e:grp/ev ext4.ext4_evict_inode +0(@vfs_read) $nlink:b43@14/128";
         assert_eq!(err(line, t, &k).0, ErrorKind::Logged(TpErr::BAD_TYPE));
+    }
+
+    #[test]
+    fn a_tracepoint_whose_probestub_is_notrace_fails_to_register() {
+        struct Env;
+        impl Environment for Env {
+            fn symbol_count(&self, name: &str) -> Option<usize> {
+                Some(usize::from(
+                    name.contains("cpu_frequency") || name.contains("sched_switch"),
+                ))
+            }
+            fn ftrace_matches(&self, pattern: &str) -> Option<bool> {
+                Some(pattern == "__probestub_sched_switch")
+            }
+        }
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = KernelVersion::new(6, 12);
+        let c = check_line("t:ev.x cpu_frequency", t, &Env);
+        let e = c.definition.unwrap_err();
+        assert_eq!(
+            (e.kind, e.pos),
+            (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(7))
+        );
+        assert!(check_line("t:ev.y sched_switch", t, &Env).accepted());
     }
 
     #[test]
