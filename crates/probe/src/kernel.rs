@@ -128,6 +128,11 @@ pub struct Features {
     /// 6.12.95 leaves them to the classic parser. Gated at 6.16 (estimate) and
     /// at 6.12 after .95 (a stable backport).
     pub meta_args_without_btf: bool,
+    /// An automatic event name has `*` made `_` as well as `:` and `.`
+    /// (`sanitize_event_name()`, a stable fix: seen on 6.12.117 and 7.2,
+    /// `f kbd*` is `kbd___entry`, `r nosuchmod:vfs_re*d` is
+    /// `r_nosuchmod_vfs_re_d_0`). Gated at 6.12 (estimate for older series).
+    pub sanitize_star: bool,
     /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
     /// probes get "Typecasts are only for eprobe fields", or "BTF is not
     /// available or not supported" without BTF arguments (seen on the 6.18
@@ -226,6 +231,7 @@ impl KernelVersion {
             meta_args_without_btf: self.at_least(6, 16)
                 || (self.series() == KernelVersion::new(6, 12) && self.after(6, 12, 95)),
             typecasts: self.at_least(6, 16),
+            sanitize_star: self.at_least(6, 12),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),
             error_pos_u8: !self.at_least(5, 15),

@@ -910,17 +910,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                     format!("{c}_0x{a:x}")
                 }
             };
-            let name = truncate_name(name);
-            // sanitize_event_name(): ':' and '.' become '_' (never the first byte).
-            name.char_indices()
-                .map(|(i, ch)| {
-                    if i > 0 && (ch == ':' || ch == '.') {
-                        '_'
-                    } else {
-                        ch
-                    }
-                })
-                .collect()
+            sanitize_event_name(&truncate_name(name), ctx.target.features())
         }
     };
 
@@ -1106,6 +1096,20 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         args,
         ignored_args,
     })
+}
+
+/// `sanitize_event_name()`: ':' and '.' (and '*' where the kernel has
+/// the fix) become '_', never the first byte.
+fn sanitize_event_name(name: &str, features: Features) -> String {
+    name.char_indices()
+        .map(|(i, ch)| {
+            if i > 0 && (ch == ':' || ch == '.' || (ch == '*' && features.sanitize_star)) {
+                '_'
+            } else {
+                ch
+            }
+        })
+        .collect()
 }
 
 fn symbol_exists(ctx: &Ctx, sym: &str) -> Option<bool> {
@@ -1672,10 +1676,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             } else {
                 format!("{symbol}__{}", if is_return { "exit" } else { "entry" })
             };
-            truncate_name(name)
-                .chars()
-                .map(|c| if c == ':' || c == '.' { '_' } else { c })
-                .collect()
+            sanitize_event_name(&truncate_name(name), ctx.target.features())
         }
     };
     if tracepoint {
@@ -2071,6 +2072,26 @@ mod tests {
             (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(7))
         );
         assert!(check_line("t:ev.y sched_switch", t, &Env).accepted());
+    }
+
+    #[test]
+    fn automatic_names_make_a_star_an_underscore_where_the_kernel_does() {
+        // 7.2 and 6.12.117: `f kbd*` is fprobes/kbd___entry; 6.1 keeps '*'
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = KernelVersion::new(7, 2);
+        let d = format!(
+            "{:?}",
+            check_line("r nosuchmod:vfs_re*d", t, &Offline).definition
+        );
+        assert!(d.contains("\"r_nosuchmod_vfs_re_d_0\""), "{d}");
+        let d = format!("{:?}", check_line("f kbd*", t, &Offline).definition);
+        assert!(d.contains("\"kbd___entry\""), "{d}");
+        let t = Target::new(Arch::X86_64);
+        let d = format!(
+            "{:?}",
+            check_line("r nosuchmod:vfs_re*d", t, &Offline).definition
+        );
+        assert!(d.contains("\"r_nosuchmod_vfs_re*d_0\""), "{d}");
     }
 
     #[test]
