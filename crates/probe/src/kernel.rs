@@ -133,6 +133,13 @@ pub struct Features {
     /// `f kbd*` is `kbd___entry`, `r nosuchmod:vfs_re*d` is
     /// `r_nosuchmod_vfs_re_d_0`). Gated at 6.12 (estimate for older series).
     pub sanitize_star: bool,
+    /// `_kprobe_addr()` looks the address up in kallsyms (with
+    /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
+    /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
+    /// address). Before (arm64 5.10.223), `check_kprobe_address_safe()`
+    /// refuses it as no kernel text, -EINVAL ("Failed to register probe
+    /// event").
+    pub kprobe_addr_lookup: bool,
     /// Typecasts `(STRUCT)FIELD` in fetch arguments (event probes): other
     /// probes get "Typecasts are only for eprobe fields", or "BTF is not
     /// available or not supported" without BTF arguments (seen on the 6.18
@@ -232,6 +239,7 @@ impl KernelVersion {
                 || (self.series() == KernelVersion::new(6, 12) && self.after(6, 12, 95)),
             typecasts: self.at_least(6, 16),
             sanitize_star: self.at_least(6, 12),
+            kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),
             error_pos_u8: !self.at_least(5, 15),

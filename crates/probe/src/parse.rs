@@ -943,7 +943,8 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             .split_once(':')
             .is_some_and(|(m, n)| ctx.env.module_symbol(m, n) == Some(None)),
         KprobePlace::Address(a) => {
-            ctx.env.kprobe_address(*a, is_return) == Some(crate::env::AddressFate::Deferred)
+            ctx.target.features().kprobe_addr_lookup
+                && ctx.env.kprobe_address(*a, is_return) == Some(crate::env::AddressFate::Deferred)
         }
     };
     // register_trace_kprobe(): a symbol of a loaded module that does not exist fails
@@ -970,6 +971,17 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         }
         KprobePlace::Address(a) => match ctx.env.kprobe_address(*a, is_return) {
             Some(crate::env::AddressFate::Refused(r)) => Some(Some(r)),
+            // before _kprobe_addr() looked addresses up (5.10), an address in
+            // no symbol is not deferred: it is no kernel text, -EINVAL (arm64
+            // 5.10, seed 23: `p 0xffff`)
+            Some(crate::env::AddressFate::Deferred)
+                if !ctx.target.features().kprobe_addr_lookup =>
+            {
+                Some(Some(crate::env::Refusal::Address(format!(
+                    "{a:#x} is in no function of the kernel or a loaded module: kprobes go on \
+                     kernel text"
+                ))))
+            }
             Some(_) => Some(None),
             None => None,
         },
@@ -1015,14 +1027,18 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         ));
     }
     match refusal {
-        Some(Some(crate::env::Refusal::Unresolved(why))) => {
+        // (5.10's _kprobe_addr() does not look the address up: it is
+        // check_kprobe_address_safe() that refuses it, -EINVAL)
+        Some(Some(crate::env::Refusal::Unresolved(why)))
+            if ctx.target.features().kprobe_addr_lookup =>
+        {
             let mut e = ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0);
             if let Fail::Err(e) = &mut e {
                 e.hint = Some(why);
             }
             return Err(e);
         }
-        Some(Some(crate::env::Refusal::Address(why))) => {
+        Some(Some(crate::env::Refusal::Address(why) | crate::env::Refusal::Unresolved(why))) => {
             let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
             if let Fail::Err(e) = &mut e {
                 e.hint = Some(why);
@@ -2092,6 +2108,35 @@ mod tests {
             check_line("r nosuchmod:vfs_re*d", t, &Offline).definition
         );
         assert!(d.contains("\"r_nosuchmod_vfs_re*d_0\""), "{d}");
+    }
+
+    #[test]
+    fn before_the_address_lookup_an_address_in_no_symbol_is_not_text() {
+        // arm64 5.10.223, seed 23: `p 0xffff` and `skip_pgd+0x100000` are
+        // "Failed to register probe event"; 6.1 defers the first and calls
+        // the second "Invalid probed address or symbol".
+        struct Env;
+        impl Environment for Env {
+            fn kprobe_address(&self, _: u64, _: bool) -> Option<crate::env::AddressFate> {
+                Some(crate::env::AddressFate::Deferred)
+            }
+            fn kprobe_refusal(&self, _: &str, _: u64) -> Option<Option<crate::env::Refusal>> {
+                Some(Some(crate::env::Refusal::Unresolved(
+                    "outside the text".into(),
+                )))
+            }
+        }
+        let mut old = Target::new(Arch::Arm64);
+        old.kernel = KernelVersion::with_sublevel(5, 10, 223);
+        let new = Target::new(Arch::Arm64);
+        let reg = ErrorKind::Logged(TpErr::FAIL_REG_PROBE);
+        assert_eq!(err("p 0xffff", old, &Env).0, reg);
+        assert!(check_line("p 0xffff", new, &Env).accepted());
+        assert_eq!(err("p skip_pgd+0x100000", old, &Env).0, reg);
+        assert_eq!(
+            err("p skip_pgd+0x100000", new, &Env).0,
+            ErrorKind::Logged(TpErr::BAD_PROBE_ADDR)
+        );
     }
 
     #[test]
