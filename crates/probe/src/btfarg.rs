@@ -111,6 +111,13 @@ pub trait BtfTypes {
     fn find_struct(&self, name: &str) -> Option<TypeId>;
     /// A C spelling of type `id`, for explanations.
     fn type_name(&self, id: TypeId) -> String;
+    /// The raw `size`/`type` word of type `id` as the kernel's `struct
+    /// btf_type` holds it: the size of an integer, struct, union, enum or
+    /// float, the referred type of a pointer, typedef or qualifier, 0 for
+    /// an array. `None` when not known.
+    fn size_or_type(&self, _id: TypeId) -> Option<u32> {
+        None
+    }
 }
 
 /// One argument as the kernel reads it and as ktrace compiled it.

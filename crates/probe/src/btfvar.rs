@@ -37,6 +37,8 @@ pub(crate) enum Query<'e> {
 /// `ctx->last_type`, `ctx->last_bitoffs`, `ctx->last_bitsize`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Last {
+    /// The resolved type id (`ctx->last_type`).
+    pub id: TypeId,
     pub kind: BtfKind,
     pub bitoffs: u32,
     pub bitsize: u32,
@@ -253,10 +255,11 @@ pub(crate) fn parse_btf_arg(
         (params[i].1, var)
     };
     let types = scope.types().expect("found above");
-    let Some((_, kind)) = types.resolve(tid) else {
+    let Some((rid, kind)) = types.resolve(tid) else {
         return Err(ArgError::Logged(TpErr::BAD_BTF_TID, offset));
     };
     scope.last = Some(Last {
+        id: rid,
         kind,
         bitoffs: 0,
         bitsize: 0,
@@ -335,6 +338,7 @@ fn parse_btf_field(
         out.derefs.push(u64::from(bitoffs / 8));
         out.slots += 1;
         scope.last = Some(Last {
+            id: cur.0,
             kind: cur.1,
             bitoffs: bitoffs % 8,
             bitsize,
@@ -400,11 +404,26 @@ pub(crate) fn string_fetch(scope: &BtfScope, last: &Last) -> Result<StringFetch,
     let Some(types) = scope.types() else {
         return Ok(StringFetch::AsIs);
     };
-    match last.kind {
-        BtfKind::Array { elem, .. } if is_uchar(types, elem) => Ok(StringFetch::AsIs),
-        BtfKind::Ptr { target } if is_uchar(types, target) => Ok(StringFetch::Deref),
-        _ => Err(()),
+    if let BtfKind::Array { elem, .. } = last.kind
+        && is_uchar(types, elem)
+    {
+        return Ok(StringFetch::AsIs);
     }
+    // btf_type_is_char_ptr() reads `type->type` without asking whether the
+    // type is a pointer: of an integer, struct or enum that is its size,
+    // taken as a type id. So `flags:string` on an `unsigned long` is a
+    // "char *" where type id 8 is an unsigned char, and a `u32` member is
+    // refused (6.12 and 7.2, seed 23: `apparmor_sb_mount flags:string`
+    // taken, `x->pcpu_num:string` refused).
+    let raw = match last.kind {
+        BtfKind::Ptr { target } => Some(target),
+        BtfKind::Array { .. } => None,
+        _ => types.size_or_type(last.id),
+    };
+    if raw.is_some_and(|r| r != 0 && is_uchar(types, r)) {
+        return Ok(StringFetch::Deref);
+    }
+    Err(())
 }
 
 /// The outcome of `traceprobe_expand_meta_args()`.
@@ -620,6 +639,17 @@ mod tests {
         fn type_name(&self, id: TypeId) -> String {
             format!("t{id}")
         }
+        fn size_or_type(&self, id: TypeId) -> Option<u32> {
+            Some(match id {
+                U32 => 4,
+                U64 | S64 | PATH => 8,
+                UCHAR => 1,
+                PUCHAR => UCHAR,
+                PFILE => FILE,
+                FILE => 16,
+                _ => return None,
+            })
+        }
     }
 
     struct Env;
@@ -636,6 +666,23 @@ mod tests {
         let mut s = BtfScope::new(&Env, Arch::X86_64, Some("vfs_read"));
         let mut slot = 0;
         parse_btf_arg(&mut s, var, 0, entry, ret, &mut slot, 15)
+    }
+
+    #[test]
+    fn string_fetch_reads_the_size_of_a_non_pointer_as_a_type_id() {
+        // btf_type_is_char_ptr() takes `type->type` of whatever type it is
+        // given: here a u32's size, 4, is the id of an unsigned char.
+        let fetch = |v: &str| {
+            let mut s = BtfScope::new(&Env, Arch::X86_64, Some("vfs_read"));
+            let mut slot = 0;
+            parse_btf_arg(&mut s, v, 0, true, false, &mut slot, 15).unwrap();
+            let last = s.last.clone().unwrap();
+            string_fetch(&s, &last).map(|f| matches!(f, StringFetch::Deref))
+        };
+        assert_eq!(fetch("buf"), Ok(true), "a char * is dereferenced");
+        assert_eq!(fetch("file->f_flags"), Ok(true), "size 4 -> type 4");
+        assert_eq!(fetch("count"), Err(()), "size 8 -> no type 8");
+        assert_eq!(fetch("file"), Err(()), "a struct file *");
     }
 
     #[test]

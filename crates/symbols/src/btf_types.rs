@@ -68,6 +68,21 @@ impl BtfTypes for Btf {
         Some((rid, kind))
     }
 
+    fn size_or_type(&self, id: TypeId) -> Option<u32> {
+        let t = self.get(id)?;
+        Some(match t.kind {
+            Kind::Int
+            | Kind::Struct
+            | Kind::Union
+            | Kind::Enum
+            | Kind::Enum64
+            | Kind::Float
+            | Kind::Datasec => t.size,
+            Kind::Array => 0,
+            _ => t.ref_id,
+        })
+    }
+
     fn members(&self, id: TypeId) -> Option<Vec<BtfMember>> {
         let t = self.get(id)?;
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
