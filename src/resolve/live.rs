@@ -181,7 +181,7 @@ impl Environment for LiveEnv<'_> {
         // disagreements there)
         let refusal = ktrace_symbols::probeable::kprobe_refusal_on(
             table,
-            &kprobe_rules(view),
+            &view.rules(),
             &name,
             at.offset,
             no_kprobes_on_ftrace(),
@@ -298,7 +298,7 @@ impl Environment for LiveEnv<'_> {
         }
         match ktrace_symbols::probeable::kprobe_refusal_on(
             table,
-            &kprobe_rules(view),
+            &view.rules(),
             symbol,
             offset,
             no_kprobes_on_ftrace(),
@@ -349,32 +349,12 @@ impl Environment for LiveEnv<'_> {
     }
 }
 
-/// The kernel's rules for a kprobe event: `within_notrace_func()` exists
-/// only with `CONFIG_KPROBES_ON_FTRACE`, so on the architectures without it
-/// (arm64, 32-bit arm and riscv64 in Debian's builds) a notrace function is
-/// no refusal (arm 6.12, seed 23: `p 0xc0785320` on `p_next` registered).
-fn kprobe_rules(view: &KernelView) -> ktrace_symbols::probeable::Rules<'_> {
-    kprobe_rules_on(view, Arch::native())
-}
-
-fn kprobe_rules_on(view: &KernelView, arch: Option<Arch>) -> ktrace_symbols::probeable::Rules<'_> {
-    let mut rules = view.rules();
-    if no_kprobes_on_ftrace_on(arch).is_some() {
-        rules.notrace_refused = false;
-    }
-    rules
-}
-
 /// The architectures without `HAVE_KPROBES_ON_FTRACE` (a kprobe exactly on
 /// an ftrace call site is refused), with the site's offset in a traceable
 /// function where only the ftrace names are known: arm64's is +4 (after the
 /// first patchable nop; arm64 6.1 refuses `p FUNC+4`).
 fn no_kprobes_on_ftrace() -> Option<Option<u64>> {
-    no_kprobes_on_ftrace_on(Arch::native())
-}
-
-fn no_kprobes_on_ftrace_on(arch: Option<Arch>) -> Option<Option<u64>> {
-    match arch? {
+    match Arch::native()? {
         Arch::Arm64 => Some(Some(4)),
         Arch::Riscv64 | Arch::Arm => Some(None),
         _ => None,
@@ -475,21 +455,6 @@ pub fn rejection_text(input: &str, e: &ktrace_probe::ProbeError) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn notrace_functions_are_refused_only_with_kprobes_on_ftrace() {
-        // arm 6.12, seed 23: `p 0xc0785320` on notrace `p_next` registered:
-        // within_notrace_func() needs CONFIG_KPROBES_ON_FTRACE (x86 only
-        // in Debian's builds).
-        let view = KernelView::running(None).with_notrace_allowed(false);
-        assert!(kprobe_rules_on(&view, Some(Arch::X86_64)).notrace_refused);
-        for arch in [Arch::Arm, Arch::Arm64, Arch::Riscv64] {
-            assert!(
-                !kprobe_rules_on(&view, Some(arch)).notrace_refused,
-                "{arch:?}"
-            );
-        }
-    }
-
     use super::*;
 
     #[test]
