@@ -179,11 +179,10 @@ impl Environment for LiveEnv<'_> {
         // an architecture without kprobes on ftrace included: riscv64 6.12
         // refused `p 0xADDR` at function entries, 10 of seed 1's 12
         // disagreements there)
-        let refusal = ktrace_symbols::probeable::kprobe_refusal_on(
+        let refusal = ktrace_symbols::probeable::kprobe_refusal_at(
             table,
             &view.rules(),
-            &name,
-            at.offset,
+            addr,
             no_kprobes_on_ftrace(),
         )?;
         if let Err(why) = refusal {

@@ -337,6 +337,43 @@ pub fn kprobe_refusal_on(
     }
     let sym = *ks.by_name(symbol, None).first()?;
     let addr = sym.addr.checked_add(offset)?;
+    refusal_at(ks, rules, sym, symbol, offset, addr, no_kprobes_on_ftrace)
+}
+
+/// [`kprobe_refusal_on`] for a raw address: the symbol is the one the
+/// address falls in, not the first of its name (arm 6.12, seed 23: `p
+/// 0xc0785320` in one static `p_next` was judged by another's ftrace
+/// location).
+pub fn kprobe_refusal_at(
+    ks: &Kallsyms,
+    rules: &Rules<'_>,
+    addr: u64,
+    no_kprobes_on_ftrace: Option<Option<u64>>,
+) -> Option<std::result::Result<Option<String>, String>> {
+    if ks.addresses_hidden() {
+        return None;
+    }
+    let at = ks.lookup(addr)?;
+    refusal_at(
+        ks,
+        rules,
+        at.symbol,
+        &at.symbol.name,
+        at.offset,
+        addr,
+        no_kprobes_on_ftrace,
+    )
+}
+
+fn refusal_at(
+    ks: &Kallsyms,
+    rules: &Rules<'_>,
+    sym: &KernelSymbol,
+    symbol: &str,
+    offset: u64,
+    addr: u64,
+    no_kprobes_on_ftrace: Option<Option<u64>>,
+) -> Option<std::result::Result<Option<String>, String>> {
     // The function the address falls in (the kernel looks the address up).
     let at = ks.lookup(addr);
     let func = at.as_ref().map_or(sym, |l| l.symbol);
@@ -547,6 +584,30 @@ ffffffffc0001100 t other\t[foo]
         assert!(e.accepted.is_empty());
         let e = expand(&ks, &rules, "vfs_data");
         assert_eq!(e.excluded[0].1, Exclusion::NotText);
+    }
+
+    #[test]
+    fn a_raw_address_is_judged_by_its_own_function_not_its_namesake() {
+        // two static `p_next`: the second is traced, the first is not
+        let ks = Kallsyms::parse(
+            "c0300000 T _stext\nc0400000 t p_next\nc0400080 t other\nc0785320 t p_next\n\
+             c0785400 t last\nc0f00000 D _etext\n",
+        )
+        .unwrap();
+        let ft = FtraceLocations::parse("c0785328 p_next\nc0400088 other\n");
+        let rules = Rules {
+            ftrace: Some(&ft),
+            notrace_refused: true,
+            ..Rules::default()
+        };
+        assert_eq!(
+            kprobe_refusal_at(&ks, &rules, 0xc0785320, None),
+            Some(Ok(None))
+        );
+        assert!(matches!(
+            kprobe_refusal_at(&ks, &rules, 0xc0400000, None),
+            Some(Err(_))
+        ));
     }
 
     #[test]
