@@ -331,7 +331,17 @@ pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(1));
             }
-            Some(info) if !holds_previous_boot(&info) => {
+            Some(info) if last_boot(&info) == LastBoot::Unknown => {
+                crate::say!(
+                    "this kernel's last_boot_info ({:?}) does not say whether instances/{} holds \
+                     the previous boot's events (its log does: 'Ring buffer meta [N] is from \
+                     previous boot!'); reading what it holds, which includes this boot's events \
+                     if they were enabled there already",
+                    info.lines().next().unwrap_or(""),
+                    boot::PERSIST_INSTANCE
+                );
+            }
+            Some(info) if last_boot(&info) == LastBoot::Current => {
                 crate::say!(
                     "instances/{} holds no previous boot's events (last_boot_info: {:?}): they \
                      were read already (the kernel makes the buffer this boot's once they are \
@@ -445,17 +455,31 @@ pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Whether a boot-mapped instance's `last_boot_info` speaks of a previous
-/// boot: the kernel writes `# Current` once the buffer is this boot's, and
-/// a buffer it set up afresh has no previous kernel address (`0\t[kernel]`,
-/// seen on arm64 7.2 after "Ring buffer boot meta mismatch of magic").
-fn holds_previous_boot(info: &str) -> bool {
+/// What a boot-mapped instance's `last_boot_info` says of its buffer.
+#[derive(Debug, PartialEq, Eq)]
+enum LastBoot {
+    /// The previous boot's (7.x: its kernel address, `ADDR\t[kernel]`).
+    Previous,
+    /// This boot's: `# Current` once the buffer is this boot's, or a
+    /// buffer set up afresh with no previous kernel address (`0\t[kernel]`,
+    /// arm64 7.2 after "Ring buffer boot meta mismatch of magic").
+    Current,
+    /// The file does not say: 6.12 prints `text delta:` and `data delta:`
+    /// alike for a kept buffer and a fresh one (arm64 6.12 guest, both
+    /// boots: `text delta:\t0`, `data delta:\t0`).
+    Unknown,
+}
+
+fn last_boot(info: &str) -> LastBoot {
     let first = info.lines().next().unwrap_or("").trim();
-    if first.starts_with('#') || first.is_empty() {
-        return false;
+    if first.starts_with("text delta:") {
+        return LastBoot::Unknown;
     }
     let addr = first.split_ascii_whitespace().next().unwrap_or("");
-    u64::from_str_radix(addr, 16).is_ok_and(|a| a != 0)
+    match u64::from_str_radix(addr, 16) {
+        Ok(a) if a != 0 => LastBoot::Previous,
+        _ => LastBoot::Current,
+    }
 }
 
 /// The event table of the boot-time probes. A boot-time probe may have no
@@ -636,18 +660,27 @@ pub fn clean(names: &[String]) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::holds_previous_boot;
+    use super::{LastBoot, last_boot};
 
     #[test]
     fn last_boot_info_of_a_previous_boot() {
         // arm64 7.2 guest, the boot after `echo b >/proc/sysrq-trigger`
-        assert!(holds_previous_boot("ffffbd459d800000\t[kernel]\n"));
-        assert!(holds_previous_boot(
-            "ffffbd459d800000\t[kernel]\nffffbd4500000000\tsome_module\n"
-        ));
+        assert_eq!(
+            last_boot("ffffbd459d800000\t[kernel]\n"),
+            LastBoot::Previous
+        );
+        assert_eq!(
+            last_boot("ffffbd459d800000\t[kernel]\nffffbd4500000000\tsome_module\n"),
+            LastBoot::Previous
+        );
         // the buffer is this boot's; a fresh one; nothing
-        assert!(!holds_previous_boot("# Current\n"));
-        assert!(!holds_previous_boot("0\t[kernel]\n"));
-        assert!(!holds_previous_boot(""));
+        assert_eq!(last_boot("# Current\n"), LastBoot::Current);
+        assert_eq!(last_boot("0\t[kernel]\n"), LastBoot::Current);
+        assert_eq!(last_boot(""), LastBoot::Current);
+        // arm64 6.12 guest: the same on a kept and a fresh buffer
+        assert_eq!(
+            last_boot("text delta:\t0\ndata delta:\t0\n"),
+            LastBoot::Unknown
+        );
     }
 }
