@@ -1657,7 +1657,7 @@ type FieldKind2 = ktrace_event::FieldKind;
 /// Counts the probe hits of a recording by stack (`ktrace report
 /// --folded`) with the sink `count --by stack` runs live: an event's stack
 /// is the first stack record the stream pairs with it, its frames named as
-/// the live table names them. Keeps [`agg::DEFAULT_MAX_KEYS`] stacks (the
+/// the live table names them. Keeps [`ktrace_aggregate::agg::DEFAULT_MAX_KEYS`] stacks (the
 /// rest counted together as other, with a warning).
 pub(crate) fn count_recording_by_stack(
     decoder: &mut ktrace_stream::Decoder,
