@@ -184,7 +184,8 @@ ktest_leftovers() {
     [ -n "$_kt_de" ] && _kt_l="dynamic_events: $(_kt_short "$_kt_de")"
     # (instances the command line made, trace_instance=NAME..., are the
     # kernel's: a boot-mapped one cannot be removed)
-    _kt_in=$(ls "$TRACEFS/instances" 2>/dev/null | grep -vxF "$(boot_instances)" | tr '\n' ' ')
+    _kt_bi=$(boot_instances)
+    _kt_in=$(ls "$TRACEFS/instances" 2>/dev/null | if [ -n "$_kt_bi" ]; then grep -vxF "$_kt_bi"; else cat; fi | tr '\n' ' ')
     [ -n "$_kt_in" ] && _kt_l="$_kt_l instances: $_kt_in"
     echo "$_kt_l"
 }
