@@ -119,3 +119,50 @@ fn boot_parameter_longer_than_the_command_line_is_refused() {
     let line = String::from_utf8_lossy(&out.stdout);
     assert!(line.starts_with("kprobe_event=") && line.trim_end().len() > 1023);
 }
+
+/// `ktrace boot --persistent SIZE` (issue 20 item 3) adds the reserved
+/// memory and the boot-mapped instance on kernels from 6.12, and refuses
+/// with the reason — nothing on stdout — an older kernel or a size the
+/// kernel would not map.
+#[test]
+fn boot_persistent_parameters_and_refusals() {
+    let run = |kernel: &str, size: &str| {
+        common::ktrace()
+            .args(["boot", "--arch", "arm64", "--kernel", kernel])
+            .args(["--persistent", size, "p:clone kernel_clone"])
+            .output()
+            .unwrap()
+    };
+    let out = run("7.2", "8M");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "kprobe_event=p:ktrace_boot/clone,kernel_clone \
+         reserve_mem=8M:4096:ktrace trace_instance=ktrace@ktrace"
+    );
+    for (kernel, size, why) in [
+        ("6.1", "8M", "no boot-mapped trace instances"),
+        ("5.10", "8M", "no boot-mapped trace instances"),
+        ("6.12", "4097K", "not a whole number of 4096-byte pages"),
+        ("6.12", "8MB", "not a size the kernel reads"),
+    ] {
+        let out = run(kernel, size);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{kernel} {size}: {stderr}");
+        assert!(out.stdout.is_empty(), "{kernel} {size}");
+        assert!(stderr.contains(why), "{kernel} {size}: {stderr}");
+    }
+    // --previous-boot reads no file and goes with neither --boot nor --folded
+    for args in [
+        ["report", "--previous-boot", "--boot"].as_slice(),
+        &["report", "--previous-boot", "--folded"],
+        &["report", "--previous-boot", "some.dat"],
+    ] {
+        let out = common::ktrace().args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -43,6 +43,15 @@ pub struct Args {
     /// M or G).
     #[arg(long, value_name = "SIZE")]
     pub buffer_size: Option<String>,
+    /// Also set aside SIZE bytes of memory (`reserve_mem=`, K, M or G, whole
+    /// pages) for a trace instance that survives a reboot without power
+    /// loss (`trace_instance=ktrace@ktrace`, Linux 6.12 on); the kernel
+    /// enables the boot probes in the top-level buffer only, so enable
+    /// them in that instance after boot (`echo 1 >
+    /// instances/ktrace/events/ktrace_boot/enable`), and after the next
+    /// reboot `ktrace report --previous-boot` prints what it kept.
+    #[arg(long, value_name = "SIZE")]
+    pub persistent: Option<String>,
     /// Also print the ring buffer to the console on an oops
     /// (`ftrace_dump_on_oops`): the events before a crash, on the serial
     /// console.
@@ -114,8 +123,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    let persistent = match &args.persistent {
+        Some(size) => {
+            let k = checker.target.kernel;
+            match boot::persistent(size, k.major, k.minor) {
+                Ok(p) => Some(p),
+                Err(why) => {
+                    crate::say!("--persistent {size:?}: {why}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        None => None,
+    };
     let encoded: Vec<String> = done.iter().map(|e| e.encoded.clone()).collect();
     let mut params = vec![boot::parameter(&encoded)];
+    if let Some(p) = &persistent {
+        params.push(p.clone());
+    }
     if let Some(b) = &buffer {
         params.push(format!("trace_buf_size={b}"));
     }
@@ -149,6 +174,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let v = serde_json::json!({
             "parameters": line,
             "kprobe_event": params[0],
+            "persistent": persistent,
             "length": line.len(),
             "limit": limit,
             "current_command_line": current,
@@ -188,6 +214,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         "after booting with them: `ktrace report --boot` prints the events, `ktrace clean \
          --boot` removes the probes"
     );
+    if persistent.is_some() {
+        crate::say!(
+            "the kernel enables boot probes in the top-level buffer only (the instance's event \
+             list is read before kprobe_event= makes them): after each boot, once the previous \
+             boot's events are read (`ktrace report --previous-boot`), enable them in the \
+             instance: echo 1 > /sys/kernel/tracing/instances/{}/events/{BOOT_GROUP}/enable",
+            boot::PERSIST_INSTANCE
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -269,9 +304,60 @@ impl Read for Drain {
 
 /// `ktrace report --boot`: the events of the boot-time probes, from the
 /// top-level buffer they were written to (consumed, as `trace_pipe` does).
-pub fn report(json: bool) -> anyhow::Result<ExitCode> {
+/// With `previous` (`--previous-boot`): from the boot-mapped instance of
+/// `ktrace boot --persistent`, what the previous boot left there, decoded
+/// with this boot's formats of the same probes (the same `kprobe_event=`
+/// makes them again, in the same order, so with the same event ids — as
+/// the kernel's own `trace` file of the instance reads them).
+pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
     let root = discover::find_or_mount()?;
-    let top = Instance::top(&root);
+    let top = if previous {
+        let inst = Instance::open(&root, boot::PERSIST_INSTANCE);
+        if !inst.exists() {
+            crate::say!(
+                "no instance {}: this boot's command line has no trace_instance={}@... \
+                 (`ktrace boot --persistent SIZE DEFS...` prints one; Linux 6.12 on)",
+                boot::PERSIST_INSTANCE,
+                boot::PERSIST_INSTANCE
+            );
+            return Ok(ExitCode::from(1));
+        }
+        match inst.last_boot_info() {
+            None => {
+                crate::say!(
+                    "instances/{} is not boot-mapped (no last_boot_info): it holds nothing \
+                     from a previous boot",
+                    boot::PERSIST_INSTANCE
+                );
+                return Ok(ExitCode::from(1));
+            }
+            Some(info) if last_boot(&info) == LastBoot::Unknown => {
+                crate::say!(
+                    "this kernel's last_boot_info ({:?}) does not say whether instances/{} holds \
+                     the previous boot's events (its log does: 'Ring buffer meta [N] is from \
+                     previous boot!'); reading what it holds, which includes this boot's events \
+                     if they were enabled there already",
+                    info.lines().next().unwrap_or(""),
+                    boot::PERSIST_INSTANCE
+                );
+            }
+            Some(info) if last_boot(&info) == LastBoot::Current => {
+                crate::say!(
+                    "instances/{} holds no previous boot's events (last_boot_info: {:?}): they \
+                     were read already (the kernel makes the buffer this boot's once they are \
+                     read out), or the kernel started it afresh (its memory did not survive the \
+                     reset, or moved)",
+                    boot::PERSIST_INSTANCE,
+                    info.lines().next().unwrap_or("")
+                );
+                return Ok(ExitCode::from(1));
+            }
+            Some(_) => {}
+        }
+        inst
+    } else {
+        Instance::top(&root)
+    };
     let listed = DynEvents::new(&root)
         .list()
         .context("cannot list the dynamic events")?;
@@ -290,13 +376,18 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     let layout = ktrace_stream::page_layout(&root, &top)?;
-    let table = boot_table(&root, layout.long_size, &probes);
+    let table = boot_table(&root, &top, layout.long_size, &probes);
     let comms = ktrace_tracefs::buffers::saved_cmdlines(&root)
         .map(|t| Comms::from_saved_cmdlines(&t))
         .unwrap_or_default();
     let options = Options {
-        // ktrace's own reads (a boot probe on openat sees them)
-        skip_pids: vec![std::process::id() as i32],
+        // ktrace's own reads (a boot probe on openat sees them); not in the
+        // previous boot's records, whose pids were another boot's
+        skip_pids: if previous {
+            Vec::new()
+        } else {
+            vec![std::process::id() as i32]
+        },
         ..Options::default()
     };
     let mut decoder = Decoder::new(layout, table, TaskNames::fixed(comms), options, Vec::new());
@@ -348,12 +439,47 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(anyhow::Error::new(e).context("cannot print the boot-time events")),
     };
     crate::cmd::report::summary(&end);
+    let place = if previous {
+        format!(
+            "the previous boot's events in instances/{}",
+            boot::PERSIST_INSTANCE
+        )
+    } else {
+        "the top-level buffer".to_string()
+    };
     crate::say!(
-        "read from the top-level buffer, decoded with the formats of {} kprobe event(s); the \
-         events read are gone from it, as with trace_pipe",
+        "read from {place}, decoded with the formats of {} kprobe event(s); the events read \
+         are gone from it, as with trace_pipe",
         probes.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a boot-mapped instance's `last_boot_info` says of its buffer.
+#[derive(Debug, PartialEq, Eq)]
+enum LastBoot {
+    /// The previous boot's (7.x: its kernel address, `ADDR\t[kernel]`).
+    Previous,
+    /// This boot's: `# Current` once the buffer is this boot's, or a
+    /// buffer set up afresh with no previous kernel address (`0\t[kernel]`,
+    /// arm64 7.2 after "Ring buffer boot meta mismatch of magic").
+    Current,
+    /// The file does not say: 6.12 prints `text delta:` and `data delta:`
+    /// alike for a kept buffer and a fresh one (arm64 6.12 guest, both
+    /// boots: `text delta:\t0`, `data delta:\t0`).
+    Unknown,
+}
+
+fn last_boot(info: &str) -> LastBoot {
+    let first = info.lines().next().unwrap_or("").trim();
+    if first.starts_with("text delta:") {
+        return LastBoot::Unknown;
+    }
+    let addr = first.split_ascii_whitespace().next().unwrap_or("");
+    match u64::from_str_radix(addr, 16) {
+        Ok(a) if a != 0 => LastBoot::Previous,
+        _ => LastBoot::Current,
+    }
 }
 
 /// The event table of the boot-time probes. A boot-time probe may have no
@@ -361,12 +487,22 @@ pub fn report(json: bool) -> anyhow::Result<ExitCode> {
 /// in kprobe_events, its events/GROUP/EVENT directory never made): each is
 /// waited for up to a second, then left to the lookup of unknown event ids
 /// while reading, and its records are left out with a warning.
-fn boot_table(root: &std::path::Path, long_size: usize, probes: &[ProbeSpec]) -> EventTable {
+fn boot_table(
+    root: &std::path::Path,
+    instance: &Instance,
+    long_size: usize,
+    probes: &[ProbeSpec],
+) -> EventTable {
     let mut table = EventTable::new(long_size, Some(root));
     for p in probes {
         let mut format = None;
         for _ in 0..10 {
-            match ktrace_tracefs::buffers::event_format(root, &p.group, &p.event) {
+            // (the instance's own copy of the events directory, where the
+            // top-level one was not made: arm64 7.2, the boot after a reset)
+            match ktrace_tracefs::buffers::event_format(root, &p.group, &p.event).or_else(|e| {
+                ktrace_tracefs::buffers::event_format(instance.dir(), &p.group, &p.event)
+                    .map_err(|_| e)
+            }) {
                 Ok(f) => {
                     format = Some(f);
                     break;
@@ -520,4 +656,31 @@ pub fn clean(names: &[String]) -> anyhow::Result<ExitCode> {
     }
     crate::say!("removed {removed} boot-time probe(s)");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LastBoot, last_boot};
+
+    #[test]
+    fn last_boot_info_of_a_previous_boot() {
+        // arm64 7.2 guest, the boot after `echo b >/proc/sysrq-trigger`
+        assert_eq!(
+            last_boot("ffffbd459d800000\t[kernel]\n"),
+            LastBoot::Previous
+        );
+        assert_eq!(
+            last_boot("ffffbd459d800000\t[kernel]\nffffbd4500000000\tsome_module\n"),
+            LastBoot::Previous
+        );
+        // the buffer is this boot's; a fresh one; nothing
+        assert_eq!(last_boot("# Current\n"), LastBoot::Current);
+        assert_eq!(last_boot("0\t[kernel]\n"), LastBoot::Current);
+        assert_eq!(last_boot(""), LastBoot::Current);
+        // arm64 6.12 guest: the same on a kept and a fresh buffer
+        assert_eq!(
+            last_boot("text delta:\t0\ndata delta:\t0\n"),
+            LastBoot::Unknown
+        );
+    }
 }

@@ -30,13 +30,19 @@ use crate::kview::SavedSymbols;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
-    #[arg(value_name = "FILE", required_unless_present = "boot", value_hint = clap::ValueHint::FilePath)]
+    #[arg(value_name = "FILE", required_unless_present_any = ["boot", "previous_boot"], value_hint = clap::ValueHint::FilePath)]
     pub file: Option<PathBuf>,
     /// Instead of a file: the events the boot-time probes (`kprobe_event=`,
     /// see `ktrace boot`) wrote to the top-level buffer of this boot.
     /// Reading them consumes them, as trace_pipe does.
     #[arg(long, conflicts_with = "file")]
     pub boot: bool,
+    /// Instead of a file: the events the previous boot left in the
+    /// boot-mapped instance of `ktrace boot --persistent` (a reboot without
+    /// power loss: a crash, a watchdog, `sysrq b`), decoded with the formats
+    /// of this boot's boot-time probes. Reading them consumes them.
+    #[arg(long, conflicts_with_all = ["file", "boot"])]
+    pub previous_boot: bool,
     /// Print events as JSON lines (typed values) instead of the kernel's
     /// text.
     #[arg(long)]
@@ -46,7 +52,7 @@ pub struct Args {
     /// `;`, a space and the count (what flamegraph.pl, inferno and
     /// speedscope read); the counts `ktrace count --by stack --folded`
     /// gives live. Needs a recording made with `--stack` (not with --boot).
-    #[arg(long, conflicts_with_all = ["json", "boot"])]
+    #[arg(long, conflicts_with_all = ["json", "boot", "previous_boot"])]
     pub folded: bool,
     /// Leave out of kernel stacks the probe machinery's own frames at
     /// their top (kprobe_dispatcher, kprobe_ftrace_handler, trampolines,
@@ -255,7 +261,7 @@ fn kind_of_format(text: &str, system: &str) -> ProbeKind {
 /// Runs `ktrace report`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(file) = &args.file else {
-        return crate::cmd::boot::report(args.json);
+        return crate::cmd::boot::report(args.json, args.previous_boot);
     };
     let Recording {
         meta,

@@ -13,6 +13,13 @@
 //! and kretprobes (uprobes, fprobes, event probes and synthetic events have
 //! no boot parameter). This module is pure text; checking the definitions is
 //! the caller's.
+//!
+//! Across a reboot ([`persistent`]): `reserve_mem=SIZE:ALIGN:LABEL`
+//! (mm/memblock.c, `reserve_mem()`: memory set aside at boot under a label)
+//! and `trace_instance=NAME@LABEL` (kernel/trace/trace.c,
+//! `enable_instances()`: an instance whose ring buffer lives in that memory
+//! and is validated, not cleared, at the next boot: "Ring buffer meta [N]
+//! is from previous boot!"). Both are from Linux 6.12.
 
 use std::fmt;
 
@@ -25,6 +32,84 @@ pub const BOOT_GROUP: &str = "ktrace_boot";
 
 /// The parameter's name on the command line.
 pub const PARAM: &str = "kprobe_event=";
+
+/// The instance `--persistent` asks the kernel for (`instances/ktrace`).
+pub const PERSIST_INSTANCE: &str = "ktrace";
+
+/// The `reserve_mem=` label of its memory.
+pub const PERSIST_LABEL: &str = "ktrace";
+
+/// The alignment ktrace asks of the reserved memory: 4096, as
+/// Documentation/trace/debugging.rst does (a larger one can keep KASLR
+/// from moving it between boots).
+pub const PERSIST_ALIGN: u64 = 4096;
+
+/// The first kernel series with `trace_instance=NAME@LABEL` on
+/// `reserve_mem=` memory.
+pub const PERSIST_SINCE: (u32, u32) = (6, 12);
+
+/// Why the persistent instance's parameters cannot be given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PersistRefusal {
+    /// Not a size `memparse()` reads.
+    Size,
+    /// Not a whole number of pages: `enable_instances()` refuses a mapping
+    /// whose size is not page aligned ("mapping size ... is not page
+    /// aligned").
+    NotPages,
+    /// Smaller than one sub-buffer page per CPU and the meta page.
+    TooSmall,
+    /// The kernel is older than 6.12 (no boot-mapped instances).
+    Kernel(u32, u32),
+}
+
+impl fmt::Display for PersistRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PersistRefusal::Size => f.write_str(
+                "not a size the kernel reads (a number of bytes, optionally with K, M or G)",
+            ),
+            PersistRefusal::NotPages => f.write_str(
+                "not a whole number of 4096-byte pages: the kernel refuses to map it \
+                 (trace_instance=: 'mapping size is not page aligned')",
+            ),
+            PersistRefusal::TooSmall => f.write_str(
+                "too small: the instance needs its meta page and a few sub-buffer pages per CPU \
+                 (give at least 1M)",
+            ),
+            PersistRefusal::Kernel(a, b) => write!(
+                f,
+                "Linux {a}.{b} has no boot-mapped trace instances (trace_instance=NAME@LABEL on \
+                 reserve_mem= memory came with 6.12): nothing survives a reboot there"
+            ),
+        }
+    }
+}
+
+/// The parameters of a persistent instance of `size` bytes (as given:
+/// `8M`, `16777216`): `reserve_mem=SIZE:4096:ktrace
+/// trace_instance=ktrace@ktrace`, for a kernel of version `major.minor`.
+/// No event list follows the instance name: the kernel enables that list
+/// in `trace_init()`, from `start_kernel()`, before `kprobe_event=`
+/// creates its probes (`fs_initcall`), and it enables boot probes in the
+/// top-level buffer only (`enable_boot_kprobe_events()`), so they are
+/// enabled in the instance after boot.
+pub fn persistent(size: &str, major: u32, minor: u32) -> Result<String, PersistRefusal> {
+    if (major, minor) < PERSIST_SINCE {
+        return Err(PersistRefusal::Kernel(major, minor));
+    }
+    let bytes = buffer_size(size).ok_or(PersistRefusal::Size)?;
+    if bytes % 4096 != 0 {
+        return Err(PersistRefusal::NotPages);
+    }
+    if bytes < 1 << 20 {
+        return Err(PersistRefusal::TooSmall);
+    }
+    Ok(format!(
+        "reserve_mem={size}:{PERSIST_ALIGN}:{PERSIST_LABEL} \
+         trace_instance={PERSIST_INSTANCE}@{PERSIST_LABEL}"
+    ))
+}
 
 /// Why a definition cannot travel in `kprobe_event=`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,6 +298,34 @@ mod tests {
         assert_eq!(
             with_group("p vfs_read", BOOT_GROUP, "p_vfs_read_0"),
             "p:ktrace_boot/p_vfs_read_0 vfs_read"
+        );
+    }
+
+    #[test]
+    fn persistent_parameters() {
+        assert_eq!(
+            persistent("8M", 7, 2).unwrap(),
+            "reserve_mem=8M:4096:ktrace trace_instance=ktrace@ktrace"
+        );
+        assert_eq!(
+            persistent("16777216", 6, 12).unwrap(),
+            "reserve_mem=16777216:4096:ktrace trace_instance=ktrace@ktrace"
+        );
+    }
+
+    #[test]
+    fn persistent_refusals() {
+        assert_eq!(persistent("8M", 6, 11), Err(PersistRefusal::Kernel(6, 11)));
+        assert_eq!(persistent("8M", 6, 1), Err(PersistRefusal::Kernel(6, 1)));
+        assert_eq!(persistent("8MB", 7, 2), Err(PersistRefusal::Size));
+        assert_eq!(persistent("", 7, 2), Err(PersistRefusal::Size));
+        assert_eq!(persistent("1048577", 7, 2), Err(PersistRefusal::NotPages));
+        assert_eq!(persistent("64K", 7, 2), Err(PersistRefusal::TooSmall));
+        assert!(persistent("1M", 6, 12).is_ok());
+        assert!(
+            PersistRefusal::Kernel(6, 1)
+                .to_string()
+                .contains("came with 6.12")
         );
     }
 

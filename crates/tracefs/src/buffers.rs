@@ -239,6 +239,15 @@ impl Instance {
         sel.ok_or_else(|| Error::new(ErrorKind::Parse, "trace_clock names no selected clock"))
     }
 
+    /// A boot-mapped instance's `last_boot_info` (Linux 6.12 on,
+    /// kernel/trace/trace.c): `# Current` when its buffer holds this boot's
+    /// events only, else the previous boot's kernel text address
+    /// (`ADDR\t[kernel]`) and modules. `None` when the instance has no such
+    /// file (not boot-mapped, or an older kernel).
+    pub fn last_boot_info(&self) -> Option<String> {
+        fs::read_to_string(self.dir().join("last_boot_info")).ok()
+    }
+
     /// The header of the instance's `trace` file (the `#` lines the kernel
     /// prints before any event; read while the instance is still empty):
     /// it shows which flag columns this kernel prints.

@@ -171,12 +171,21 @@ teardown() {
 # trace_lines INSTANCE_DIR — the trace buffer without comment lines
 trace_lines() { grep -v '^#' "$1/trace"; }
 
+# boot_instances — the names of the instances trace_instance= on this boot's
+# command line made (one a line; NAME[^FLAGS][@PLACE][,EVENTS...])
+boot_instances() {
+    tr ' ' '\n' </proc/cmdline | sed -n 's/^trace_instance=\([^,^@]*\).*/\1/p'
+}
+
 # ktest_leftovers — what tests must not leave behind (empty when clean)
 ktest_leftovers() {
     _kt_l=""
     _kt_de=$(cat "$TRACEFS/dynamic_events" 2>/dev/null)
     [ -n "$_kt_de" ] && _kt_l="dynamic_events: $(_kt_short "$_kt_de")"
-    _kt_in=$(ls "$TRACEFS/instances" 2>/dev/null | tr '\n' ' ')
+    # (instances the command line made, trace_instance=NAME..., are the
+    # kernel's: a boot-mapped one cannot be removed)
+    _kt_bi=$(boot_instances)
+    _kt_in=$(ls "$TRACEFS/instances" 2>/dev/null | if [ -n "$_kt_bi" ]; then grep -vxF "$_kt_bi"; else cat; fi | tr '\n' ' ')
     [ -n "$_kt_in" ] && _kt_l="$_kt_l instances: $_kt_in"
     echo "$_kt_l"
 }
@@ -186,6 +195,10 @@ ktest_leftovers() {
 ktest_cleanup() {
     for _kt_i in "$TRACEFS"/instances/*; do
         [ -d "$_kt_i" ] || continue
+        # (an instance of trace_instance= stays: removing a boot-mapped one
+        # hands its reserve_mem memory back to the page allocator, and the
+        # next boot finds it overwritten)
+        boot_instances | grep -qxF "${_kt_i##*/}" && continue
         echo 0 >"$_kt_i/events/enable" 2>/dev/null
         rmdir "$_kt_i" 2>/dev/null
     done
