@@ -1,8 +1,9 @@
 # Tracing across a reboot (issue 20 item 3): the boot-time probes' events in
 # the boot-mapped instance of `ktrace boot --persistent` outlive a reset that
 # keeps RAM, and `ktrace report --previous-boot` prints them on the next boot
-# as the kernel's own instances/ktrace/trace does. Not in the CI suites: it
-# needs a reboot and its own command line —
+# as the kernel's own instances/ktrace/trace does. Not in a cell's default
+# list: it needs a reboot and its own command line, so scripts/test runs it
+# as a job of its own on arm64 7.2 —
 #   tests/kernel/run --arch arm64 --kernel 7.2 \
 #     --boot-defs tests/kernel/guest/persistent-defs.txt --boot-persistent 8M \
 #     --script tests/kernel/guest/97-persistent.sh
