@@ -40,7 +40,9 @@ case $KTEST_ARCH in
         ;;
     *)
         ktest not_checked_named
-        out=$(ktrace check "p:ktcheck/k vfs_read+2" 2>&1)
+        # (+8: 32-bit arm refuses an offset that is not a multiple of 4,
+        # and so does ktrace now; riscv64 an odd one)
+        out=$(ktrace check "p:ktcheck/k vfs_read+8" 2>&1)
         expect_match "says the boundary is not checked, and why" "$out" "not checked: .*instruction boundary of the offset \\(ktrace has no kprobe rules for $KTEST_ARCH\\)" &&
             pass "$(printf '%s\n' "$out" | grep 'not checked')"
         for t in $BOUNDARY_TESTS; do
