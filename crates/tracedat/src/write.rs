@@ -362,10 +362,11 @@ fn encode_v6(
     // the same pieces as version 7's sections, in version 6's order
     let m = encode_metadata_v7(h, cmdlines)?;
     for piece in [
-        &m.header_info,
+        &m.header_info[..],
         &m.ftrace,
         &m.events,
         &m.kallsyms,
+        &h.kallsyms,
         &m.printk,
         &m.cmdlines,
     ] {
@@ -410,7 +411,9 @@ fn encode_v6(
 }
 
 /// The bodies of the version 7 metadata sections (same content as the
-/// version 6 header's pieces).
+/// version 6 header's pieces), but for kallsyms: `kallsyms` holds its
+/// size prefix only, the header's kallsyms text follows it (megabytes, not
+/// copied).
 pub(crate) struct Metadata7 {
     pub(crate) header_info: Vec<u8>,
     pub(crate) ftrace: Vec<u8>,
@@ -452,7 +455,7 @@ pub(crate) fn encode_metadata_v7(h: &Header, cmdlines: &[u8]) -> Result<Metadata
         }
     }
     let mut ks = out();
-    ks.blob32(&h.kallsyms)?;
+    ks.u32(count32(h.kallsyms.len(), "kallsyms bytes")?);
     let mut pk = out();
     pk.blob32(&h.printk_formats)?;
     let mut cl = out();

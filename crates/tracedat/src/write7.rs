@@ -57,6 +57,27 @@ impl Packer {
         Packer { comp, zstd }
     }
 
+    /// `parts` one after the other, compressed as one block (zstd: read
+    /// in place, not gathered into one buffer first).
+    fn compress_parts(&mut self, parts: &[&[u8]]) -> Vec<u8> {
+        match self.comp {
+            Compress7::Zstd(_) => {
+                let mut out = Vec::new();
+                ruzstd::encoding::compress(
+                    Parts(parts, 0, 0),
+                    &mut out,
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                );
+                out
+            }
+            _ => {
+                let mut out = Vec::new();
+                self.compress(parts.concat(), &mut out);
+                out
+            }
+        }
+    }
+
     /// `data` compressed into `out` (cleared first); `data` is handed back
     /// (its buffer is reused).
     fn compress(&mut self, data: Vec<u8>, out: &mut Vec<u8>) -> Vec<u8> {
@@ -78,6 +99,28 @@ impl Packer {
                 data
             }
         }
+    }
+}
+
+/// Byte slices read one after the other: the slices, the current one,
+/// the bytes of it already read.
+struct Parts<'a, 'b>(&'a [&'b [u8]], usize, usize);
+
+impl std::io::Read for Parts<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(part) = self.0.get(self.1) {
+            let left = &part[self.2..];
+            if left.is_empty() {
+                self.1 += 1;
+                self.2 = 0;
+                continue;
+            }
+            let n = left.len().min(buf.len());
+            buf[..n].copy_from_slice(&left[..n]);
+            self.2 += n;
+            return Ok(n);
+        }
+        Ok(0)
     }
 }
 
@@ -140,14 +183,16 @@ impl<W: Write + Seek> Out<W> {
             .map_err(Error::io("seek"))?;
         Ok(())
     }
-    /// A section; returns its offset.
+    /// A section whose body is `parts` one after the other; returns its
+    /// offset.
     fn section(
         &mut self,
         id: u16,
         desc: &str,
-        body: &[u8],
+        parts: &[&[u8]],
         pack: Option<&mut Packer>,
     ) -> Result<u64, Error> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let at = self.pos;
         let sid = self.string_id(desc);
         let mut h = Vec::with_capacity(16);
@@ -155,18 +200,19 @@ impl<W: Write + Seek> Out<W> {
         h.extend_from_slice(&self.n16(u16::from(pack.is_some())));
         h.extend_from_slice(&self.n32(sid));
         if let Some(pack) = pack {
-            let mut c = Vec::new();
-            pack.compress(body.to_vec(), &mut c);
+            let c = pack.compress_parts(parts);
             h.extend_from_slice(&self.n64(8 + c.len() as u64));
             self.raw(&h)?;
-            let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(body.len())?));
+            let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(len)?));
             self.raw(&cl)?;
             self.raw(&ul)?;
             self.raw(&c)?;
         } else {
-            h.extend_from_slice(&self.n64(body.len() as u64));
+            h.extend_from_slice(&self.n64(len as u64));
             self.raw(&h)?;
-            self.raw(body)?;
+            for p in parts {
+                self.raw(p)?;
+            }
         }
         Ok(at)
     }
@@ -277,16 +323,20 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     o.raw(&[0; 8])?;
     let m = encode_metadata_v7(header, cmdlines)?;
     let mut offsets = Vec::new();
-    for (id, desc, body) in [
-        (option::HEADER_INFO, "headers", &m.header_info),
-        (option::FTRACE_EVENTS, "ftrace events", &m.ftrace),
-        (option::EVENT_FORMATS, "events format", &m.events),
-        (option::KALLSYMS, "kallsyms", &m.kallsyms),
-        (option::PRINTK, "printk", &m.printk),
-        (option::CMDLINES, "command lines", &m.cmdlines),
+    for (id, desc, parts) in [
+        (option::HEADER_INFO, "headers", &[&m.header_info[..]][..]),
+        (option::FTRACE_EVENTS, "ftrace events", &[&m.ftrace]),
+        (option::EVENT_FORMATS, "events format", &[&m.events]),
+        (
+            option::KALLSYMS,
+            "kallsyms",
+            &[&m.kallsyms, &header.kallsyms],
+        ),
+        (option::PRINTK, "printk", &[&m.printk]),
+        (option::CMDLINES, "command lines", &[&m.cmdlines]),
     ] {
         let p = zstd.then_some(&mut pack);
-        offsets.push((id, o.section(id, desc, body, p)?));
+        offsets.push((id, o.section(id, desc, parts, p)?));
     }
     drop(m);
     // first options section: where the metadata is, clock, uname, stats
@@ -316,7 +366,7 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     opt(&mut opts, e, option::CPUCOUNT, &o.n32(len32(cpus.len())?))?;
     let done_at_in_opts = opts.len() + 6;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts1 = o.section(option::DONE, "options", &opts, None)?;
+    let opts1 = o.section(option::DONE, "options", &[&opts], None)?;
     o.patch_u64(first_opt_at, opts1)?;
     let done1 = opts1 + 16 + done_at_in_opts as u64;
     // the buffer flyrecord section: header, padding, each CPU page-aligned
@@ -394,7 +444,7 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     let mut opts = Vec::new();
     opt(&mut opts, e, option::BUFFER, &bo)?;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts2 = o.section(option::DONE, "options", &opts, None)?;
+    let opts2 = o.section(option::DONE, "options", &[&opts], None)?;
     o.patch_u64(done1, opts2)?;
     let sid = o.string_id("strings");
     let strings = std::mem::take(&mut o.strings);
