@@ -198,6 +198,49 @@ fn tracecmd_reads_compressed_ktrace_recording_alike() {
     );
 }
 
+/// KernelShark's own library (libkshark 2.x through libtracecmd, what the
+/// GUI loads a file with; tests/fixtures/kshark_read.c) reads a `record
+/// --compress` file: every event, the first one's task and fields as
+/// recorded. Skipped, loudly, without libkshark.
+#[test]
+fn kernelshark_reads_compressed_recording() {
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/libkshark.so.2");
+    if tracefs().is_none() {
+        return;
+    }
+    if !lib.exists() {
+        eprintln!(
+            "\n!!!!!! SKIP: KernelShark's libkshark is not installed (apt-get install kernelshark) !!!!!!\n"
+        );
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_ks");
+    let reader = p.dir.join("kshark_read");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kshark_read.c");
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&reader)
+        .arg(&src)
+        .arg(lib)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc {}", src.display());
+    let file = p.dir.join("k.dat");
+    record_with(&p, &file, 3000, &["--compress"]);
+    let out = Command::new(&reader).arg(&file).arg("1").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.starts_with("entries 3000\n"), "{text}");
+    let first = text.lines().nth(1).unwrap_or("");
+    assert!(
+        first.starts_with("target ")
+            && first.contains("/hit ")
+            && first.ends_with("s=\"hello, ring0\""),
+        "{first}"
+    );
+}
+
 /// `ktrace report` of a recording prints what live `ktrace trace` prints
 /// for the same workload (per line, apart from pid, time stamp and the
 /// stack address `a=`, which differ between two runs).
