@@ -442,6 +442,42 @@ impl OutFile {
     }
 }
 
+impl OutFile {
+    /// Where a writer that converts the partial file at the end (`ktrace
+    /// record --compress`) writes the finished file: `NAME.partial.v7`
+    /// beside the partial file, handed to [`OutFile::commit_from`].
+    pub fn finished_path(&self) -> Option<PathBuf> {
+        let p = self.partial.as_ref()?;
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(".v7");
+        Some(p.with_file_name(name))
+    }
+
+    /// The writing is complete in `done` (written from the partial file):
+    /// `done` replaces the target, then the partial file goes. A kill
+    /// between the two leaves the complete target and a stale partial
+    /// file (the next run replaces it, saying so).
+    pub fn commit_from(mut self, done: &Path) -> anyhow::Result<()> {
+        self.committed = true;
+        std::fs::rename(done, &self.target).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot rename {} to {}: {}; the complete file is {}",
+                done.display(),
+                self.target.display(),
+                describe(&e),
+                done.display()
+            )
+        })?;
+        if let Some(p) = &self.partial
+            && let (Ok(held), Ok(now)) = (self.file.metadata(), std::fs::metadata(p))
+            && same(&held, &now)
+        {
+            let _ = std::fs::remove_file(p);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for OutFile {
     /// Not committed: a file never started that this run created is
     /// removed; a replacing writer's partial file is removed unless it

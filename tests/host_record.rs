@@ -89,8 +89,13 @@ fn report(file: &Path, json: bool) -> (String, String) {
 const ARGS: &str = "a=%di s=+0(%si):string";
 
 fn record(p: &Prog, file: &Path, hits: u64) -> String {
+    record_with(p, file, hits, &[])
+}
+
+fn record_with(p: &Prog, file: &Path, hits: u64, flags: &[&str]) -> String {
     let out = ktrace()
         .arg("record")
+        .args(flags)
         .arg(format!("p:hit {} {ARGS}", p.place()))
         .arg("-o")
         .arg(file)
@@ -129,6 +134,111 @@ fn tracecmd_reads_ktrace_recording_alike() {
     // JSON: one object per event
     let (json, _) = report(&file, true);
     assert_eq!(json.lines().filter(|l| l.starts_with('{')).count(), 5000);
+}
+
+/// `ktrace record --compress` writes trace.dat version 7 with zstd
+/// sections and CPU chunks (20,000 events: hundreds of compressed chunks),
+/// which trace-cmd reads with the same event lines as `ktrace report`,
+/// every event there; no temporary file is left.
+#[test]
+fn tracecmd_reads_compressed_ktrace_recording_alike() {
+    if tracefs().is_none() || !common::have_trace_cmd() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_zstd");
+    let file = p.dir.join("k.dat");
+    let err = record_with(&p, &file, 20000, &["--compress"]);
+    assert!(
+        err.contains("wrote 20000 event(s)") && err.contains("version 7, zstd"),
+        "record summary: {err}"
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.starts_with(b"\x17\x08Dtracing7\0"), "not version 7");
+    assert_eq!(&bytes[18..23], b"zstd\0");
+    for leftover in ["k.dat.partial", "k.dat.partial.v7"] {
+        assert!(!p.dir.join(leftover).exists(), "{leftover} left behind");
+    }
+    let (ours, summary) = report(&file, false);
+    assert!(summary.contains("20000 event(s), 0 lost"), "{summary}");
+    let ours = norm_all(&ours);
+    let out = Command::new("trace-cmd")
+        .args(["report", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "trace-cmd report: {out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "trace-cmd report: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs = norm_all(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(ours.len(), 20000);
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(a, b);
+    }
+    assert!(ours[0].contains(" hit (0x") && ours[0].contains("s=\"hello, ring0\""));
+    // the pages compressed (the file itself is mostly kallsyms here): the
+    // CPU data takes a fraction of the pages' bytes
+    let mut dat = ktrace_tracedat::TraceDat::open(std::io::Cursor::new(bytes)).unwrap();
+    let (mut stored, mut pages) = (0u64, 0u64);
+    for i in 0..dat.meta.buffers[0].cpus.len() {
+        stored += dat.meta.buffers[0].cpus[i].size;
+        pages += dat
+            .pages(0, i)
+            .unwrap()
+            .map(|p| p.unwrap().len() as u64)
+            .sum::<u64>();
+    }
+    assert!(
+        pages > 0 && stored * 4 < pages,
+        "{stored} bytes of CPU data in the file for {pages} bytes of pages"
+    );
+}
+
+/// KernelShark's own library (libkshark 2.x through libtracecmd, what the
+/// GUI loads a file with; tests/fixtures/kshark_read.c) reads a `record
+/// --compress` file: every event, the first one's task and fields as
+/// recorded. Skipped, loudly, without libkshark.
+#[test]
+fn kernelshark_reads_compressed_recording() {
+    let lib = Path::new("/usr/lib/x86_64-linux-gnu/libkshark.so.2");
+    if tracefs().is_none() {
+        return;
+    }
+    if !lib.exists() {
+        eprintln!(
+            "\n!!!!!! SKIP: KernelShark's libkshark is not installed (apt-get install kernelshark) !!!!!!\n"
+        );
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_ks");
+    let reader = p.dir.join("kshark_read");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kshark_read.c");
+    let st = Command::new("gcc")
+        .args(["-O1", "-o"])
+        .arg(&reader)
+        .arg(&src)
+        .arg(lib)
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc {}", src.display());
+    let file = p.dir.join("k.dat");
+    record_with(&p, &file, 3000, &["--compress"]);
+    let out = Command::new(&reader).arg(&file).arg("1").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.starts_with("entries 3000\n"), "{text}");
+    let first = text.lines().nth(1).unwrap_or("");
+    assert!(
+        first.starts_with("target ")
+            && first.contains("/hit ")
+            && first.ends_with("s=\"hello, ring0\""),
+        "{first}"
+    );
 }
 
 /// `ktrace report` of a recording prints what live `ktrace trace` prints
@@ -269,15 +379,31 @@ fn ktrace_reads_tracecmd_recording_alike() {
 /// `k.dat` as it was; the next ktrace run reaps the session.
 #[test]
 fn sigkill_leaves_a_readable_recording() {
+    sigkill_case(&[]);
+}
+
+/// The same with `--compress`: the recording is the same uncompressed
+/// FILE.partial until the end, so a kill loses nothing more.
+#[test]
+fn sigkill_leaves_a_readable_recording_compressed() {
+    sigkill_case(&["--compress"]);
+}
+
+fn sigkill_case(flags: &[&str]) {
     let Some(_root) = tracefs() else { return };
     let _g = common::serial();
-    let p = Prog::build("rec_kill");
+    let p = Prog::build(if flags.is_empty() {
+        "rec_kill"
+    } else {
+        "rec_killz"
+    });
     let file = p.dir.join("k.dat");
     let partial = p.dir.join("k.dat.partial");
     std::fs::write(&file, "an earlier file").unwrap();
     // 20,000 hits 200 us apart: about 4 s of events
     let mut child = ktrace()
         .arg("record")
+        .args(flags)
         .arg(format!("p:hit {} {ARGS}", p.place()))
         .arg("-o")
         .arg(&file)
@@ -352,12 +478,13 @@ fn sigkill_leaves_a_readable_recording() {
     let clean = ktrace().arg("clean").output().unwrap();
     assert!(clean.status.success(), "{clean:?}");
     // recording again to the same name replaces the leftover, then the file
-    let err = record(&p, &file, 50);
+    let err = record_with(&p, &file, 50, flags);
     assert!(
         err.contains("replacing") && err.contains("k.dat.partial"),
         "{err}"
     );
     assert!(!partial.exists());
+    assert!(!p.dir.join("k.dat.partial.v7").exists());
     let (again, _) = report(&file, false);
     assert_eq!(norm_all(&again).len(), 50);
 }

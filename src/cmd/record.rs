@@ -17,6 +17,13 @@
 //! `per_cpu/cpuN/stats` (lost and overrun counts) goes into the file.
 //! `-n` is refused: without decoding, the recorder cannot stop after
 //! exactly N events.
+//!
+//! `--compress` writes trace.dat version 7 with zstd sections and CPU data
+//! instead (trace-cmd 3.x's default format): the recording goes to
+//! FILE.partial exactly as without it (so a kill leaves the same readable
+//! file), and at the end Writer::finish_v7 compresses it into
+//! FILE.partial.v7, which is renamed to FILE before FILE.partial is
+//! removed.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -27,7 +34,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use ktrace_stream::{EndOfRun, EventTable, Flow, Sink};
 use ktrace_symbols::KernelView;
-use ktrace_tracedat::{Header, System, TraceOption, Writer, WriterOptions, option};
+use ktrace_tracedat::{Compress7, Header, System, TraceOption, Writer, WriterOptions, option};
 
 use crate::live::{self, RunArgs};
 use crate::outfile::{self, OutFile};
@@ -56,6 +63,16 @@ pub struct Args {
     /// writes it.
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
+    /// Write trace.dat version 7 with zstd-compressed sections and CPU
+    /// data (chunks of ten pages, as trace-cmd 3.x writes by default; read
+    /// by trace-cmd 3.x and `ktrace report`, not by trace-cmd 2.x) instead
+    /// of the default uncompressed version 6. The pages are still recorded
+    /// uncompressed into FILE.partial (readable after a kill, as without
+    /// the flag) and compressed into FILE at the end, through
+    /// FILE.partial.v7: until then the disk holds the uncompressed
+    /// recording.
+    #[arg(long)]
+    pub compress: bool,
 }
 
 /// Runs `ktrace record`.
@@ -99,8 +116,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("cannot write {name}: {}", tracedat_error(&e));
         }
     };
+    let v7 = if args.compress {
+        out.finished_path()
+    } else {
+        None
+    };
     let mut sink = RecordSink {
         writer: Some(writer),
+        v7: v7.clone(),
+        sizes: None,
         page_size,
         layout: run.stream.layout(),
         stack_ids: HashSet::new(),
@@ -124,9 +148,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let finished = sink.writer.is_none() && end.is_ok();
     let mut output_error = None;
     if finished {
-        match out.commit() {
+        let committed = match &v7 {
+            Some(done) => out.commit_from(done),
+            None => out.commit(),
+        };
+        let how = match sink.sizes {
+            Some((raw, file)) => {
+                format!(" (trace.dat version 7, zstd: {file} bytes for {raw} bytes of pages)")
+            }
+            None => String::new(),
+        };
+        match committed {
             Ok(()) => crate::eline!(
-                "ktrace: wrote {} event(s) in {} page(s) to {}",
+                "ktrace: wrote {} event(s) in {} page(s) to {}{how}",
                 sink.events,
                 sink.pages,
                 args.output.display()
@@ -270,6 +304,10 @@ fn header(
 /// The record sink: pages to the file as they come.
 struct RecordSink {
     writer: Option<Writer<File>>,
+    /// `--compress`: where the version 7 file is written at the end.
+    v7: Option<PathBuf>,
+    /// `--compress`, once written: bytes of pages, bytes of the file.
+    sizes: Option<(u64, u64)>,
     page_size: usize,
     layout: ktrace_ring::PageLayout,
     /// Type ids of stack records (not counted as events).
@@ -379,9 +417,44 @@ impl Sink for RecordSink {
                 format!("CPU: {c}\n{text}")
             })
             .collect();
-        w.finish(cmdlines.as_deref().map(str::as_bytes), &stats)
-            .map_err(sink_error)?;
-        Ok(())
+        let cmdlines = cmdlines.as_deref().map(str::as_bytes);
+        let Some(path) = &self.v7 else {
+            w.finish(cmdlines, &stats).map_err(sink_error)?;
+            return Ok(());
+        };
+        // the recording stays as it is (readable) until the version 7
+        // file is complete; a stale one of an earlier run is replaced
+        let _ = std::fs::remove_file(path);
+        let written = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("create {}: {}", path.display(), crate::output::describe(&e)),
+                )
+            })
+            .and_then(|f| {
+                let raw: u64 = w.sizes().iter().sum();
+                let zstd = Compress7::Zstd(ktrace_tracedat::ZSTD_VERSION);
+                let (_, f) = w
+                    .finish_v7(io::BufWriter::new(f), cmdlines, &stats, zstd)
+                    .map_err(sink_error)?;
+                let f = f.into_inner().map_err(io::IntoInnerError::into_error)?;
+                Ok((raw, f.metadata()?.len()))
+            });
+        match written {
+            Ok(sizes) => {
+                self.sizes = Some(sizes);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(path);
+                Err(e)
+            }
+        }
     }
 }
 

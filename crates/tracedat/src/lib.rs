@@ -24,9 +24,13 @@
 //!   version 6 file; [`Writer::recover`] reopens a killed recording to
 //!   finish it.
 //! - [`write_v7`]: a whole version 7 file from finished data (sections in
-//!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd); recording
-//!   goes through the version 6 [`Writer`], whose layout survives a kill.
-//!   trace-cmd 3.1.6 does not check the zstd version string.
+//!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd, CPU data in
+//!   chunks of ten pages each compressed on its own, as trace-cmd writes
+//!   them); recording goes through the version 6 [`Writer`], whose layout
+//!   survives a kill, and [`Writer::finish_v7`] writes the version 7 file
+//!   from it (to another file: the recording stays readable until the new
+//!   file is complete). trace-cmd 3.1.6 does not check the zstd version
+//!   string.
 //! - [`TraceDat`]: reads versions 6 and 7 (sections, the zlib and zstd
 //!   compression trace-cmd writes by default, several options sections,
 //!   instance buffers) into [`Meta`] and hands out each CPU's pages through
@@ -81,7 +85,7 @@ mod write7;
 pub use ktrace_ring::Endian;
 pub use read::{Buffer, Compression, CpuData, Meta, Pages, System, TraceDat, TraceOption};
 pub use write::{Header, Storage, Writer, WriterOptions};
-pub use write7::{Compress7, write_v7};
+pub use write7::{Compress7, ZSTD_VERSION, write_v7};
 
 /// The 10 bytes every trace.dat file starts with: 0x17 0x08 0x44 "tracing".
 pub const MAGIC: &[u8; 10] = b"\x17\x08Dtracing";

@@ -6,8 +6,9 @@
 //! trace-cmd 3.1 writes them. Uncompressed, or zstd (metadata sections
 //! compressed whole, CPU data in chunks) through ruzstd, or zlib through
 //! miniz_oxide. Recording goes
-//! through the version 6 [`crate::Writer`] (its layout survives a kill); this
-//! converts to version 7 for readers that want it.
+//! through the version 6 [`crate::Writer`] (its layout survives a kill);
+//! [`crate::Writer::finish_v7`] converts a recording to version 7 through
+//! the same code, reading each CPU's pages back a chunk at a time.
 
 use crate::write::{Header, encode_metadata_v7};
 use crate::{Endian, Error, MAGIC, option};
@@ -29,15 +30,97 @@ pub enum Compress7 {
     Zlib(&'static str),
 }
 
-impl Compress7 {
-    fn compress(self, data: &[u8]) -> Vec<u8> {
-        match self {
-            Compress7::None => data.to_vec(),
+/// The zstd version string ktrace writes: that of the libzstd format
+/// ruzstd's frames follow (trace-cmd writes its libzstd's version and
+/// checks only the name "zstd").
+pub const ZSTD_VERSION: &str = "1.5.4";
+
+/// Compresses blocks, reusing one zstd compressor (and its buffers) for
+/// every block of a file; each block is a whole zstd frame of its own, as
+/// trace-cmd's `ZSTD_compress2` writes them.
+struct Packer {
+    comp: Compress7,
+    zstd: Option<ZstdCompressor>,
+}
+
+type ZstdCompressor = ruzstd::encoding::FrameCompressor<
+    std::io::Cursor<Vec<u8>>,
+    Vec<u8>,
+    ruzstd::encoding::MatchGeneratorDriver,
+>;
+
+impl Packer {
+    fn new(comp: Compress7) -> Packer {
+        let zstd = matches!(comp, Compress7::Zstd(_)).then(|| {
+            ruzstd::encoding::FrameCompressor::new(ruzstd::encoding::CompressionLevel::Fastest)
+        });
+        Packer { comp, zstd }
+    }
+
+    /// `parts` one after the other, compressed as one block (zstd: read
+    /// in place, not gathered into one buffer first).
+    fn compress_parts(&mut self, parts: &[&[u8]]) -> Vec<u8> {
+        match self.comp {
             Compress7::Zstd(_) => {
-                ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
+                let mut out = Vec::new();
+                ruzstd::encoding::compress(
+                    Parts(parts, 0, 0),
+                    &mut out,
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                );
+                out
             }
-            Compress7::Zlib(_) => miniz_oxide::deflate::compress_to_vec_zlib(data, 6),
+            _ => {
+                let mut out = Vec::new();
+                self.compress(parts.concat(), &mut out);
+                out
+            }
         }
+    }
+
+    /// `data` compressed into `out` (cleared first); `data` is handed back
+    /// (its buffer is reused).
+    fn compress(&mut self, data: Vec<u8>, out: &mut Vec<u8>) -> Vec<u8> {
+        out.clear();
+        match (self.comp, self.zstd.as_mut()) {
+            (Compress7::Zstd(_), Some(z)) => {
+                z.set_source(std::io::Cursor::new(data));
+                z.set_drain(std::mem::take(out));
+                z.compress();
+                *out = z.take_drain().unwrap_or_default();
+                z.take_source().map(|c| c.into_inner()).unwrap_or_default()
+            }
+            (Compress7::Zlib(_), _) => {
+                *out = miniz_oxide::deflate::compress_to_vec_zlib(&data, 6);
+                data
+            }
+            _ => {
+                out.extend_from_slice(&data);
+                data
+            }
+        }
+    }
+}
+
+/// Byte slices read one after the other: the slices, the current one,
+/// the bytes of it already read.
+struct Parts<'a, 'b>(&'a [&'b [u8]], usize, usize);
+
+impl std::io::Read for Parts<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(part) = self.0.get(self.1) {
+            let left = &part[self.2..];
+            if left.is_empty() {
+                self.1 += 1;
+                self.2 = 0;
+                continue;
+            }
+            let n = left.len().min(buf.len());
+            buf[..n].copy_from_slice(&left[..n]);
+            self.2 += n;
+            return Ok(n);
+        }
+        Ok(0)
     }
 }
 
@@ -86,38 +169,50 @@ impl<W: Write + Seek> Out<W> {
     }
     fn patch_u64(&mut self, at: u64, v: u64) -> Result<(), Error> {
         let b = self.n64(v);
+        self.patch(at, &b)
+    }
+    fn patch(&mut self, at: u64, b: &[u8]) -> Result<(), Error> {
         self.w
             .seek(SeekFrom::Start(at))
             .map_err(Error::io("seek"))?;
         self.w
-            .write_all(&b)
+            .write_all(b)
             .map_err(Error::io("patch version 7 file"))?;
         self.w
             .seek(SeekFrom::Start(self.pos))
             .map_err(Error::io("seek"))?;
         Ok(())
     }
-    /// A section; returns its offset.
-    fn section(&mut self, id: u16, desc: &str, body: &[u8], comp: Compress7) -> Result<u64, Error> {
-        let zstd = comp != Compress7::None;
+    /// A section whose body is `parts` one after the other; returns its
+    /// offset.
+    fn section(
+        &mut self,
+        id: u16,
+        desc: &str,
+        parts: &[&[u8]],
+        pack: Option<&mut Packer>,
+    ) -> Result<u64, Error> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let at = self.pos;
         let sid = self.string_id(desc);
         let mut h = Vec::with_capacity(16);
         h.extend_from_slice(&self.n16(id));
-        h.extend_from_slice(&self.n16(u16::from(zstd)));
+        h.extend_from_slice(&self.n16(u16::from(pack.is_some())));
         h.extend_from_slice(&self.n32(sid));
-        if zstd {
-            let c = comp.compress(body);
+        if let Some(pack) = pack {
+            let c = pack.compress_parts(parts);
             h.extend_from_slice(&self.n64(8 + c.len() as u64));
             self.raw(&h)?;
-            let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(body.len())?));
+            let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(len)?));
             self.raw(&cl)?;
             self.raw(&ul)?;
             self.raw(&c)?;
         } else {
-            h.extend_from_slice(&self.n64(body.len() as u64));
+            h.extend_from_slice(&self.n64(len as u64));
             self.raw(&h)?;
-            self.raw(body)?;
+            for p in parts {
+                self.raw(p)?;
+            }
         }
         Ok(at)
     }
@@ -153,12 +248,53 @@ pub fn write_v7<W: Write + Seek>(
     cpus: &[(u32, &[u8])],
     compress: Compress7,
 ) -> Result<W, Error> {
+    let sizes: Vec<(u32, u64)> = cpus.iter().map(|&(c, d)| (c, d.len() as u64)).collect();
+    write_v7_from(
+        w,
+        header,
+        cmdlines,
+        cpu_stats,
+        &sizes,
+        compress,
+        &mut |i, at, buf| {
+            let at = at as usize;
+            buf.copy_from_slice(&cpus[i].1[at..at + buf.len()]);
+            Ok(())
+        },
+    )
+}
+
+/// Fills a buffer with CPU `i`'s data from byte `at` on.
+pub(crate) type ReadCpu<'a> = dyn FnMut(usize, u64, &mut [u8]) -> Result<(), Error> + 'a;
+
+/// [`write_v7`] with each CPU's data read through `read(i, at, buf)`: fill
+/// `buf` with the bytes of `cpus[i]`'s data from byte `at` on. `cpus` holds
+/// each CPU's number and data size; every CPU's data is read once, in
+/// order, a chunk of pages at a time (what is held in memory is a chunk,
+/// not the data).
+pub(crate) fn write_v7_from<W: Write + Seek>(
+    w: W,
+    header: &Header,
+    cmdlines: &[u8],
+    cpu_stats: &[String],
+    cpus: &[(u32, u64)],
+    compress: Compress7,
+    read: &mut ReadCpu<'_>,
+) -> Result<W, Error> {
     let e = header.endian;
     let ps = header.page_size as u64;
     if !(64..=(1 << 24)).contains(&ps) {
         return Err(Error::Usage(format!("page size {ps} is implausible")));
     }
+    for &(cpu, size) in cpus {
+        if !size.is_multiple_of(ps) {
+            return Err(Error::Usage(format!(
+                "cpu {cpu}: {size} bytes are not whole pages"
+            )));
+        }
+    }
     let zstd = compress != Compress7::None;
+    let mut pack = Packer::new(compress);
     let mut o = Out {
         w,
         e,
@@ -187,16 +323,22 @@ pub fn write_v7<W: Write + Seek>(
     o.raw(&[0; 8])?;
     let m = encode_metadata_v7(header, cmdlines)?;
     let mut offsets = Vec::new();
-    for (id, desc, body) in [
-        (option::HEADER_INFO, "headers", &m.header_info),
-        (option::FTRACE_EVENTS, "ftrace events", &m.ftrace),
-        (option::EVENT_FORMATS, "events format", &m.events),
-        (option::KALLSYMS, "kallsyms", &m.kallsyms),
-        (option::PRINTK, "printk", &m.printk),
-        (option::CMDLINES, "command lines", &m.cmdlines),
+    for (id, desc, parts) in [
+        (option::HEADER_INFO, "headers", &[&m.header_info[..]][..]),
+        (option::FTRACE_EVENTS, "ftrace events", &[&m.ftrace]),
+        (option::EVENT_FORMATS, "events format", &[&m.events]),
+        (
+            option::KALLSYMS,
+            "kallsyms",
+            &[&m.kallsyms, &header.kallsyms],
+        ),
+        (option::PRINTK, "printk", &[&m.printk]),
+        (option::CMDLINES, "command lines", &[&m.cmdlines]),
     ] {
-        offsets.push((id, o.section(id, desc, body, compress)?));
+        let p = zstd.then_some(&mut pack);
+        offsets.push((id, o.section(id, desc, parts, p)?));
     }
+    drop(m);
     // first options section: where the metadata is, clock, uname, stats
     let mut opts = Vec::new();
     for (id, at) in &offsets {
@@ -224,7 +366,7 @@ pub fn write_v7<W: Write + Seek>(
     opt(&mut opts, e, option::CPUCOUNT, &o.n32(len32(cpus.len())?))?;
     let done_at_in_opts = opts.len() + 6;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts1 = o.section(option::DONE, "options", &opts, Compress7::None)?;
+    let opts1 = o.section(option::DONE, "options", &[&opts], None)?;
     o.patch_u64(first_opt_at, opts1)?;
     let done1 = opts1 + 16 + done_at_in_opts as u64;
     // the buffer flyrecord section: header, padding, each CPU page-aligned
@@ -238,31 +380,45 @@ pub fn write_v7<W: Write + Seek>(
     o.raw(&h)?;
     let body_start = o.pos;
     let mut table = Vec::new();
-    for &(cpu, data) in cpus {
-        if !(data.len() as u64).is_multiple_of(ps) {
-            return Err(Error::Usage(format!(
-                "cpu {cpu}: {} bytes are not whole pages",
-                data.len()
-            )));
-        }
+    // a chunk of CPU data as trace-cmd cuts them (PAGES_IN_CHUNK pages),
+    // compressed on its own; uncompressed data is copied in runs as large
+    let chunk = ps as usize * CHUNK_PAGES;
+    let mut buf = Vec::with_capacity(chunk);
+    let mut z = Vec::new();
+    for (i, &(cpu, size)) in cpus.iter().enumerate() {
         o.pad_to(ps)?;
         let at = o.pos;
+        let count_at = o.pos;
         if zstd {
-            let chunks: Vec<&[u8]> = data.chunks(ps as usize * CHUNK_PAGES).collect();
-            let n = o.n32(len32(chunks.len())?);
-            o.raw(&n)?;
-            for c in chunks {
-                let z = compress.compress(c);
-                let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(c.len())?));
+            o.raw(&[0; 4])?;
+        }
+        let mut done = 0u64;
+        let mut chunks = 0u32;
+        while done < size {
+            let n = (size - done).min(chunk as u64) as usize;
+            buf.resize(n, 0);
+            read(i, done, &mut buf)?;
+            if zstd {
+                buf = pack.compress(std::mem::take(&mut buf), &mut z);
+                let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(n)?));
                 o.raw(&cl)?;
                 o.raw(&ul)?;
                 o.raw(&z)?;
+                chunks = chunks
+                    .checked_add(1)
+                    .ok_or_else(|| Error::Usage(format!("cpu {cpu}: too many chunks")))?;
+            } else {
+                o.raw(&buf)?;
             }
+            done += n as u64;
+        }
+        if zstd {
+            let n = o.n32(chunks);
+            o.patch(count_at, &n)?;
             // trace-cmd's size counts the chunks, not their count
             table.push((cpu, at, o.pos - at - 4));
         } else {
-            o.raw(data)?;
-            table.push((cpu, at, data.len() as u64));
+            table.push((cpu, at, size));
         }
     }
     let size = o.pos - body_start;
@@ -288,7 +444,7 @@ pub fn write_v7<W: Write + Seek>(
     let mut opts = Vec::new();
     opt(&mut opts, e, option::BUFFER, &bo)?;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
-    let opts2 = o.section(option::DONE, "options", &opts, Compress7::None)?;
+    let opts2 = o.section(option::DONE, "options", &[&opts], None)?;
     o.patch_u64(done1, opts2)?;
     let sid = o.string_id("strings");
     let strings = std::mem::take(&mut o.strings);

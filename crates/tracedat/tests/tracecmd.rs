@@ -320,6 +320,72 @@ fn version_7_written_here_reports_identically() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A recording made with [`Writer`] and finished as version 7 with zstd
+/// (`Writer::finish_v7`, what `ktrace record --compress` does): trace-cmd
+/// reports it exactly as it reports its own file.
+#[test]
+fn recording_finished_as_zstd_v7_reports_identically() {
+    let dir = std::env::temp_dir().join(format!("ktrace-tracedat-f7-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tc = have_trace_cmd();
+    for name in FIXTURES {
+        let bytes = std::fs::read(fixture(&format!("{name}.dat"))).unwrap();
+        let mut dat = TraceDat::open(Cursor::new(bytes)).unwrap();
+        let header = Header::from_meta(&dat.meta);
+        let ncpu = dat.meta.buffers[0].cpus.len();
+        let opts = WriterOptions {
+            first_chunk: 4096,
+            max_chunk: 1 << 16,
+            slack: 0,
+        };
+        let mut w = Writer::create(Cursor::new(Vec::new()), &header, ncpu, opts).unwrap();
+        // the CPUs' pages interleaved, one page at a time
+        let mut per_cpu: Vec<Vec<Vec<u8>>> = (0..ncpu)
+            .map(|i| dat.pages(0, i).unwrap().map(Result::unwrap).collect())
+            .collect();
+        while per_cpu.iter().any(|p| !p.is_empty()) {
+            for (i, pages) in per_cpu.iter_mut().enumerate() {
+                if !pages.is_empty() {
+                    let cpu = dat.meta.buffers[0].cpus[i].cpu as usize;
+                    w.append_pages(cpu, &pages.remove(0)).unwrap();
+                }
+            }
+        }
+        let stats: Vec<String> = dat.meta.cpu_stats().iter().map(|s| s.to_string()).collect();
+        let (_, out) = w
+            .finish_v7(
+                Cursor::new(Vec::new()),
+                Some(&dat.meta.cmdlines),
+                &stats,
+                Compress7::Zstd(ktrace_tracedat::ZSTD_VERSION),
+            )
+            .unwrap();
+        let out = out.into_inner();
+        let back = TraceDat::open(Cursor::new(out.clone())).unwrap();
+        assert_eq!(back.meta.version, 7);
+        if tc {
+            let path = dir.join(format!("{name}.dat"));
+            std::fs::write(&path, &out).unwrap();
+            let r = Command::new("trace-cmd")
+                .args(["report", "-i"])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert!(
+                r.status.success() && r.stderr.is_empty(),
+                "{name}: {}",
+                String::from_utf8_lossy(&r.stderr)
+            );
+            assert_eq!(
+                String::from_utf8(r.stdout).unwrap(),
+                report(&fixture(&format!("{name}.dat"))),
+                "{name}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn larger_sub_buffers_report_identically() {
     // instances with buffer_subbuf_size_kb above the page size (6.8+) hand
