@@ -676,7 +676,7 @@ mod tests {
             let mut s = BtfScope::new(&Env, Arch::X86_64, Some("vfs_read"));
             let mut slot = 0;
             parse_btf_arg(&mut s, v, 0, true, false, &mut slot, 15).unwrap();
-            let last = s.last.clone().unwrap();
+            let last = s.last.unwrap();
             string_fetch(&s, &last).map(|f| matches!(f, StringFetch::Deref))
         };
         assert_eq!(fetch("buf"), Ok(true), "a char * is dereferenced");
