@@ -64,6 +64,38 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// The kernel's own events a `trace` or `record` run switches on beside
+/// its probes.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EventArgs {
+    /// Also trace the kernel's own events (tracepoints) in the session's
+    /// instance, beside the probes: SYS:EVENT, SYS:* (a whole system),
+    /// EVENT, or *:* (every event), as the kernel's set_event file takes
+    /// them (whole names; `*` alone stands for any). Repeatable. They obey
+    /// -p, leave ktrace's own threads out, print as the kernel's `trace`
+    /// prints them, and are recorded with their formats.
+    #[arg(short = 'e', long = "event", value_name = "SYS:EVENT", value_parser = event_spec)]
+    pub events: Vec<String>,
+}
+
+/// A `set_event` word: no `!` (that switches off), no blank or control
+/// character, at most one `:`.
+fn event_spec(text: &str) -> Result<String, String> {
+    let bad = text.is_empty()
+        || text.starts_with('!')
+        || text.chars().any(|c| c.is_whitespace() || c.is_control())
+        || text.matches(':').count() > 1
+        || text.split(':').any(str::is_empty);
+    if bad {
+        Err(format!(
+            "{text:?} is not an event: give SYS:EVENT (sched:sched_switch), SYS:* (sched:*), \
+             EVENT, or *:* for every event"
+        ))
+    } else {
+        Ok(text.to_string())
+    }
+}
+
 impl RunArgs {
     /// When the run must end by `-d`, counted from now.
     pub fn deadline(&self) -> Option<Instant> {
@@ -135,6 +167,15 @@ pub(crate) fn setup_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
     Err(e)
 }
 
+/// What a run records beside its probes' events.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Beside<'a> {
+    /// A kernel stack with each hit (`--stack`).
+    pub stacks: bool,
+    /// The kernel's own events switched on in the instance (`-e`).
+    pub events: &'a [String],
+}
+
 /// Creates the probes already built (checked, nothing written) into `sess`
 /// by `resolve::build`, the instance and its settings, opens the stream,
 /// keeps ktrace's own threads out, enables the probes and starts the
@@ -143,7 +184,7 @@ pub(crate) fn setup_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
 pub(crate) fn setup_built(
     mut sess: Session,
     probes: Vec<session::Probe>,
-    stack: bool,
+    beside: Beside<'_>,
     args: &RunArgs,
     root: &std::path::Path,
     view: &KernelView,
@@ -205,10 +246,19 @@ pub(crate) fn setup_built(
             anyhow::bail!("{text}");
         }
     }
-    if stack {
+    if beside.stacks {
         crate::resolve::enable_stacks(&sess, &inst, Some(&filter))?;
     }
     pid_lists(&inst, args, own_pid)?;
+    for e in beside.events {
+        inst.enable_events(e).map_err(|err| {
+            anyhow::anyhow!(
+                "-e {e}: no event of this kernel matches it ({err}); the events are listed \
+                 under {}/events as SYS/EVENT",
+                root.display()
+            )
+        })?;
+    }
     let trace_header = inst.trace_header();
     // The last moment to stop cheaply: removing enabled uprobes costs the
     // kernel a grace period each (~50 ms), unenabled ones almost nothing.

@@ -576,3 +576,139 @@ fn tc_body(l: &str) -> Option<String> {
             .to_string(),
     )
 }
+
+/// `-e SYS:EVENT` traces the kernel's own events beside the probes: in a
+/// recording (their formats in the file, so `ktrace report` and `trace-cmd
+/// report -N` print them alike, line for line) and live; obeying the
+/// command's pid list. Before, there was no way to trace a tracepoint with
+/// ktrace but a trigger on a probe.
+#[test]
+fn kernel_events_beside_the_probes() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("tp_e");
+    let file = p.dir.join("e.dat");
+    let out = ktrace()
+        .arg("record")
+        .arg(format!("p:hit {}", p.place()))
+        .args(["-e", "sched:sched_switch", "-e", "irq:*", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&p.bin)
+        .args(["20", "10000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep = ktrace().arg("report").arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&rep.stdout).into_owned();
+    let hits = text.lines().filter(|l| l.contains(" hit: ")).count();
+    assert_eq!(hits, 20, "the probe's hits:\n{text}");
+    let switches: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" sched_switch: "))
+        .collect();
+    // the command sleeps between hits: it is switched out each time
+    assert!(switches.len() >= 20, "sched_switch lines:\n{text}");
+    assert!(
+        switches
+            .iter()
+            .all(|l| !l.contains(FAILED) && l.contains(" prev_state="))
+    );
+    // the pid list holds as the kernel applies it (set_event_pid keeps a
+    // sched_switch when either task is listed): every switch involves the
+    // command or ktrace, whose pid the list holds for the command's sake
+    let pid_of = |l: &str| -> Option<String> {
+        let task = l.split(" [").next()?.trim();
+        Some(task.rsplit('-').next()?.to_string())
+    };
+    let cmd_pids: std::collections::HashSet<String> = text
+        .lines()
+        .filter(|l| l.contains(" hit: "))
+        .filter_map(pid_of)
+        .collect();
+    for l in &switches {
+        assert!(
+            cmd_pids
+                .iter()
+                .any(|pid| l.contains(&format!("_pid={pid} ")))
+                || l.contains("_comm=ktrace "),
+            "a switch of other tasks: {l}"
+        );
+    }
+    if common::have_trace_cmd() {
+        let o = Command::new("trace-cmd")
+            .args(["report", "-N", "-i"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains(" sched_switch:"))
+            .filter_map(tc_body)
+            .collect();
+        let ours: Vec<String> = switches.iter().filter_map(|l| kernel_body(l)).collect();
+        assert_eq!(ours, theirs, "trace-cmd report -N reads the file alike");
+    }
+    // live: the same events printed as they come
+    let live = ktrace()
+        .arg("trace")
+        .arg(format!("p:hit {}", p.place()))
+        .args(["-e", "sched:sched_switch", "--"])
+        .arg(&p.bin)
+        .args(["20", "10000"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&live.stdout).into_owned();
+    // (the program exits with the low bit of a sum: 0 for 20 hits)
+    assert!(
+        live.status.success(),
+        "{}",
+        String::from_utf8_lossy(&live.stderr)
+    );
+    assert_eq!(text.lines().filter(|l| l.contains(" hit: ")).count(), 20);
+    assert!(
+        text.lines().any(|l| l.contains(" sched_switch: ")),
+        "{text}"
+    );
+}
+
+/// A `-e` that names no event of the kernel: a clear error, the output
+/// file untouched, nothing left in tracefs; a `!` (which would switch
+/// events off) is a usage error.
+#[test]
+fn kernel_event_that_does_not_exist_is_refused_cleanly() {
+    let Some(root) = tracefs() else { return };
+    let _g = common::serial();
+    let p = Prog::build("tp_e_bad");
+    let file = p.dir.join("e.dat");
+    let before = common::state(&root);
+    let out = ktrace()
+        .arg("record")
+        .arg(format!("p:hit {}", p.place()))
+        .args(["-e", "nosuchsystem:nosuchevent", "-d", "1", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("-e nosuchsystem:nosuchevent: no event of this kernel matches it"),
+        "{err}"
+    );
+    assert!(!file.exists() && !p.dir.join("e.dat.partial").exists());
+    assert_eq!(common::state(&root), before, "tracefs changed");
+    let out = ktrace()
+        .arg("trace")
+        .arg(format!("p:hit {}", p.place()))
+        .args(["-e", "!sched", "-d", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an event"));
+}

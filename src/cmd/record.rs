@@ -53,6 +53,9 @@ pub struct Args {
     pub stack: bool,
     /// The options of the run (filter, trigger, -d, -p, buffer, clock, the
     /// command); -n is refused (pages are not decoded while recording).
+    /// The kernel's own events traced beside the probes (-e).
+    #[command(flatten)]
+    pub events: live::EventArgs,
     #[command(flatten)]
     pub run: RunArgs,
     /// The trace.dat file to write: recorded as FILE.partial beside it
@@ -96,7 +99,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &args.run.command,
             args.run.pid,
         ))?;
-        live::setup_built(sess, probes, args.stack, &args.run, &root, &view, &signals)
+        live::setup_built(
+            sess,
+            probes,
+            live::Beside {
+                stacks: args.stack,
+                events: &args.events.events,
+            },
+            &args.run,
+            &root,
+            &view,
+            &signals,
+        )
     });
     let mut run = match setup {
         Ok(r) => r,
@@ -234,9 +248,22 @@ fn header(
         name: group,
         formats,
     }];
-    for (sys, ev) in trigger.map(trigger_events).unwrap_or_default() {
+    // The kernel's events on in the instance (-e), then those a trigger
+    // switches on: their records need their formats in the file.
+    let mut kernel_events: Vec<(String, String)> = run
+        .inst
+        .enabled_events()?
+        .into_iter()
+        .filter(|(sys, _)| sys != run.sess.name())
+        .collect();
+    for e in trigger.map(trigger_events).unwrap_or_default() {
+        if !kernel_events.contains(&e) {
+            kernel_events.push(e);
+        }
+    }
+    for (sys, ev) in kernel_events {
         let format = buffers::event_format(root, &sys, &ev)
-            .with_context(|| format!("the trigger's event {sys}:{ev}"))?
+            .with_context(|| format!("the format of the kernel's event {sys}:{ev}"))?
             .into_bytes();
         match systems.iter_mut().find(|s| s.name == sys) {
             Some(s) => s.formats.push(format),

@@ -71,6 +71,9 @@ pub struct Args {
     pub route: Route,
     /// The options of the run (filter, trigger, -d, -n, -p, buffer, clock,
     /// the command).
+    /// The kernel's own events traced beside the probes (-e).
+    #[command(flatten)]
+    pub events: live::EventArgs,
     #[command(flatten)]
     pub run: RunArgs,
     /// Print events as JSON lines (typed values) instead of the kernel's
@@ -167,7 +170,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => session::Session::new(&root).and_then(|sess| {
             let probes = crate::resolve::build(&sess, &defs, args.run.pid, &view)?;
             check_output(&probes)?;
-            live::setup_built(sess, probes, args.stack, &args.run, &root, &view, &signals)
+            live::setup_built(
+                sess,
+                probes,
+                live::Beside {
+                    stacks: args.stack,
+                    events: &args.events.events,
+                },
+                &args.run,
+                &root,
+                &view,
+                &signals,
+            )
         }),
     };
     let mut run = match setup {

@@ -421,6 +421,32 @@ impl Instance {
         Ok(true)
     }
 
+    /// Switches on, in this instance only, the kernel's events that `spec`
+    /// names as the instance's `set_event` file takes them (`SYS:EVENT`,
+    /// `SYS:*` or `SYS`, `EVENT`, `*:*`; the kernel matches whole words,
+    /// `*` alone stands for any). Appended, so the events already on stay
+    /// on. The kernel refuses (EINVAL) a spec that matches no event.
+    pub fn enable_events(&self, spec: &str) -> Result<()> {
+        self.write(Path::new("set_event"), spec, "set_event")
+    }
+
+    /// Switches every event of this instance off (`events/enable`): one
+    /// write, where removing the instance with many events on costs the
+    /// kernel far more (measured under TCG: 3 s against 20 s for ~1,300).
+    pub fn disable_all_events(&self) -> Result<()> {
+        self.write(Path::new("events/enable"), "0", "cannot switch events off")
+    }
+
+    /// The events on in this instance (`set_event`), as `(system, event)`.
+    pub fn enabled_events(&self) -> Result<Vec<(String, String)>> {
+        let text = io::read(&self.dir.join("set_event"), "cannot read set_event")?;
+        Ok(text
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(s, e)| (s.to_string(), e.to_string()))
+            .collect())
+    }
+
     /// Sets an instance option (`options/NAME`).
     pub fn set_option(&self, name: &str, on: bool) -> Result<()> {
         self.write(

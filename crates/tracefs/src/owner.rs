@@ -248,6 +248,14 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
             }
             let _ = inst.set_current_tracer("nop");
         }
+        // The kernel's own events on in the instance (`ktrace trace -e`):
+        // all off in one write before the instance goes.
+        if inst
+            .enabled_events()
+            .is_ok_and(|on| on.iter().any(|(sys, _)| sys != name))
+        {
+            let _ = inst.disable_all_events();
+        }
         if let Err(e) = inst.remove() {
             if e.kind() != ErrorKind::Busy {
                 return Err(e);

@@ -133,7 +133,18 @@ pub(super) fn run_user(
                 r
             })
         }
-        None => live::setup_built(sess, probes, stacks, args, root, view, signals),
+        None => live::setup_built(
+            sess,
+            probes,
+            live::Beside {
+                stacks,
+                events: &[],
+            },
+            args,
+            root,
+            view,
+            signals,
+        ),
     };
     let mut run = match setup {
         Ok(r) => r,
