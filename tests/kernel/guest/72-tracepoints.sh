@@ -1,10 +1,13 @@
 # Every tracepoint of the kernel printed as the kernel's own `trace` prints
-# it (issue 21 item 1). A `ktrace trace` session (one kprobe) is stopped
-# (SIGSTOP) so that it reads nothing; every event is switched on in its
-# instance, recorded for a moment (tracing_on), and the kernel's `trace`
-# file of that instance read; then ktrace continues and prints the same
-# records from the buffer. Every line of the kernel's must be one of
-# ktrace's, time stamps and flags included. Masked: the task's name (the kernel names tasks from its small
+# it (issue 21 item 1). `ktrace record -e '*:*'` (one kprobe, and every
+# event of the kernel switched on in its instance) is stopped (SIGSTOP) so
+# that it reads nothing more; a workload runs, tracing_on goes to 0, and
+# the kernel's `trace` file of that instance is read; then ktrace
+# continues, writes the rest of the buffer to its file, and `ktrace report`
+# prints it. Every line of the kernel's must be one of ktrace's, time
+# stamps and flags included. The recording is left in $KTEST_OUT
+# (tp-all.dat): on the host, tests/kernel/host/72-tracecmd.sh holds
+# `trace-cmd report` of that same file against `ktrace report`. Masked: the task's name (the kernel names tasks from its small
 # saved_cmdlines cache when `trace` is read, ktrace when it printed them),
 # and hex words of a pointer's width: the kernel prints `%p` hashed (`hash-ptr` on, the
 # default; with it off the x86_64 6.1 kernel prints `%s` arguments empty or
@@ -17,7 +20,8 @@
 # (hrtimer_start's `mode=`) on a kernel without BTF (arm's armmp), where
 # ktrace cannot know them. One instance only: switching an event off while another
 # instance has it on costs a synchronize_rcu() each (75 s for the ~1,300
-# events of x86_64 7.2 under TCG; the last instance's takes 3 s). The
+# events of x86_64 7.2 under TCG; the last instance's takes 3 s, which
+# ktrace's teardown does in one write). The
 # verdict line carries the figures: tracepoints enabled, lines compared,
 # equal, equal but for kernel-variable arguments.
 . "$KTEST_LIB"
@@ -25,25 +29,26 @@ entry_probes_or_skip tracepoints_equal_kernel_trace
 
 ktest tracepoints_equal_kernel_trace
 rm -f /tmp/tp.*
-ktrace trace 'p:anchor do_sys_openat2' -d 300 -o /tmp/tp.out 2>/tmp/tp.err &
+mkdir -p "$KTEST_OUT"
+dat=$KTEST_OUT/tp-all.dat
+echo "phase: start at $(cut -d' ' -f1 /proc/uptime)"
+ktrace record 'p:anchor do_sys_openat2' -e '*:*' --buffer-size 128 -d 300 -o "$dat" 2>/tmp/tp.err &
 kpid=$!
-wait_tracing /tmp/tp.err $kpid 100
+wait_tracing /tmp/tp.err $kpid 300
 sess=$(sed -n 's/.*in session \([^;]*\);.*/\1/p' /tmp/tp.err)
 ours=$TRACEFS/instances/$sess
 kill -STOP $kpid
-echo 0 >"$ours/tracing_on"
-echo 1 >"$ours/events/enable"
+echo "phase: tracing at $(cut -d' ' -f1 /proc/uptime)"
 enabled=$(grep -c . "$ours/set_event")
-echo 1 >"$ours/tracing_on"
 ls / >/dev/null; cat /ktest/env >/dev/null; echo x >/tmp/tp.x; sleep 0.3
 echo 0 >"$ours/tracing_on"
 trace_lines "$ours" >/tmp/tp.kernel
-# every event off again but ktrace's own (switching ~1,300 events off is
-# 3 s here, 20 s in ktrace's teardown with them on)
-echo 0 >"$ours/events/enable"
-echo 1 >"$ours/events/$sess/enable"
+echo "phase: kernel trace read at $(cut -d' ' -f1 /proc/uptime)"
 kill -CONT $kpid
 kill -INT $kpid; wait $kpid
+echo "phase: recorded at $(cut -d' ' -f1 /proc/uptime)"
+ktrace report "$dat" >/tmp/tp.out 2>/tmp/tp.rep.err || { cat /tmp/tp.rep.err; fail "ktrace report of $dat failed"; }
+echo "recording: $(wc -c <"$dat") bytes, $(wc -l </tmp/tp.out) lines; reported at $(cut -d' ' -f1 /proc/uptime)"
 # the comparison: both sides masked (sed), and the kernel's lines not
 # among ktrace's (a multiset difference: ktrace may have read a page
 # before it was stopped, so it may have more); what is left may still
@@ -91,6 +96,7 @@ NR == FNR { if (evname($0) in A) { h = head($0); G[h, ++GN[h]] = $0 }; next }
 END { printf "%d %d\n", gaps, bad }' - /tmp/tp.missing)
 set -- $res
 gaps=$1 unlike=$2 equal=$((compared - $(wc -l </tmp/tp.missing)))
+echo "phase: compared at $(cut -d' ' -f1 /proc/uptime)"
 figures="tracepoints enabled $enabled (seen $seen), lines compared $compared, equal $equal (+$gaps but for kernel variables$(has_btf || echo ' and enum names without BTF')), unlike $unlike"
 echo "$figures"
 expect_gt "lines compared" "$compared" 100 &&
