@@ -285,7 +285,12 @@ impl Written {
         own: &str,
     ) -> anyhow::Result<()> {
         add_filters(kp, group, user, own);
-        for step in kp.steps() {
+        let steps = kp.steps();
+        let mut progress = crate::progress::Progress::new(
+            "writing hist triggers and synthetic events",
+            steps.len(),
+        );
+        for step in steps {
             match step {
                 Step::Synthetic { name, fields } => self
                     .dynev
@@ -300,6 +305,7 @@ impl Written {
                     .with_context(|| format!("hist trigger on {system}/{event}: {command}"))?,
             }
             self.steps.borrow_mut().push(step.clone());
+            progress.step(1);
         }
         Ok(())
     }
@@ -307,8 +313,13 @@ impl Written {
     /// Removes what was written, in reverse; a trigger someone else
     /// removed already (reported) is nothing to undo. The first error.
     fn remove(&self, inst: &Instance) -> anyhow::Result<()> {
+        let steps: Vec<Step> = self.steps.borrow_mut().drain(..).rev().collect();
+        let mut progress = crate::progress::Progress::new(
+            "removing hist triggers and synthetic events",
+            steps.len(),
+        );
         let mut first_err = None;
-        for step in self.steps.borrow_mut().drain(..).rev() {
+        for step in steps {
             let r = match &step {
                 Step::Synthetic { name, .. } => self.dynev.destroy_synthetic(name),
                 Step::Trigger {
@@ -330,7 +341,9 @@ impl Written {
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
+            progress.step(1);
         }
+        progress.finish();
         match first_err {
             Some(e) => Err(e.into()),
             None => Ok(()),
