@@ -322,8 +322,8 @@ fi
 # periods) are each announced on stderr once they run over a second, with
 # their count; KTRACE_PROGRESS_AFTER_MS=0 announces them whatever the
 # machine's speed. Two functions timed in us: 2 synthetic events and 5
-# triggers each, all written and all removed, the numbers measured and
-# nothing left.
+# triggers each, all written and all removed (the teardown truncates each
+# event's trigger file), the numbers measured and nothing left.
 ktest kernel_phases_announced
 if ! has_hist; then
     skip "no hist triggers"
