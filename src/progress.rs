@@ -64,7 +64,13 @@ impl Progress {
 
     /// `n` more units done.
     pub(crate) fn step(&mut self, n: usize) {
-        self.done = (self.done + n).min(self.total);
+        self.set(self.done + n, self.total);
+    }
+
+    /// `done` units of `total` (a total learnt on the way) done.
+    pub(crate) fn set(&mut self, done: usize, total: usize) {
+        self.total = total;
+        self.done = done.min(total);
         let now = Instant::now();
         if now.duration_since(self.started) < self.after {
             return;

@@ -344,3 +344,29 @@ else
         expect_eq "no synthetic event left" "$(grep -c ktrace_ "$TRACEFS/synthetic_events")" 0 &&
         pass "$(printf '%s' "$err" | grep -E 'hist triggers' | tr '\n' '|')"
 fi
+
+# Issue 21 item 6, the teardown of a killed session: `ktrace clean` clears
+# its hist triggers (each event's trigger file, in passes) and removes its
+# synthetic events, announced with the count (KTRACE_PROGRESS_AFTER_MS=0
+# as above): two functions in us, 8 event files with triggers and 4
+# synthetic events; nothing left.
+ktest reap_announced
+if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
+    skip "no hist triggers or no hrtimer_nanosleep"
+else
+    rm -f /tmp/kt.err
+    ktrace latency hrtimer_nanosleep ksys_sync --unit us --engine kernel -d 120 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    kill -9 $kpid
+    wait $kpid 2>/dev/null
+    KTRACE_PROGRESS_AFTER_MS=0 ktrace clean >/tmp/clean.out 2>&1
+    cc=$?
+    out=$(cat /tmp/clean.out)
+    echo "$out"
+    expect_eq "clean exit" "$cc" 0 &&
+        expect_match "announced, all removed" "$out" '^ktrace: removing the hist triggers and synthetic events of dead session ktrace_[a-z0-9_]+ 12/12 \([0-9]+\.[0-9] s\)$' &&
+        expect_match "reaped" "$out" 'removed leftovers of dead session' &&
+        expect_eq "no synthetic event left" "$(grep -c ktrace_ "$TRACEFS/synthetic_events")" 0 &&
+        pass "$(printf '%s' "$out" | grep -E 'hist triggers' | tr '\n' '|')"
+fi
