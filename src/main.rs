@@ -62,6 +62,7 @@ mod live;
 mod modwatch;
 mod outfile;
 mod output;
+mod progress;
 mod resolve;
 mod session;
 

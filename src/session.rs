@@ -39,7 +39,26 @@ pub fn open_tracefs() -> anyhow::Result<PathBuf> {
 
 /// Reaps sessions of dead owners and says so on stderr; returns how many.
 pub fn reap_and_report(root: &Path) -> usize {
-    match owner::reap(root) {
+    // (a dead kernel-engine session's hist triggers take long to remove)
+    let mut progress: Option<(String, crate::progress::Progress)> = None;
+    let reaped = owner::reap_reporting(root, &mut |name, done, total| {
+        if progress.as_ref().is_none_or(|(n, _)| n != name) {
+            progress = Some((
+                name.to_string(),
+                crate::progress::Progress::new(
+                    format!(
+                        "removing the hist triggers and synthetic events of dead session {name}"
+                    ),
+                    total,
+                ),
+            ));
+        }
+        if let Some((_, p)) = progress.as_mut() {
+            p.set(done, total);
+        }
+    });
+    drop(progress);
+    match reaped {
         Ok(reaped) => {
             for r in &reaped {
                 match &r.result {

@@ -231,7 +231,30 @@ pub struct Teardown {
 /// and with a busy group (one of its events enabled elsewhere, e.g. by a
 /// global `events/enable`) by switching that group off and retrying.
 pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
+    teardown_reporting(root, name, &mut |_, _| {})
+}
+
+/// [`teardown`], telling `progress` (done, total) how far it got in its
+/// long part: a dead kernel-engine session's instance holds hist triggers
+/// (each event's trigger file is cleared, in passes) and synthetic events
+/// (removed one by one), and the kernel waits for grace periods for each
+/// trigger it frees (x86_64 7.2 under TCG: tens of ms). Not called when
+/// there are none.
+pub fn teardown_reporting(
+    root: &Path,
+    name: &str,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Teardown> {
     let mut out = Teardown::default();
+    let dynev = DynEvents::new(root);
+    let synthetic: Vec<String> = dynev
+        .list_synthetic()?
+        .into_iter()
+        .filter(|ev| session_of_synthetic(&ev.event) == Some(name))
+        .map(|ev| ev.event)
+        .collect();
+    let mut done = 0;
+    let mut total = synthetic.len();
     let inst = Instance::open(root, name);
     if inst.exists() {
         let _ = inst.set_tracing_on(false);
@@ -262,20 +285,23 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
             }
             // Hist triggers tied to synthetic events keep the instance busy
             // (measured on 6.1 after a SIGKILL): clear ours first.
-            clear_own_triggers(&inst, name);
+            clear_own_triggers(&inst, name, &mut |d, t| {
+                total = t + synthetic.len();
+                done = d;
+                progress(done, total);
+            });
             let _ = inst.set_enabled(name, None, false);
             inst.remove()?;
         }
         out.instance_removed = true;
     }
-    let dynev = DynEvents::new(root);
     // The session's synthetic events (global, named `NAME__…`): after the
     // instance, whose removal dropped the triggers that used them.
-    for ev in dynev.list_synthetic()? {
-        if session_of_synthetic(&ev.event) == Some(name) {
-            dynev.destroy_synthetic(&ev.event)?;
-            out.events_removed += 1;
-        }
+    for ev in &synthetic {
+        dynev.destroy_synthetic(ev)?;
+        out.events_removed += 1;
+        done += 1;
+        progress(done, total);
     }
     out.events_removed += match dynev.destroy_group(name) {
         Ok(n) => n,
@@ -291,7 +317,8 @@ pub fn teardown(root: &Path, name: &str) -> Result<Teardown> {
 /// Clears the triggers of session `name` in its own instance `inst`: on
 /// the events of its group and on its synthetic events. In passes, since
 /// the kernel keeps a hist trigger whose variables another still uses.
-fn clear_own_triggers(inst: &Instance, name: &str) {
+/// `progress` is told (events cleared, events with triggers) after each.
+fn clear_own_triggers(inst: &Instance, name: &str, progress: &mut dyn FnMut(usize, usize)) {
     let mut events: Vec<(String, String)> = Vec::new();
     for system in [name, crate::dynevent::SYNTHETIC] {
         let Ok(rd) = fs::read_dir(inst.dir().join("events").join(system)) else {
@@ -306,14 +333,24 @@ fn clear_own_triggers(inst: &Instance, name: &str) {
             }
         }
     }
+    let has_triggers = |system: &str, ev: &str| {
+        inst.read_triggers(system, ev).is_ok_and(|t| {
+            t.lines()
+                .any(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        })
+    };
+    events.retain(|(system, ev)| has_triggers(system, ev));
+    let total = events.len();
+    progress(0, total);
     for _ in 0..4 {
-        let mut any = false;
-        for (system, ev) in &events {
-            any |= inst.clear_triggers(system, ev).unwrap_or(false);
-        }
-        if !any {
+        if events.is_empty() {
             break;
         }
+        for (system, ev) in &events {
+            let _ = inst.clear_triggers(system, ev);
+        }
+        events.retain(|(system, ev)| has_triggers(system, ev));
+        progress(total - events.len(), total);
     }
 }
 
@@ -416,6 +453,15 @@ pub struct Reaped {
 /// once) take turns on an advisory lock of the `instances` directory, so a
 /// session is reaped and reported by one of them only.
 pub fn reap(root: &Path) -> Result<Vec<Reaped>> {
+    reap_reporting(root, &mut |_, _, _| {})
+}
+
+/// [`reap`], telling `progress` (session, done, total) how far each
+/// session's teardown got ([`teardown_reporting`]).
+pub fn reap_reporting(
+    root: &Path,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<Vec<Reaped>> {
     let _lock = ReapLock::take(root);
     let mut out = Vec::new();
     for name in present_sessions(root)? {
@@ -424,7 +470,7 @@ pub fn reap(root: &Path) -> Result<Vec<Reaped>> {
         };
         if s.owner_alive() == Some(false) {
             out.push(Reaped {
-                result: teardown(root, &name),
+                result: teardown_reporting(root, &name, &mut |d, t| progress(&name, d, t)),
                 name,
             });
         }

@@ -285,7 +285,12 @@ impl Written {
         own: &str,
     ) -> anyhow::Result<()> {
         add_filters(kp, group, user, own);
-        for step in kp.steps() {
+        let steps = kp.steps();
+        let mut progress = crate::progress::Progress::new(
+            "writing hist triggers and synthetic events",
+            steps.len(),
+        );
+        for step in steps {
             match step {
                 Step::Synthetic { name, fields } => self
                     .dynev
@@ -300,37 +305,88 @@ impl Written {
                     .with_context(|| format!("hist trigger on {system}/{event}: {command}"))?,
             }
             self.steps.borrow_mut().push(step.clone());
+            progress.step(1);
         }
         Ok(())
     }
 
     /// Removes what was written, in reverse; a trigger someone else
     /// removed already (reported) is nothing to undo. The first error.
+    ///
+    /// The triggers go by one truncation of each event's trigger file
+    /// (the kernel's `unreg_all`), events in the reverse order of the
+    /// plan, and only the triggers left after that by `!TRIGGER`: a
+    /// `!TRIGGER` write makes the kernel parse the whole trigger again,
+    /// filter included, and free that copy as well as the trigger, each
+    /// free waiting for a grace period (7.2 under TCG: 60 triggers of
+    /// latency chains removed in 4.26 s by `!`, 3.25 s by truncation).
+    /// The events are the session's own in its own instance. The kernel
+    /// leaves a file whole while another trigger uses one of its
+    /// variables, which the order avoids and the second pass covers.
     fn remove(&self, inst: &Instance) -> anyhow::Result<()> {
+        let steps: Vec<Step> = self.steps.borrow_mut().drain(..).rev().collect();
+        let mut progress = crate::progress::Progress::new(
+            "removing hist triggers and synthetic events",
+            steps.len(),
+        );
+        let mut events: Vec<(&str, &str)> = Vec::new();
+        for step in &steps {
+            if let Step::Trigger { system, event, .. } = step
+                && !events.contains(&(system.as_str(), event.as_str()))
+            {
+                events.push((system, event));
+            }
+        }
+        for (system, event) in &events {
+            let _ = inst.clear_triggers(system, event);
+            let ours = steps
+                .iter()
+                .filter(|s| matches!(s, Step::Trigger { system: sy, event: ev, .. } if sy == system && ev == event))
+                .count();
+            progress.step(ours);
+        }
+        // what each event's trigger file holds now, read once
+        let mut left: HashMap<(&str, &str), Option<String>> = HashMap::new();
         let mut first_err = None;
-        for step in self.steps.borrow_mut().drain(..).rev() {
-            let r = match &step {
-                Step::Synthetic { name, .. } => self.dynev.destroy_synthetic(name),
+        for step in &steps {
+            let r = match step {
+                Step::Synthetic { name, .. } => {
+                    let r = self.dynev.destroy_synthetic(name);
+                    progress.step(1);
+                    r
+                }
                 Step::Trigger {
                     system,
                     event,
                     command,
-                } => inst.remove_trigger(system, event, command).or_else(|e| {
-                    match inst.read_triggers(system, event) {
-                        Ok(text)
-                            if kernel::trigger_state(&text, command)
-                                == kernel::TriggerState::Missing =>
-                        {
-                            Ok(())
-                        }
-                        _ => Err(e),
+                } => match left
+                    .entry((system, event))
+                    .or_insert_with(|| inst.read_triggers(system, event).ok())
+                {
+                    Some(text)
+                        if kernel::trigger_state(text, command)
+                            == kernel::TriggerState::Missing =>
+                    {
+                        Ok(())
                     }
-                }),
+                    _ => inst.remove_trigger(system, event, command).or_else(|e| {
+                        match inst.read_triggers(system, event) {
+                            Ok(text)
+                                if kernel::trigger_state(&text, command)
+                                    == kernel::TriggerState::Missing =>
+                            {
+                                Ok(())
+                            }
+                            _ => Err(e),
+                        }
+                    }),
+                },
             };
             if let Err(e) = r {
                 first_err.get_or_insert(e);
             }
         }
+        progress.finish();
         match first_err {
             Some(e) => Err(e.into()),
             None => Ok(()),
