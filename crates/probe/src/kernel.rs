@@ -133,6 +133,15 @@ pub struct Features {
     /// `f kbd*` is `kbd___entry`, `r nosuchmod:vfs_re*d` is
     /// `r_nosuchmod_vfs_re_d_0`). Gated at 6.12 (estimate for older series).
     pub sanitize_star: bool,
+    /// A tracepoint probe (`t:`) is attached when it is created, as an fprobe
+    /// on the tracepoint's `__probestub_TP`: a stub ftrace cannot attach to
+    /// (notrace: the power and rpm tracepoints of kernel/trace/) fails to
+    /// register (x86_64 6.12, seed 23: cpu_frequency refused). Later
+    /// kernels register fprobe events only when they are enabled, so the
+    /// line is taken (x86_64 7.2, seed 23: `t:ev cpu_frequency_limits`,
+    /// `t:g/e pm_qos_remove_request`). Gated at 6.16 (estimate: the matrix
+    /// has 6.12 and 7.2).
+    pub tprobe_attached_at_creation: bool,
     /// `_kprobe_addr()` looks the address up in kallsyms (with
     /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
     /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
@@ -239,6 +248,7 @@ impl KernelVersion {
                 || (self.series() == KernelVersion::new(6, 12) && self.after(6, 12, 95)),
             typecasts: self.at_least(6, 16),
             sanitize_star: self.at_least(6, 12),
+            tprobe_attached_at_creation: !self.at_least(6, 16),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),

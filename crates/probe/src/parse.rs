@@ -1744,6 +1744,17 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     let stub_missing = stub
         .as_deref()
         .is_some_and(|stub| symbol_exists(ctx, stub) == Some(false));
+    // register_trace_fprobe(): a name another event has (a tracepoint's
+    // own, `t:sched/ sched_stat_iowait`) is taken when no fprobe event of
+    // that name is there to append to (x86_64 7.2, seed 23).
+    if ctx.env.event_exists(&group, &event) == Some(true)
+        && ctx
+            .env
+            .dynamic_events()
+            .is_some_and(|l| !l.iter().any(|l| listed_name(l) == Some((&group, &event))))
+    {
+        return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
+    }
     if !stub_missing {
         check_arg_symbols(ctx, argv, &args, false)?;
     }
@@ -1753,6 +1764,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // rpm-traces.c; x86_64 6.12, seed 23: cpu_frequency, pm_qos_add_request,
     // wakeup_source_deactivate).
     if let Some(stub) = &stub
+        && ctx.target.features().tprobe_attached_at_creation
         && symbol_exists(ctx, stub) == Some(true)
         && ctx.env.ftrace_matches(stub) == Some(false)
     {
@@ -2107,6 +2119,45 @@ mod tests {
             (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(7))
         );
         assert!(check_line("t:ev.y sched_switch", t, &Env).accepted());
+        // 7.2 attaches it only when enabled (seed 23: taken)
+        t.kernel = KernelVersion::new(7, 2);
+        assert!(check_line("t:ev.x cpu_frequency", t, &Env).accepted());
+    }
+
+    #[test]
+    fn a_tracepoint_probe_named_as_an_existing_event_is_refused() {
+        // x86_64 7.2, seed 23: `t:sched/ sched_stat_iowait` is named
+        // sched/sched_stat_iowait, the tracepoint's own event.
+        struct Env;
+        impl Environment for Env {
+            fn symbol_count(&self, name: &str) -> Option<usize> {
+                Some(usize::from(name.contains("sched_stat_iowait")))
+            }
+            fn ftrace_matches(&self, _: &str) -> Option<bool> {
+                Some(true)
+            }
+            fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+                Some((group, event) == ("sched", "sched_stat_iowait"))
+            }
+            fn dynamic_events(&self) -> Option<Vec<String>> {
+                Some(Vec::new())
+            }
+        }
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = KernelVersion::new(7, 2);
+        let e = check_line("t:sched/ sched_stat_iowait a19=+0($arg10)", t, &Env)
+            .definition
+            .unwrap_err();
+        assert_eq!(
+            (e.kind, e.pos),
+            (ErrorKind::Logged(TpErr::EVENT_EXIST), Some(0))
+        );
+        assert!(check_line("t:mine/ sched_stat_iowait", t, &Env).accepted());
+        assert!(
+            check_line("f:sched/sched_stat_iowait vfs_read", t, &Env)
+                .definition
+                .is_err()
+        );
     }
 
     #[test]
