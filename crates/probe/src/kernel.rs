@@ -133,15 +133,17 @@ pub struct Features {
     /// `f kbd*` is `kbd___entry`, `r nosuchmod:vfs_re*d` is
     /// `r_nosuchmod_vfs_re_d_0`). Gated at 6.12 (estimate for older series).
     pub sanitize_star: bool,
-    /// A tracepoint probe (`t:`) is attached when it is created, as an fprobe
-    /// on the tracepoint's `__probestub_TP`: a stub ftrace cannot attach to
-    /// (notrace: the power and rpm tracepoints of kernel/trace/) fails to
-    /// register (x86_64 6.12, seed 23: cpu_frequency refused). Later
-    /// kernels register fprobe events only when they are enabled, so the
-    /// line is taken (x86_64 7.2, seed 23: `t:ev cpu_frequency_limits`,
-    /// `t:g/e pm_qos_remove_request`). Gated at 6.16 (estimate: the matrix
-    /// has 6.12 and 7.2).
-    pub tprobe_attached_at_creation: bool,
+    /// An fprobe or tracepoint probe (`f:`, `t:`) is registered when it is
+    /// created: a tracepoint probe is an fprobe on the tracepoint's
+    /// `__probestub_TP`, and a stub ftrace cannot attach to (notrace: the
+    /// power and rpm tracepoints of kernel/trace/) fails to register
+    /// (x86_64 6.12, seed 23: cpu_frequency refused); the arguments' `@SYM`
+    /// are resolved then. Later kernels register fprobe events only when
+    /// they are enabled, so both lines are taken (seed 23 on 7.2: `t:ev
+    /// cpu_frequency_limits`, `t ma_write`, `f gnet_stats_copy_queue
+    /// @update_wall_tie`). Gated at 6.16 (estimate: the matrix has 6.12 and
+    /// 7.2).
+    pub fprobe_registered_at_creation: bool,
     /// `_kprobe_addr()` looks the address up in kallsyms (with
     /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
     /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
@@ -248,7 +250,7 @@ impl KernelVersion {
                 || (self.series() == KernelVersion::new(6, 12) && self.after(6, 12, 95)),
             typecasts: self.at_least(6, 16),
             sanitize_star: self.at_least(6, 12),
-            tprobe_attached_at_creation: !self.at_least(6, 16),
+            fprobe_registered_at_creation: !self.at_least(6, 16),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),

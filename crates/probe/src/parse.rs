@@ -1755,7 +1755,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     {
         return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
     }
-    if !stub_missing {
+    if !stub_missing && ctx.target.features().fprobe_registered_at_creation {
         check_arg_symbols(ctx, argv, &args, false)?;
     }
     // A tracepoint probe is an fprobe on the tracepoint's `__probestub_TP`:
@@ -1764,7 +1764,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // rpm-traces.c; x86_64 6.12, seed 23: cpu_frequency, pm_qos_add_request,
     // wakeup_source_deactivate).
     if let Some(stub) = &stub
-        && ctx.target.features().tprobe_attached_at_creation
+        && ctx.target.features().fprobe_registered_at_creation
         && symbol_exists(ctx, stub) == Some(true)
         && ctx.env.ftrace_matches(stub) == Some(false)
     {
@@ -2094,6 +2094,11 @@ mod tests {
         let mut t = Target::new(Arch::X86_64);
         t.kernel = KernelVersion::new(7, 2);
         assert!(check_line("t sys_exit_llistxattr foo=@pa[am_set:u64", t, &k).accepted());
+        // 7.2 resolves no argument symbol before the probe is enabled
+        // (x86_64 7.2: `t:a2 sched_switch @nosuchsym_x` taken, its enable
+        // refused); 6.12 resolves them when the probe is created
+        assert!(check_line("t sched_switch foo=@pa[am_set:u64", t, &k).accepted());
+        t.kernel = KernelVersion::new(6, 12);
         assert!(!check_line("t sched_switch foo=@pa[am_set:u64", t, &k).accepted());
     }
 
@@ -2158,6 +2163,18 @@ mod tests {
                 .definition
                 .is_err()
         );
+    }
+
+    #[test]
+    fn fprobe_argument_symbols_are_resolved_only_where_registered_at_creation() {
+        // arm64 7.2, seed 23: `f gnet_stats_copy_queue @update_wall_tie`
+        // taken (the fprobe registers when enabled); 6.12 resolves it.
+        let k = Kallsyms::parse("ffffffff81000000 T gnet_stats_copy_queue\n");
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = KernelVersion::new(7, 2);
+        assert!(check_line("f gnet_stats_copy_queue @update_wall_tie", t, &k).accepted());
+        t.kernel = KernelVersion::new(6, 12);
+        assert!(!check_line("f gnet_stats_copy_queue @update_wall_tie", t, &k).accepted());
     }
 
     #[test]
