@@ -302,6 +302,38 @@ EOS
         pass "$(echo "$m" | grep -c '^ktrace_latency_seconds_bucket') bucket lines"
 fi
 
+# The same for a field with --linear: the kernel engine keeps a raw-value
+# table for Prometheus and buckets it by powers of two here.
+ktest prometheus_kernel_hist_linear
+if ! has_hist; then
+    skip "no hist triggers"
+elif ! command -v wget >/dev/null 2>&1; then
+    skip "no wget in this busybox"
+else
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    rm -f /tmp/kt.err
+    ktrace hist 'ksys_read n=arg3:u64' n --linear 1000 --engine kernel --prometheus 127.0.0.1:9467 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    sleep 1 # published every 0.5 s
+    m0=$(wget -q -O - http://127.0.0.1:9467/metrics 2>&1)
+    dd if=/dev/zero of=/dev/null bs=2500 count=7 2>/dev/null
+    sleep 1.5
+    m=$(wget -q -O - http://127.0.0.1:9467/metrics 2>&1)
+    kill -INT $kpid
+    wait $kpid
+    S='probe="p_ksys_read",func="ksys_read"'
+    l0=$(echo "$m0" | grep "^ktrace_n_bucket{$S," | sed 's/} .*//')
+    l1=$(echo "$m" | grep "^ktrace_n_bucket{$S," | sed 's/} .*//')
+    b=$(echo "$m" | sed -n "s/^ktrace_n_bucket{$S,le=\"2047\"} //p")
+    c=$(echo "$m" | sed -n "s/^ktrace_n_bucket{$S,le=\"4095\"} //p")
+    echo "$m" | grep -v ' 0$' | grep ktrace_n
+    expect_eq "first scrape: the whole ladder ($(_kt_short "$(cat /tmp/kt.err)"))" "$(echo "$l0" | grep -c .)" 67 &&
+        expect_eq "the same bounds after the reads" "$l1" "$l0" &&
+        expect_ge "7 reads of 2500 in [2048, 4096)" "$((${c:-0} - ${b:-0}))" 7 &&
+        pass "$((c - b)) in [2048, 4096)"
+fi
+
 ktest kernel_intervals_partition
 if ! has_hist; then
     skip "no hist triggers"
