@@ -458,7 +458,9 @@ fn prometheus_through_the_command() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let text = loop {
         let t = scrape(&addr);
-        if t.contains("ktrace_v_count{func=\"work\"} 100") || Instant::now() > deadline {
+        if t.contains("ktrace_v_count{probe=\"p_work\",func=\"work\"} 100")
+            || Instant::now() > deadline
+        {
             break t;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -471,20 +473,26 @@ fn prometheus_through_the_command() {
     child.wait().unwrap();
     assert!(text.contains("# TYPE ktrace_v histogram"), "{text}");
     // every series names its function (no --by func given)
-    assert!(text.contains("ktrace_v_count{func=\"work\"} 100"), "{text}");
-    assert!(text.contains("ktrace_v_sum{func=\"work\"} 4950"), "{text}");
-    // cumulative buckets: le=63 holds 0..63, +Inf all
     assert!(
-        text.contains("ktrace_v_bucket{func=\"work\",le=\"63\"} 64"),
+        text.contains("ktrace_v_count{probe=\"p_work\",func=\"work\"} 100"),
         "{text}"
     );
     assert!(
-        text.contains("ktrace_v_bucket{func=\"work\",le=\"+Inf\"} 100"),
+        text.contains("ktrace_v_sum{probe=\"p_work\",func=\"work\"} 4950"),
+        "{text}"
+    );
+    // cumulative buckets: le=63 holds 0..63, +Inf all
+    assert!(
+        text.contains("ktrace_v_bucket{probe=\"p_work\",func=\"work\",le=\"63\"} 64"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ktrace_v_bucket{probe=\"p_work\",func=\"work\",le=\"+Inf\"} 100"),
         "{text}"
     );
     // the whole ladder, the negative bucket of a field included
     assert!(
-        text.contains("ktrace_v_bucket{func=\"work\",le=\"-1\"} 0"),
+        text.contains("ktrace_v_bucket{probe=\"p_work\",func=\"work\",le=\"-1\"} 0"),
         "{text}"
     );
     if Path::new("/usr/bin/promtool").exists() {
@@ -1090,7 +1098,9 @@ fn prometheus_latency_in_nanoseconds_with_func_and_full_ladder() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let text = loop {
         let t = scrape(&addr);
-        if t.contains("ktrace_latency_seconds_count{func=\"nap\"} 5") || Instant::now() > deadline {
+        if t.contains("ktrace_latency_seconds_count{probe=\"p_nap\",func=\"nap\"} 5")
+            || Instant::now() > deadline
+        {
             break t;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -1107,7 +1117,7 @@ fn prometheus_latency_in_nanoseconds_with_func_and_full_ladder() {
     );
     let les: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with("ktrace_latency_seconds_bucket{func=\"nap\""))
+        .filter(|l| l.starts_with("ktrace_latency_seconds_bucket{probe=\"p_nap\",func=\"nap\""))
         .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
         .collect();
     assert_eq!(les.len(), 65 + 1, "{text}");
@@ -1126,6 +1136,207 @@ fn prometheus_latency_in_nanoseconds_with_func_and_full_ladder() {
             .stdin(Stdio::piped())
             .output_with(&text);
         assert!(ok, "promtool check metrics: {said}\n{text}");
+    }
+    assert_clean(&root, &w);
+}
+
+/// The `le` bounds of the series of `metric` whose labels start with
+/// `labels`, in order.
+fn les_of<'a>(text: &'a str, metric: &str, labels: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}_bucket{{{labels}")))
+        .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect()
+}
+
+/// Scrapes until `want` is in the text (at most 10 s).
+fn scrape_until(addr: &str, want: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let t = scrape(addr);
+        if t.contains(want) || Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn interrupt(child: &mut std::process::Child) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(child.id() as i32).unwrap(),
+        rustix::process::Signal::INT,
+    )
+    .unwrap();
+    child.wait().unwrap();
+}
+
+/// Regression (issue 21 item 8): with `--linear` Prometheus got the linear
+/// buckets seen so far (the set of bounds grew during the run), the first
+/// scrapes had no series at all, and the series had no probe label.
+/// Now the first scrape already lists the probe's series (labelled with
+/// its probe and function) on the whole power-of-two ladder with zero
+/// counts, and a later scrape has exactly the same bounds.
+#[test]
+fn prometheus_ladder_is_fixed_from_the_first_scrape() {
+    let Some(root) = tracefs() else { return };
+    let _g = serial();
+    let w = Workload::build("promfixed");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut args = s(&["hist", "--linear", "10", "--prometheus", &addr]);
+    args.extend([format!("{} v=arg1:s64", w.at("work")), "v".into()]);
+    let (mut child, _) = start(&args);
+    PIDS.with(|p| p.borrow_mut().push(child.id()));
+    let series = "probe=\"p_work\",func=\"work\"";
+    let first = scrape_until(&addr, &format!("ktrace_v_count{{{series}}} 0"));
+    Command::new(&w.bin).args(["work", "300"]).status().unwrap();
+    let later = scrape_until(&addr, &format!("ktrace_v_count{{{series}}} 300"));
+    interrupt(&mut child);
+    let (l0, l1) = (
+        les_of(&first, "ktrace_v", series),
+        les_of(&later, "ktrace_v", series),
+    );
+    // -1, 0, [2^k, 2^(k+1)) for k = 0..63, +Inf
+    assert_eq!(l0.len(), 66 + 1, "{first}");
+    assert_eq!(l0, l1, "{later}");
+    assert!(
+        first.contains(&format!("ktrace_v_bucket{{{series},le=\"+Inf\"}} 0\n")),
+        "{first}"
+    );
+    // 0..299: 256 values below 256, all 300 below 512
+    assert!(
+        later.contains(&format!("ktrace_v_bucket{{{series},le=\"255\"}} 256\n")),
+        "{later}"
+    );
+    assert!(
+        later.contains(&format!("ktrace_v_bucket{{{series},le=\"511\"}} 300\n")),
+        "{later}"
+    );
+    assert!(
+        later.contains(&format!("ktrace_v_sum{{{series}}} 44850\n")),
+        "{later}"
+    );
+    assert_clean(&root, &w);
+}
+
+/// The real Prometheus server scrapes `ktrace latency --prometheus` (issue
+/// 21 item 8): the series is there, at zero, before any call; after 20
+/// calls of nap(3000 us) `histogram_quantile(0.5, ...)` answers within
+/// the power-of-two bucket of nanoseconds that holds 3 ms to 4.19 ms
+/// (`rate()` over the run as well), and the number of bucket series
+/// never changed. Skipped when /usr/bin/prometheus is not installed.
+#[test]
+fn prometheus_server_answers_histogram_quantile() {
+    let Some(root) = tracefs() else { return };
+    if !Path::new("/usr/bin/prometheus").exists() {
+        eprintln!("SKIP prometheus_server_answers_histogram_quantile: prometheus not installed");
+        return;
+    }
+    let _g = serial();
+    let w = Workload::build("promserver");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let (mut child, _) = start(&s(&["latency", "--prometheus", &addr, &w.at("nap")]));
+    PIDS.with(|p| p.borrow_mut().push(child.id()));
+
+    let dir = w.dir.join("prom");
+    fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 250ms\n  scrape_timeout: 200ms\n\
+             scrape_configs:\n  - job_name: ktrace\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let web = format!("127.0.0.1:{}", free_port());
+    let mut server = Command::new("/usr/bin/prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={web}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let query = |q: &str| -> serde_json::Value {
+        let enc: String = q
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let Ok(mut c) = std::net::TcpStream::connect(&web) else {
+            return serde_json::Value::Null;
+        };
+        c.write_all(
+            format!("GET /api/v1/query?query={enc} HTTP/1.0\r\nHost: {web}\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+        let mut resp = String::new();
+        let _ = c.read_to_string(&mut resp);
+        resp.split_once("\r\n\r\n")
+            .and_then(|(_, body)| serde_json::from_str(body).ok())
+            .unwrap_or(serde_json::Value::Null)
+    };
+    // the single value of an instant query's first series
+    let value = |q: &str| -> Option<f64> {
+        let v = query(q);
+        v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
+    };
+    let wait_for = |q: &str, ok: &dyn Fn(f64) -> bool| -> Option<f64> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = value(q);
+            if got.is_some_and(ok) || Instant::now() > deadline {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+    let sel = "{job=\"ktrace\",probe=\"p_nap\",func=\"nap\"}";
+    let count = format!("ktrace_latency_seconds_count{sel}");
+    let buckets = format!("count(ktrace_latency_seconds_bucket{sel})");
+    // before any call: the series, zero, on its whole ladder
+    let zero = wait_for(&count, &|v| v == 0.0);
+    let series_before = value(&buckets);
+    Command::new(&w.bin)
+        .args(["nap", "20", "3000"])
+        .status()
+        .unwrap();
+    let twenty = wait_for(&count, &|v| v == 20.0);
+    let series_after = value(&buckets);
+    let q = value(&format!(
+        "histogram_quantile(0.5, ktrace_latency_seconds_bucket{sel})"
+    ));
+    let q_rate = value(&format!(
+        "histogram_quantile(0.5, rate(ktrace_latency_seconds_bucket{sel}[1m]))"
+    ));
+    let _ = server.kill();
+    let _ = server.wait();
+    interrupt(&mut child);
+    assert_eq!(zero, Some(0.0), "the series before any call");
+    assert_eq!(
+        series_before,
+        Some(66.0),
+        "65 bounds and +Inf before any call"
+    );
+    assert_eq!(twenty, Some(20.0));
+    assert_eq!(series_after, Some(66.0), "the same series after the calls");
+    // 3 ms <= each latency: bucket [2^21, 2^22) ns is 2.097152 ms to
+    // 4.194303 ms; histogram_quantile interpolates inside it
+    for (what, got) in [("quantile", q), ("quantile of rate", q_rate)] {
+        let got = got.unwrap_or(f64::NAN);
+        eprintln!("{what}: {got}");
+        assert!(
+            (0.002097152..=0.004194303).contains(&got),
+            "{what}: {got} s"
+        );
     }
     assert_clean(&root, &w);
 }

@@ -118,9 +118,16 @@ fn run(args: &[String]) -> Result<(), String> {
                 fields: fields.clone(),
                 user: false,
             };
-            let plan = plan_hist(&ev, name, scale(&a[5])?, &keys(&a[6..], &fields)?, &f)
-                .map_err(|e| e.to_string())?
-                .map_err(|u| u.reason)?;
+            let plan = plan_hist(
+                &ev,
+                name,
+                scale(&a[5])?,
+                &keys(&a[6..], &fields)?,
+                &f,
+                false,
+            )
+            .map_err(|e| e.to_string())?
+            .map_err(|u| u.reason)?;
             print(&plan.plan, teardown, file_api);
         }
         _ => return Err("usage: see the source".into()),

@@ -181,6 +181,7 @@ pub const TABLE_SIZE: u32 = 8192;
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Slot {
     Func,
+    Probe,
     Comm(usize),
     Num(usize, FieldKind),
     Text(usize),
@@ -211,6 +212,7 @@ fn kernel_keys(
     for s in specs {
         let slot = match s {
             KeySpec::Func => Slot::Func,
+            KeySpec::Probe => Slot::Probe,
             KeySpec::Comm => Slot::Comm(index_of(pid_key, &mut keys)),
             KeySpec::Tid => Slot::Num(index_of(pid_key, &mut keys), FieldKind::Unsigned),
             KeySpec::Pid => {
@@ -290,12 +292,18 @@ fn check_hist(f: &Features) -> Result<(), Unsupported> {
     Ok(())
 }
 
-fn read_key(slots: &[Slot], table_keys: &[(String, KeyText)], func: &str) -> Option<Key> {
+fn read_key(
+    slots: &[Slot],
+    table_keys: &[(String, KeyText)],
+    func: &str,
+    probe: &str,
+) -> Option<Key> {
     slots
         .iter()
         .map(|s| {
             Some(match s {
                 Slot::Func => KeyValue::Str(func.to_string()),
+                Slot::Probe => KeyValue::Str(probe.to_string()),
                 Slot::Comm(i) => match &table_keys.get(*i)?.1 {
                     KeyText::Execname { comm, .. } => KeyValue::Str(comm.clone()),
                     _ => return None,
@@ -512,10 +520,10 @@ impl CountPlan {
     pub fn report(&self, tables: &[&HistTable]) -> Result<CountReport> {
         let mut rows = Vec::new();
         let mut dropped = 0;
-        for (t, (_, _, func)) in tables.iter().zip(&self.events) {
+        for (t, (_, event, func)) in tables.iter().zip(&self.events) {
             dropped += t.dropped;
             for e in &t.entries {
-                let key = read_key(&self.slots, &e.keys, func)
+                let key = read_key(&self.slots, &e.keys, func, event)
                     .ok_or_else(|| table_error(t, "keys do not match the plan"))?;
                 rows.push((key, e.hitcount()));
             }
@@ -569,6 +577,11 @@ pub struct HistPlan {
     pub plan: KernelPlan,
     /// The event whose `hist` to read (system, event).
     pub read: (String, String),
+    /// With `prometheus` and linear buckets, a table keyed on the raw
+    /// value (Prometheus gets power-of-two buckets, bucketed here, on
+    /// its fixed ladder; distinct values beyond the table are dropped
+    /// and counted); else Prometheus reads the main table.
+    pub prom: Option<TableRef>,
     value: String,
     kind: FieldKind,
     mode: ValueKey,
@@ -588,9 +601,12 @@ pub fn plan_hist(
     scale: Scale,
     keys: &[KeySpec],
     f: &Features,
+    prometheus: bool,
 ) -> Result<Result<HistPlan, Unsupported>> {
     let kind = check_hist_field(field, &format!("{}/{}", ev.system, ev.event), &ev.fields)?;
-    Ok(plan_hist_checked(ev, field, kind, scale, keys, f))
+    Ok(plan_hist_checked(
+        ev, field, kind, scale, keys, f, prometheus,
+    ))
 }
 
 fn plan_hist_checked(
@@ -600,9 +616,20 @@ fn plan_hist_checked(
     scale: Scale,
     keys: &[KeySpec],
     f: &Features,
+    prometheus: bool,
 ) -> Result<HistPlan, Unsupported> {
     check_hist(f)?;
     let (mut kk, slots) = kernel_keys(keys, ev, f, false)?;
+    let raw_keys = {
+        let mut k = kk.clone();
+        let at = if k.last().is_some_and(|k| k == "stacktrace") {
+            k.len() - 1
+        } else {
+            k.len()
+        };
+        k.insert(at, field.to_string());
+        k
+    };
     let mode = match scale {
         Scale::Linear { step } if f.buckets && kind == FieldKind::Unsigned => {
             ValueKey::Buckets(step)
@@ -639,15 +666,31 @@ fn plan_hist_checked(
         size: Some(TABLE_SIZE),
         ..Default::default()
     };
+    let prom = (prometheus && mode != ValueKey::Raw).then(|| TableRef {
+        system: ev.system.clone(),
+        event: ev.event.clone(),
+        command: HistCommand {
+            keys: raw_keys,
+            vals: vec!["hitcount".into(), field.to_string()],
+            size: Some(TABLE_SIZE),
+            ..Default::default()
+        }
+        .to_string(),
+    });
+    let mut setup = vec![Step::Trigger {
+        system: ev.system.clone(),
+        event: ev.event.clone(),
+        command: cmd.to_string(),
+    }];
+    setup.extend(prom.iter().map(|t| Step::Trigger {
+        system: t.system.clone(),
+        event: t.event.clone(),
+        command: t.command.clone(),
+    }));
     Ok(HistPlan {
-        plan: KernelPlan {
-            setup: vec![Step::Trigger {
-                system: ev.system.clone(),
-                event: ev.event.clone(),
-                command: cmd.to_string(),
-            }],
-        },
+        plan: KernelPlan { setup },
         read: (ev.system.clone(), ev.event.clone()),
+        prom,
         value: field.to_string(),
         kind,
         mode,
@@ -671,10 +714,12 @@ fn value_at(slots: &[Slot]) -> usize {
     n
 }
 
+#[allow(clippy::too_many_arguments)]
 fn hist_groups(
     t: &HistTable,
     slots: &[Slot],
     func: &str,
+    probe: &str,
     mode: ValueKey,
     kind: FieldKind,
     value: &str,
@@ -683,7 +728,7 @@ fn hist_groups(
     let at = value_at(slots);
     let mut out = Vec::new();
     for e in &t.entries {
-        let key = read_key(slots, &e.keys, func)
+        let key = read_key(slots, &e.keys, func, probe)
             .ok_or_else(|| table_error(t, "keys do not match the plan"))?;
         let v = e.keys.get(at).map(|k| &k.1);
         let sum = e.val(value).map(|s| num_value(s, kind));
@@ -706,6 +751,39 @@ fn hist_groups(
 }
 
 impl HistPlan {
+    /// The trigger command of the table the text reports read.
+    pub fn main_command(&self) -> Option<&str> {
+        self.plan.setup.iter().find_map(|s| match s {
+            Step::Trigger { command, .. } => Some(command.as_str()),
+            Step::Synthetic { .. } => None,
+        })
+    }
+
+    /// The report for Prometheus from its table ([`HistPlan::prom`], else
+    /// the main one): keyed by probe and function first, in power-of-two
+    /// buckets.
+    pub fn prom_report(&self, t: &HistTable) -> Result<HistReport> {
+        let (slots, keys) = func_first(&self.slots, &self.keys);
+        let mode = if self.prom.is_some() {
+            ValueKey::Raw
+        } else {
+            self.mode
+        };
+        let mut r = HistReport::new(&self.value, None, Scale::Log2, keys);
+        r.set_groups(hist_groups(
+            t,
+            &slots,
+            &self.func,
+            &self.read.1,
+            mode,
+            self.kind,
+            &self.value,
+            Scale::Log2,
+        )?);
+        r.dropped = t.dropped;
+        Ok(r)
+    }
+
     /// The report from the event's table.
     pub fn report(&self, t: &HistTable) -> Result<HistReport> {
         let mut r = HistReport::new(&self.value, None, self.scale, self.keys.clone());
@@ -713,6 +791,7 @@ impl HistPlan {
             t,
             &self.slots,
             &self.func,
+            &self.read.1,
             self.mode,
             self.kind,
             &self.value,
@@ -762,8 +841,9 @@ pub struct LatencyPlan {
     /// Its twin tracking the smallest latency per entry (`onmax` of
     /// [`MIN_BASE`] less the latency).
     pub min: TableRef,
-    /// The nanosecond histogram for Prometheus when the unit is not ns
-    /// (asked for with `prometheus`); in ns it is [`LatencyPlan::main`].
+    /// The power-of-two nanosecond histogram for Prometheus, its fixed
+    /// ladder whatever the unit and scale (asked for with `prometheus`);
+    /// in ns with log2 buckets it is [`LatencyPlan::main`].
     pub prom: Option<TableRef>,
     /// The entry's trigger (its stamp per thread). This table and the
     /// next two carry each call to the histogram; what they drop (full)
@@ -781,6 +861,8 @@ pub struct LatencyPlan {
     mode: ValueKey,
     prom_mode: ValueKey,
     func: String,
+    /// The entry probe's event (the `probe` key).
+    probe: String,
     keys: Vec<String>,
     slots: Vec<Slot>,
 }
@@ -798,9 +880,10 @@ pub const MIN_BASE: u64 = i64::MAX as u64;
 /// [`Unit::delta`]) and fires `{prefix}_lat1`, whose histogram counts.
 /// The histogram table tracks the largest latency of each entry and a
 /// twin the smallest (`onmax`, which takes one variable per trigger), so
-/// the report has exact extremes. With `prometheus` and a unit other than
-/// ns, a nanosecond histogram of `{prefix}_lat` is kept too (Prometheus
-/// gets nanosecond bounds whatever the unit). `prefix` must be unique on
+/// the report has exact extremes. With `prometheus`, unless the unit is ns
+/// and the scale log2, a power-of-two nanosecond histogram of
+/// `{prefix}_lat` is kept too (Prometheus gets the same fixed ladder of
+/// nanosecond bounds whatever the unit and scale). `prefix` must be unique on
 /// the system (synthetic events are global), e.g. `ktrace_PID_N`.
 ///
 /// The kernel keeps one `ts0` per thread: a recursive call overwrites the
@@ -832,15 +915,9 @@ pub fn plan_latency(
         Scale::Linear { .. } => ValueKey::Raw,
     };
     let mode = mode_of(scale);
-    let prom_mode = match scale {
-        Scale::Linear { step } if f.buckets => ValueKey::Buckets(step.saturating_mul(per)),
-        Scale::Linear { .. } if unit != Unit::Ns => {
-            // raw nanoseconds would fill the table: Prometheus gets the
-            // unit's buckets
-            ValueKey::Raw
-        }
-        s => mode_of(s),
-    };
+    // Prometheus' fixed ladder: power-of-two buckets of nanoseconds,
+    // whatever the scale and unit of the text
+    let prom_mode = ValueKey::Log2Shifted;
     let ev = ProbeEvent {
         system: "synthetic".into(),
         event: String::new(),
@@ -896,7 +973,7 @@ pub fn plan_latency(
             ..Default::default()
         },
     );
-    let prom = (prometheus && unit != Unit::Ns && prom_mode != ValueKey::Raw).then(|| {
+    let prom = (prometheus && (unit != Unit::Ns || mode != prom_mode)).then(|| {
         let mut k = kk.clone();
         k.push(value_key(prom_mode));
         trigger(
@@ -986,6 +1063,7 @@ pub fn plan_latency(
         mode,
         prom_mode,
         func: p.func.clone(),
+        probe: p.entry_event.clone(),
         keys: keys.iter().map(|k| k.name().to_string()).collect(),
         slots,
     })
@@ -1002,11 +1080,12 @@ fn extremes(
     min: Option<&HistTable>,
     slots: &[Slot],
     func: &str,
+    probe: &str,
 ) -> Result<HashMap<Key, Extremes>> {
     let mut out: HashMap<Key, Extremes> = HashMap::new();
     for (table, is_min) in std::iter::once((t, false)).chain(min.map(|m| (m, true))) {
         for e in &table.entries {
-            let key = read_key(slots, &e.keys, func)
+            let key = read_key(slots, &e.keys, func, probe)
                 .ok_or_else(|| table_error(table, "keys do not match the plan"))?;
             let Some(m) = e.max else { continue };
             let slot = out.entry(key).or_default();
@@ -1078,7 +1157,7 @@ impl LatencyPlan {
             kretprobe_misses,
             chain_dropped,
         )?;
-        let ex = extremes(t, min, &self.slots, &self.func)?;
+        let ex = extremes(t, min, &self.slots, &self.func, &self.probe)?;
         for (key, h) in &mut r.hist.groups {
             if let Some((lo, hi)) = ex.get(key) {
                 // both or neither: an extreme of a partial read is not one
@@ -1101,13 +1180,8 @@ impl LatencyPlan {
         chain_dropped: ChainDrops,
     ) -> Result<LatencyReport> {
         let (slots, keys) = func_first(&self.slots, &self.keys);
-        let (unit, scale, mode) = match (&self.prom, self.prom_mode) {
-            (Some(_), ValueKey::Buckets(step)) => {
-                (Unit::Ns, Scale::Linear { step }, self.prom_mode)
-            }
-            (Some(_), m) => (Unit::Ns, self.scale, m),
-            (None, _) => (self.unit, self.scale, self.mode),
-        };
+        // the main table when it is in ns and log2 already
+        let (unit, scale, mode) = (Unit::Ns, Scale::Log2, self.prom_mode);
         self.report_of(
             t,
             unit,
@@ -1139,6 +1213,7 @@ impl LatencyPlan {
             t,
             slots,
             &self.func,
+            &self.probe,
             mode,
             FieldKind::Unsigned,
             "lat",
@@ -1157,15 +1232,18 @@ impl LatencyPlan {
     }
 }
 
-/// `slots`/`keys` with the function first (unless already there): the
-/// Prometheus series always say which function they are about.
+/// `slots`/`keys` with the probe first, then the function (unless
+/// already there), as [`crate::report::prom_keys`] orders the user
+/// engine's: the Prometheus series always say which probe and function
+/// they are about.
 fn func_first(slots: &[Slot], keys: &[String]) -> (Vec<Slot>, Vec<String>) {
-    if keys.iter().any(|k| k == "func") {
-        return (slots.to_vec(), keys.to_vec());
+    let mut s = vec![Slot::Probe];
+    let mut k = vec!["probe".to_string()];
+    if !keys.iter().any(|k| k == "func") {
+        s.push(Slot::Func);
+        k.push("func".to_string());
     }
-    let mut s = vec![Slot::Func];
     s.extend(slots.iter().cloned());
-    let mut k = vec!["func".to_string()];
     k.extend(keys.iter().cloned());
     (s, k)
 }
@@ -1176,18 +1254,6 @@ impl CountPlan {
     pub fn by_func(&self) -> CountPlan {
         let (slots, keys) = func_first(&self.slots, &self.keys);
         CountPlan {
-            slots,
-            keys,
-            ..self.clone()
-        }
-    }
-}
-
-impl HistPlan {
-    /// The same plan reading its table keyed by function first.
-    pub fn by_func(&self) -> HistPlan {
-        let (slots, keys) = func_first(&self.slots, &self.keys);
-        HistPlan {
             slots,
             keys,
             ..self.clone()
@@ -1376,19 +1442,19 @@ mod tests {
             ),
         ];
         for (field, scale, keys, want) in table {
-            let p = plan_hist(&ev, field, *scale, keys, &f61())
+            let p = plan_hist(&ev, field, *scale, keys, &f61(), false)
                 .unwrap()
                 .unwrap();
             assert_eq!(p.plan.setup[0].install_text(false), *want);
         }
         assert_eq!(
-            plan_hist(&ev, "path", Scale::Log2, &[], &f61())
+            plan_hist(&ev, "path", Scale::Log2, &[], &f61(), false)
                 .unwrap_err()
                 .to_string(),
             "cannot make a histogram of 'path': it is a string field; count by it instead (--by path)"
         );
         assert_eq!(
-            plan_hist(&ev, "size", Scale::Log2, &[], &f61())
+            plan_hist(&ev, "size", Scale::Log2, &[], &f61(), false)
                 .unwrap_err()
                 .to_string(),
             "no field 'size' in ktrace/ksys_read (fields: count, ret, path)"
@@ -1472,13 +1538,21 @@ mod tests {
                 "s:k_lat u64 lat; u64 lat1",
                 "hist:keys=lat.buckets=1000:m=lat:vals=hitcount,lat:size=8192:onmax($m).save(lat)",
                 "hist:keys=lat.buckets=1000:n=9223372036854775807-lat:vals=hitcount:size=8192:onmax($n).save(lat)",
+                "hist:keys=lat1.log2:vals=hitcount,lat:size=8192",
                 "hist:keys=common_pid:ts0=common_timestamp",
                 "hist:keys=common_pid:lat=common_timestamp-$ts0,lat1=common_timestamp-$ts0+1:onmatch(ktrace.f).trace(k_lat,$lat,$lat1)",
             ]
         );
-        // in ns the histogram is Prometheus' already
-        assert_eq!(ns.prom, None);
-        assert_eq!(ns.prom_table(), &ns.main);
+        // Prometheus' ladder is power-of-two nanoseconds whatever the
+        // scale: linear buckets get a table of their own; in ns and log2
+        // the histogram is Prometheus' already
+        assert_eq!(
+            ns.prom.as_ref().map(|t| t.command.as_str()),
+            Some("hist:keys=lat1.log2:vals=hitcount,lat:size=8192")
+        );
+        let nsl = plan_latency(&p, "k", Unit::Ns, Scale::Log2, &[], &f61(), true).unwrap();
+        assert_eq!(nsl.prom, None);
+        assert_eq!(nsl.prom_table(), &nsl.main);
         let usp = plan_latency(&p, "k", Unit::Us, Scale::Log2, &[], &f61(), true).unwrap();
         assert_eq!(
             usp.prom
@@ -1498,7 +1572,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             lin.prom.map(|t| t.command),
-            Some("hist:keys=lat.buckets=5000000:vals=hitcount,lat:size=8192".into())
+            Some("hist:keys=lat1.log2:vals=hitcount,lat:size=8192".into())
         );
         for (keys, want) in [
             (

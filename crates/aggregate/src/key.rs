@@ -58,6 +58,10 @@ pub enum KeySpec {
     Stack,
     /// A probe field.
     Field(String),
+    /// The probe's event name (without its group; a latency's is its
+    /// entry probe's). Not a `--by` key: the Prometheus exposition adds it
+    /// to every series, so each names the probe it counts.
+    Probe,
 }
 
 impl KeySpec {
@@ -108,6 +112,7 @@ impl KeySpec {
             KeySpec::Cpu => "cpu",
             KeySpec::Stack => "stack",
             KeySpec::Field(f) => f,
+            KeySpec::Probe => "probe",
         }
     }
 
@@ -118,6 +123,7 @@ impl KeySpec {
             KeySpec::Func => {
                 KeyValue::Str(s.func.unwrap_or_else(|| event_name(s.event)).to_string())
             }
+            KeySpec::Probe => KeyValue::Str(event_name(s.event).to_string()),
             KeySpec::Comm => KeyValue::Str(s.comm.to_string()),
             KeySpec::Pid => KeyValue::U64(u64::from(s.pid)),
             KeySpec::Tid => KeyValue::U64(u64::from(s.tid)),
@@ -195,6 +201,7 @@ pub fn fill_key(specs: &[KeySpec], s: &Sample<'_>, key: &mut Key) {
     for (spec, slot) in specs.iter().zip(key.iter_mut()) {
         let text = match spec {
             KeySpec::Func => Some(s.func.unwrap_or_else(|| event_name(s.event))),
+            KeySpec::Probe => Some(event_name(s.event)),
             KeySpec::Comm => Some(s.comm),
             KeySpec::Field(f) => match s.field(f) {
                 Some(Value::Str(v)) => Some(v),

@@ -8,13 +8,15 @@
 //! same, fixed ladder of bounds, so a bound never appears mid-run (which
 //! breaks `rate()` and `histogram_quantile()` over the change): for power
 //! of two buckets all of them, `[0]`, `[1]`, `[2, 4)` ... `[2^63, 2^64)`
-//! (and the negative bucket for a field; a latency is never negative);
-//! for linear buckets the run of buckets from 0 (or the lowest negative
-//! one) to the highest seen in any series — open-ended by nature, so it
-//! grows at its top only, and past [`MAX_LINEAR_BOUNDS`] buckets only the
-//! bounds some series has are listed. Then `+Inf`. Latency is in seconds,
-//! written exactly from the unit it was measured in (the binary measures
-//! in nanoseconds for Prometheus).
+//! (and the negative bucket for a field; a latency is never negative),
+//! 65 or 66 bounds from 1 ns to 584 years; for linear buckets the run of
+//! buckets from 0 (or the lowest negative one) to the highest seen in any
+//! series — open-ended by nature, so it grows at its top only, and past
+//! [`MAX_LINEAR_BOUNDS`] buckets only the bounds some series has are
+//! listed: the binary therefore serves power-of-two reports only, whatever
+//! `--linear` says. Then `+Inf`. Latency is in seconds, written exactly
+//! from the unit it was measured in (the binary measures in nanoseconds
+//! for Prometheus, so bounds below 16 µs are distinct and exact).
 //!
 //! Keys beyond the aggregator's cap are one more series labelled
 //! `other="true"` (so a sum over the family is still the total); a key

@@ -11,8 +11,8 @@
 use crate::agg::{
     CountAgg, CountReport, HistAgg, HistReport, LatencyAgg, LatencyPair, LatencyReport,
 };
-use crate::hist::{Scale, Unit};
-use crate::key::KeySpec;
+use crate::hist::{Histogram, Scale, Unit};
+use crate::key::{Key, KeySpec};
 use crate::sample::Sample;
 use crate::{prom, render};
 
@@ -96,6 +96,36 @@ impl Report {
         }
     }
 
+    /// This report with an empty series (no hits) for each key of `series`
+    /// it does not have, so that Prometheus sees every probe from the
+    /// first scrape, each histogram on its whole ladder with zero counts
+    /// (a key of another length than the report's keys is ignored).
+    pub fn with_series(mut self, series: &[Key]) -> Report {
+        let fits = |keys: &[String], k: &Key| k.len() == keys.len();
+        match &mut self {
+            Report::Count(r) => {
+                for k in series {
+                    if fits(&r.keys, k) && !r.rows.iter().any(|(x, _)| x == k) {
+                        r.rows.push((k.clone(), 0));
+                    }
+                }
+            }
+            Report::Hist(r) | Report::Latency(LatencyReport { hist: r, .. }) => {
+                let missing: Vec<(Key, Histogram)> = series
+                    .iter()
+                    .filter(|k| fits(&r.keys, k) && !r.groups.iter().any(|(x, _)| x == *k))
+                    .map(|k| (k.clone(), Histogram::new(r.scale)))
+                    .collect();
+                if !missing.is_empty() {
+                    let mut all = std::mem::take(&mut r.groups);
+                    all.extend(missing);
+                    r.set_groups(all);
+                }
+            }
+        }
+        self
+    }
+
     /// The Prometheus text of the report (a histogram's metric named after
     /// `field`), losses included.
     pub fn prometheus(&self, field: Option<&str>) -> String {
@@ -125,6 +155,18 @@ impl Report {
     }
 }
 
+/// The keys of what Prometheus serves: the probe (its event name), the
+/// function unless `keys` has it, then `keys`, so every series says which
+/// probe and function it is about, in both engines.
+pub fn prom_keys(keys: &[KeySpec]) -> Vec<KeySpec> {
+    let mut out = vec![KeySpec::Probe];
+    if !keys.contains(&KeySpec::Func) {
+        out.push(KeySpec::Func);
+    }
+    out.extend(keys.iter().filter(|k| **k != KeySpec::Probe).cloned());
+    out
+}
+
 /// The user engine's aggregator.
 #[derive(Debug, Clone)]
 pub enum UserAgg {
@@ -138,9 +180,10 @@ pub enum UserAgg {
 
 impl UserAgg {
     /// The aggregator of `what` by `keys` keeping `max_keys`; with `prom`,
-    /// the one Prometheus serves: keyed by function first (every series
-    /// names its function) and latency measured in nanoseconds (its
-    /// bounds below 16 us are then not whole microseconds apart).
+    /// the one Prometheus serves ([`prom_keys`]: every series names its
+    /// probe and function), in power-of-two buckets whatever the scale
+    /// asked for (the fixed ladder every scrape lists), latency measured in
+    /// nanoseconds (its bounds below 16 us are then distinct and exact).
     pub fn new(
         what: Aggregation<'_>,
         pairs: Vec<LatencyPair>,
@@ -148,25 +191,18 @@ impl UserAgg {
         max_keys: usize,
         prom: bool,
     ) -> UserAgg {
-        let mut keys = keys.to_vec();
-        if prom && !keys.contains(&KeySpec::Func) {
-            keys.insert(0, KeySpec::Func);
-        }
+        let keys = if prom { prom_keys(keys) } else { keys.to_vec() };
         match what {
             Aggregation::Count => UserAgg::Count(CountAgg::new(keys).with_max_keys(max_keys)),
             Aggregation::Hist { field, scale } => {
+                let scale = if prom { Scale::Log2 } else { scale };
                 UserAgg::Hist(HistAgg::new(field, scale, keys).with_max_keys(max_keys))
             }
             Aggregation::Latency { scale, unit } => {
-                let (unit, scale) = match (prom, scale) {
-                    (false, s) => (unit, s),
-                    (true, Scale::Log2) => (Unit::Ns, Scale::Log2),
-                    (true, Scale::Linear { step }) => (
-                        Unit::Ns,
-                        Scale::Linear {
-                            step: step.saturating_mul(unit.nanos()),
-                        },
-                    ),
+                let (unit, scale) = if prom {
+                    (Unit::Ns, Scale::Log2)
+                } else {
+                    (unit, scale)
                 };
                 UserAgg::Latency(LatencyAgg::new(pairs, unit, scale, keys).with_max_keys(max_keys))
             }

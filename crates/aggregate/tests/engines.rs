@@ -11,8 +11,8 @@ use ktrace_aggregate::kernel::{
 use ktrace_aggregate::khist::{KeyText, parse_hist};
 use ktrace_aggregate::render::histogram_text;
 use ktrace_aggregate::{
-    FieldInfo, FieldKind, HistAgg, KeySpec, KeyValue, LatencyAgg, LatencyPair, Sample, Scale, Unit,
-    Value,
+    Aggregation, FieldInfo, FieldKind, HistAgg, KeySpec, KeyValue, LatencyAgg, LatencyPair, Report,
+    Sample, Scale, Unit, UserAgg, Value,
 };
 use std::path::PathBuf;
 
@@ -159,7 +159,7 @@ fn hist_of_read_sizes_raw_and_buckets() {
         }
     }
     // log2: the kernel engine keys on the raw value
-    let plan = plan_hist(&rd(), "count", Scale::Log2, &[], &f)
+    let plan = plan_hist(&rd(), "count", Scale::Log2, &[], &f, false)
         .unwrap()
         .unwrap();
     let kernel = plan.report(raw).unwrap();
@@ -173,7 +173,7 @@ fn hist_of_read_sizes_raw_and_buckets() {
     );
     assert_eq!((h.stats.min, h.stats.max), (Some(1), Some(65536)));
     // linear: .buckets=512 in the kernel
-    let plan = plan_hist(&rd(), "count", Scale::Linear { step: 512 }, &[], &f)
+    let plan = plan_hist(&rd(), "count", Scale::Linear { step: 512 }, &[], &f, false)
         .unwrap()
         .unwrap();
     let table = tables
@@ -198,7 +198,7 @@ fn hist_of_signed_return_values() {
         fields: vec![FieldInfo::new("ret", FieldKind::Signed)],
         ..rd()
     };
-    let plan = plan_hist(&ev, "ret", Scale::Log2, &[], &f)
+    let plan = plan_hist(&ev, "ret", Scale::Log2, &[], &f, false)
         .unwrap()
         .unwrap();
     let raw = tables
@@ -262,4 +262,166 @@ fn count_by_comm_merges_threads() {
         panic!()
     };
     assert!(frames.iter().any(|f| f.starts_with("ksys_read+")));
+}
+
+/// The lines of metric family `name` (its samples, not its comments).
+fn family<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(name)).collect()
+}
+
+/// The `le` bounds of the series whose labels start with `labels`.
+fn les<'a>(lines: &[&'a str], labels: &str) -> Vec<&'a str> {
+    lines
+        .iter()
+        .filter(|l| l.contains(&format!("_bucket{{{labels}")))
+        .map(|l| l.split("le=\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect()
+}
+
+/// Regression (issue 21 item 8): Prometheus got the scale of the text
+/// (linear buckets: a ladder from 0 to the highest bucket seen, which grows
+/// during a run) and series labelled by function only. Both engines now
+/// serve the same text: power-of-two buckets on the whole fixed ladder
+/// (latency in nanoseconds), every series labelled with its probe and its
+/// function, whatever `--linear`.
+#[test]
+fn prometheus_text_is_the_same_from_both_engines() {
+    let f = features();
+    // a field's histogram with --linear 512: the kernel engine reads a
+    // raw-value table for Prometheus
+    let tables = parse_hist(&fixture("rd.hist")).unwrap();
+    let plan = plan_hist(&rd(), "count", Scale::Linear { step: 512 }, &[], &f, true)
+        .unwrap()
+        .unwrap();
+    let prom = plan.prom.as_ref().expect("a table for Prometheus");
+    assert_eq!(
+        prom.command,
+        "hist:keys=count:vals=hitcount,count:size=8192"
+    );
+    assert_eq!(plan.plan.setup.len(), 2);
+    let raw = find_table(&tables, &prom.command).unwrap();
+    assert!(
+        raw.trigger.starts_with("hist:keys=count:"),
+        "{}",
+        raw.trigger
+    );
+    let kernel = Report::Hist(plan.prom_report(raw).unwrap()).prometheus(Some("count"));
+    let mut user = UserAgg::new(
+        Aggregation::Hist {
+            field: "count",
+            scale: Scale::Linear { step: 512 },
+        },
+        vec![],
+        &[],
+        8192,
+        true,
+    );
+    for e in &raw.entries {
+        let KeyText::Num(v) = e.keys[0].1 else {
+            panic!()
+        };
+        let fields = [("fd", Value::S64(0)), ("count", Value::U64(v))];
+        for _ in 0..e.hitcount() {
+            user.add(&Sample {
+                ts_ns: 0,
+                cpu: 0,
+                pid: 1,
+                tid: 1,
+                comm: "dd",
+                event: "ktagg/rd",
+                func: Some("ksys_read"),
+                stack: None,
+                fields: &fields,
+            });
+        }
+    }
+    let user = user.report(None).prometheus(Some("count"));
+    assert_eq!(kernel, user);
+    let lines = family(&kernel, "ktrace_count_");
+    let series = "probe=\"rd\",func=\"ksys_read\",";
+    let ladder = les(&lines, series);
+    // -1, 0, then [2^k, 2^(k+1)) for k = 0..63, then +Inf
+    assert_eq!(ladder.len(), 66 + 1, "{kernel}");
+    assert_eq!(ladder[..4], ["-1", "0", "1", "3"]);
+    assert!(
+        kernel.contains("ktrace_count_bucket{probe=\"rd\",func=\"ksys_read\",le=\"1023\"} 107\n"),
+        "{kernel}"
+    );
+
+    // latency with --linear 1000 (ns): a log2 table of nanoseconds
+    let probe = LatencyProbe {
+        system: "ktagg".into(),
+        entry_event: "ns".into(),
+        return_event: "nsret".into(),
+        func: "hrtimer_nanosleep".into(),
+    };
+    let plan = plan_latency(
+        &probe,
+        "ktagg",
+        Unit::Us,
+        Scale::Linear { step: 1000 },
+        &[],
+        &f,
+        true,
+    )
+    .unwrap();
+    let prom = plan.prom_table();
+    assert_eq!(
+        prom.command,
+        "hist:keys=lat1.log2:vals=hitcount,lat:size=8192"
+    );
+    let tables = parse_hist(&fixture("latns.hist")).unwrap();
+    let table = find_table(&tables, &prom.command).expect("our table");
+    let kernel = plan
+        .prom_report(table, Some(12), None, ChainDrops::default())
+        .unwrap();
+    let kernel = Report::Latency(kernel).prometheus(None);
+    let pair = LatencyPair {
+        func: "hrtimer_nanosleep".into(),
+        entry_event: "ktagg/ns".into(),
+        return_event: "ktagg/nsret".into(),
+    };
+    let mut user = UserAgg::new(
+        Aggregation::Latency {
+            scale: Scale::Linear { step: 1000 },
+            unit: Unit::Us,
+        },
+        vec![pair],
+        &[],
+        8192,
+        true,
+    );
+    for (i, lat) in latencies("latns.hist").iter().enumerate() {
+        let tid = i as u32;
+        let s = |event, ts| Sample {
+            ts_ns: ts,
+            cpu: 0,
+            pid: tid,
+            tid,
+            comm: "usleep",
+            event,
+            func: Some("hrtimer_nanosleep"),
+            stack: None,
+            fields: &[],
+        };
+        user.add(&s("ktagg/ns", 0));
+        user.add(&s("ktagg/nsret", *lat));
+    }
+    let user = user.report(None).prometheus(None);
+    let (k, u) = (
+        family(&kernel, "ktrace_latency_seconds"),
+        family(&user, "ktrace_latency_seconds"),
+    );
+    assert_eq!(k, u);
+    let ladder = les(&k, "probe=\"ns\",func=\"hrtimer_nanosleep\",");
+    assert_eq!(ladder.len(), 65 + 1, "{kernel}");
+    assert_eq!(
+        ladder[..4],
+        ["0", "0.000000001", "0.000000003", "0.000000007"]
+    );
+    assert!(
+        kernel
+            .contains("ktrace_latency_seconds_count{probe=\"ns\",func=\"hrtimer_nanosleep\"} 12\n"),
+        "{kernel}"
+    );
 }

@@ -279,10 +279,14 @@ fn latency_prom() {
         )
         .unwrap();
     assert_eq!(ns.hist.unit, Some(Unit::Ns));
-    assert_eq!(ns.hist.keys, ["func"]);
+    // every series names its probe (the entry event) and function
+    assert_eq!(ns.hist.keys, ["probe", "func"]);
     assert_eq!(
         ns.hist.groups[0].0,
-        vec![KeyValue::Str("hrtimer_nanosleep".into())]
+        vec![
+            KeyValue::Str("ns".into()),
+            KeyValue::Str("hrtimer_nanosleep".into())
+        ]
     );
     let (u, n) = (&us.hist.groups[0].1.stats, &ns.hist.groups[0].1.stats);
     assert_eq!(u.count, 8);
@@ -320,7 +324,7 @@ fn count_and_hist() {
     // dd bs=1000 count=100 and dd bs=4096 count=50
     assert_eq!(r.rows[0], (vec![KeyValue::Str("dd".into())], 150));
 
-    let plan = plan_hist(&rd(), "count", Scale::Log2, &[KeySpec::Comm], &f)
+    let plan = plan_hist(&rd(), "count", Scale::Log2, &[KeySpec::Comm], &f, false)
         .unwrap()
         .unwrap();
     check_lines("hist_count_log2", &plan.plan);
@@ -338,7 +342,7 @@ fn count_and_hist() {
         (Some(1000), Some(4096), 304_800)
     );
 
-    let plan = plan_hist(&rd(), "count", Scale::Linear { step: 512 }, &[], &f)
+    let plan = plan_hist(&rd(), "count", Scale::Linear { step: 512 }, &[], &f, false)
         .unwrap()
         .unwrap();
     check_lines("hist_count_linear", &plan.plan);

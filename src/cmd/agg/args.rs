@@ -47,7 +47,9 @@ pub struct Common {
     /// Serve the aggregates (since the start) at http://ADDR/metrics in the
     /// Prometheus text format, bound to exactly ADDR (e.g. 127.0.0.1:9100;
     /// `0.0.0.0` or `[::]` serve every network, with a warning). Every series
-    /// has a `func` label; latency is in seconds, measured in nanoseconds.
+    /// has `probe` (the event) and `func` labels, each probe's from the
+    /// first scrape; histograms use the fixed power-of-two ladder whatever
+    /// --linear says; latency is in seconds, measured in nanoseconds.
     #[arg(long, value_name = "ADDR", value_parser = socket_addr)]
     pub prometheus: Option<SocketAddr>,
     /// Distinct keys kept: ktrace keeps the first N it sees and counts

@@ -118,17 +118,21 @@ fn read_kernel(
             (Report::Count(p.report(&ts)?), by_func)
         }
         KPlan::Hist(p) => {
-            let (sy, ev, cmd) = triggers(&p.plan.setup)
-                .into_iter()
-                .next()
+            let (sy, ev) = &p.read;
+            let cmd = p
+                .main_command()
                 .context("no trigger in the plan (internal)")?;
-            let t = files.table(&sy, &ev, &cmd)?;
-            let by_func = if prom {
-                Some(Report::Hist(p.by_func().report(&t)?))
+            let t = files.table(sy, ev, cmd)?;
+            let for_prom = if prom {
+                let pt = match &p.prom {
+                    Some(r) => files.of(r)?,
+                    None => t.clone(),
+                };
+                Some(Report::Hist(p.prom_report(&pt)?))
             } else {
                 None
             };
-            (Report::Hist(p.report(&t)?), by_func)
+            (Report::Hist(p.report(&t)?), for_prom)
         }
         KPlan::Latency(ps) => {
             let (all, all_prom) = read_latency(ps, &mut files, root, group, prom)?;

@@ -80,7 +80,15 @@ pub(super) fn plan(
                     probes.len()
                 ));
             }
-            kernel::plan_hist(&event(&probes[0]), field, *scale, &checked.keys, f)?.map(KPlan::Hist)
+            kernel::plan_hist(
+                &event(&probes[0]),
+                field,
+                *scale,
+                &checked.keys,
+                f,
+                prometheus,
+            )?
+            .map(KPlan::Hist)
         }
         Job::Latency { scale, unit, .. } => {
             let mut plans = Vec::new();

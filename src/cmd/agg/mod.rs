@@ -33,9 +33,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use ktrace_aggregate::KeySpec;
 use ktrace_aggregate::server::MetricsServer;
 use ktrace_aggregate::sink::FUNCTION_EVENT;
+use ktrace_aggregate::{Key, KeySpec, KeyValue};
 use ktrace_symbols::KernelView;
 
 pub use args::{Common, EngineChoice, Job, Route, scale, unit};
@@ -105,7 +105,8 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
         globs.is_some(),
     )?;
     let (metrics, server) = serve(common)?;
-    let printer = printer(&job, common, metrics);
+    let series = prom_series(&checked, &probes);
+    let printer = printer(&job, common, metrics, series);
     let ctx = Ctx {
         args: &common.run,
         signals: &signals,
@@ -165,7 +166,12 @@ fn serve(common: &Common) -> anyhow::Result<(Option<Arc<Mutex<String>>>, Option<
 }
 
 /// Where the job's reports go, as the options say.
-fn printer(job: &Job, common: &Common, metrics: Option<Arc<Mutex<String>>>) -> Printer {
+fn printer(
+    job: &Job,
+    common: &Common,
+    metrics: Option<Arc<Mutex<String>>>,
+    series: Vec<Key>,
+) -> Printer {
     Printer {
         json: common.json,
         folded: matches!(job, Job::Count { folded: true, .. }),
@@ -180,5 +186,27 @@ fn printer(job: &Job, common: &Common, metrics: Option<Arc<Mutex<String>>>) -> P
         },
         interval: common.interval.map(Duration::from_secs_f64),
         metrics,
+        series,
+    }
+}
+
+/// The Prometheus series known before any hit: (probe, function) of each
+/// probe (of each entry probe for latency), when those are the series'
+/// only keys (no `--by` but `func`); else none (the other keys' values
+/// come with the hits).
+fn prom_series(checked: &Checked, probes: &[crate::session::Probe]) -> Vec<Key> {
+    if checked.keys.iter().any(|k| *k != KeySpec::Func) {
+        return Vec::new();
+    }
+    let of = |p: &crate::session::Probe| {
+        vec![
+            KeyValue::Str(p.event().to_string()),
+            KeyValue::Str(probes::func_of(p)),
+        ]
+    };
+    if checked.pairs.is_empty() {
+        probes.iter().map(of).collect()
+    } else {
+        checked.pairs.iter().map(|(e, _)| of(&probes[*e])).collect()
     }
 }

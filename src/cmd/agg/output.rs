@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ktrace_aggregate::{Report, folded, render};
+use ktrace_aggregate::{Key, Report, folded, render};
 
 /// Where reports go: the terminal or JSON on stdout, and the Prometheus
 /// text the server hands out.
@@ -23,6 +23,9 @@ pub(super) struct Printer {
     pub(super) field: Option<String>,
     pub(super) interval: Option<Duration>,
     pub(super) metrics: Option<Arc<Mutex<String>>>,
+    /// The series Prometheus lists from the first scrape, hits or not
+    /// (probe and function of each probe, when those are all the keys).
+    pub(super) series: Vec<Key>,
 }
 
 fn unix_ns() -> u64 {
@@ -65,7 +68,10 @@ impl Printer {
 
     pub(super) fn publish(&self, total: &Report) {
         if let Some(m) = &self.metrics {
-            let text = total.prometheus(self.field.as_deref());
+            let text = total
+                .clone()
+                .with_series(&self.series)
+                .prometheus(self.field.as_deref());
             *m.lock().unwrap_or_else(|p| p.into_inner()) = text;
         }
     }

@@ -115,8 +115,8 @@ if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
 else
     # The us run also serves Prometheus, scraped from inside the traced
     # command once its 5 calls are published (issue 21 item 8: latency in
-    # nanoseconds whatever --unit, a func label without --by func, the
-    # whole ladder of bounds). (wget polls; it sleeps in no nanosleep.)
+    # nanoseconds whatever --unit, probe and func labels without --by func,
+    # the whole ladder of bounds). (wget polls; it sleeps in no nanosleep.)
     prom=
     if command -v wget >/dev/null 2>&1; then
         ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
@@ -125,7 +125,7 @@ else
 n=0
 while [ $n -lt 300 ]; do
     wget -q -O /tmp/m.txt http://127.0.0.1:9465/metrics 2>/dev/null &&
-        grep -q '^ktrace_latency_seconds_count{func="hrtimer_nanosleep"} 5$' /tmp/m.txt && exit 0
+        grep -q '^ktrace_latency_seconds_count{probe="p_hrtimer_nanosleep",func="hrtimer_nanosleep"} 5$' /tmp/m.txt && exit 0
     n=$((n + 1))
 done
 exit 1
@@ -233,6 +233,10 @@ else
         pass
 fi
 
+# Issue 21 item 8: every series is labelled with its probe and function
+# without --by func, and is there from the first scrape (zero hits, the
+# whole ladder); latency with --linear still gets the fixed power-of-two
+# ladder of nanoseconds (a table of its own), the same bounds every scrape.
 ktest prometheus_kernel_engine
 if ! has_hist; then
     skip "no hist triggers"
@@ -241,18 +245,93 @@ elif ! command -v wget >/dev/null 2>&1; then
 else
     ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
     rm -f /tmp/kt.err
-    ktrace count ksys_sync --by func --engine kernel --prometheus 127.0.0.1:9464 >/tmp/kt.out 2>/tmp/kt.err &
+    ktrace count ksys_sync --engine kernel --prometheus 127.0.0.1:9464 >/tmp/kt.out 2>/tmp/kt.err &
     kpid=$!
     wait_tracing /tmp/kt.err $kpid
+    sleep 1 # published every 0.5 s
+    m0=$(wget -q -O - http://127.0.0.1:9464/metrics 2>&1)
     sh -c "$SYNCS"
     sleep 2
     m=$(wget -q -O - http://127.0.0.1:9464/metrics 2>&1)
     kill -INT $kpid
     wait $kpid
+    echo "$m0" | grep hits_total
     echo "$m"
-    expect_match "served ($(_kt_short "$(cat /tmp/kt.err)"))" "$m" "^ktrace_hits_total\{func=\"ksys_sync\"\} $N\$" &&
+    S='\{probe="p_ksys_sync",func="ksys_sync"\}'
+    expect_match "first scrape: the series at 0 ($(_kt_short "$(cat /tmp/kt.err)"))" "$m0" "^ktrace_hits_total$S 0\$" &&
+        expect_match "served" "$m" "^ktrace_hits_total$S $N\$" &&
         expect_match "a counter" "$m" '^# TYPE ktrace_hits_total counter$' &&
         pass
+fi
+
+ktest prometheus_kernel_latency_linear
+if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
+    skip "no hist triggers or no hrtimer_nanosleep"
+elif ! command -v wget >/dev/null 2>&1; then
+    skip "no wget in this busybox"
+else
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    # scraped from inside the traced command, before and after its five
+    # sleeps (wget polls and sleeps in no nanosleep, which would be timed)
+    cat >/tmp/scrape_n.sh <<'EOS'
+n=0
+while [ $n -lt 300 ]; do
+    wget -q -O /tmp/scrape.txt http://127.0.0.1:9466/metrics 2>/dev/null &&
+        grep -q "^ktrace_latency_seconds_count{probe=\"p_hrtimer_nanosleep\",func=\"hrtimer_nanosleep\"} $1\$" /tmp/scrape.txt &&
+        cp /tmp/scrape.txt "$2" && exit 0
+    n=$((n + 1))
+done
+exit 1
+EOS
+    rm -f /tmp/kt.err /tmp/m0.txt /tmp/m1.txt
+    ktrace latency hrtimer_nanosleep --unit ms --linear 10 --engine kernel --prometheus 127.0.0.1:9466 \
+        -- sh -c "sh /tmp/scrape_n.sh 0 /tmp/m0.txt; $SLEEPS; sh /tmp/scrape_n.sh 5 /tmp/m1.txt" >/tmp/kt.out 2>/tmp/kt.err
+    m0=$(cat /tmp/m0.txt 2>/dev/null)
+    m=$(cat /tmp/m1.txt 2>/dev/null)
+    S='probe="p_hrtimer_nanosleep",func="hrtimer_nanosleep"'
+    l0=$(echo "$m0" | grep "^ktrace_latency_seconds_bucket{$S," | sed 's/} .*//')
+    l1=$(echo "$m" | grep "^ktrace_latency_seconds_bucket{$S," | sed 's/} .*//')
+    tail -n 3 /tmp/kt.out
+    echo "$m" | grep -v ' 0$' | grep latency
+    expect_match "text: min and max ($(_kt_short "$(cat /tmp/kt.err)"))" "$(cat /tmp/kt.out)" 'count 5, .* min [0-9]+ ms, max [0-9]+ ms' &&
+        expect_eq "first scrape: the whole ladder" "$(echo "$l0" | grep -c .)" 66 &&
+        expect_match "first scrape: zero" "$m0" "^ktrace_latency_seconds_count\{$S\} 0\$" &&
+        expect_eq "the same bounds after the calls" "$l1" "$l0" &&
+        expect_match "5 calls" "$m" "^ktrace_latency_seconds_count\{$S\} 5\$" &&
+        expect_match "none below 32 ms" "$m" "^ktrace_latency_seconds_bucket\{$S,le=\"0.033554431\"\} 0\$" &&
+        pass "$(echo "$m" | grep -c '^ktrace_latency_seconds_bucket') bucket lines"
+fi
+
+# The same for a field with --linear: the kernel engine keeps a raw-value
+# table for Prometheus and buckets it by powers of two here.
+ktest prometheus_kernel_hist_linear
+if ! has_hist; then
+    skip "no hist triggers"
+elif ! command -v wget >/dev/null 2>&1; then
+    skip "no wget in this busybox"
+else
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    rm -f /tmp/kt.err
+    ktrace hist 'ksys_read n=arg3:u64' n --linear 1000 --engine kernel --prometheus 127.0.0.1:9467 >/tmp/kt.out 2>/tmp/kt.err &
+    kpid=$!
+    wait_tracing /tmp/kt.err $kpid
+    sleep 1 # published every 0.5 s
+    m0=$(wget -q -O - http://127.0.0.1:9467/metrics 2>&1)
+    dd if=/dev/zero of=/dev/null bs=2500 count=7 2>/dev/null
+    sleep 1.5
+    m=$(wget -q -O - http://127.0.0.1:9467/metrics 2>&1)
+    kill -INT $kpid
+    wait $kpid
+    S='probe="p_ksys_read",func="ksys_read"'
+    l0=$(echo "$m0" | grep "^ktrace_n_bucket{$S," | sed 's/} .*//')
+    l1=$(echo "$m" | grep "^ktrace_n_bucket{$S," | sed 's/} .*//')
+    b=$(echo "$m" | sed -n "s/^ktrace_n_bucket{$S,le=\"2047\"} //p")
+    c=$(echo "$m" | sed -n "s/^ktrace_n_bucket{$S,le=\"4095\"} //p")
+    echo "$m" | grep -v ' 0$' | grep ktrace_n
+    expect_eq "first scrape: the whole ladder ($(_kt_short "$(cat /tmp/kt.err)"))" "$(echo "$l0" | grep -c .)" 67 &&
+        expect_eq "the same bounds after the reads" "$l1" "$l0" &&
+        expect_ge "7 reads of 2500 in [2048, 4096)" "$((${c:-0} - ${b:-0}))" 7 &&
+        pass "$((c - b)) in [2048, 4096)"
 fi
 
 ktest kernel_intervals_partition
