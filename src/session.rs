@@ -166,6 +166,12 @@ pub struct Probe {
     /// where it reads BTF names itself, else the classic form ktrace
     /// compiled, which records the same fields).
     pub def: ProbeDef,
+    /// The system ktrace shows and writes for it (text, JSON, raw,
+    /// recordings, Perfetto, errors): the group the user wrote in the
+    /// definition, else the session's [`Session::system`]. The kernel holds
+    /// the probe in the session's own group (`def.group`), which changes
+    /// every run.
+    pub system: String,
 }
 
 impl Probe {
@@ -191,7 +197,19 @@ impl Probe {
     pub fn definition(&self) -> String {
         ktrace_probe::render::definition(&self.def)
     }
+
+    /// The definition as ktrace shows and records it: the kernel's line
+    /// with the stable system in place of the session's group.
+    pub fn shown_definition(&self) -> String {
+        let mut def = self.def.clone();
+        def.group.clone_from(&self.system);
+        ktrace_probe::render::definition(&def)
+    }
 }
+
+/// The system ktrace shows when neither `--group` nor the definition
+/// names one.
+pub const DEFAULT_SYSTEM: &str = "ktrace";
 
 /// A session: its group and instance share the session's name.
 #[derive(Debug)]
@@ -201,6 +219,8 @@ pub struct Session {
     /// leading there (a lazy unmount while tracing).
     pinned: ktrace_tracefs::pin::Pinned,
     name: String,
+    /// The system shown for probes whose definition names no group.
+    system: String,
     probes: Vec<Probe>,
     instance: Option<Instance>,
     /// A trigger was added (its events are soft-disabled, not detached,
@@ -225,6 +245,7 @@ impl Session {
             root: root.to_path_buf(),
             pinned,
             name,
+            system: DEFAULT_SYSTEM.to_string(),
             probes: Vec::new(),
             instance: None,
             triggered: false,
@@ -236,6 +257,20 @@ impl Session {
     /// The session's group and instance name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The system shown for probes whose definition names no group
+    /// (`ktrace`, or `--group NAME`).
+    pub fn system(&self) -> &str {
+        &self.system
+    }
+
+    /// Sets [`Session::system`] (`--group NAME`, checked by the argument
+    /// parser); before any probe is built.
+    pub fn set_system(&mut self, system: Option<&str>) {
+        if let Some(s) = system {
+            self.system = s.to_string();
+        }
     }
 
     /// The probes created so far.

@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = OutFile::replace(&args.output, "the recording", true)?;
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let setup = session::Session::new(&root).and_then(|sess| {
+    let setup = args.run.session(&root).and_then(|sess| {
         let probes = crate::resolve::build(&sess, &args.defs, args.run.pid, &view)?;
         out.check_inputs(&outfile::run_inputs(
             &probes,
@@ -225,15 +225,22 @@ fn header(
 ) -> anyhow::Result<Header> {
     use ktrace_tracefs::buffers;
     let layout = run.stream.layout();
-    let group = run.sess.name().to_string();
-    let mut formats = Vec::new();
+    // Each probe's format is read from the session's group and filed
+    // under the stable system ktrace shows (`ktrace`, `--group`, or the
+    // group the definition wrote): trace-cmd and KernelShark name an event
+    // by its system directory, and the session's group changes every run.
+    let group = run.sess.name();
+    let mut systems: Vec<System> = Vec::new();
     for p in run.sess.probes() {
-        formats.push(buffers::event_format(root, &group, p.event())?.into_bytes());
+        let format = buffers::event_format(root, group, p.event())?.into_bytes();
+        match systems.iter_mut().find(|s| s.name == p.system) {
+            Some(s) => s.formats.push(format),
+            None => systems.push(System {
+                name: p.system.clone(),
+                formats: vec![format],
+            }),
+        }
     }
-    let mut systems = vec![System {
-        name: group,
-        formats,
-    }];
     for (sys, ev) in trigger.map(trigger_events).unwrap_or_default() {
         let format = buffers::event_format(root, &sys, &ev)
             .with_context(|| format!("the trigger's event {sys}:{ev}"))?
@@ -272,7 +279,7 @@ fn header(
         .sess
         .probes()
         .iter()
-        .map(|p| format!("{}\n", p.definition()))
+        .map(|p| format!("{}\n", p.shown_definition()))
         .collect();
     Ok(Header {
         endian: layout.endian,
