@@ -465,7 +465,7 @@ pub fn rejection_text(
 
 /// `cmd` with the session's `group` in its head replaced by `system`, and
 /// the caret position `pos` moved with what follows it.
-fn shown_command(cmd: &str, pos: usize, group: &str, system: &str) -> (String, usize) {
+pub(crate) fn shown_command(cmd: &str, pos: usize, group: &str, system: &str) -> (String, usize) {
     let head_end = cmd.find(char::is_whitespace).unwrap_or(cmd.len());
     let Some(at) = cmd[..head_end].find(&format!(":{group}/")).map(|i| i + 1) else {
         return (cmd.to_string(), pos);

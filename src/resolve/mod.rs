@@ -169,7 +169,7 @@ pub fn build(
             );
         }
         defs.push(def);
-        systems.push(system.to_string());
+        systems.push((system.to_string(), r.input.clone()));
     }
     let taken: Vec<String> = sess
         .probes()
@@ -180,7 +180,7 @@ pub fn build(
     Ok(defs
         .into_iter()
         .zip(systems)
-        .map(|(def, system)| Probe { def, system })
+        .map(|(def, (system, input))| Probe { def, system, input })
         .collect())
 }
 
