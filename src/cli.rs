@@ -44,6 +44,40 @@ pub fn arch() -> clap::builder::PossibleValuesParser {
     ])
 }
 
+/// `--group NAME`: the system ktrace shows for its probes, checked as the
+/// kernel checks a group name (`is_good_system_name()`: a C identifier,
+/// shorter than `MAX_EVENT_NAME_LEN`), so a bad one is a usage error (exit
+/// 2). `ftrace` is refused: it is the system of ftrace's own events (the
+/// stack records) and has a section of its own in trace.dat.
+pub fn group(text: &str) -> Result<String, String> {
+    let max = ktrace_probe::parse::MAX_EVENT_NAME_LEN - 1;
+    let ident = text
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(format!(
+            "{text:?}: a group name must follow the same rules as C identifiers (letters, \
+             digits and '_', not starting with a digit)"
+        ));
+    }
+    if text.len() > max {
+        return Err(format!(
+            "{text:?}: a group name is at most {max} bytes (it has {})",
+            text.len()
+        ));
+    }
+    if text == "ftrace" {
+        return Err(
+            "\"ftrace\" is the system of ftrace's own events (stack records): choose another \
+             group name"
+                .to_string(),
+        );
+    }
+    Ok(text.to_string())
+}
+
 /// A count of at least one.
 pub fn count(text: &str) -> Result<u64, String> {
     let v: u64 = text

@@ -16,6 +16,7 @@
 //! panic still tears the session down. It has no other use.
 
 use std::io;
+use std::path::Path;
 use std::process::{Child, ExitCode};
 use std::time::{Duration, Instant};
 
@@ -56,6 +57,16 @@ pub struct RunArgs {
     /// Trace clock of the session's instance (see tracefs trace_clock).
     #[arg(long)]
     pub clock: Option<String>,
+    /// The system (group) ktrace shows and writes for the probes, in text,
+    /// JSON, raw output, recordings (trace.dat's system directories, so
+    /// trace-cmd and KernelShark list NAME/EVENT), Perfetto and errors:
+    /// `ktrace` by default. The kernel still holds the probes in the
+    /// session's own group (`ktrace_p<PID>_s<START>_n<PIDNS>`), so sessions
+    /// never collide. A group written in a definition (`p:mygrp/ev ...`)
+    /// is shown for that probe instead. A C identifier of at most 63 bytes,
+    /// not `ftrace`.
+    #[arg(long, value_name = "NAME", value_parser = crate::cli::group)]
+    pub group: Option<String>,
     /// Command to run and trace (with the processes it forks); tracing
     /// stops when it exits, and ktrace exits with its status (128+N when a
     /// signal N killed it). When -d, -n or a signal ends tracing first, the
@@ -97,6 +108,14 @@ fn event_spec(text: &str) -> Result<String, String> {
 }
 
 impl RunArgs {
+    /// A new session in the tracefs at `root`, showing `--group` (or
+    /// `ktrace`) as its probes' system.
+    pub fn session(&self, root: &Path) -> anyhow::Result<Session> {
+        let mut sess = Session::new(root)?;
+        sess.set_system(self.group.as_deref());
+        Ok(sess)
+    }
+
     /// When the run must end by `-d`, counted from now.
     pub fn deadline(&self) -> Option<Instant> {
         self.duration
@@ -724,12 +743,14 @@ pub(crate) fn conclude_kernel(
 }
 
 /// The session's probes as the event table needs them (group = session,
-/// event name, how the kernel prints its header).
+/// system = the stable one ktrace shows, event name, how the kernel prints
+/// its header).
 pub(crate) fn probe_specs(sess: &Session) -> Vec<ProbeSpec> {
     sess.probes()
         .iter()
         .map(|p| ProbeSpec {
             group: sess.name().to_string(),
+            system: p.system.clone(),
             event: p.event().to_string(),
             kind: ktrace_event::ProbeKind::from(p.kind()),
             target: match p.kind() {

@@ -185,6 +185,14 @@ pub struct Probe {
     /// where it reads BTF names itself, else the classic form ktrace
     /// compiled, which records the same fields).
     pub def: ProbeDef,
+    /// The system ktrace shows and writes for it (text, JSON, raw,
+    /// recordings, Perfetto, errors): the group the user wrote in the
+    /// definition, else the session's [`Session::system`]. The kernel holds
+    /// the probe in the session's own group (`def.group`), which changes
+    /// every run.
+    pub system: String,
+    /// The user's definition as typed (what a rejection echoes).
+    pub input: String,
 }
 
 impl Probe {
@@ -210,7 +218,56 @@ impl Probe {
     pub fn definition(&self) -> String {
         ktrace_probe::render::definition(&self.def)
     }
+
+    /// The definition as ktrace shows and records it: the kernel's line
+    /// with the stable system in place of the session's group.
+    pub fn shown_definition(&self) -> String {
+        let mut def = self.def.clone();
+        def.group.clone_from(&self.system);
+        ktrace_probe::render::definition(&def)
+    }
 }
+
+/// The kernel's rejection of one of `probes` (its error_log entry names
+/// the line it refused) said as a rejected definition is said before
+/// anything is written: the user's definition as typed, then the line with
+/// the stable system in place of the session's `group` and the kernel's
+/// caret moved with it, then the kernel's message. Other errors as they
+/// are.
+fn rejected_by_kernel(probes: &[Probe], group: &str, e: ktrace_tracefs::Error) -> anyhow::Error {
+    let Some(entry) = e.kernel_entry() else {
+        return e.into();
+    };
+    let Some(p) = probes
+        .iter()
+        .find(|p| p.definition() == entry.command.trim())
+    else {
+        return e.into();
+    };
+    anyhow::anyhow!("{}", kernel_rejection_text(p, group, entry))
+}
+
+fn kernel_rejection_text(p: &Probe, group: &str, entry: &ktrace_tracefs::ErrorLogEntry) -> String {
+    let (cmd, caret) = crate::resolve::live::shown_command(
+        &entry.command,
+        entry.caret.unwrap_or(0),
+        group,
+        &p.system,
+    );
+    let mut s = format!(
+        "the kernel rejected a probe definition: {}\n  {cmd}",
+        p.input
+    );
+    if entry.caret.is_some() {
+        s.push_str(&format!("\n  {}^", " ".repeat(caret)));
+    }
+    s.push_str(&format!("\n  {}: error: {}", entry.location, entry.message));
+    s
+}
+
+/// The system ktrace shows when neither `--group` nor the definition
+/// names one.
+pub const DEFAULT_SYSTEM: &str = "ktrace";
 
 /// A session: its group and instance share the session's name.
 #[derive(Debug)]
@@ -220,6 +277,8 @@ pub struct Session {
     /// leading there (a lazy unmount while tracing).
     pinned: ktrace_tracefs::pin::Pinned,
     name: String,
+    /// The system shown for probes whose definition names no group.
+    system: String,
     probes: Vec<Probe>,
     instance: Option<Instance>,
     /// A trigger was added (its events are soft-disabled, not detached,
@@ -244,6 +303,7 @@ impl Session {
             root: root.to_path_buf(),
             pinned,
             name,
+            system: DEFAULT_SYSTEM.to_string(),
             probes: Vec::new(),
             instance: None,
             triggered: false,
@@ -255,6 +315,20 @@ impl Session {
     /// The session's group and instance name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The system shown for probes whose definition names no group
+    /// (`ktrace`, or `--group NAME`).
+    pub fn system(&self) -> &str {
+        &self.system
+    }
+
+    /// Sets [`Session::system`] (`--group NAME`, checked by the argument
+    /// parser); before any probe is built.
+    pub fn set_system(&mut self, system: Option<&str>) {
+        if let Some(s) = system {
+            self.system = s.to_string();
+        }
     }
 
     /// The probes created so far.
@@ -305,7 +379,9 @@ impl Session {
         if let Some(d) = defs.iter().find(|d| d.group != self.name) {
             anyhow::bail!("{}: not in this session's group {}", d.line, self.name);
         }
-        DynEvents::new(&self.root).create(&defs)?;
+        DynEvents::new(&self.root)
+            .create(&defs)
+            .map_err(|e| rejected_by_kernel(&probes, &self.name, e))?;
         self.probes.extend(probes);
         Ok(())
     }
@@ -560,7 +636,41 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
-    use super::eprobes_built;
+    use super::{Probe, eprobes_built, kernel_rejection_text};
+
+    /// A rejection the kernel wrote at creation (error_log, in its format:
+    /// `[ts] LOCATION: error: MESSAGE`, `  Command: LINE`, caret line) is
+    /// said with the user's definition as typed and the stable system, the
+    /// caret still under the byte the kernel pointed at (issue 21 item 2:
+    /// it showed `p:ktrace_p…/ev …`, the session's group).
+    #[test]
+    fn kernel_rejection_echoes_the_definition_with_the_stable_system() {
+        let group = "ktrace_p4242_s777_n4026531836";
+        let line = format!("p:{group}/ev /tmp/hn:0x1129 a=%di:u32");
+        let caret = line.find("%di").unwrap();
+        let log = format!(
+            "[ 1234.567890] trace_uprobe: error: Invalid fetch argument\n  Command: {line}\n{}^\n",
+            " ".repeat("  Command: ".len() + caret)
+        );
+        let entry = &ktrace_tracefs::error_log::parse(&log)[0];
+        assert_eq!(entry.caret, Some(caret));
+        let probe = Probe {
+            def: ktrace_probe::parse_listed(&line).unwrap(),
+            system: "app".into(),
+            input: "p:ev /tmp/hn:hn_fn a=%di:u32".into(),
+        };
+        assert_eq!(probe.definition(), line);
+        let text = kernel_rejection_text(&probe, group, entry);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "the kernel rejected a probe definition: p:ev /tmp/hn:hn_fn a=%di:u32"
+        );
+        assert_eq!(lines[1], "  p:app/ev /tmp/hn:0x1129 a=%di:u32");
+        assert_eq!(&lines[1][lines[2].find('^').unwrap()..], "%di:u32");
+        assert_eq!(lines[3], "  trace_uprobe: error: Invalid fetch argument");
+        assert!(!text.contains(group), "{text}");
+    }
 
     #[test]
     fn eprobe_refused_on_a_kernel_built_without_eprobe_events() {

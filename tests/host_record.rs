@@ -588,7 +588,8 @@ fn export_perfetto_threads_slices_fields() {
 /// (`a=%di`, a stack address, 7 bytes as a varint, and `s`, one of ten
 /// strings) cost 45.6 B per event, the string written whole every time.
 /// Now string values are interned: 35 B (13 of packet, 3 of time delta,
-/// 12 for `a`, 7 for `s`).
+/// 12 for `a`, 7 for `s`), and 37.1 B since each event carries its
+/// system as category (issue 21 item 2: an interned id, 2 bytes).
 #[test]
 fn export_perfetto_bytes_per_event() {
     if tracefs().is_none() {
@@ -610,7 +611,7 @@ fn export_perfetto_bytes_per_event() {
     let size = std::fs::metadata(&pf).unwrap().len();
     let per_event = size as f64 / 5000.0;
     eprintln!("{size} bytes, {per_event:.1} B per event");
-    assert!(per_event <= 36.0, "{per_event:.1} B per event");
+    assert!(per_event <= 38.0, "{per_event:.1} B per event");
     let Some(text) = decode_perfetto(&pf) else {
         return;
     };

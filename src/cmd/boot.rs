@@ -366,6 +366,7 @@ pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
         .filter(|e| e.kind.starts_with('p') || e.kind.starts_with('r'))
         .map(|e| ProbeSpec {
             group: e.group.clone(),
+            system: e.group.clone(),
             event: e.event.clone(),
             kind: ktrace_stream::ProbeKind::from_dynamic_event(&e.line),
             target: None,

@@ -89,6 +89,10 @@ const TOP_SECTIONS: &[(&str, &[&str])] = &[
              ktrace did not create is ever touched. Everything is removed on every exit \
              (Ctrl-C, SIGTERM, SIGHUP, a closed pipe, a panic); after a SIGKILL the next run, or \
              ktrace clean, removes what the dead session left.",
+            "What ktrace shows and writes (text, JSON, --raw, recordings, Perfetto, errors) \
+             names the stable system ktrace, or --group NAME, or the group a definition wrote \
+             (p:mygrp/ev ...), never the session's group: two recordings of the same probes \
+             list the same events.",
             "Probes set at boot (ktrace boot, kprobe_event=) belong to no session: they live in \
              the group ktrace_boot and the top-level buffer, and only ktrace clean --boot \
              removes them.",

@@ -92,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = OutFile::replace(&args.output, "the recording", true)?;
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let setup = session::Session::new(&root).and_then(|sess| {
+    let setup = args.run.session(&root).and_then(|sess| {
         let probes = crate::resolve::build(&sess, &args.defs, args.run.pid, &view)?;
         out.check_inputs(&outfile::run_inputs(
             &probes,
@@ -239,22 +239,29 @@ fn header(
 ) -> anyhow::Result<Header> {
     use ktrace_tracefs::buffers;
     let layout = run.stream.layout();
-    let group = run.sess.name().to_string();
-    let mut formats = Vec::new();
+    // Each probe's format is read from the session's group and filed
+    // under the stable system ktrace shows (`ktrace`, `--group`, or the
+    // group the definition wrote): trace-cmd and KernelShark name an event
+    // by its system directory, and the session's group changes every run.
+    let group = run.sess.name();
+    let mut systems: Vec<System> = Vec::new();
     for p in run.sess.probes() {
-        formats.push(buffers::event_format(root, &group, p.event())?.into_bytes());
+        let format = buffers::event_format(root, group, p.event())?.into_bytes();
+        match systems.iter_mut().find(|s| s.name == p.system) {
+            Some(s) => s.formats.push(format),
+            None => systems.push(System {
+                name: p.system.clone(),
+                formats: vec![format],
+            }),
+        }
     }
-    let mut systems = vec![System {
-        name: group,
-        formats,
-    }];
     // The kernel's events on in the instance (-e), then those a trigger
     // switches on: their records need their formats in the file.
     let mut kernel_events: Vec<(String, String)> = run
         .inst
         .enabled_events()?
         .into_iter()
-        .filter(|(sys, _)| sys != run.sess.name())
+        .filter(|(sys, _)| sys != group)
         .collect();
     for e in trigger.map(trigger_events).unwrap_or_default() {
         if !kernel_events.contains(&e) {
@@ -299,7 +306,7 @@ fn header(
         .sess
         .probes()
         .iter()
-        .map(|p| format!("{}\n", p.definition()))
+        .map(|p| format!("{}\n", p.shown_definition()))
         .collect();
     Ok(Header {
         endian: layout.endian,

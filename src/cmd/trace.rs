@@ -6,8 +6,9 @@
 //! definitions (bare symbols, `%return`, `PATH:SYMBOL`, `LIB:SYMBOL`,
 //! wildcards, `argN`); every resulting line is checked by ktrace-probe
 //! against the live kernel before anything is written. Only the group is
-//! replaced by the session's (the event name is kept, or made up like the
-//! kernel's when absent). Events stream to stdout until the duration, the
+//! replaced by the session's in the kernel (the event name is kept, or made
+//! up like the kernel's when absent); what is shown names the stable system
+//! (`ktrace`, `--group`, or the group written, see `session::Probe`). Events stream to stdout until the duration, the
 //! count, the traced command's exit, or SIGINT/SIGTERM/SIGHUP; the summary
 //! goes to stderr.
 //!
@@ -160,14 +161,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let setup = match &globs {
         Some(g) => check_output(&[])
-            .and_then(|()| session::Session::new(&root))
+            .and_then(|()| args.run.session(&root))
             .and_then(|sess| {
                 let (run, funcs) =
                     live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
                 live::say_functions("tracing", &funcs, g);
                 Ok(run)
             }),
-        None => session::Session::new(&root).and_then(|sess| {
+        None => args.run.session(&root).and_then(|sess| {
             let probes = crate::resolve::build(&sess, &defs, args.run.pid, &view)?;
             check_output(&probes)?;
             live::setup_built(
@@ -241,7 +242,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Perfetto => Box::new(ktrace_perfetto::PerfettoSink::new(
             writer,
             symbols,
-            run.sess.probes().iter().map(|p| p.definition()).collect(),
+            run.sess
+                .probes()
+                .iter()
+                .map(|p| p.shown_definition())
+                .collect(),
         )),
     };
     let deadline = args.run.deadline();

@@ -76,7 +76,15 @@ pub fn build(
     let mut route = crate::btfroute::Route::live(target.kernel, view.features());
     let code = crate::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
+    let mut systems = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
+        let system = match spec::written_group(&r.input) {
+            // shown and recorded as the probe's system: checked as `--group`
+            Some(g) => crate::cli::group(g).map_err(|e| anyhow::anyhow!("{:?}: {e}", r.input))?,
+            None => sess.system().to_string(),
+        };
+        let system = system.as_str();
+        let shown = Some((sess.name(), system));
         // An offset past the function's end, said before the kernel's own
         // verdict on whatever lies there (x86_64 5.10: a notrace function).
         if let Some((symbol, offset, size)) = past_function_end(view, &r.line) {
@@ -92,7 +100,7 @@ pub fn build(
         } else {
             match route.compile(&r.line, target, &env) {
                 None => check_line(&r.line, target, &env),
-                Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e)),
+                Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e, shown)),
                 Some(Ok(c)) => {
                     if c.uses_btf {
                         crate::say!("{} compiled with BTF: {}", r.input, c.classic);
@@ -108,7 +116,7 @@ pub fn build(
         let mut def = match checked.definition {
             Ok(Definition::Probe(p)) => p,
             Ok(_) => bail!("{:?} is not a probe definition", r.input),
-            Err(e) => bail!("{}", rejection_text(&r.input, &e)),
+            Err(e) => bail!("{}", rejection_text(&r.input, &e, shown)),
         };
         // A uprobe past the end of its file: the kernel takes the
         // definition and refuses to switch it on ("Invalid argument").
@@ -161,6 +169,7 @@ pub fn build(
             );
         }
         defs.push(def);
+        systems.push((system.to_string(), r.input.clone()));
     }
     let taken: Vec<String> = sess
         .probes()
@@ -168,7 +177,11 @@ pub fn build(
         .map(|p| p.event().to_string())
         .collect();
     naming::name_into_group(&mut defs, sess.name(), &taken);
-    Ok(defs.into_iter().map(|def| Probe { def }).collect())
+    Ok(defs
+        .into_iter()
+        .zip(systems)
+        .map(|(def, (system, input))| Probe { def, system, input })
+        .collect())
 }
 
 /// `SYM+OFF` of a kprobe line (`p[:EV] SYM+OFF ...`, `r...`) whose offset is

@@ -127,6 +127,19 @@ fn is_kind_token(k: &str) -> bool {
     k == "p" || (k.starts_with('r') && k[1..].chars().all(|c| c.is_ascii_digit()))
 }
 
+/// The group the user wrote in a definition's head (`p:GROUP/EVENT ...`,
+/// `r:`, `e:`, `f:`, `t:`), if any: what ktrace shows as the probe's
+/// system, while the kernel holds the probe in the session's group.
+pub fn written_group(input: &str) -> Option<&str> {
+    let first = input.split_whitespace().next()?;
+    let (kind, name) = first.split_once(':')?;
+    if !(is_kind_token(kind) || matches!(kind, "e" | "f" | "t")) {
+        return None;
+    }
+    let (group, _) = name.rsplit_once('/')?;
+    (!group.is_empty()).then_some(group)
+}
+
 /// Splits one spec. `None` for definitions passed through untouched
 /// (event probes `e:`, fprobes `f:`, tracepoint probes `t:`, removals `-:`).
 pub fn split(spec: &str) -> anyhow::Result<Option<Spec>> {
@@ -375,7 +388,8 @@ pub struct Resolver<'k> {
     /// The kernel view (module names, wildcard expansion).
     pub kernel: &'k KernelView,
     /// The session's group: every definition is put there (a group the user
-    /// wrote is replaced; the event name is kept).
+    /// wrote is kept only as the system ktrace shows, see [`written_group`];
+    /// the event name is kept).
     pub group: String,
     /// The running kernel's BTF: an untyped `argN` on a function entry takes
     /// its parameter's integer type from it (`dfd=arg1` → `dfd=%di:s32`).
@@ -540,7 +554,8 @@ impl Resolver<'_> {
         };
         if let Some((group, _)) = spec.name.as_deref().and_then(|n| n.rsplit_once('/')) {
             // ktrace puts every probe in its own group; a group written
-            // anyway is checked as the kernel would, never silently dropped.
+            // anyway is checked as the kernel would, and shown as the
+            // probe's system (resolve::build).
             let good = group
                 .chars()
                 .next()
@@ -549,13 +564,9 @@ impl Resolver<'_> {
             if !good {
                 bail!(
                     "{input:?}: group {group:?}: Group name must follow the same rules as C \
-                     identifiers (the kernel's verdict); ktrace puts every probe in its own \
-                     group, so leave the group out"
+                     identifiers (the kernel's verdict)"
                 );
             }
-            out.notes.push(format!(
-                "{input:?}: group {group:?} replaced by the session's own group"
-            ));
         }
         let place = classify(&spec.place, &|m| self.kernel.is_module(m));
         let user = matches!(place, Place::UserOffset | Place::UserSymbol);

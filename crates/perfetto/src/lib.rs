@@ -12,8 +12,8 @@
 //! times and fields.
 //!
 //! Lean, as Perfetto's own SDK writes (track_event's incremental state):
-//! every packet is on one sequence; event names, annotation names and
-//! string values are interned (`InternedData`, written once, then referred
+//! every packet is on one sequence; event names and categories,
+//! annotation names and string values are interned (`InternedData`, written once, then referred
 //! to by number: a string field that repeats, or a stack, costs a few
 //! bytes after its first time); time stamps are deltas on a sequence-scoped
 //! incremental clock (id 64, tied to `CLOCK_BOOTTIME` by a `ClockSnapshot`
@@ -25,7 +25,10 @@
 //! event costs 13 bytes plus the varint of its time delta, and 5 bytes
 //! plus the varint of its value per field (an interned string's value is
 //! its id): 27 bytes for two small fields 1 µs apart (see
-//! `tests/decode.rs`, `two_field_events_cost_27_bytes`). A time stamp earlier
+//! `tests/decode.rs`, `two_field_events_cost_27_bytes`). An event given a
+//! category ([`Writer::begin_in`], [`Writer::instant_in`]: the sink writes
+//! the event's system there) costs 2 bytes more, the category being
+//! interned too. A time stamp earlier
 //! than the one before (a corrupt recording) is written absolute, on
 //! `CLOCK_BOOTTIME`.
 //!
@@ -101,6 +104,7 @@ const CS_CLOCKS: u32 = 1;
 const CLOCK_ID: u32 = 1;
 const CLOCK_TIMESTAMP: u32 = 2;
 const CLOCK_IS_INCREMENTAL: u32 = 3;
+const ID_EVENT_CATEGORIES: u32 = 1;
 const ID_EVENT_NAMES: u32 = 2;
 const ID_DEBUG_ANNOTATION_NAMES: u32 = 3;
 const ID_DEBUG_ANNOTATION_STRING_VALUES: u32 = 29;
@@ -118,6 +122,7 @@ const PD_NAME: u32 = 6;
 const THD_PID: u32 = 1;
 const THD_TID: u32 = 2;
 const THD_NAME: u32 = 5;
+const TE_CATEGORY_IIDS: u32 = 3;
 const TE_DEBUG: u32 = 4;
 const TE_TYPE: u32 = 9;
 const TE_NAME_IID: u32 = 10;
@@ -200,6 +205,7 @@ pub struct Writer<W: Write> {
     clock: u64,
     last_ts: u64,
     event_names: HashMap<String, u64>,
+    categories: HashMap<String, u64>,
     annotation_names: HashMap<String, u64>,
     string_values: HashMap<String, u64>,
     string_bytes: usize,
@@ -227,6 +233,7 @@ impl<W: Write> Writer<W> {
             clock: 0,
             last_ts: 0,
             event_names: HashMap::new(),
+            categories: HashMap::new(),
             annotation_names: HashMap::new(),
             string_values: HashMap::new(),
             string_bytes: 0,
@@ -357,6 +364,21 @@ impl<W: Write> Writer<W> {
         iid
     }
 
+    /// The interned id of event category `name` (see
+    /// [`Writer::event_name`]).
+    fn category(&mut self, name: &str) -> u64 {
+        if let Some(&iid) = self.categories.get(name) {
+            return iid;
+        }
+        let iid = self.categories.len() as u64 + 1;
+        self.categories.insert(name.to_string(), iid);
+        self.scratch.clear();
+        self.scratch.uint(INTERNED_IID, iid);
+        self.scratch.bytes(INTERNED_NAME, name.as_bytes());
+        self.interned.msg(ID_EVENT_CATEGORIES, &self.scratch);
+        iid
+    }
+
     /// The interned id of annotation name `name` (see
     /// [`Writer::event_name`]).
     fn annotation_name(&mut self, name: &str) -> u64 {
@@ -401,6 +423,7 @@ impl<W: Write> Writer<W> {
         ts: u64,
         kind: u64,
         name: Option<u64>,
+        category: Option<u64>,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
         let uuid = match self.threads.get(&tid) {
@@ -414,6 +437,9 @@ impl<W: Write> Writer<W> {
         self.event.clear();
         self.event.uint(TE_TYPE, kind);
         self.event.uint(TE_TRACK, uuid);
+        if let Some(iid) = category {
+            self.event.uint(TE_CATEGORY_IIDS, iid);
+        }
         if let Some(iid) = name {
             self.event.uint(TE_NAME_IID, iid);
         }
@@ -461,16 +487,31 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
+        self.begin_in(tid, ts, None, name, args)
+    }
+
+    /// [`Writer::begin`] with the event in `category` (the event's system:
+    /// Perfetto shows it as the slice's category; interned, two bytes an
+    /// event).
+    pub fn begin_in(
+        &mut self,
+        tid: i32,
+        ts: u64,
+        category: Option<&str>,
+        name: &str,
+        args: &[(&str, Arg<'_>)],
+    ) -> Result<(), Error> {
         let iid = self.event_name(name);
+        let cat = category.map(|c| self.category(c));
         if self
             .threads
             .get(&tid)
             .is_some_and(|t| t.open.len() >= MAX_DEPTH)
         {
             self.flattened += 1;
-            return self.event(tid, ts, TYPE_INSTANT, Some(iid), args);
+            return self.event(tid, ts, TYPE_INSTANT, Some(iid), cat, args);
         }
-        self.event(tid, ts, TYPE_SLICE_BEGIN, Some(iid), args)?;
+        self.event(tid, ts, TYPE_SLICE_BEGIN, Some(iid), cat, args)?;
         if let Some(t) = self.threads.get_mut(&tid) {
             t.open.push(iid);
         }
@@ -487,6 +528,18 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
+        self.end_in(tid, ts, None, name, args)
+    }
+
+    /// [`Writer::end`]; an instant written instead is in `category`.
+    pub fn end_in(
+        &mut self,
+        tid: i32,
+        ts: u64,
+        category: Option<&str>,
+        name: &str,
+        args: &[(&str, Arg<'_>)],
+    ) -> Result<(), Error> {
         let iid = self.event_names.get(name).copied();
         let depth = iid.and_then(|iid| {
             self.threads
@@ -494,16 +547,16 @@ impl<W: Write> Writer<W> {
                 .and_then(|t| t.open.iter().rposition(|&n| n == iid))
         });
         let Some(depth) = depth else {
-            return self.instant(tid, ts, name, args);
+            return self.instant_in(tid, ts, category, name, args);
         };
         let inner = self
             .threads
             .get(&tid)
             .map_or(0, |t| t.open.len() - depth - 1);
         for _ in 0..inner {
-            self.event(tid, ts, TYPE_SLICE_END, None, &[])?;
+            self.event(tid, ts, TYPE_SLICE_END, None, None, &[])?;
         }
-        self.event(tid, ts, TYPE_SLICE_END, None, args)?;
+        self.event(tid, ts, TYPE_SLICE_END, None, None, args)?;
         if let Some(t) = self.threads.get_mut(&tid) {
             t.open.truncate(depth);
         }
@@ -518,8 +571,21 @@ impl<W: Write> Writer<W> {
         name: &str,
         args: &[(&str, Arg<'_>)],
     ) -> Result<(), Error> {
+        self.instant_in(tid, ts, None, name, args)
+    }
+
+    /// [`Writer::instant`] with the event in `category`.
+    pub fn instant_in(
+        &mut self,
+        tid: i32,
+        ts: u64,
+        category: Option<&str>,
+        name: &str,
+        args: &[(&str, Arg<'_>)],
+    ) -> Result<(), Error> {
         let iid = self.event_name(name);
-        self.event(tid, ts, TYPE_INSTANT, Some(iid), args)
+        let cat = category.map(|c| self.category(c));
+        self.event(tid, ts, TYPE_INSTANT, Some(iid), cat, args)
     }
 
     /// Ends every open slice at the last time stamp seen and returns the
@@ -537,7 +603,7 @@ impl<W: Write> Writer<W> {
         let ts = self.last_ts;
         for (tid, n) in open {
             for _ in 0..n {
-                self.event(tid, ts, TYPE_SLICE_END, None, &[])?;
+                self.event(tid, ts, TYPE_SLICE_END, None, None, &[])?;
             }
         }
         self.w.flush()?;
@@ -558,7 +624,7 @@ pub mod protoc_text {
     /// out. Other lines are kept as they are.
     pub fn expand(text: &str) -> String {
         let mut out = String::new();
-        let mut names: [HashMap<u64, String>; 3] = [HashMap::new(), HashMap::new(), HashMap::new()];
+        let mut names: [HashMap<u64, String>; 4] = Default::default();
         let mut clock = 0u64;
         let mut packet: Vec<&str> = Vec::new();
         for line in text.lines() {
@@ -587,7 +653,7 @@ pub mod protoc_text {
 
     fn expand_packet(
         lines: &[&str],
-        names: &mut [HashMap<u64, String>; 3],
+        names: &mut [HashMap<u64, String>; 4],
         clock: &mut u64,
         out: &mut String,
     ) {
@@ -600,7 +666,8 @@ pub mod protoc_text {
         };
         let absolute = own("timestamp_clock_id").is_some();
         // interned entries (event_names: 0, debug_annotation_names: 1,
-        // debug_annotation_string_values: 2, kept as protoc escapes them)
+        // debug_annotation_string_values: 2, event_categories: 3, kept as
+        // protoc escapes them)
         let mut stack: Vec<&str> = Vec::new();
         let mut iid = None;
         for l in lines {
@@ -614,6 +681,7 @@ pub mod protoc_text {
                     "event_names" => (0, "name"),
                     "debug_annotation_names" => (1, "name"),
                     "debug_annotation_string_values" => (2, "str"),
+                    "event_categories" => (3, "name"),
                     _ => continue,
                 };
                 if let Some(v) = value(t, "iid") {
@@ -669,6 +737,10 @@ pub mod protoc_text {
                     "{indent}string_value: \"{}\"\n",
                     n.map_or("?", |s| s)
                 ));
+                continue;
+            } else if let Some(v) = value(t, "category_iids") {
+                let n = v.parse().ok().and_then(|i| names[3].get(&i));
+                out.push_str(&format!("{indent}categories: {:?}\n", n.map_or("?", |s| s)));
                 continue;
             } else if let Some(v) = value(t, "name_iid") {
                 let table = usize::from(stack.last() == Some(&"debug_annotations"));

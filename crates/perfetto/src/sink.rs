@@ -9,7 +9,9 @@
 //! less a `_ret`/`_return`/`__return` suffix for files without them) become
 //! a slice named by the entry's event name, nested as the calls were; every
 //! other event (an entry probe without a return probe among the events,
-//! too) is an instant named by its event name; every field is an argument,
+//! too) is an instant named by its event name; slices and instants are in
+//! their event's system as category (`ktrace`, or the `--group` chosen,
+//! stable from run to run); every field is an argument,
 //! but for the probe's own address (`__probe_ip`, `__probe_func`: the same
 //! on every hit). The stacks recorded with an event become its `stack`
 //! (kernel) and `user_stack` arguments, whole, one frame a line, kernel
@@ -50,6 +52,9 @@ enum Shape {
 struct Plan {
     shape: Shape,
     name: String,
+    /// The event's system, written as its category (`ktrace`, or the
+    /// group the user chose: never the session's changing group).
+    category: String,
     /// The fields written (index, name): all but the probe's own address.
     fields: Vec<(usize, String)>,
 }
@@ -167,9 +172,9 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
             args.push(("user_stack", Arg::Str(s)));
         }
         let r = match &plan.shape {
-            Shape::Begin => w.begin(p.tid, p.ts, &plan.name, &args),
-            Shape::End(entry) => w.end(p.tid, p.ts, entry, &args),
-            Shape::Instant => w.instant(p.tid, p.ts, &plan.name, &args),
+            Shape::Begin => w.begin_in(p.tid, p.ts, Some(&plan.category), &plan.name, &args),
+            Shape::End(entry) => w.end_in(p.tid, p.ts, Some(&plan.category), entry, &args),
+            Shape::Instant => w.instant_in(p.tid, p.ts, Some(&plan.category), &plan.name, &args),
         };
         drop(args);
         let mut values = p.values;
@@ -243,6 +248,7 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
             self.plans[id] = Some(Plan {
                 shape,
                 name: info.name().to_string(),
+                category: info.system().to_string(),
                 fields,
             });
         }
@@ -384,6 +390,7 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
             self.plans[id] = Some(Plan {
                 shape: Shape::Instant,
                 name: ev.info.name().to_string(),
+                category: ev.info.system().to_string(),
                 fields: ev
                     .fields()
                     .filter(|(_, f)| f.name != "__probe_ip" && f.name != "__probe_func")

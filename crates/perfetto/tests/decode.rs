@@ -389,3 +389,29 @@ fn string_interning_is_bounded() {
         assert_eq!(text.matches(&want).count(), 2);
     }
 }
+
+/// An event's category (its system, issue 21 item 2) is interned like a
+/// name: written once, then two bytes an event; an end carries none, and
+/// an end without its begin becomes an instant in the category given.
+#[test]
+fn categories_are_interned_once() {
+    let mut w = Writer::new(Vec::new());
+    w.thread(7, 7, "t").unwrap();
+    for i in 0..10u64 {
+        w.begin_in(7, 1000 + 2 * i, Some("ktrace"), "f", &[])
+            .unwrap();
+        w.end_in(7, 1001 + 2 * i, Some("ktrace"), "f", &[]).unwrap();
+    }
+    w.end_in(7, 2000, Some("app"), "g", &[]).unwrap();
+    w.instant(7, 2001, "plain", &[]).unwrap();
+    let bytes = w.finish().unwrap();
+    let Some(text) = decode(&bytes) else {
+        return;
+    };
+    assert_eq!(text.matches("categories: \"ktrace\"").count(), 10, "{text}");
+    assert_eq!(text.matches("categories: \"app\"").count(), 1, "{text}");
+    assert_eq!(text.matches("categories:").count(), 11, "{text}");
+    // the raw trace names each category once
+    let raw = String::from_utf8_lossy(&bytes);
+    assert_eq!(raw.matches("ktrace").count(), 1);
+}

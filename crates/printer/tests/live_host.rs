@@ -152,6 +152,7 @@ fn live_uprobe_hits_are_printed_or_counted_lost() {
     let instance = ktrace_tracefs::Instance::open(root, &group);
     let probes = [ProbeSpec {
         group: group.clone(),
+        system: group.clone(),
         event: "hit".into(),
         kind: ProbeKind::from_dynamic_event(&def),
         target: None,

@@ -73,8 +73,11 @@ impl EventInfo {
 /// A probe of the session, as the table needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeSpec {
-    /// The group (system) it lives in.
+    /// The group it lives in, in the kernel (where its format is read).
     pub group: String,
+    /// The system it is registered, decoded and shown under (ktrace's
+    /// stable name for a per-session group; `group` itself elsewhere).
+    pub system: String,
     /// The event name.
     pub event: String,
     /// How its header prints.
@@ -110,15 +113,16 @@ impl EventTable {
         }
     }
 
-    /// The table of a live run: the probes' formats and ftrace's stack
+    /// The table of a live run: the probes' formats (read from their
+    /// `group`, registered under their `system`) and ftrace's stack
     /// events, read from the tracefs at `root`.
     pub fn load(root: &Path, long_size: usize, probes: &[ProbeSpec]) -> Result<EventTable, Error> {
         let mut t = EventTable::new(long_size, Some(root));
         for p in probes {
             let text = ktrace_tracefs::buffers::event_format(root, &p.group, &p.event)?;
-            t.add(&p.group, &text, p.kind, p.target.as_deref(), Role::Probe)
+            t.add(&p.system, &text, p.kind, p.target.as_deref(), Role::Probe)
                 .map_err(|e| Error::Format {
-                    event: format!("{}/{}", p.group, p.event),
+                    event: format!("{}/{}", p.system, p.event),
                     source: e,
                 })?;
         }

@@ -46,7 +46,7 @@ use output::Printer;
 use probes::Checked;
 
 use crate::live::RunArgs;
-use crate::session::{self, Session, Signals};
+use crate::session::{self, Signals};
 
 /// What either engine's run takes from the command besides its plan: the
 /// run's options, the signals caught, tracefs, the kernel view and where
@@ -66,7 +66,7 @@ pub fn run(defs: Vec<String>, job: Job, common: &Common) -> anyhow::Result<ExitC
     let signals = Signals::catch()?;
     let root = session::open_tracefs()?;
     let view = KernelView::running(Some(&root));
-    let sess = Session::new(&root)?;
+    let sess = common.run.session(&root)?;
     let globs = match &job {
         Job::Count { by, route, .. } => route::function_route(&defs, by, common, *route, &root)?,
         _ => None,

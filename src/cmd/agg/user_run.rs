@@ -52,11 +52,11 @@ fn user_state(
     job: &Job,
     checked: &Checked,
     probes: &[Probe],
-    group: &str,
     prom: bool,
     max_keys: usize,
 ) -> UserState {
-    let ev = |p: &Probe| format!("{group}/{}", p.event());
+    // as the event table names them: the stable system, not the group
+    let ev = |p: &Probe| format!("{}/{}", p.system, p.event());
     let pairs: Vec<LatencyPair> = checked
         .pairs
         .iter()
@@ -114,11 +114,11 @@ pub(super) fn run_user(
     let stacks = checked.keys.contains(&KeySpec::Stack);
     let funcs: HashMap<String, String> = probes
         .iter()
-        .map(|p| (format!("{group}/{}", p.event()), func_of(p)))
+        .map(|p| (format!("{}/{}", p.system, p.event()), func_of(p)))
         .collect();
     let kernel_returns = probes.iter().any(|p| is_return(p) && !p.kind().is_uprobe());
     let prom = printer.metrics.is_some();
-    let state = user_state(job, &checked, &probes, &group, prom, max_keys);
+    let state = user_state(job, &checked, &probes, prom, max_keys);
     let state = Rc::new(RefCell::new(state));
     let mut sink = AggSink::new(Rc::clone(&state), symbols)
         .with_funcs(funcs)
