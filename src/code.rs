@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use ktrace_probe::ast::{KprobePlace, ProbeKind};
 use ktrace_probe::error::{ErrorKind, TpErr};
-use ktrace_probe::{Arch, Checked, Definition, ProbeError, Unchecked};
+use ktrace_probe::{Arch, Checked, Definition, ProbeError, Target, Unchecked};
 use ktrace_symbols::KernelView;
 use ktrace_symbols::elf;
 use ktrace_symbols::kallsyms::KernelSymbol;
@@ -274,7 +274,8 @@ pub fn starts_with_endbr(view: &KernelView, symbol: &str) -> Option<bool> {
 /// [`Unchecked::FunctionEntry`] for `+4`): a refusal replaces the
 /// definition with the kernel's error; a pass removes the open check.
 /// Returns why the checks stay open, when they do.
-pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<String> {
+pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<String> {
+    let arch = target.arch;
     let Ok(Definition::Probe(p)) = &checked.definition else {
         return None;
     };
@@ -374,13 +375,18 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
         .windows(2)
         .map(|w| (w[0], w[1]))
         .find_map(|(prev, i)| {
-            let int3 = i.valid && i.len == 1 && bytes.get(i.offset as usize) == Some(&0xcc);
-            let falls_in = matches!(
-                prev.flow,
-                ktrace_disasm::Flow::Next
-                    | ktrace_disasm::Flow::Call
-                    | ktrace_disasm::Flow::CondJump
-            );
+            let is_int3 = |x: &ktrace_disasm::Insn| {
+                x.valid && x.len == 1 && bytes.get(x.offset as usize) == Some(&0xcc)
+            };
+            let int3 = is_int3(i);
+            // (a run of int3 after a return is padding too)
+            let falls_in = !is_int3(prev)
+                && matches!(
+                    prev.flow,
+                    ktrace_disasm::Flow::Next
+                        | ktrace_disasm::Flow::Call
+                        | ktrace_disasm::Flow::CondJump
+                );
             (int3 && falls_in).then_some(i)
         })
     {
@@ -392,6 +398,11 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
     match ktrace_disasm::boundary(darch, &bytes, offset) {
         Ok(()) => {
             checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+            if let Some(i) = insns.iter().find(|i| i.offset == offset)
+                && let Some((err, hint)) = exception_insn(target, &bytes, i, &symbol)
+            {
+                reject(checked, err, hint);
+            }
             None
         }
         Err(nb) => {
@@ -411,6 +422,60 @@ pub fn check(checked: &mut Checked, arch: Arch, source: &Source) -> Option<Strin
             );
             None
         }
+    }
+}
+
+/// An x86 instruction at the probe address that the kernel refuses to
+/// probe, with the error it logs. `can_probe()` refuses INT and UD
+/// instructions since 6.12 (estimate: seen on 6.12 and 7.2, "Probe point is
+/// not an instruction boundary" for an `int3` of the padding after a
+/// `ret`); before (6.1, 5.10), an `int3` there passes `can_probe()` and
+/// `__copy_instruction()` refuses it: "Failed to register probe event". A
+/// `ud2` fails earlier on every kernel, as a BUG()/WARN() site.
+fn exception_insn(
+    target: Target,
+    bytes: &[u8],
+    i: &ktrace_disasm::Insn,
+    symbol: &str,
+) -> Option<(TpErr, String)> {
+    let at = &bytes[i.offset as usize..];
+    let what = match at {
+        [0xcc, ..] => "int3",
+        [0xcd, ..] => "int",
+        [0xce, ..] => "into",
+        [0xf1, ..] => "int1",
+        [0x0f, 0x0b, ..] => "ud2",
+        [0x0f, 0xb9, ..] => "ud1",
+        [0x0f, 0xff, ..] => "ud0",
+        _ => return None,
+    };
+    let off = i.offset;
+    // check_kprobe_address_safe() comes first: a `ud2` is a BUG()/WARN()
+    // site (find_bug(); every ud2 of kernel text is taken to be one)
+    if what == "ud2" {
+        return Some((
+            TpErr::FAIL_REG_PROBE,
+            format!("{symbol}+{off:#x} is a ud2, a BUG()/WARN() site, which kprobes refuse"),
+        ));
+    }
+    if target.features().can_probe_refuses_exceptions {
+        Some((
+            TpErr::BAD_INSN_BNDRY,
+            format!(
+                "{symbol}+{off:#x} is an {what}: the kernel does not probe INT and UD \
+                 instructions (an int3 there is padding or another debugger's breakpoint)"
+            ),
+        ))
+    } else if what == "int3" {
+        Some((
+            TpErr::FAIL_REG_PROBE,
+            format!(
+                "{symbol}+{off:#x} is an int3 (padding or another debugger's breakpoint): the \
+                 kernel cannot copy it to single-step"
+            ),
+        ))
+    } else {
+        None
     }
 }
 
@@ -547,7 +612,7 @@ mod tests {
 
     fn run(line: &str, arch: Arch, code: &[u8]) -> (Checked, Option<String>) {
         let mut c = check_line(line, Target::new(arch), &Offline);
-        let why = check(&mut c, arch, &Source::Code(code));
+        let why = check(&mut c, Target::new(arch), &Source::Code(code));
         (c, why)
     }
 
@@ -583,7 +648,12 @@ mod tests {
         let bounds = ktrace_disasm::boundaries(ktrace_disasm::Arch::X86_64, &code);
         for off in 1..code.len() as u64 {
             let (c, _) = run(&format!("p:k/a vfs_read+{off}"), Arch::X86_64, &code);
-            assert_eq!(c.accepted(), bounds.contains(&off), "+{off:#x}");
+            // an int3 (the padding after `ret`: +0xed, as the x86_64 6.1
+            // guest refused `p vfs_read+0xed`) is no place for a probe
+            // and a ud2 (+0x2ed) is a BUG()/WARN() site
+            let at = &code[off as usize..];
+            let refused = at[0] == 0xcc || at.starts_with(&[0x0f, 0x0b]);
+            assert_eq!(c.accepted(), bounds.contains(&off) && !refused, "+{off:#x}");
         }
     }
 
@@ -649,7 +719,11 @@ mod tests {
         assert!(c.accepted());
         assert_eq!(why.as_deref(), Some("ktrace has no kprobe rules for arm"));
         let mut c = check_line("p:k/a vfs_read+6", Target::new(Arch::X86_64), &Offline);
-        let why = check(&mut c, Arch::X86_64, &Source::None("offline".into()));
+        let why = check(
+            &mut c,
+            Target::new(Arch::X86_64),
+            &Source::None("offline".into()),
+        );
         assert_eq!(why.as_deref(), Some("offline"));
         // another tool's int3 before the offset
         let mut hit = code.clone();
@@ -657,6 +731,39 @@ mod tests {
         let (c, why) = run("p:k/a vfs_read+0x13", Arch::X86_64, &hit);
         assert!(c.accepted());
         assert!(why.unwrap().starts_with("an int3 at +0x5"));
+    }
+
+    #[test]
+    fn an_int3_of_the_padding_is_refused_as_each_kernel_refuses_it() {
+        // x86_64 guests: `p set_majmin+0x13` (the first int3 after `ret`)
+        // and `p bpf_lsm_socket_sock_rcv_skb+0xf` (the fourth) are "not an
+        // instruction boundary" on 6.12 and 7.2; an int3 after `ret` on 6.1
+        // and 5.10 is "Failed to register probe event".
+        // endbr64; nopl 0(%rax,%rax); xor %eax,%eax; ret; int3 x4
+        let code = [
+            0xf3, 0x0f, 0x1e, 0xfa, 0x0f, 0x1f, 0x44, 0x00, 0x00, 0x31, 0xc0, 0xc3, 0xcc, 0xcc,
+            0xcc, 0xcc,
+        ];
+        for (series, err) in [
+            ((7, 2), "Probe point is not an instruction boundary"),
+            ((6, 12), "Probe point is not an instruction boundary"),
+            ((6, 1), "Failed to register probe event"),
+            ((5, 10), "Failed to register probe event"),
+        ] {
+            let mut t = Target::new(Arch::X86_64);
+            t.kernel = ktrace_probe::KernelVersion::new(series.0, series.1);
+            for off in [0xc, 0xf] {
+                let mut c = check_line(&format!("p:k/a f+{off}"), t, &Offline);
+                let why = check(&mut c, t, &Source::Code(&code));
+                assert_eq!(why, None, "{series:?} +{off:#x}");
+                let e = c.definition.unwrap_err();
+                assert_eq!(e.message, err, "{series:?} +{off:#x}");
+                assert!(e.hint.unwrap().contains("int3"));
+            }
+            let mut c = check_line("p:k/a f+0xb", t, &Offline);
+            check(&mut c, t, &Source::Code(&code));
+            assert!(c.accepted(), "the ret");
+        }
     }
 
     #[test]

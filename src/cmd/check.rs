@@ -454,7 +454,7 @@ impl Checker {
         if let Some(t) = &self.tracefs {
             refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
         }
-        let why = crate::code::check(&mut kernel, arch, &source);
+        let why = crate::code::check(&mut kernel, target, &source);
         let mut report = Report {
             input: input.to_string(),
             kernel,
@@ -510,7 +510,7 @@ impl Checker {
         };
         let result = result.map(|mut c| {
             if c.checked.accepted() {
-                crate::code::check(&mut c.checked, arch, &source);
+                crate::code::check(&mut c.checked, target, &source);
             }
             Box::new(c)
         });

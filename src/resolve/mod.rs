@@ -112,7 +112,7 @@ pub fn build(
         // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
         // function's code, before anything is written.
         let mut checked = checked;
-        crate::code::check(&mut checked, arch, &code);
+        crate::code::check(&mut checked, target, &code);
         let mut def = match checked.definition {
             Ok(Definition::Probe(p)) => p,
             Ok(_) => bail!("{:?} is not a probe definition", r.input),

@@ -144,6 +144,12 @@ pub struct Features {
     /// @update_wall_tie`). Gated at 6.16 (estimate: the matrix has 6.12 and
     /// 7.2).
     pub fprobe_registered_at_creation: bool,
+    /// x86 `can_probe()` refuses an INT or UD instruction at the probe
+    /// address as no instruction boundary (`is_exception_insn()`): x86_64
+    /// 6.12.x and 7.2, `p do_sys_open+0x65` on an int3 of the padding after
+    /// `ret`. 6.1.192 and 5.10 take it there and fail to copy it ("Failed to
+    /// register probe event"). Gated at 6.12 (estimate).
+    pub can_probe_refuses_exceptions: bool,
     /// `_kprobe_addr()` looks the address up in kallsyms (with
     /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
     /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
@@ -251,6 +257,7 @@ impl KernelVersion {
             typecasts: self.at_least(6, 16),
             sanitize_star: self.at_least(6, 12),
             fprobe_registered_at_creation: !self.at_least(6, 16),
+            can_probe_refuses_exceptions: self.at_least(6, 12),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),
