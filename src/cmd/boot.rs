@@ -237,7 +237,7 @@ enum Refused {
 /// Checks `input`, puts it in [`BOOT_GROUP`] when it names no group, checks
 /// that line again and encodes it.
 fn encode(checker: &mut Checker, input: &str, done: &[Encoded]) -> Result<Encoded, Refused> {
-    let report = checker.check(input);
+    let report = checker.check(boot::without_comment(input));
     let Some(write) = report.write_line() else {
         return Err(Refused::Check(Box::new(report)));
     };
