@@ -166,3 +166,23 @@ fn boot_persistent_parameters_and_refusals() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+/// Regression (tests/kernel/boot-corpus, x86_64 7.2): `ktrace boot` put a
+/// definition's comment into kprobe_event= (`...,vfs_read,#,a,comment`),
+/// whose words the kernel's boot-time parser takes as arguments ("Failed
+/// to add event(-22)"); a write to kprobe_events ends at the `#`, and so
+/// does the parameter now.
+#[test]
+fn boot_leaves_a_comment_out_of_the_parameter() {
+    let out = common::ktrace()
+        .args(["boot", "--arch", "x86_64", "--kernel", "7.2"])
+        .args(["p vfs_read # a comment", "p:c kernel_clone%return#x"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "kprobe_event=p:ktrace_boot/p_vfs_read_0,vfs_read;p:ktrace_boot/c,kernel_clone%return\n"
+    );
+}

@@ -576,3 +576,52 @@ fn a_full_disk_counted_the_unwritten_page_as_shown() {
         "{err}"
     );
 }
+
+/// Issue 20: `ktrace report --boot --perfetto OUT` (and
+/// `--previous-boot`) refuses an output it cannot write before it reads
+/// anything — reading the boot-time events consumes them — and names the
+/// output; on this host (no kprobe_event=) a read would have said "no
+/// boot-time probes" instead. With a recording, `--perfetto` points at
+/// `ktrace export`. Nothing is created.
+#[test]
+fn report_boot_perfetto_refuses_an_unwritable_output_before_reading() {
+    let dir = std::env::temp_dir().join(format!("ktrace-report-boot-pf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out_path = dir.join("no-such-dir").join("boot.pftrace");
+    for flag in ["--boot", "--previous-boot"] {
+        let out = ktrace()
+            .args(["report", flag, "--perfetto"])
+            .arg(&out_path)
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{t}");
+        assert!(t.contains("boot.pftrace"), "{flag}: {t}");
+        assert!(
+            !t.contains("boot-time probes"),
+            "{flag}: read before the output was checked: {t}"
+        );
+        assert!(
+            !t.contains("instance"),
+            "{flag}: read before the output was checked: {t}"
+        );
+    }
+    assert!(!dir.exists());
+    let out = ktrace()
+        .args(["report", "some.dat", "--perfetto", "x.pftrace"])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("ktrace export some.dat --perfetto -o OUT"),
+        "{t}"
+    );
+    assert!(!Path::new("x.pftrace").exists());
+    // not with another output format
+    let out = ktrace()
+        .args(["report", "--boot", "--json", "--perfetto", "x.pftrace"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

@@ -237,7 +237,7 @@ enum Refused {
 /// Checks `input`, puts it in [`BOOT_GROUP`] when it names no group, checks
 /// that line again and encodes it.
 fn encode(checker: &mut Checker, input: &str, done: &[Encoded]) -> Result<Encoded, Refused> {
-    let report = checker.check(input);
+    let report = checker.check(boot::without_comment(input));
     let Some(write) = report.write_line() else {
         return Err(Refused::Check(Box::new(report)));
     };
@@ -309,7 +309,21 @@ impl Read for Drain {
 /// with this boot's formats of the same probes (the same `kprobe_event=`
 /// makes them again, in the same order, so with the same event ids — as
 /// the kernel's own `trace` file of the instance reads them).
-pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
+pub fn report(
+    json: bool,
+    previous: bool,
+    perfetto: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
+    // the output first: a file that cannot be written is refused before
+    // anything is read (reading consumes the events)
+    let mut out_file = match perfetto {
+        Some(p) => Some(crate::outfile::OutFile::replace(
+            p,
+            "the Perfetto trace",
+            false,
+        )?),
+        None => None,
+    };
     let root = discover::find_or_mount()?;
     let top = if previous {
         let inst = Instance::open(&root, boot::PERSIST_INSTANCE);
@@ -414,7 +428,15 @@ pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
         .release()
         .to_string_lossy()
         .into_owned();
-    let mut sink: Box<dyn Sink + '_> = if json {
+    let defs: Vec<String> = listed.iter().map(|e| e.line.clone()).collect();
+    let mut sink: Box<dyn Sink + '_> = if let Some(o) = out_file.as_mut() {
+        o.start()?;
+        Box::new(ktrace_perfetto::PerfettoSink::new(
+            std::io::BufWriter::new(o.file()?),
+            &symbols,
+            defs,
+        ))
+    } else if json {
         Box::new(JsonSink::new(out, &symbols))
     } else {
         let style = top
@@ -439,6 +461,11 @@ pub fn report(json: bool, previous: bool) -> anyhow::Result<ExitCode> {
         }
         Err(e) => return Err(anyhow::Error::new(e).context("cannot print the boot-time events")),
     };
+    drop(sink);
+    if let Some(o) = out_file {
+        let name = o.name();
+        o.commit().with_context(|| format!("cannot write {name}"))?;
+    }
     crate::cmd::report::summary(&end);
     let place = if previous {
         format!(
@@ -529,15 +556,15 @@ fn boot_table(
             ),
         }
     }
-    for (name, user) in [("kernel_stack", false), ("user_stack", true)] {
+    // the stacks, and the trace_marker lines (`print`) written among the
+    // events (the previous boot's instance keeps them as its trace does)
+    for (name, role) in [
+        ("kernel_stack", ktrace_stream::Role::Stack { user: false }),
+        ("user_stack", ktrace_stream::Role::Stack { user: true }),
+        ("print", ktrace_stream::Role::Kernel),
+    ] {
         if let Ok(text) = ktrace_tracefs::buffers::event_format(root, "ftrace", name) {
-            let _ = table.add(
-                "ftrace",
-                &text,
-                ktrace_stream::ProbeKind::Other,
-                None,
-                ktrace_stream::Role::Stack { user },
-            );
+            let _ = table.add("ftrace", &text, ktrace_stream::ProbeKind::Other, None, role);
         }
     }
     table

@@ -47,6 +47,12 @@ pub struct Args {
     /// text.
     #[arg(long)]
     pub json: bool,
+    /// With --boot or --previous-boot: write the events as a Perfetto
+    /// trace (protobuf, as `ktrace export --perfetto`) to OUT instead of
+    /// printing them (written as OUT.partial, renamed at the end). For a
+    /// recording, `ktrace export FILE --perfetto -o OUT`.
+    #[arg(long, value_name = "OUT", conflicts_with_all = ["json", "folded", "hide_probe_frames"])]
+    pub perfetto: Option<PathBuf>,
     /// Print the probe hits counted by stack as folded stacks instead of
     /// the events: one line per stack, frames root first separated by
     /// `;`, a space and the count (what flamegraph.pl, inferno and
@@ -261,8 +267,15 @@ fn kind_of_format(text: &str, system: &str) -> ProbeKind {
 /// Runs `ktrace report`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(file) = &args.file else {
-        return crate::cmd::boot::report(args.json, args.previous_boot);
+        return crate::cmd::boot::report(args.json, args.previous_boot, args.perfetto.as_deref());
     };
+    if args.perfetto.is_some() {
+        anyhow::bail!(
+            "--perfetto goes with --boot or --previous-boot; a recording is exported with \
+             `ktrace export {} --perfetto -o OUT`",
+            file.display()
+        );
+    }
     let Recording {
         meta,
         mut decoder,

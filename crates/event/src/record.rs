@@ -142,9 +142,14 @@ impl EventFormat {
         if f.kind != FieldKind::Int || !f.is_array || f.elem_size != 1 {
             return None;
         }
-        Some(until_nul(
-            data.get(f.offset..f.offset.checked_add(f.size)?)?,
-        ))
+        // `char buf[]` of size 0 (ftrace's `print`, a trace_marker line):
+        // the rest of the record
+        let end = if f.size == 0 {
+            data.len()
+        } else {
+            f.offset.checked_add(f.size)?
+        };
+        Some(until_nul(data.get(f.offset..end)?))
     }
 
     /// Reads element `elem` of `__data_loc`/`__rel_loc` field `field`.
@@ -206,7 +211,8 @@ impl EventFormat {
         // one holding binary (a UUID in `char sec_type[16]`) stays bytes
         if f.is_array && f.elem_size == 1 && f.kind == FieldKind::Int && is_char(&f.type_name) {
             match self.read_char_array(data, field) {
-                Some(s) if s.iter().all(|&c| c >= 0x20 && c != 0x7f) => {
+                // a flexible array is text to its NUL (`%s`), newline and all
+                Some(s) if f.size == 0 || s.iter().all(|&c| c >= 0x20 && c != 0x7f) => {
                     return Value::Str(StrValue::Ok(s));
                 }
                 Some(_) => {}
@@ -248,6 +254,37 @@ print fmt: \"%d\", REC->a\n";
         d.extend_from_slice(&(3u32).to_le_bytes());
         d.extend_from_slice(b"hi\0");
         d
+    }
+
+    /// Issue 20: ftrace's `print` event (a trace_marker line; format of
+    /// the 6.18 host) ends in `char buf[]` of size 0, the text to the end
+    /// of the record: it was decoded as an empty array, so JSON and
+    /// Perfetto lost the marker's text.
+    #[test]
+    fn flexible_char_array_is_the_rest_of_the_record() {
+        let fmt = "name: print\nID: 5\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\n\
+print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+        let f = EventFormat::parse(fmt, 8).unwrap();
+        let buf = f.fields.iter().position(|x| x.name == "buf").unwrap();
+        let mut d = vec![5, 0, 0, 0, 1, 0, 0, 0];
+        d.extend_from_slice(&0xffff_0000_1088u64.to_le_bytes());
+        let head = d.clone();
+        d.extend_from_slice(b"before reset 2\n\0\0\0");
+        match f.value(&d, buf, Endian::Little) {
+            Value::Str(StrValue::Ok(s)) => assert_eq!(s, b"before reset 2\n"),
+            other => panic!("{other:?}"),
+        }
+        // nothing after the fixed fields: an empty string, no panic
+        match f.value(&head, buf, Endian::Little) {
+            Value::Str(StrValue::Ok(s)) => assert!(s.is_empty()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

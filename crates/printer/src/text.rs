@@ -437,7 +437,9 @@ impl<'a> TextPrinter<'a> {
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
         if ev.system == "ftrace"
-            && (self.write_stack(out, f, data) || self.write_function(out, f, data))
+            && (self.write_stack(out, f, data)
+                || self.write_function(out, f, data)
+                || self.write_print(out, f, data))
         {
             return;
         }
@@ -606,6 +608,36 @@ impl<'a> TextPrinter<'a> {
             out.extend_from_slice(b" <-");
             self.write_ip_sym(out, parent, false);
         }
+        true
+    }
+
+    /// A `trace_marker` line (ftrace's `print` event), as
+    /// `trace_print_print()` in kernel/trace/trace_output.c prints it:
+    /// `%ps: %s` of the writer's address and the text, whose newline (the
+    /// kernel adds one when the writer did not) ends the line. Its `print
+    /// fmt` (`"%ps: %s", (void *)REC->ip, REC->buf`) says nearly the same
+    /// but leaves the newline inside. Returns false for other events.
+    fn write_print(&self, out: &mut Vec<u8>, f: &EventFormat, data: &[u8]) -> bool {
+        if f.name != "print" {
+            return false;
+        }
+        let Some(ip) = f.fields.iter().find(|x| x.name == "ip") else {
+            return false;
+        };
+        let Some(buf) = f.fields.iter().find(|x| x.name == "buf") else {
+            return false;
+        };
+        let ip = match data.get(ip.offset..ip.offset + ip.size) {
+            Some(b) if b.len() == 8 => self.endian.u64(b),
+            Some(b) if b.len() == 4 => u64::from(self.endian.u32(b)),
+            _ => return false,
+        };
+        let text = data.get(buf.offset..).unwrap_or(&[]);
+        let text = &text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())];
+        let text = text.strip_suffix(b"\n").unwrap_or(text);
+        self.write_ip_sym(out, ip, false);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(text);
         true
     }
 
@@ -830,6 +862,64 @@ print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
         for (r, want) in cases {
             let mut out = Vec::new();
             p.write_event(&mut out, events.get(1).unwrap(), &r);
+            assert_eq!(String::from_utf8_lossy(&out), want);
+        }
+    }
+
+    /// Issue 20: a `trace_marker` line (ftrace's `print` event, the
+    /// format captured on the 6.18 host: `cat
+    /// /sys/kernel/tracing/events/ftrace/print/format`) prints as
+    /// trace_print_print() does: `tracing_mark_write: TEXT`, the writer's
+    /// symbol without offset and the text without the newline the kernel
+    /// keeps in it (the line's own); the print fmt alone gave
+    /// `print: tracing_mark_write: TEXT\n`.
+    #[test]
+    fn trace_marker_line_prints_as_the_kernel() {
+        const PRINT: &str = "name: print\nID: 5\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\n\
+print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("ftrace", PRINT, ProbeKind::Other)
+            .unwrap();
+        let syms = crate::TableSymbols::new(vec![(
+            0xffff_0000_1000,
+            0x200,
+            "tracing_mark_write".to_string(),
+            None,
+        )]);
+        let p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &syms,
+            Comms::new(),
+        );
+        let rec = |text: &[u8]| {
+            let mut r = vec![5, 0, 0, 0, 1, 0, 0, 0];
+            r.extend_from_slice(&0xffff_0000_1088u64.to_le_bytes());
+            r.extend_from_slice(text);
+            r
+        };
+        let cases: [(&[u8], &str); 4] = [
+            (
+                b"ktrace persistent test: before reset 1\n\0\0\0",
+                "tracing_mark_write: ktrace persistent test: before reset 1",
+            ),
+            // padding after the NUL is not text; one newline is the line's
+            (b"a\n\0zz\0", "tracing_mark_write: a"),
+            (b"two\n\n\0", "tracing_mark_write: two\n"),
+            // a record cut short: what is there
+            (b"cut", "tracing_mark_write: cut"),
+        ];
+        for (text, want) in cases {
+            let mut out = Vec::new();
+            p.write_event(&mut out, events.get(5).unwrap(), &rec(text));
             assert_eq!(String::from_utf8_lossy(&out), want);
         }
     }

@@ -45,6 +45,27 @@ for ge in $missing; do
 done
 ktrace report --boot >/tmp/report-boot.out 2>/tmp/report-boot.err
 report_rc=$?
+# --perfetto: the probes on again for a few known events (what the read
+# above consumed is gone), then off; the kernel's lines of them and the
+# Perfetto trace go back to the host, which decodes it with protoc and
+# holds it against them (tests/kernel/run: host/perfetto_boot)
+# (a probe whose events/ directory the kernel never made stays off: the
+# group's switch reaches only the events it has files for)
+pf_rc=skipped
+if [ -d "$TRACEFS/events/ktrace_boot" ]; then
+    mkdir -p "$KTEST_OUT/perfetto"
+    echo 1 >"$TRACEFS/events/ktrace_boot/enable"
+    for f in /proc/version /proc/cmdline /etc/hostname; do cat "$f" >/dev/null 2>&1; done
+    sh -c 'cat /proc/uptime' >/dev/null
+    echo 0 >"$TRACEFS/events/ktrace_boot/enable"
+    pf_text=$(grep -v '^#' "$TRACEFS/trace")
+    for ge in $missing; do
+        pf_text=$(printf '%s\n' "$pf_text" | grep -v " ${ge#*/}: (")
+    done
+    printf '%s\n' "$pf_text" | grep . >"$KTEST_OUT/perfetto/boot.trace"
+    ktrace report --boot --perfetto "$KTEST_OUT/perfetto/boot.pftrace" >/tmp/report-pf.out 2>/tmp/report-pf.err
+    pf_rc=$?
+fi
 clean_out=$(ktrace clean --boot 2>&1)
 clean_rc=$?
 after=$(cat "$TRACEFS/kprobe_events")
@@ -78,6 +99,19 @@ else
         expect_eq "events (ktrace report --boot vs the kernel's trace)" "$(cat /tmp/report-boot.out)" "$kernel_text" &&
         { [ -z "$missing" ] || expect_match "missing formats said" "$(cat /tmp/report-boot.err)" 'made no events/.* directory'; } &&
         pass "$(printf '%s\n' "$kernel_text" | wc -l) event(s)${missing:+ (no format made by the kernel, left out: $missing)}; $(tail -n 1 /tmp/report-boot.err)"
+fi
+
+ktest report_boot_perfetto
+if [ "$pf_rc" = skipped ]; then
+    skip "no events/ktrace_boot directory (the kernel made none of the boot probes' directories): not armed again"
+else
+    pf_lines=$(grep -c . "$KTEST_OUT/perfetto/boot.trace")
+    expect_eq "ktrace report --boot --perfetto exit status ($(_kt_short "$(cat /tmp/report-pf.err)"))" "$pf_rc" 0 &&
+        expect_empty "standard output" "$(cat /tmp/report-pf.out)" &&
+        expect_ge "the kernel's lines" "$pf_lines" 1 &&
+        expect_match "events written (the kernel's trace: $pf_lines lines)" "$(cat /tmp/report-pf.err)" "^ktrace: $pf_lines event\\(s\\), 0 lost" &&
+        expect_ok "no partial file left" test ! -e "$KTEST_OUT/perfetto/boot.pftrace.partial" &&
+        pass "$pf_lines events, $(wc -c <"$KTEST_OUT/perfetto/boot.pftrace") bytes (decoded on the host: host/perfetto_boot)${missing:+; not armed (no format made by the kernel): $missing}"
 fi
 
 ktest clean_boot_removes_them

@@ -10,7 +10,10 @@
 # The line below has the rig start QEMU without -no-reboot. This script runs
 # on three boots: the first arms the probes in the instance and resets; the
 # second compares the text of `report --previous-boot` with the kernel's
-# trace, arms them again and resets; the third compares `--json`. It tells
+# trace (the probe events and the trace_marker line), arms them again and
+# resets; the third compares `--json` and resets once more; the fourth
+# writes `--perfetto` to $KTEST_OUT with the kernel's lines beside it, for
+# the host to decode (tests/kernel/run: host/perfetto_previous-boot). It tells
 # them apart by the kernel's own word (a kept buffer's boot logs "Ring buffer
 # meta [N] is from previous boot!") and by the marker the previous boot wrote
 # before its reset. A reset that loses the memory looks like a first boot
@@ -76,19 +79,23 @@ fi
 echo 0 >"$TRACEFS/events/ktrace_boot/enable" 2>/dev/null
 info=$(cat "$I/last_boot_info")
 kernel_all=$(grep -v '^#' "$I/trace")
-kernel_text=$(printf '%s\n' "$kernel_all" | grep -E ' (clone|openat): ')
+kernel_text=$(printf '%s\n' "$kernel_all" | grep -E ' (clone|openat): |tracing_mark_write: ')
 marker=$(printf '%s\n' "$kernel_all" | grep -c "tracing_mark_write: ktrace persistent test: before reset $previous")
 if [ "$previous" = 1 ]; then
     ktrace report --previous-boot >/tmp/prev.out 2>/tmp/prev.err
-else
+elif [ "$previous" = 2 ]; then
     ktrace report --previous-boot --json >/tmp/prev.out 2>/tmp/prev.err
+else
+    mkdir -p "$KTEST_OUT/perfetto"
+    printf '%s\n' "$kernel_all" >"$KTEST_OUT/perfetto/previous-boot.trace"
+    ktrace report --previous-boot --perfetto "$KTEST_OUT/perfetto/previous-boot.pftrace" >/tmp/prev.out 2>/tmp/prev.err
 fi
 rc=$?
 info_after=$(cat "$I/last_boot_info")
 after_text=$(grep -v '^#' "$I/trace" | grep -cE ' (clone|openat): ')
 ktrace report --previous-boot --json >/tmp/prev.json 2>/tmp/prev-json.err
 json_rc=$?
-if [ "$previous" = 3 ] || [ "$previous" = 2 ]; then
+if [ "$previous" = 3 ]; then
     echo 0 >"$I/events/enable"
     clean_out=$(ktrace clean --boot 2>&1)
 fi
@@ -102,7 +109,7 @@ echo "boot after reset $previous; ktrace clean --boot: ${clean_out:-(not yet)}"
 
 # on the second boot the probes stay for the next reset: verdicts without
 # the leftover check (a failure cleans up, and the run ends in the timeout)
-ok() { if [ "$previous" = 1 ]; then _kt_verdict PASS "$1"; else pass "$1"; fi; }
+ok() { if [ "$previous" != 3 ]; then _kt_verdict PASS "$1"; else pass "$1"; fi; }
 
 ktest previous_boot_kept_$previous
 # (7.x: the previous kernel's address, ADDR [kernel]; 6.12 prints
@@ -115,9 +122,16 @@ expect_match "last_boot_info" "$info" '\[kernel\]|^text delta:' &&
 if [ "$previous" = 1 ]; then
     ktest report_previous_boot_equals_kernel_trace
     expect_eq "exit status" "$rc" 0 &&
-        expect_eq "events (ktrace report --previous-boot vs the kernel's instances/ktrace/trace)" "$(grep -E ' (clone|openat): ' /tmp/prev.out)" "$kernel_text" &&
+        expect_eq "events and the marker (ktrace report --previous-boot vs the kernel's instances/ktrace/trace)" "$(grep -E ' (clone|openat): |tracing_mark_write: ' /tmp/prev.out)" "$kernel_text" &&
         expect_match "clone's flags and comm decoded" "$(cat /tmp/prev.out)" ' clone: \(kernel_clone\+0x0/0x[0-9a-f]+\) flags=0x[0-9a-f]+ comm="' &&
-        ok "$(printf '%s\n' "$kernel_text" | wc -l) events equal; $(tail -n 1 /tmp/prev.err)"
+        expect_eq "the marker line" "$(grep -c ': tracing_mark_write: ktrace persistent test: before reset 1$' /tmp/prev.out)" 1 &&
+        ok "$(printf '%s\n' "$kernel_text" | wc -l) lines equal (the marker among them); $(tail -n 1 /tmp/prev.err)"
+elif [ "$previous" = 3 ]; then
+    ktest report_previous_boot_perfetto
+    expect_eq "exit status ($(_kt_short "$(cat /tmp/prev.err)"))" "$rc" 0 &&
+        expect_empty "standard output" "$(cat /tmp/prev.out)" &&
+        expect_match "events written (the kernel's trace: $(printf '%s\n' "$kernel_all" | grep -c .) lines)" "$(cat /tmp/prev.err)" "^ktrace: $(printf '%s\n' "$kernel_all" | grep -c .) event\\(s\\), 0 lost" &&
+        ok "$(wc -c <"$KTEST_OUT/perfetto/previous-boot.pftrace") bytes (decoded on the host: host/perfetto_previous-boot)"
 else
     ktest report_previous_boot_json_equals_kernel_trace
     # each record's pid, cpu, event and path (openat) / flags (clone) against
@@ -131,7 +145,9 @@ else
             echo "$pid $cpu $ev $a $b"
         done)
     echo "json, first record: $(head -n 1 /tmp/prev.out)"
+    echo "json, the marker: $(grep '"event":"print"' /tmp/prev.out | head -n 1)"
     expect_eq "exit status" "$rc" 0 &&
+        expect_eq "the marker record" "$(grep '"event":"print"' /tmp/prev.out | grep -c '"buf":"ktrace persistent test: before reset 2\\n"')" 1 &&
         expect_ge "records" "$(printf '%s\n' "$want" | grep -c .)" 1 &&
         expect_eq "records (pid cpu event values) of --json vs the kernel's trace" "$got" "$want" &&
         ok "$(printf '%s\n' "$want" | wc -l) records equal; $(tail -n 1 /tmp/prev.err)"
@@ -155,10 +171,10 @@ case $info in
             ok "$(_kt_short "$(cat /tmp/prev-json.err)")" ;;
 esac
 
-if [ "$previous" = 1 ]; then
-    # arm again, for the --json read after the next reset
-    ktest persistent_second_boot
-    n=$(arm 2)
+if [ "$previous" = 1 ] || [ "$previous" = 2 ]; then
+    # arm again, for the --json (then --perfetto) read after the next reset
+    ktest persistent_boot_$((previous + 1))
+    n=$(arm $((previous + 1)))
     if [ "$n" -gt 0 ]; then _kt_verdict PASS "$n probe events in instances/ktrace; echo b again"; else _kt_verdict FAIL "no probe events after arming again"; fi
     reset
 fi
