@@ -48,7 +48,7 @@ report_rc=$?
 # --perfetto: the probes on again for a few known events (what the read
 # above consumed is gone), then off; the kernel's lines of them and the
 # Perfetto trace go back to the host, which decodes it with protoc and
-# holds it against them (tests/kernel/run: host/perfetto_boot)
+# holds it against them (tests/kernel/host/perfetto.sh: host/perfetto_boot)
 # (a probe whose events/ directory the kernel never made stays off: the
 # group's switch reaches only the events it has files for)
 pf_rc=skipped

@@ -13,7 +13,7 @@
 # trace (the probe events and the trace_marker line), arms them again and
 # resets; the third compares `--json` and resets once more; the fourth
 # writes `--perfetto` to $KTEST_OUT with the kernel's lines beside it, for
-# the host to decode (tests/kernel/run: host/perfetto_previous-boot). It tells
+# the host to decode (tests/kernel/host/perfetto.sh: host/perfetto_previous-boot). It tells
 # them apart by the kernel's own word (a kept buffer's boot logs "Ring buffer
 # meta [N] is from previous boot!") and by the marker the previous boot wrote
 # before its reset. A reset that loses the memory looks like a first boot
