@@ -206,6 +206,45 @@ fn trigger_enabled_sched_switch_prints_state_and_text_comms() {
     assert!(seen > 0, "no sched_switch object:\n{json}");
 }
 
+/// `ktrace record` of a probe on the test program (20 hits, 10 ms apart,
+/// as its command) with `extra` options into `file`, and `ktrace report`
+/// of it.
+fn record_and_report(p: &Prog, file: &Path, extra: &[&str]) -> String {
+    let out = ktrace()
+        .arg("record")
+        .arg(format!("p:hit {}", p.place()))
+        .args(extra)
+        .arg("-o")
+        .arg(file)
+        .arg("--")
+        .arg(&p.bin)
+        .args(["20", "10000"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep = ktrace().arg("report").arg(file).output().unwrap();
+    String::from_utf8_lossy(&rep.stdout).into_owned()
+}
+
+/// The `sched_switch` lines of `trace-cmd report -N` (its own reading of
+/// the print fmt) of `file`, in [`tc_body`]'s form.
+fn tc_switches(file: &Path) -> Vec<String> {
+    let o = Command::new("trace-cmd")
+        .args(["report", "-N", "-i"])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.contains(" sched_switch:"))
+        .filter_map(tc_body)
+        .collect()
+}
+
 /// `ktrace record --trigger enable_event:sched:sched_switch` keeps
 /// sched_switch's format in the file: `ktrace report` printed none of its
 /// records (their type was unknown to the file), trace-cmd neither.
@@ -217,23 +256,7 @@ fn recording_keeps_the_events_a_trigger_enables() {
     let _g = common::serial();
     let p = Prog::build("tp_rec");
     let file = p.dir.join("k.dat");
-    let out = ktrace()
-        .arg("record")
-        .arg(format!("p:hit {}", p.place()))
-        .args(["--trigger", "enable_event:sched:sched_switch", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(&p.bin)
-        .args(["20", "10000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep = ktrace().arg("report").arg(&file).output().unwrap();
-    let text = String::from_utf8_lossy(&rep.stdout).into_owned();
+    let text = record_and_report(&p, &file, &["--trigger", "enable_event:sched:sched_switch"]);
     let ours: Vec<String> = text
         .lines()
         .filter(|l| l.contains(" sched_switch: "))
@@ -245,18 +268,12 @@ fn recording_keeps_the_events_a_trigger_enables() {
             .all(|l| !l.contains(FAILED) && l.contains(" prev_state="))
     );
     if common::have_trace_cmd() {
-        let o = Command::new("trace-cmd")
-            .args(["report", "-N", "-i"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| l.contains(" sched_switch:"))
-            .filter_map(tc_body)
-            .collect();
         let ours: Vec<String> = ours.iter().filter_map(|l| kernel_body(l)).collect();
-        assert_eq!(ours, theirs, "trace-cmd report -N reads the file alike");
+        assert_eq!(
+            ours,
+            tc_switches(&file),
+            "trace-cmd report -N reads the file alike"
+        );
     }
 }
 
@@ -590,23 +607,7 @@ fn kernel_events_beside_the_probes() {
     let _g = common::serial();
     let p = Prog::build("tp_e");
     let file = p.dir.join("e.dat");
-    let out = ktrace()
-        .arg("record")
-        .arg(format!("p:hit {}", p.place()))
-        .args(["-e", "sched:sched_switch", "-e", "irq:*", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(&p.bin)
-        .args(["20", "10000"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rep = ktrace().arg("report").arg(&file).output().unwrap();
-    let text = String::from_utf8_lossy(&rep.stdout).into_owned();
+    let text = record_and_report(&p, &file, &["-e", "sched:sched_switch", "-e", "irq:*"]);
     let hits = text.lines().filter(|l| l.contains(" hit: ")).count();
     assert_eq!(hits, 20, "the probe's hits:\n{text}");
     let switches: Vec<&str> = text
@@ -642,18 +643,12 @@ fn kernel_events_beside_the_probes() {
         );
     }
     if common::have_trace_cmd() {
-        let o = Command::new("trace-cmd")
-            .args(["report", "-N", "-i"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let theirs: Vec<String> = String::from_utf8_lossy(&o.stdout)
-            .lines()
-            .filter(|l| l.contains(" sched_switch:"))
-            .filter_map(tc_body)
-            .collect();
         let ours: Vec<String> = switches.iter().filter_map(|l| kernel_body(l)).collect();
-        assert_eq!(ours, theirs, "trace-cmd report -N reads the file alike");
+        assert_eq!(
+            ours,
+            tc_switches(&file),
+            "trace-cmd report -N reads the file alike"
+        );
     }
     // live: the same events printed as they come
     let live = ktrace()
