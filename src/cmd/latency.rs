@@ -12,8 +12,27 @@ use ktrace_aggregate::Unit;
 
 use super::agg::{self, Common, Job};
 
+/// What `ktrace latency --help` shows after the options.
+const LATENCY_HELP: &str = "\
+Examples:
+  ktrace latency vfs_read -d 5                  one histogram of vfs_read's latencies, in us
+  ktrace latency 'vfs_*' --by func -d 2         one histogram per function
+  ktrace latency do_sys_openat2 --by comm --unit ms --linear 5
+  ktrace latency libc:malloc -p 1234 --unit ns  a user function, through uprobes
+  ktrace latency vfs_write --prometheus 127.0.0.1:9100
+                                                latencies served to Prometheus (seconds)
+
+Units (--unit): ns, us (the default), ms. Calls still open when tracing
+stops, and returns whose entry was not seen (a return probe attached in the
+middle of a call), are counted apart, not folded in.
+
+Exit status: 0 on success, 1 on an error (a function no probe can take, the
+kernel refusing a probe), 2 on a usage error; with -- CMD, the command's
+status (128+N when a signal N killed it).";
+
 /// Arguments of `ktrace latency`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = LATENCY_HELP)]
 pub struct Args {
     /// Functions to time: kernel symbols (wildcards too), PATH:SYMBOL or
     /// LIB:SYMBOL; an entry and a return probe each.
@@ -23,7 +42,7 @@ pub struct Args {
     /// field.
     #[arg(long = "by", value_name = "KEY")]
     pub by: Vec<String>,
-    /// Unit of the latencies.
+    /// Unit of the latencies: ns, us or ms.
     #[arg(long, value_name = "UNIT", default_value = "us", value_parser = agg::unit)]
     pub unit: Unit,
     /// Linear buckets STEP units wide instead of powers of two.
