@@ -258,24 +258,51 @@ fn parse_field_line(line: &str, long_size: usize, common: bool) -> Result<Field,
 /// `__data_loc char[][3] strs` into (type, name, array dimension).
 fn split_decl(decl: &str) -> Result<(String, String, Option<Option<usize>>), String> {
     let decl = decl.trim();
-    let (head, last) = decl
+    // `TYPE NAME[DIM]`: the dimension may hold blanks and brackets inside
+    // parentheses (5.10's tcp_probe: `__u8 saddr[sizeof(struct
+    // sockaddr_in6)]`), so it is cut off first, at the `[` that opens it
+    let (rest, dim_text) = match decl.strip_suffix(']') {
+        Some(body) => {
+            let mut depth = 0i32;
+            let open = body.char_indices().rev().find_map(|(i, c)| {
+                match c {
+                    ')' => depth += 1,
+                    '(' => depth -= 1,
+                    '[' if depth == 0 => return Some(i),
+                    _ => {}
+                }
+                None
+            });
+            match open {
+                Some(i) => (&body[..i], Some(&body[i + 1..])),
+                None => return Err(format!("bad array size in {decl:?}")),
+            }
+        }
+        None => (decl, None),
+    };
+    let (head, name) = rest
+        .trim_end()
         .rsplit_once(char::is_whitespace)
         .ok_or_else(|| format!("field declaration without a type: {decl:?}"))?;
-    let (name, dim) = match last.find('[') {
-        Some(i) => {
-            let inner = last[i + 1..].trim_end_matches(']');
-            let dim = if inner.is_empty() {
-                None
-            } else {
-                Some(
-                    inner
-                        .parse::<usize>()
-                        .map_err(|_| format!("bad array size in {last:?}"))?,
-                )
-            };
-            (&last[..i], Some(dim))
-        }
-        None => (last, None),
+    let dim = match dim_text.map(str::trim) {
+        None => None,
+        Some("") => Some(None),
+        Some(inner) => match inner.parse::<usize>() {
+            Ok(n) => Some(Some(n)),
+            // a length the kernel left as a name or an expression (5.10's
+            // ext4_fc_stats: `int fc_ineligible_rc[EXT4_FC_REASON_MAX]`,
+            // tcp_probe's `sizeof(struct sockaddr_in6)`): the field's size
+            // tells it, as for `[]`
+            Err(_)
+                if inner.bytes().any(|b| b.is_ascii_alphabetic())
+                    && inner
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b" _+-*()".contains(&b)) =>
+            {
+                Some(None)
+            }
+            Err(_) => return Err(format!("bad array size in {decl:?}")),
+        },
     };
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
         return Err(format!("bad field name {name:?}"));
@@ -303,6 +330,30 @@ fn scalar_size(t: &str, long_size: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_array_length_left_as_a_name_is_taken_from_the_size() {
+        // x86_64 and arm64 5.10: ext4/ext4_fc_stats (a `ktrace record -e
+        // '*:*'` file whose report failed on it)
+        let f = parse_field_line(
+            "\tfield:int fc_ineligible_rc[EXT4_FC_REASON_MAX];\toffset:12;\tsize:40;\tsigned:1;",
+            8,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (f.name.as_str(), f.count, f.elem_size, f.is_array),
+            ("fc_ineligible_rc", 10, 4, true)
+        );
+        assert!(
+            parse_field_line(
+                "\tfield:int x[a.b];\toffset:12;\tsize:40;\tsigned:1;",
+                8,
+                false
+            )
+            .is_err()
+        );
+    }
 
     #[test]
     fn field_lines() {
@@ -458,7 +509,8 @@ mod tests {
             "field:u32;\toffset:0;\tsize:4;\tsigned:0;",
             "field:u32 x;\toffset:zz;\tsize:4;\tsigned:0;",
             "field:u32 x;\toffset:0;\tsize:4;",
-            "field:u32 x[zz];\toffset:0;\tsize:4;\tsigned:0;",
+            "field:u32 x[z;z];\toffset:0;\tsize:4;\tsigned:0;",
+            "field:u32 x[1.5];\toffset:0;\tsize:4;\tsigned:0;",
             "bogus",
         ] {
             assert!(parse_field_line(line, 8, false).is_err(), "{line}");
