@@ -445,6 +445,18 @@ fn first_field(f: &crate::ast::Fetch) -> Option<&str> {
     }
 }
 
+/// Whether `group/event` names an event that is not a dynamic event of
+/// that name (a tracepoint's own, another kind's): `register_*_event()`
+/// then fails with -EEXIST, "already used"; a dynamic event of that name
+/// is appended to instead, with its own checks.
+fn name_taken_by_another_event(ctx: &Ctx, group: &str, event: &str) -> bool {
+    ctx.env.event_exists(group, event) == Some(true)
+        && ctx
+            .env
+            .dynamic_events()
+            .is_some_and(|l| !l.iter().any(|l| listed_name(l) == Some((group, event))))
+}
+
 /// `(group, event)` of a listed dynamic event line.
 fn listed_name(line: &str) -> Option<(&str, &str)> {
     let head = line.split_whitespace().next()?;
@@ -987,12 +999,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         },
         _ => None,
     };
-    if ctx.env.event_exists(&group, &event) == Some(true)
-        && ctx
-            .env
-            .dynamic_events()
-            .is_some_and(|l| !l.iter().any(|l| listed_name(l) == Some((&group, &event))))
-    {
+    if name_taken_by_another_event(ctx, &group, &event) {
         return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
     }
     if let Some(Some(crate::env::Refusal::Notrace(why))) = &refusal {
@@ -1747,12 +1754,7 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // register_trace_fprobe(): a name another event has (a tracepoint's
     // own, `t:sched/ sched_stat_iowait`) is taken when no fprobe event of
     // that name is there to append to (x86_64 7.2, seed 23).
-    if ctx.env.event_exists(&group, &event) == Some(true)
-        && ctx
-            .env
-            .dynamic_events()
-            .is_some_and(|l| !l.iter().any(|l| listed_name(l) == Some((&group, &event))))
-    {
+    if name_taken_by_another_event(ctx, &group, &event) {
         return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
     }
     if !stub_missing && ctx.target.features().fprobe_registered_at_creation {
