@@ -432,7 +432,7 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
 /// `ret`); before (6.1, 5.10), an `int3` there passes `can_probe()` and
 /// `__copy_instruction()` refuses it: "Failed to register probe event". A
 /// `ud2` fails earlier on every kernel, as a BUG()/WARN() site.
-fn exception_insn(
+pub(crate) fn exception_insn(
     target: Target,
     bytes: &[u8],
     i: &ktrace_disasm::Insn,

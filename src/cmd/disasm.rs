@@ -76,8 +76,12 @@ struct Function {
     file_offset: Option<u64>,
     /// Kernel: whether kprobe rules apply (false for user code).
     kernel: bool,
-    /// Extra refusals by offset (blacklist, ftrace site).
+    /// Extra refusals by offset (blacklist, ftrace site, an exception
+    /// instruction of the running kernel's rules).
     extra: Vec<(u64, String)>,
+    /// What the kernel logs for a refusal at an offset, where it is not
+    /// "Failed to register probe event".
+    kernel_says: Vec<(u64, &'static str)>,
     /// Notes for the header.
     notes: Vec<String>,
     names: Box<dyn Fn(u64) -> Option<String>>,
@@ -120,10 +124,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let at = insns.iter().position(|i| i.offset == off);
     if let Some(Some(why)) = at.map(|n| &verdicts[n]) {
+        let says = f
+            .kernel_says
+            .iter()
+            .find(|(o, _)| *o == off)
+            .map_or(ktrace_disasm::FAIL_REG_MESSAGE, |(_, m)| m);
         crate::say!(
-            "{}+{off:#x}: refused: {why}; the kernel would answer {:?}",
-            f.title,
-            ktrace_disasm::FAIL_REG_MESSAGE
+            "{}+{off:#x}: refused: {why}; the kernel would answer {says:?}",
+            f.title
         );
         return Ok(ExitCode::from(1));
     }
@@ -216,6 +224,24 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
                 .to_string(),
         ));
     }
+    // The running kernel's rules for exception instructions at the probe
+    // address, the checker's own (code.rs): INT and UD refused by
+    // can_probe() from 6.12, an int3 by __copy_instruction() before, a ud2
+    // as a BUG()/WARN() site always
+    let mut kernel_says = Vec::new();
+    if arch == Arch::X86_64 {
+        let target = crate::resolve::live::live_target(ktrace_probe::Arch::X86_64, &view);
+        for i in ktrace_disasm::decode(arch, &bytes, 0) {
+            // (the blacklist is checked first: its refusal stands)
+            if extra.iter().any(|(o, _)| *o == i.offset) {
+                continue;
+            }
+            if let Some((err, why)) = crate::code::exception_insn(target, &bytes, &i, name) {
+                extra.push((i.offset, why));
+                kernel_says.push((i.offset, err.message()));
+            }
+        }
+    }
     if let Some(line) = btf_prototype(name, arch) {
         notes.push(line);
     }
@@ -239,6 +265,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         file_offset: None,
         kernel: true,
         extra,
+        kernel_says,
         notes,
         names: Box::new(names),
     })
@@ -380,6 +407,7 @@ fn elf_function(
         file_offset: Some(start),
         kernel: false,
         extra: Vec::new(),
+        kernel_says: Vec::new(),
         notes: Vec::new(),
         names: Box::new(names),
     })

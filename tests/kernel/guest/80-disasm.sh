@@ -55,7 +55,17 @@ check_function() { # FUNC
         if [ "$verdict" = ok ]; then
             if try_probe "$f+$off"; then ok=$((ok + 1)); else bad="$bad $off marked ok, kernel: $errmsg;"; fi
         else
-            if try_probe "$f+$off"; then bad="$bad $off marked '$verdict', kernel took it;"; else refused=$((refused + 1)); fi
+            if try_probe "$f+$off"; then
+                bad="$bad $off marked '$verdict', kernel took it;"
+            else
+                # and the kernel's message is the one ktrace disasm names
+                said=$(ktrace disasm "$f+$off" 2>&1 | sed -n 's/.*the kernel would answer "\(.*\)"$/\1/p')
+                if [ "$said" != "$errmsg" ]; then
+                    bad="$bad $off refused, kernel said '$errmsg', ktrace disasm '$said';"
+                else
+                    refused=$((refused + 1))
+                fi
+            fi
         fi
         # one byte inside each instruction (its middle; +2 on arm64): every
         # byte would take minutes of TCG time for the same answer
