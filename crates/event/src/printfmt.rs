@@ -19,6 +19,7 @@
 mod conv;
 mod eval;
 mod expr;
+mod lex;
 
 pub use conv::{
     Dims, KernelStrings, Symbol, Symbolizer, Target, length_bits, pad_str, write_int, write_symbol,
