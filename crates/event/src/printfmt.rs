@@ -17,6 +17,7 @@
 //! [`Arg::Unsupported`] rather than guessed at. Pure code: no I/O.
 
 mod conv;
+mod ctype;
 mod eval;
 mod expr;
 mod lex;
@@ -24,8 +25,9 @@ mod lex;
 pub use conv::{
     Dims, KernelStrings, Symbol, Symbolizer, Target, length_bits, pad_str, write_int, write_symbol,
 };
+pub use ctype::{CType, IntTy};
 pub use eval::{Rec, Val, bitmap_string, print_flags};
-pub use expr::{CType, Expr, Helper, IntTy};
+pub use expr::{Expr, Helper};
 
 use crate::format::{EventFormat, Field, FieldKind};
 use crate::record::StrValue;

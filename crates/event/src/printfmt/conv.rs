@@ -13,8 +13,8 @@
 //! prints a keyed hash no reader can reproduce). Extensions that need
 //! kernel memory (`%pd`, `%pD`, `%pg`, `%pG`, `%pa`, ...) are errors.
 
+use super::ctype::IntTy;
 use super::eval::{Val, bitmap_list, bitmap_string};
-use super::expr::IntTy;
 use super::{Conv, Length, Spec};
 use ktrace_ring::Endian;
 

@@ -13,7 +13,8 @@
 
 use std::borrow::Cow;
 
-use super::expr::{Binary, CType, Expr, Helper, IntTy, Unary, field_type};
+use super::ctype::{CType, IntTy};
+use super::expr::{Binary, Expr, Helper, Unary, field_type};
 use crate::format::{EventFormat, FieldKind};
 use ktrace_ring::Endian;
 

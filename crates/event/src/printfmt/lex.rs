@@ -2,7 +2,7 @@
 //! with their types (C11 6.4.4.1), string and character literals with C's
 //! escapes, and punctuators. [`super::expr`] parses them into a tree.
 
-use super::expr::IntTy;
+use super::ctype::IntTy;
 
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Tok {
