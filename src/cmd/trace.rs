@@ -159,32 +159,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => Ok(()),
         }
     };
-    let setup = match &globs {
-        Some(g) => check_output(&[])
-            .and_then(|()| args.run.session(&root))
-            .and_then(|sess| {
-                let (run, funcs) =
-                    live::setup_function(sess, g, args.stack, &args.run, &root, &view, &signals)?;
-                live::say_functions("tracing", &funcs, g);
-                Ok(run)
-            }),
-        None => args.run.session(&root).and_then(|sess| {
-            let probes = crate::resolve::build(&sess, &defs, args.run.pid, &view)?;
-            check_output(&probes)?;
-            live::setup_built(
-                sess,
-                probes,
-                live::Beside {
-                    stacks: args.stack,
-                    events: &args.events.events,
-                },
-                &args.run,
-                &root,
-                &view,
-                &signals,
-            )
-        }),
-    };
+    let setup = set_up(
+        &args,
+        &root,
+        &view,
+        &defs,
+        globs.as_ref(),
+        &check_output,
+        &signals,
+    );
     let mut run = match setup {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
@@ -198,15 +181,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // too, uprobe sessions included
     let symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
     let symbols: &dyn Symbolizer = &symbols;
-    let format = if args.perfetto {
-        Format::Perfetto
-    } else if args.json {
-        Format::Json
-    } else if args.raw {
-        Format::Raw
-    } else {
-        Format::Text
-    };
+    let format = format_of(&args);
     let counts = out.as_ref().map(Output::written);
     let starting = Rc::new(Cell::new(None));
     let writer = OutputRef {
@@ -214,41 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         spare: Vec::new(),
         starting: Rc::clone(&starting),
     };
-    let sink: Box<dyn Sink + '_> = match format {
-        Format::Text => {
-            // counting clocks print raw, as the kernel's `trace` does
-            let in_ns = run.inst.trace_clock().map_or(true, |c| clock_in_ns(&c));
-            let release = rustix::system::uname()
-                .release()
-                .to_string_lossy()
-                .into_owned();
-            Box::new(
-                TextSink::with_dest(
-                    writer,
-                    run.trace_header
-                        .as_deref()
-                        .map_or(FlagStyle::for_release(&release), |h| {
-                            FlagStyle::from_trace_header(h, &release)
-                        }),
-                    symbols,
-                    in_ns,
-                )
-                .syscalls(SyscallStyle::for_release(&release))
-                .hide_probe_frames(args.hide_probe_frames),
-            )
-        }
-        Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
-        Format::Raw => Box::new(RawSink::with_dest(writer)),
-        Format::Perfetto => Box::new(ktrace_perfetto::PerfettoSink::new(
-            writer,
-            symbols,
-            run.sess
-                .probes()
-                .iter()
-                .map(|p| p.shown_definition())
-                .collect(),
-        )),
-    };
+    let sink = sink_for(format, writer, &run, symbols, args.hide_probe_frames);
     let deadline = args.run.deadline();
     if let Some(d) = deadline {
         let _ = deadline_cell.set(d);
@@ -270,10 +211,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let names = std::mem::take(&mut sink.names);
     drop(sink);
-    // Wait for the output to take what is left, but not past a signal, nor
-    // long past the end of `-d` when nobody reads it.
+    let (closed, output_error) = close_output(out.take(), stop, deadline, &signals);
+    if format != Format::Perfetto
+        && let (Some(counts), Ok(e)) = (&counts, end.as_mut())
+    {
+        let failed = stop == Stop::OutputFailed || output_error.is_some();
+        count_what_was_written(counts, e, &names, &out_name, closed, failed);
+    }
+    live::conclude(run, end, stop, error, output_error, &out_name)
+}
+
+/// Waits for the output to take what is left, but not past a signal, nor
+/// long past the end of `-d` when nobody reads it. Returns whether the
+/// reader closed it, and the error to report, if any.
+fn close_output(
+    out: Option<Output>,
+    stop: Stop,
+    deadline: Option<Instant>,
+    signals: &Signals,
+) -> (bool, Option<String>) {
     let give_up = deadline.map(|d| d.max(Instant::now()) + Duration::from_secs(2));
-    let written = out.take().map_or(Ok(()), |o| {
+    let written = out.map_or(Ok(()), |o| {
         o.finish(&|| signals.caught().is_some() || give_up.is_some_and(|g| Instant::now() >= g))
     });
     let closed = stop == Stop::OutputClosed
@@ -290,34 +248,135 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (_, Err(e)) => Some(output::describe(&e)),
         (_, Ok(())) => None,
     };
-    // The summary counts what was written, not what was formatted: a
-    // reader that went away (`| head`) got the events before, not the
-    // ones still buffered (a Perfetto trace writes each event late, and is
-    // not counted so).
-    if format != Format::Perfetto
-        && let (Some(counts), Ok(e)) = (&counts, end.as_mut())
-    {
-        let w = counts.lock().map(|w| w.clone()).unwrap_or_default();
-        if w.events < e.summary.events {
-            let how = if closed {
-                "was closed"
-            } else if stop == Stop::OutputFailed || output_error.is_some() {
-                "failed"
-            } else {
-                "stopped being read"
-            };
-            crate::say!(
-                "{} of the {} event(s) read were written to {out_name} before it {how}; the \
-                 other {} were not",
-                w.events,
-                e.summary.events,
-                e.summary.events - w.events
-            );
-            e.summary.events = w.events;
-            e.shown = shown(&names, &w);
-        }
+    (closed, output_error)
+}
+/// The session and its probes, set up: the function tracer's globs, or the
+/// definitions built and checked against the output.
+fn set_up(
+    args: &Args,
+    root: &std::path::Path,
+    view: &KernelView,
+    defs: &[String],
+    globs: Option<&Vec<String>>,
+    check_output: &dyn Fn(&[session::Probe]) -> anyhow::Result<()>,
+    signals: &Signals,
+) -> anyhow::Result<live::Run> {
+    match globs {
+        Some(g) => check_output(&[])
+            .and_then(|()| args.run.session(root))
+            .and_then(|sess| {
+                let (run, funcs) =
+                    live::setup_function(sess, g, args.stack, &args.run, root, view, signals)?;
+                live::say_functions("tracing", &funcs, g);
+                Ok(run)
+            }),
+        None => args.run.session(root).and_then(|sess| {
+            let probes = crate::resolve::build(&sess, defs, args.run.pid, view)?;
+            check_output(&probes)?;
+            live::setup_built(
+                sess,
+                probes,
+                live::Beside {
+                    stacks: args.stack,
+                    events: &args.events.events,
+                },
+                &args.run,
+                root,
+                view,
+                signals,
+            )
+        }),
     }
-    live::conclude(run, end, stop, error, output_error, &out_name)
+}
+/// The output format the flags ask for.
+fn format_of(args: &Args) -> Format {
+    if args.perfetto {
+        Format::Perfetto
+    } else if args.json {
+        Format::Json
+    } else if args.raw {
+        Format::Raw
+    } else {
+        Format::Text
+    }
+}
+
+/// The sink of `format`, writing through `writer`.
+fn sink_for<'a>(
+    format: Format,
+    writer: OutputRef<'a>,
+    run: &live::Run,
+    symbols: &'a dyn Symbolizer,
+    hide_probe_frames: bool,
+) -> Box<dyn Sink + 'a> {
+    match format {
+        Format::Text => {
+            // counting clocks print raw, as the kernel's `trace` does
+            let in_ns = run.inst.trace_clock().map_or(true, |c| clock_in_ns(&c));
+            let release = rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned();
+            Box::new(
+                TextSink::with_dest(
+                    writer,
+                    run.trace_header
+                        .as_deref()
+                        .map_or(FlagStyle::for_release(&release), |h| {
+                            FlagStyle::from_trace_header(h, &release)
+                        }),
+                    symbols,
+                    in_ns,
+                )
+                .syscalls(SyscallStyle::for_release(&release))
+                .hide_probe_frames(hide_probe_frames),
+            )
+        }
+        Format::Json => Box::new(JsonSink::with_dest(writer, symbols)),
+        Format::Raw => Box::new(RawSink::with_dest(writer)),
+        Format::Perfetto => Box::new(ktrace_perfetto::PerfettoSink::new(
+            writer,
+            symbols,
+            run.sess
+                .probes()
+                .iter()
+                .map(|p| p.shown_definition())
+                .collect(),
+        )),
+    }
+}
+
+/// The summary counts what was written, not what was formatted: a reader
+/// that went away (`| head`) got the events before, not the ones still
+/// buffered (a Perfetto trace writes each event late, and is not counted
+/// so). `closed`: the output was closed; `failed`: writing it failed.
+fn count_what_was_written(
+    counts: &std::sync::Mutex<output::Written>,
+    e: &mut ktrace_stream::EndOfRun,
+    names: &[Option<(String, String)>],
+    out_name: &str,
+    closed: bool,
+    failed: bool,
+) {
+    let w = counts.lock().map(|w| w.clone()).unwrap_or_default();
+    if w.events < e.summary.events {
+        let how = if closed {
+            "was closed"
+        } else if failed {
+            "failed"
+        } else {
+            "stopped being read"
+        };
+        crate::say!(
+            "{} of the {} event(s) read were written to {out_name} before it {how}; the \
+             other {} were not",
+            w.events,
+            e.summary.events,
+            e.summary.events - w.events
+        );
+        e.summary.events = w.events;
+        e.shown = shown(names, &w);
+    }
 }
 
 /// The route of `ktrace trace`: the function tracer's globs, or `None` for
