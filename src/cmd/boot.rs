@@ -84,45 +84,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if inputs.is_empty() {
         anyhow::bail!("no definitions: give kprobes or kretprobes to set at boot");
     }
-    let buffer = match &args.buffer_size {
-        Some(s) => match boot::buffer_size(s) {
-            Some(_) => Some(s.clone()),
-            None => anyhow::bail!(
-                "--buffer-size {s:?}: not a size the kernel reads (a number of bytes, \
-                 optionally with K, M or G)"
-            ),
-        },
-        None => None,
-    };
+    let buffer = args
+        .buffer_size
+        .as_deref()
+        .map(buffer_size_arg)
+        .transpose()?;
     let opts = check::Options {
         interface: Interface::DynamicEvents,
         ..check::Options::from(&args.target)
     };
     let mut checker = Checker::with_options(&opts, &inputs)?;
     let arch = checker.arch;
-    let mut done: Vec<Encoded> = Vec::new();
-    let mut refused = 0usize;
-    let stderr = std::io::stderr();
-    for input in &inputs {
-        match encode(&mut checker, input, &done) {
-            Ok(e) => done.push(e),
-            Err(Refused::Check(report)) => {
-                refused += 1;
-                report.human(&mut stderr.lock(), arch, false)?;
-            }
-            Err(Refused::Boot(why)) => {
-                refused += 1;
-                crate::eline!("{input}\n  refused for kprobe_event=: {why}");
-            }
-        }
-    }
-    if refused > 0 {
-        crate::say!(
-            "{refused} of {} definition(s) cannot be set at boot: nothing printed",
-            inputs.len()
-        );
+    let Some(done) = encode_all(&mut checker, &inputs)? else {
         return Ok(ExitCode::from(1));
-    }
+    };
     let persistent = match &args.persistent {
         Some(size) => {
             let k = checker.target.kernel;
@@ -171,22 +146,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     if args.json {
-        let v = serde_json::json!({
-            "parameters": line,
-            "kprobe_event": params[0],
-            "persistent": persistent,
-            "length": line.len(),
-            "limit": limit,
-            "current_command_line": current,
-            "definitions": done.iter().map(|e| serde_json::json!({
-                "input": e.input,
-                "line": e.line,
-                "encoded": e.encoded,
-                "group": e.group,
-                "event": e.event,
-            })).collect::<Vec<_>>(),
-        });
-        crate::oline!("{v}");
+        print_json(
+            &line,
+            &params[0],
+            persistent.as_deref(),
+            limit,
+            current,
+            &done,
+        );
     } else {
         crate::oline!("{line}");
     }
@@ -224,6 +191,75 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--buffer-size SIZE`, as `trace_buf_size=` reads it.
+fn buffer_size_arg(s: &str) -> anyhow::Result<String> {
+    match boot::buffer_size(s) {
+        Some(_) => Ok(s.to_string()),
+        None => anyhow::bail!(
+            "--buffer-size {s:?}: not a size the kernel reads (a number of bytes, optionally \
+             with K, M or G)"
+        ),
+    }
+}
+
+/// Each input checked and encoded for `kprobe_event=`, in order; `None`
+/// when any is refused (each refusal said, nothing to print).
+fn encode_all(checker: &mut Checker, inputs: &[String]) -> anyhow::Result<Option<Vec<Encoded>>> {
+    let arch = checker.arch;
+    let mut done: Vec<Encoded> = Vec::new();
+    let mut refused = 0usize;
+    let stderr = std::io::stderr();
+    for input in inputs {
+        match encode(checker, input, &done) {
+            Ok(e) => done.push(e),
+            Err(Refused::Check(report)) => {
+                refused += 1;
+                report.human(&mut stderr.lock(), arch, false)?;
+            }
+            Err(Refused::Boot(why)) => {
+                refused += 1;
+                crate::eline!("{input}\n  refused for kprobe_event=: {why}");
+            }
+        }
+    }
+    if refused > 0 {
+        crate::say!(
+            "{refused} of {} definition(s) cannot be set at boot: nothing printed",
+            inputs.len()
+        );
+        return Ok(None);
+    }
+    Ok(Some(done))
+}
+
+/// `ktrace boot --json`: the parameters, their length against the limit,
+/// and each definition as given, checked and encoded.
+fn print_json(
+    line: &str,
+    kprobe_event: &str,
+    persistent: Option<&str>,
+    limit: usize,
+    current: Option<usize>,
+    done: &[Encoded],
+) {
+    let v = serde_json::json!({
+        "parameters": line,
+        "kprobe_event": kprobe_event,
+        "persistent": persistent,
+        "length": line.len(),
+        "limit": limit,
+        "current_command_line": current,
+        "definitions": done.iter().map(|e| serde_json::json!({
+            "input": e.input,
+            "line": e.line,
+            "encoded": e.encoded,
+            "group": e.group,
+            "event": e.event,
+        })).collect::<Vec<_>>(),
+    });
+    crate::oline!("{v}");
 }
 
 /// Why a definition is not printed.
@@ -326,49 +362,10 @@ pub fn report(
     };
     let root = discover::find_or_mount()?;
     let top = if previous {
-        let inst = Instance::open(&root, boot::PERSIST_INSTANCE);
-        if !inst.exists() {
-            crate::say!(
-                "no instance {}: this boot's command line has no trace_instance={}@... \
-                 (`ktrace boot --persistent SIZE DEFS...` prints one; Linux 6.12 on)",
-                boot::PERSIST_INSTANCE,
-                boot::PERSIST_INSTANCE
-            );
-            return Ok(ExitCode::from(1));
+        match previous_boot_instance(&root) {
+            Some(inst) => inst,
+            None => return Ok(ExitCode::from(1)),
         }
-        match inst.last_boot_info() {
-            None => {
-                crate::say!(
-                    "instances/{} is not boot-mapped (no last_boot_info): it holds nothing \
-                     from a previous boot",
-                    boot::PERSIST_INSTANCE
-                );
-                return Ok(ExitCode::from(1));
-            }
-            Some(info) if last_boot(&info) == LastBoot::Unknown => {
-                crate::say!(
-                    "this kernel's last_boot_info ({:?}) does not say whether instances/{} holds \
-                     the previous boot's events (its log does: 'Ring buffer meta [N] is from \
-                     previous boot!'); reading what it holds, which includes this boot's events \
-                     if they were enabled there already",
-                    info.lines().next().unwrap_or(""),
-                    boot::PERSIST_INSTANCE
-                );
-            }
-            Some(info) if last_boot(&info) == LastBoot::Current => {
-                crate::say!(
-                    "instances/{} holds no previous boot's events (last_boot_info: {:?}): they \
-                     were read already (the kernel makes the buffer this boot's once they are \
-                     read out), or the kernel started it afresh (its memory did not survive the \
-                     reset, or moved)",
-                    boot::PERSIST_INSTANCE,
-                    info.lines().next().unwrap_or("")
-                );
-                return Ok(ExitCode::from(1));
-            }
-            Some(_) => {}
-        }
-        inst
     } else {
         Instance::top(&root)
     };
@@ -421,35 +418,8 @@ pub fn report(
         .collect();
     let view = KernelView::running(Some(&root));
     let symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
-    let out = std::fs::File::from(
-        rustix::io::dup(std::io::stdout()).context("cannot use standard output")?,
-    );
-    let release = rustix::system::uname()
-        .release()
-        .to_string_lossy()
-        .into_owned();
     let defs: Vec<String> = listed.iter().map(|e| e.line.clone()).collect();
-    let mut sink: Box<dyn Sink + '_> = if let Some(o) = out_file.as_mut() {
-        o.start()?;
-        Box::new(ktrace_perfetto::PerfettoSink::new(
-            std::io::BufWriter::new(o.file()?),
-            &symbols,
-            defs,
-        ))
-    } else if json {
-        Box::new(JsonSink::new(out, &symbols))
-    } else {
-        let style = top
-            .trace_header()
-            .map_or(FlagStyle::for_release(&release), |h| {
-                FlagStyle::from_trace_header(&h, &release)
-            });
-        let in_ns = top.trace_clock().map_or(true, |c| clock_in_ns(&c));
-        Box::new(
-            TextSink::new(out, style, &symbols, in_ns)
-                .syscalls(SyscallStyle::for_release(&release)),
-        )
-    };
+    let mut sink = boot_sink(out_file.as_mut(), json, &top, &symbols, defs)?;
     let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());
     for w in decoder.take_warnings() {
         crate::say!("{w}");
@@ -481,6 +451,92 @@ pub fn report(
         probes.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sink of `ktrace report --boot`: Perfetto into `out_file`, JSON or
+/// the kernel's text on standard output.
+fn boot_sink<'a>(
+    out_file: Option<&'a mut crate::outfile::OutFile>,
+    json: bool,
+    top: &Instance,
+    symbols: &'a crate::kview::KernelSymbols,
+    defs: Vec<String>,
+) -> anyhow::Result<Box<dyn Sink + 'a>> {
+    let out = std::fs::File::from(
+        rustix::io::dup(std::io::stdout()).context("cannot use standard output")?,
+    );
+    let release = rustix::system::uname()
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    Ok(if let Some(o) = out_file {
+        o.start()?;
+        Box::new(ktrace_perfetto::PerfettoSink::new(
+            std::io::BufWriter::new(o.file()?),
+            symbols,
+            defs,
+        ))
+    } else if json {
+        Box::new(JsonSink::new(out, symbols))
+    } else {
+        let style = top
+            .trace_header()
+            .map_or(FlagStyle::for_release(&release), |h| {
+                FlagStyle::from_trace_header(&h, &release)
+            });
+        let in_ns = top.trace_clock().map_or(true, |c| clock_in_ns(&c));
+        Box::new(
+            TextSink::new(out, style, symbols, in_ns).syscalls(SyscallStyle::for_release(&release)),
+        )
+    })
+}
+
+/// The boot-mapped instance of `ktrace boot --persistent`, when it holds
+/// (or may hold) the previous boot's events; `None` when it does not, said.
+fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
+    let inst = Instance::open(root, boot::PERSIST_INSTANCE);
+    if !inst.exists() {
+        crate::say!(
+            "no instance {}: this boot's command line has no trace_instance={}@... \
+             (`ktrace boot --persistent SIZE DEFS...` prints one; Linux 6.12 on)",
+            boot::PERSIST_INSTANCE,
+            boot::PERSIST_INSTANCE
+        );
+        return None;
+    }
+    match inst.last_boot_info() {
+        None => {
+            crate::say!(
+                "instances/{} is not boot-mapped (no last_boot_info): it holds nothing \
+                 from a previous boot",
+                boot::PERSIST_INSTANCE
+            );
+            return None;
+        }
+        Some(info) if last_boot(&info) == LastBoot::Unknown => {
+            crate::say!(
+                "this kernel's last_boot_info ({:?}) does not say whether instances/{} holds \
+                 the previous boot's events (its log does: 'Ring buffer meta [N] is from \
+                 previous boot!'); reading what it holds, which includes this boot's events \
+                 if they were enabled there already",
+                info.lines().next().unwrap_or(""),
+                boot::PERSIST_INSTANCE
+            );
+        }
+        Some(info) if last_boot(&info) == LastBoot::Current => {
+            crate::say!(
+                "instances/{} holds no previous boot's events (last_boot_info: {:?}): they \
+                 were read already (the kernel makes the buffer this boot's once they are \
+                 read out), or the kernel started it afresh (its memory did not survive the \
+                 reset, or moved)",
+                boot::PERSIST_INSTANCE,
+                info.lines().next().unwrap_or("")
+            );
+            return None;
+        }
+        Some(_) => {}
+    }
+    Some(inst)
 }
 
 /// What a boot-mapped instance's `last_boot_info` says of its buffer.
