@@ -218,6 +218,115 @@ impl<W: Write + Seek> Out<W> {
     }
 }
 
+/// Each CPU's data, page-aligned, read a chunk at a time: compressed in
+/// chunks of [`CHUNK_PAGES`] pages (a count, then each chunk's compressed
+/// and uncompressed sizes and bytes), or copied. Returns each CPU's number,
+/// where its data starts and its size as the BUFFER option gives them.
+fn write_cpu_data<W: Write + Seek>(
+    o: &mut Out<W>,
+    ps: u64,
+    cpus: &[(u32, u64)],
+    pack: &mut Packer,
+    zstd: bool,
+    read: &mut ReadCpu<'_>,
+) -> Result<Vec<(u32, u64, u64)>, Error> {
+    let mut table = Vec::with_capacity(cpus.len());
+    // a chunk of CPU data as trace-cmd cuts them (PAGES_IN_CHUNK pages),
+    // compressed on its own; uncompressed data is copied in runs as large
+    let chunk = ps as usize * CHUNK_PAGES;
+    let mut buf = Vec::with_capacity(chunk);
+    let mut z = Vec::new();
+    for (i, &(cpu, size)) in cpus.iter().enumerate() {
+        o.pad_to(ps)?;
+        let at = o.pos;
+        let count_at = o.pos;
+        if zstd {
+            o.raw(&[0; 4])?;
+        }
+        let mut done = 0u64;
+        let mut chunks = 0u32;
+        while done < size {
+            let n = (size - done).min(chunk as u64) as usize;
+            buf.resize(n, 0);
+            read(i, done, &mut buf)?;
+            if zstd {
+                buf = pack.compress(std::mem::take(&mut buf), &mut z);
+                let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(n)?));
+                o.raw(&cl)?;
+                o.raw(&ul)?;
+                o.raw(&z)?;
+                chunks = chunks
+                    .checked_add(1)
+                    .ok_or_else(|| Error::Usage(format!("cpu {cpu}: too many chunks")))?;
+            } else {
+                o.raw(&buf)?;
+            }
+            done += n as u64;
+        }
+        if zstd {
+            let n = o.n32(chunks);
+            o.patch(count_at, &n)?;
+            // trace-cmd's size counts the chunks, not their count
+            table.push((cpu, at, o.pos - at - 4));
+        } else {
+            table.push((cpu, at, size));
+        }
+    }
+    Ok(table)
+}
+
+/// The file's first bytes: magic, version 7, endianness, long size, page
+/// size and the compression's name and version.
+fn file_header<W: Write + Seek>(o: &Out<W>, header: &Header, compress: Compress7) -> Vec<u8> {
+    let e = header.endian;
+    let mut b = MAGIC.to_vec();
+    b.extend_from_slice(b"7\0");
+    b.push(u8::from(e == Endian::Big));
+    b.push(header.long_size);
+    b.extend_from_slice(&o.n32(header.page_size));
+    match compress {
+        Compress7::None => b.extend_from_slice(b"none\0\0"),
+        Compress7::Zstd(v) | Compress7::Zlib(v) => {
+            b.extend_from_slice(if zstd_name(compress) {
+                b"zstd\0"
+            } else {
+                b"zlib\0"
+            });
+            b.extend_from_slice(v.as_bytes());
+            b.push(0);
+        }
+    }
+    b
+}
+
+/// The BUFFER option of the top instance: where its flyrecord section is,
+/// its clock, page size and each CPU's data.
+fn buffer_option<W: Write + Seek>(
+    o: &Out<W>,
+    buf_at: u64,
+    header: &Header,
+    table: &[(u32, u64, u64)],
+) -> Result<Vec<u8>, Error> {
+    let mut bo = Vec::new();
+    bo.extend_from_slice(&o.n64(buf_at));
+    bo.extend_from_slice(b"\0"); // top instance
+    let clock = if header.clock.is_empty() {
+        "local"
+    } else {
+        &header.clock
+    };
+    bo.extend_from_slice(clock.as_bytes());
+    bo.push(0);
+    bo.extend_from_slice(&o.n32(header.page_size));
+    bo.extend_from_slice(&o.n32(len32(table.len())?));
+    for &(cpu, at, size) in table {
+        bo.extend_from_slice(&o.n32(cpu));
+        bo.extend_from_slice(&o.n64(at));
+        bo.extend_from_slice(&o.n64(size));
+    }
+    Ok(bo)
+}
+
 fn zstd_name(c: Compress7) -> bool {
     matches!(c, Compress7::Zstd(_))
 }
@@ -301,23 +410,7 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
         pos: 0,
         strings: Vec::new(),
     };
-    let mut b = MAGIC.to_vec();
-    b.extend_from_slice(b"7\0");
-    b.push(u8::from(e == Endian::Big));
-    b.push(header.long_size);
-    b.extend_from_slice(&o.n32(header.page_size));
-    match compress {
-        Compress7::None => b.extend_from_slice(b"none\0\0"),
-        Compress7::Zstd(v) | Compress7::Zlib(v) => {
-            b.extend_from_slice(if zstd_name(compress) {
-                b"zstd\0"
-            } else {
-                b"zlib\0"
-            });
-            b.extend_from_slice(v.as_bytes());
-            b.push(0);
-        }
-    }
+    let b = file_header(&o, header, compress);
     o.raw(&b)?;
     let first_opt_at = o.pos;
     o.raw(&[0; 8])?;
@@ -379,68 +472,11 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     h.extend_from_slice(&[0; 8]);
     o.raw(&h)?;
     let body_start = o.pos;
-    let mut table = Vec::new();
-    // a chunk of CPU data as trace-cmd cuts them (PAGES_IN_CHUNK pages),
-    // compressed on its own; uncompressed data is copied in runs as large
-    let chunk = ps as usize * CHUNK_PAGES;
-    let mut buf = Vec::with_capacity(chunk);
-    let mut z = Vec::new();
-    for (i, &(cpu, size)) in cpus.iter().enumerate() {
-        o.pad_to(ps)?;
-        let at = o.pos;
-        let count_at = o.pos;
-        if zstd {
-            o.raw(&[0; 4])?;
-        }
-        let mut done = 0u64;
-        let mut chunks = 0u32;
-        while done < size {
-            let n = (size - done).min(chunk as u64) as usize;
-            buf.resize(n, 0);
-            read(i, done, &mut buf)?;
-            if zstd {
-                buf = pack.compress(std::mem::take(&mut buf), &mut z);
-                let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(n)?));
-                o.raw(&cl)?;
-                o.raw(&ul)?;
-                o.raw(&z)?;
-                chunks = chunks
-                    .checked_add(1)
-                    .ok_or_else(|| Error::Usage(format!("cpu {cpu}: too many chunks")))?;
-            } else {
-                o.raw(&buf)?;
-            }
-            done += n as u64;
-        }
-        if zstd {
-            let n = o.n32(chunks);
-            o.patch(count_at, &n)?;
-            // trace-cmd's size counts the chunks, not their count
-            table.push((cpu, at, o.pos - at - 4));
-        } else {
-            table.push((cpu, at, size));
-        }
-    }
+    let table = write_cpu_data(&mut o, ps, cpus, &mut pack, zstd, read)?;
     let size = o.pos - body_start;
     o.patch_u64(buf_at + 8, size)?;
     // second options section: the BUFFER option
-    let mut bo = Vec::new();
-    bo.extend_from_slice(&o.n64(buf_at));
-    bo.extend_from_slice(b"\0"); // top instance
-    let clock = if header.clock.is_empty() {
-        "local"
-    } else {
-        &header.clock
-    };
-    bo.extend_from_slice(clock.as_bytes());
-    bo.push(0);
-    bo.extend_from_slice(&o.n32(header.page_size));
-    bo.extend_from_slice(&o.n32(len32(table.len())?));
-    for (cpu, at, size) in table {
-        bo.extend_from_slice(&o.n32(cpu));
-        bo.extend_from_slice(&o.n64(at));
-        bo.extend_from_slice(&o.n64(size));
-    }
+    let bo = buffer_option(&o, buf_at, header, &table)?;
     let mut opts = Vec::new();
     opt(&mut opts, e, option::BUFFER, &bo)?;
     opt(&mut opts, e, option::DONE, &[0; 8])?;
