@@ -609,48 +609,7 @@ fn read_v6<R: Read + Seek>(
         )));
     }
     match &kind[..] {
-        b"ktchunks\0\0" => {
-            let first = i.u64("offset of the first chunk")?;
-            let ps = u64::from(meta.page_size);
-            if first % ps != 0 || first < i.pos {
-                return Err(Error::Format(format!(
-                    "first chunk at offset {first}: not a page after the header"
-                )));
-            }
-            let len = i.src.len;
-            let chunks = walk_chunks(
-                &mut i.src.r,
-                len,
-                meta.endian,
-                ps,
-                meta.cpus as usize,
-                first,
-            )?;
-            let mut cpus: Vec<CpuData> = (0..meta.cpus)
-                .map(|cpu| CpuData {
-                    cpu,
-                    offset: 0,
-                    size: 0,
-                    runs: Vec::new(),
-                })
-                .collect();
-            for c in chunks.iter().filter(|c| c.used > 0) {
-                let d = &mut cpus[c.cpu as usize];
-                let run = (c.at + ps, u64::from(c.used) * ps);
-                if d.runs.is_empty() {
-                    d.offset = run.0;
-                }
-                d.size += run.1;
-                d.runs.push(run);
-            }
-            meta.unfinished = Some(first);
-            meta.buffers.push(Buffer {
-                name: String::new(),
-                clock: None,
-                page_size: meta.page_size,
-                cpus,
-            });
-        }
+        b"ktchunks\0\0" => unfinished_buffer(i, meta)?,
         b"flyrecord\0" => {
             let cpus = flyrecord_table(i, meta.cpus)?;
             meta.buffers.push(Buffer {
@@ -669,40 +628,98 @@ fn read_v6<R: Read + Seek>(
         }
     }
     for (off, name) in instances {
-        // an instance buffer: its own flyrecord table at the offset
-        i.pos = off;
-        let mut kind = i.take(10, "instance data kind")?;
-        if kind == b"options  \0" {
-            // trace-cmd may repeat an (empty) options list here
-            while i.u16("option id")? != option::DONE {
-                i.blob32("option data")?;
-            }
-            kind = i.take(10, "instance data kind")?;
-        }
-        if kind != b"flyrecord\0" {
-            return Err(Error::Format(format!(
-                "instance {name:?}: no flyrecord table"
-            )));
-        }
-        // every buffer's table is its own part of the file: more entries
-        // than the file holds (one table read again and again, by many
-        // BUFFER options) would cost memory quadratic in its size
-        let entries = (meta.buffers.len() as u64 + 1).saturating_mul(u64::from(meta.cpus));
-        if entries.saturating_mul(16) > i.src.len {
-            return Err(Error::Format(format!(
-                "{} buffers of {} cpus do not fit in the file: their flyrecord tables overlap",
-                meta.buffers.len() + 1,
-                meta.cpus
-            )));
-        }
-        let cpus = flyrecord_table(i, meta.cpus)?;
-        meta.buffers.push(Buffer {
-            name,
-            clock: None,
-            page_size: meta.page_size,
-            cpus,
-        });
+        instance_buffer(i, meta, off, name)?;
     }
+    Ok(())
+}
+
+/// The data of a recording ktrace did not finish (`ktchunks`): each CPU's
+/// pages as runs of the chunks it wrote, walked from the first.
+fn unfinished_buffer<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> Result<(), Error> {
+    let first = i.u64("offset of the first chunk")?;
+    let ps = u64::from(meta.page_size);
+    if first % ps != 0 || first < i.pos {
+        return Err(Error::Format(format!(
+            "first chunk at offset {first}: not a page after the header"
+        )));
+    }
+    let len = i.src.len;
+    let chunks = walk_chunks(
+        &mut i.src.r,
+        len,
+        meta.endian,
+        ps,
+        meta.cpus as usize,
+        first,
+    )?;
+    let mut cpus: Vec<CpuData> = (0..meta.cpus)
+        .map(|cpu| CpuData {
+            cpu,
+            offset: 0,
+            size: 0,
+            runs: Vec::new(),
+        })
+        .collect();
+    for c in chunks.iter().filter(|c| c.used > 0) {
+        let d = &mut cpus[c.cpu as usize];
+        let run = (c.at + ps, u64::from(c.used) * ps);
+        if d.runs.is_empty() {
+            d.offset = run.0;
+        }
+        d.size += run.1;
+        d.runs.push(run);
+    }
+    meta.unfinished = Some(first);
+    meta.buffers.push(Buffer {
+        name: String::new(),
+        clock: None,
+        page_size: meta.page_size,
+        cpus,
+    });
+    Ok(())
+}
+
+/// An instance's buffer of a version 6 file: its own flyrecord table at
+/// `off`, named by its BUFFER option.
+fn instance_buffer<R: Read + Seek>(
+    i: &mut FileIn<'_, R>,
+    meta: &mut Meta,
+    off: u64,
+    name: String,
+) -> Result<(), Error> {
+    // an instance buffer: its own flyrecord table at the offset
+    i.pos = off;
+    let mut kind = i.take(10, "instance data kind")?;
+    if kind == b"options  \0" {
+        // trace-cmd may repeat an (empty) options list here
+        while i.u16("option id")? != option::DONE {
+            i.blob32("option data")?;
+        }
+        kind = i.take(10, "instance data kind")?;
+    }
+    if kind != b"flyrecord\0" {
+        return Err(Error::Format(format!(
+            "instance {name:?}: no flyrecord table"
+        )));
+    }
+    // every buffer's table is its own part of the file: more entries
+    // than the file holds (one table read again and again, by many
+    // BUFFER options) would cost memory quadratic in its size
+    let entries = (meta.buffers.len() as u64 + 1).saturating_mul(u64::from(meta.cpus));
+    if entries.saturating_mul(16) > i.src.len {
+        return Err(Error::Format(format!(
+            "{} buffers of {} cpus do not fit in the file: their flyrecord tables overlap",
+            meta.buffers.len() + 1,
+            meta.cpus
+        )));
+    }
+    let cpus = flyrecord_table(i, meta.cpus)?;
+    meta.buffers.push(Buffer {
+        name,
+        clock: None,
+        page_size: meta.page_size,
+        cpus,
+    });
     Ok(())
 }
 
