@@ -433,45 +433,8 @@ fn pointer(
         }
         (_, Val::Int(0, _)) => s.extend_from_slice(b"(null)"),
         (b'I' | b'i', Val::Ptr(b, _)) => ip(&mut s, e, b, t.endian)?,
-        (b'M' | b'm', Val::Ptr(b, _)) => {
-            let b = b.get(..6).ok_or("short MAC address")?;
-            let sep = match e.get(1) {
-                _ if first == b'm' => None,
-                Some(b'F') => Some(b'-'),
-                _ => Some(b':'),
-            };
-            let rev = e.get(1) == Some(&b'R');
-            for i in 0..6 {
-                if i > 0
-                    && let Some(c) = sep
-                {
-                    s.push(c);
-                }
-                let x = if rev { b[5 - i] } else { b[i] };
-                s.extend_from_slice(format!("{x:02x}").as_bytes());
-            }
-        }
-        (b'U', Val::Ptr(b, _)) => {
-            let b = b.get(..16).ok_or("short UUID")?;
-            const BE: [usize; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
-            const LE: [usize; 16] = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
-            let (index, upper) = match e.get(1) {
-                Some(b'L') => (&LE, true),
-                Some(b'l') => (&LE, false),
-                Some(b'B') => (&BE, true),
-                _ => (&BE, false),
-            };
-            for (i, &x) in index.iter().enumerate() {
-                if upper {
-                    s.extend_from_slice(format!("{:02X}", b[x]).as_bytes());
-                } else {
-                    s.extend_from_slice(format!("{:02x}", b[x]).as_bytes());
-                }
-                if matches!(i, 3 | 5 | 7 | 9) {
-                    s.push(b'-');
-                }
-            }
-        }
+        (b'M' | b'm', Val::Ptr(b, _)) => mac(&mut s, e, b)?,
+        (b'U', Val::Ptr(b, _)) => uuid(&mut s, e, b)?,
         (b'h', Val::Ptr(b, _)) => {
             // hex_string(): the field width is the byte count
             let n = match spec.width_arg.is_some() || spec.width.is_some() {
@@ -513,6 +476,51 @@ fn pointer(
         (_, Val::Ptr(..)) => return Err(format!("%p{ext} is not supported")),
     }
     pad_str(t.out, dims, &s);
+    Ok(())
+}
+
+/// `mac_address_string()`: `%pM %pMR %pMF %pm %pmR`.
+fn mac(s: &mut Vec<u8>, e: &[u8], b: &[u8]) -> Result<(), String> {
+    let b = b.get(..6).ok_or("short MAC address")?;
+    let sep = match e.get(1) {
+        _ if e.first() == Some(&b'm') => None,
+        Some(b'F') => Some(b'-'),
+        _ => Some(b':'),
+    };
+    let rev = e.get(1) == Some(&b'R');
+    for i in 0..6 {
+        if i > 0
+            && let Some(c) = sep
+        {
+            s.push(c);
+        }
+        let x = if rev { b[5 - i] } else { b[i] };
+        s.extend_from_slice(format!("{x:02x}").as_bytes());
+    }
+    Ok(())
+}
+
+/// `uuid_string()`: `%pUb %pUB %pUl %pUL`.
+fn uuid(s: &mut Vec<u8>, e: &[u8], b: &[u8]) -> Result<(), String> {
+    let b = b.get(..16).ok_or("short UUID")?;
+    const BE: [usize; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+    const LE: [usize; 16] = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
+    let (index, upper) = match e.get(1) {
+        Some(b'L') => (&LE, true),
+        Some(b'l') => (&LE, false),
+        Some(b'B') => (&BE, true),
+        _ => (&BE, false),
+    };
+    for (i, &x) in index.iter().enumerate() {
+        if upper {
+            s.extend_from_slice(format!("{:02X}", b[x]).as_bytes());
+        } else {
+            s.extend_from_slice(format!("{:02x}", b[x]).as_bytes());
+        }
+        if matches!(i, 3 | 5 | 7 | 9) {
+            s.push(b'-');
+        }
+    }
     Ok(())
 }
 
