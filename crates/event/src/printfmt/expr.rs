@@ -667,49 +667,8 @@ impl Parser<'_> {
                     wide: name.ends_with("u64"),
                 }
             }
-            "__print_hex" | "__print_hex_str" => {
-                let mut a = self.args()?;
-                if a.len() != 2 {
-                    return Err(format!("{name} takes 2 arguments"));
-                }
-                let len = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
-                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
-                Helper::Hex {
-                    buf,
-                    len,
-                    concat: name == "__print_hex_str",
-                }
-            }
-            "__print_array" => {
-                let mut a = self.args()?;
-                if a.len() != 3 {
-                    return Err("__print_array takes 3 arguments".into());
-                }
-                let el_size = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
-                let count = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
-                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
-                Helper::Array {
-                    buf,
-                    count,
-                    el_size,
-                }
-            }
-            "__print_dynamic_array" => {
-                let f = self.ident()?;
-                let field = self.field(&f)?;
-                self.expect(",")?;
-                let el_size = self.cond()?;
-                self.expect(")")?;
-                let len = Expr::Helper(Helper::DynLen { field });
-                Helper::Array {
-                    buf: Box::new(Expr::Helper(Helper::DynArray { field, elem: 0 })),
-                    count: Box::new(Expr::Binary(
-                        Binary::Div,
-                        Box::new(len),
-                        Box::new(el_size.clone()),
-                    )),
-                    el_size: Box::new(el_size),
-                }
+            "__print_hex" | "__print_hex_str" | "__print_array" | "__print_dynamic_array" => {
+                self.print_buffer(name)?
             }
             "__get_str" | "__get_rel_str" => {
                 let (field, elem) = self.loc_field()?;
@@ -771,6 +730,58 @@ impl Parser<'_> {
             _ => return Err(format!("unknown function {name}()")),
         };
         Ok(Expr::Helper(h))
+    }
+
+    /// `__print_hex`, `__print_hex_str`, `__print_array` and
+    /// `__print_dynamic_array`: a buffer printed element by element.
+    fn print_buffer(&mut self, name: &str) -> Result<Helper, String> {
+        Ok(match name {
+            "__print_hex" | "__print_hex_str" => {
+                let mut a = self.args()?;
+                if a.len() != 2 {
+                    return Err(format!("{name} takes 2 arguments"));
+                }
+                let len = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                Helper::Hex {
+                    buf,
+                    len,
+                    concat: name == "__print_hex_str",
+                }
+            }
+            "__print_array" => {
+                let mut a = self.args()?;
+                if a.len() != 3 {
+                    return Err("__print_array takes 3 arguments".into());
+                }
+                let el_size = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let count = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                let buf = Box::new(a.pop().unwrap_or(Expr::Num(0, IntTy::INT)));
+                Helper::Array {
+                    buf,
+                    count,
+                    el_size,
+                }
+            }
+            "__print_dynamic_array" => {
+                let f = self.ident()?;
+                let field = self.field(&f)?;
+                self.expect(",")?;
+                let el_size = self.cond()?;
+                self.expect(")")?;
+                let len = Expr::Helper(Helper::DynLen { field });
+                Helper::Array {
+                    buf: Box::new(Expr::Helper(Helper::DynArray { field, elem: 0 })),
+                    count: Box::new(Expr::Binary(
+                        Binary::Div,
+                        Box::new(len),
+                        Box::new(el_size.clone()),
+                    )),
+                    el_size: Box::new(el_size),
+                }
+            }
+            _ => return Err(format!("unknown function {name}()")),
+        })
     }
 }
 
