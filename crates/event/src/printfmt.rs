@@ -427,6 +427,20 @@ fn split_args(rest: &str) -> Result<Vec<String>, String> {
     Ok(args)
 }
 
+/// The length modifier at the start of `f` (`hh h ll l L q z t`) and its
+/// length in bytes.
+fn length_modifier(f: &[u8]) -> Option<(Length, usize)> {
+    Some(match f {
+        [b'h', b'h', ..] => (Length::Char, 2),
+        [b'h', ..] => (Length::Short, 1),
+        [b'l', b'l', ..] => (Length::LongLong, 2),
+        [b'l', ..] => (Length::Long, 1),
+        [b'L' | b'q', ..] => (Length::LongLong, 1),
+        [b'z' | b't', ..] => (Length::Size, 1),
+        _ => return None,
+    })
+}
+
 fn parse_format(fmt: &[u8]) -> Result<Vec<Piece>, String> {
     let mut pieces = Vec::new();
     let mut lit = Vec::new();
@@ -496,32 +510,9 @@ fn parse_format(fmt: &[u8]) -> Result<Vec<Piece>, String> {
                 spec.precision = Some(num(&mut i).unwrap_or(0));
             }
         }
-        match fmt.get(i) {
-            Some(b'h') if fmt.get(i + 1) == Some(&b'h') => {
-                spec.length = Length::Char;
-                i += 2;
-            }
-            Some(b'h') => {
-                spec.length = Length::Short;
-                i += 1;
-            }
-            Some(b'l') if fmt.get(i + 1) == Some(&b'l') => {
-                spec.length = Length::LongLong;
-                i += 2;
-            }
-            Some(b'l') => {
-                spec.length = Length::Long;
-                i += 1;
-            }
-            Some(b'L' | b'q') => {
-                spec.length = Length::LongLong;
-                i += 1;
-            }
-            Some(b'z' | b't') => {
-                spec.length = Length::Size;
-                i += 1;
-            }
-            _ => {}
+        if let Some((length, n)) = length_modifier(&fmt[i..]) {
+            spec.length = length;
+            i += n;
         }
         let c = *fmt
             .get(i)
