@@ -25,6 +25,7 @@
 //! assert_eq!(events.get(2326).unwrap().format.name, "ent");
 //! ```
 
+pub mod append;
 mod format;
 pub mod printfmt;
 mod record;

@@ -12,6 +12,7 @@
 //! up (that is ktrace-stream's [`ktrace_stream::Comms`]).
 
 use crate::num;
+use ktrace_event::append::{append, fill};
 
 const IRQS_OFF: u8 = 0x01;
 const BIT_02: u8 = 0x02; // IRQS_NOSUPPORT before 6.13, NEED_RESCHED_LAZY after
@@ -149,12 +150,12 @@ pub fn write_task_cpu(out: &mut Vec<u8>, comm: &str, pid: i32, cpu: usize) {
     }
     num::dec(out, u64::from(pid.unsigned_abs()));
     let used = out.len() - start;
-    out.resize(out.len() + 7usize.saturating_sub(used), b' ');
+    fill(out, b' ', 7usize.saturating_sub(used));
     out.extend_from_slice(b" [");
     let mut b = [0u8; 24];
     let d = num::digits(&mut b, cpu as u64, 10, false);
-    out.resize(out.len() + 3usize.saturating_sub(d.len()), b'0');
-    out.extend_from_slice(d);
+    fill(out, b'0', 3usize.saturating_sub(d.len()));
+    append(out, d);
     out.extend_from_slice(b"] ");
 }
 

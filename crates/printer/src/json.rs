@@ -10,6 +10,7 @@
 //! mirrors a kernel file; the field meanings are those of ktrace-event.
 
 use crate::{Symbolizer, num};
+use ktrace_event::append::append;
 use ktrace_event::printfmt::{Arg, Conv, Op};
 use ktrace_event::{Common, Endian, Event, Events, Int, ProbeKind, StrValue, Value};
 use ktrace_ring::Missed;
@@ -32,7 +33,7 @@ fn json_str(out: &mut Vec<u8>, s: &[u8]) {
         .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
     {
         out.push(b'"');
-        out.extend_from_slice(s);
+        append(out, s);
         out.push(b'"');
         return;
     }
@@ -271,15 +272,15 @@ pub fn write_raw_line(
         return;
     };
     out.push(b' ');
-    out.extend_from_slice(ev.system.as_bytes());
+    append(out, ev.system.as_bytes());
     out.push(b':');
-    out.extend_from_slice(ev.format.name.as_bytes());
+    append(out, ev.format.name.as_bytes());
     for (i, f) in ev.format.fields.iter().enumerate() {
         if f.common {
             continue;
         }
         out.push(b' ');
-        out.extend_from_slice(f.name.as_bytes());
+        append(out, f.name.as_bytes());
         out.push(b'=');
         raw_value(out, &ev.format.value(data, i, endian));
     }
@@ -296,7 +297,7 @@ fn raw_value(out: &mut Vec<u8>, v: &Value<'_>) {
                 .all(|&b| (0x20..0x7f).contains(&b) && !matches!(b, b'"' | b'\'' | b'\\'))
             {
                 out.push(b'"');
-                out.extend_from_slice(s);
+                append(out, s);
                 out.push(b'"');
             } else {
                 let _ = write!(out, "\"{}\"", s.escape_ascii());

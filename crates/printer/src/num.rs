@@ -1,6 +1,9 @@
 //! Small allocation-free number formatting for the hot printing paths
 //! (`core::fmt` costs about half the text printer's time). Not a general
-//! printf; the callers apply widths and flags.
+//! printf; the callers apply widths and flags. Digits are appended with
+//! [`append`], not `extend_from_slice` (see ktrace_event::append).
+
+use ktrace_event::append::{append, fill};
 
 /// Two-digit decimal pairs `00`..`99`.
 const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
@@ -38,7 +41,7 @@ fn dec_into(buf: &mut [u8; 24], v: u64) -> usize {
 pub fn dec(out: &mut Vec<u8>, v: u64) {
     let mut buf = [0u8; 24];
     let i = dec_into(&mut buf, v);
-    out.extend_from_slice(&buf[i..]);
+    append(out, &buf[i..]);
 }
 
 /// Appends `v` (below 1,000,000) as exactly six decimal digits.
@@ -142,7 +145,7 @@ fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
 pub fn hex(out: &mut Vec<u8>, v: u64) {
     let mut b = [0u8; 24];
     let i = hex_into(&mut b, v, false);
-    out.extend_from_slice(&b[i..]);
+    append(out, &b[i..]);
 }
 
 /// Appends `v` in hex (`upper` for `A-F`).
@@ -150,14 +153,14 @@ pub fn hex(out: &mut Vec<u8>, v: u64) {
 pub fn hex_case(out: &mut Vec<u8>, v: u64, upper: bool) {
     let mut b = [0u8; 24];
     let i = hex_into(&mut b, v, upper);
-    out.extend_from_slice(&b[i..]);
+    append(out, &b[i..]);
 }
 
 /// Appends `s` right-aligned in `width` columns.
 #[inline]
 pub fn right(out: &mut Vec<u8>, s: &[u8], width: usize) {
-    out.resize(out.len() + width.saturating_sub(s.len()), b' ');
-    out.extend_from_slice(s);
+    fill(out, b' ', width.saturating_sub(s.len()));
+    append(out, s);
 }
 
 #[cfg(test)]

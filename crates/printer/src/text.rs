@@ -15,7 +15,8 @@ use crate::Symbolizer;
 use crate::context::{FlagStyle, write_task_cpu};
 use crate::num;
 use crate::syscalls::SyscallStyle;
-use ktrace_event::printfmt::{Arg, Conv, Op, Render, Spec, length_bits};
+use ktrace_event::append::append;
+use ktrace_event::printfmt::{Arg, Conv, Dims, Op, Render, Spec, length_bits, pad_str};
 use ktrace_event::{Common, Endian, Event, EventFormat, Events, FieldKind, ProbeKind, StrValue};
 use ktrace_ring::Missed;
 use ktrace_stream::Comms;
@@ -91,6 +92,16 @@ enum Step {
     Lit(Box<[u8]>),
     /// A plain integer conversion, precomputed.
     Int(FastInt),
+    /// A `%s` of a string field (`__get_str()`), its width and precision
+    /// written in the format: printed from the record without going
+    /// through [`Render`].
+    Str {
+        /// Index into the format's fields.
+        index: usize,
+        /// Element of a `__data_loc char[][N]` array.
+        elem: usize,
+        dims: Dims,
+    },
     /// Any other conversion, rendered from the print fmt op.
     Conv(Spec, Arg),
 }
@@ -158,6 +169,19 @@ impl Plan {
                         Step::Lit(b[skip.min(b.len())..].into())
                     }
                     Op::Lit(b) => Step::Lit(b.as_slice().into()),
+                    Op::Conv {
+                        spec,
+                        arg: Arg::Str { index, elem },
+                    } if spec.conv == Conv::Str
+                        && spec.width_arg.is_none()
+                        && spec.precision_arg.is_none() =>
+                    {
+                        Step::Str {
+                            index: *index,
+                            elem: elem.unwrap_or(0),
+                            dims: Dims::of(spec),
+                        }
+                    }
                     Op::Conv { spec, arg } => match FastInt::new(f, spec, arg, long_size) {
                         Some(fi) => Step::Int(fi),
                         None => Step::Conv(spec.clone(), arg.clone()),
@@ -389,7 +413,7 @@ impl<'a> TextPrinter<'a> {
                 self.irq_info,
             ));
         }
-        out.extend_from_slice(&self.ctx);
+        append(out, &self.ctx);
         if self.time_in_ns {
             num::dec6(out, (us % 1_000_000) as u32);
         } else {
@@ -473,7 +497,7 @@ impl<'a> TextPrinter<'a> {
                 &tmp
             }
         };
-        out.extend_from_slice(&plan.prefix);
+        append(out, &plan.prefix);
         let u =
             |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
         let probe = plan.probe;
@@ -510,13 +534,33 @@ impl<'a> TextPrinter<'a> {
                             b = rest;
                         }
                     }
-                    out.extend_from_slice(b);
+                    append(out, b);
                 }
                 &Step::Int(fi) => {
                     skip_quote = false;
                     match fi.read(data, self.endian) {
                         Some(v) => fi.write(out, v),
                         None => out.extend_from_slice(b"[FAILED TO PARSE]"),
+                    }
+                }
+                &Step::Str { index, elem, dims } => {
+                    skip_quote = false;
+                    // what Render does for `%s` of `__get_str()`, with the
+                    // fault rule below
+                    match f.read_str(data, index, elem, self.endian) {
+                        StrValue::Ok(s) => pad_str(out, dims, s),
+                        StrValue::Fault if plan.args => {
+                            // a probe argument whose fetch faulted:
+                            // `(fault)` without the quotes around it
+                            // (trace_probe_print_args())
+                            if out.last() == Some(&b'"') {
+                                out.pop();
+                                skip_quote = true;
+                            }
+                            out.extend_from_slice(b"(fault)");
+                        }
+                        StrValue::Fault => pad_str(out, dims, b""),
+                        StrValue::Bad => out.extend_from_slice(b"[FAILED TO PARSE]"),
                     }
                 }
                 Step::Conv(spec, arg) => {
@@ -650,12 +694,18 @@ impl<'a> TextPrinter<'a> {
         }
         match self.symbols.lookup(addr) {
             Some(s) if offset => {
-                let _ = write!(out, "{}+0x{:x}/0x{:x}", s.name, s.offset, s.size);
+                append(out, s.name.as_bytes());
+                out.extend_from_slice(b"+0x");
+                num::hex(out, s.offset);
+                out.extend_from_slice(b"/0x");
+                num::hex(out, s.size);
                 if let Some(m) = s.module {
-                    let _ = write!(out, " [{m}]");
+                    out.extend_from_slice(b" [");
+                    append(out, m.as_bytes());
+                    out.push(b']');
                 }
             }
-            Some(s) => out.extend_from_slice(s.name.as_bytes()),
+            Some(s) => append(out, s.name.as_bytes()),
             None => {
                 let _ = write!(out, "0x{addr:08x}");
             }

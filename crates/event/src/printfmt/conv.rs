@@ -16,6 +16,7 @@
 use super::ctype::IntTy;
 use super::eval::{Val, bitmap_list, bitmap_string};
 use super::{Conv, Length, Spec};
+use crate::append::{append, fill};
 use ktrace_ring::Endian;
 
 /// A kernel symbol covering an address.
@@ -351,11 +352,11 @@ pub fn pad_str(out: &mut Vec<u8>, d: Dims, s: &[u8]) {
     };
     let pad = d.width.unwrap_or(0).saturating_sub(s.len());
     if !d.left {
-        out.resize(out.len() + pad, b' ');
+        fill(out, b' ', pad);
     }
-    out.extend_from_slice(s);
+    append(out, s);
     if d.left {
-        out.resize(out.len() + pad, b' ');
+        fill(out, b' ', pad);
     }
 }
 
