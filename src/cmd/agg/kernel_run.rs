@@ -163,9 +163,10 @@ fn read_latency(
         let drops = kernel::ChainDrops {
             entry: files.of(&p.entry)?.dropped,
             ret: ret_t.dropped,
+            // (a conversion shared by several functions: counted once)
             derive: match &p.derive {
-                Some(d) => files.of(d)?.dropped,
-                None => 0,
+                Some(d) if p.owns_shared() => files.of(d)?.dropped,
+                _ => 0,
             },
         };
         let misses = profile

@@ -91,29 +91,19 @@ pub(super) fn plan(
             .map(KPlan::Hist)
         }
         Job::Latency { scale, unit, .. } => {
-            let mut plans = Vec::new();
-            for (n, (e, r)) in checked.pairs.iter().enumerate() {
-                let lp = LatencyProbe {
+            let lps: Vec<LatencyProbe> = checked
+                .pairs
+                .iter()
+                .map(|(e, r)| LatencyProbe {
                     system: group.to_string(),
                     entry_event: probes[*e].event().to_string(),
                     return_event: probes[*r].event().to_string(),
                     func: func_of(&probes[*e]),
-                };
-                let prefix = ktrace_tracefs::owner::synthetic_name(group, &n.to_string());
-                match kernel::plan_latency(
-                    &lp,
-                    &prefix,
-                    *unit,
-                    *scale,
-                    &checked.keys,
-                    f,
-                    prometheus,
-                ) {
-                    Ok(p) => plans.push(p),
-                    Err(u) => return Ok(Err(u)),
-                }
-            }
-            Ok(KPlan::Latency(plans))
+                })
+                .collect();
+            let prefix = |n: usize| ktrace_tracefs::owner::synthetic_name(group, &n.to_string());
+            kernel::plan_latencies(&lps, &prefix, *unit, *scale, &checked.keys, f, prometheus)
+                .map(KPlan::Latency)
         }
     })
 }
@@ -140,11 +130,16 @@ fn table_size(want: u64) -> usize {
 /// them smaller. Keys beyond a table's size are counted by the kernel as
 /// dropped, and reported.
 pub(super) fn fit_tables(kp: &mut KPlan, want: u64) -> (usize, bool) {
-    let tables = kp
+    let shared_by = shared_by(kp);
+    let tables: usize = kp
         .steps()
         .into_iter()
-        .filter(|s| matches!(s, Step::Trigger { .. }))
-        .count();
+        .map(|s| match s {
+            Step::Trigger { command, .. } if is_shared(command) => shared_by,
+            Step::Trigger { .. } => 1,
+            Step::Synthetic { .. } => 0,
+        })
+        .sum();
     let full = table_size(want);
     let budget = TABLE_BUDGET.max(full);
     let over = tables * full > budget;
@@ -156,12 +151,17 @@ pub(super) fn fit_tables(kp: &mut KPlan, want: u64) -> (usize, bool) {
     };
     let planned = format!(":size={}", kernel::TABLE_SIZE);
     let sized = format!(":size={size}");
+    // a table shared by several functions holds the rows of each
+    let shared_size = (size * shared_by).next_power_of_two().min(MAX_TABLE);
+    let shared_sized = format!(":size={shared_size}");
     for steps in kp.steps_mut() {
         for step in steps.iter_mut() {
             let Step::Trigger { command, .. } = step else {
                 continue;
             };
-            if command.contains(&planned) {
+            if command.contains(&planned) && is_shared(command) {
+                *command = command.replace(&planned, &shared_sized);
+            } else if command.contains(&planned) {
                 *command = command.replace(&planned, &sized);
             } else if over && !command.contains(":size=") {
                 // right after the keys (the kernel takes attributes in any order)
@@ -178,6 +178,20 @@ pub(super) fn fit_tables(kp: &mut KPlan, want: u64) -> (usize, bool) {
         }
     }
     (size, over)
+}
+
+/// Whether trigger `command` is a latency table shared by several
+/// functions (keyed by their `id` first, [`kernel::plan_latencies`]).
+fn is_shared(command: &str) -> bool {
+    command.starts_with("hist:keys=id,")
+}
+
+/// How many functions share the latency tables of the plan (1: none).
+fn shared_by(kp: &KPlan) -> usize {
+    match kp {
+        KPlan::Latency(ps) if ps.iter().any(|p| is_shared(&p.main.command)) => ps.len(),
+        _ => 1,
+    }
 }
 
 /// Adds the run's filter to the triggers on the session's probes: the
@@ -254,6 +268,59 @@ mod tests {
         assert_eq!(fit_tables(&mut small, 1000), (1024, false));
         assert_eq!(table_size(1), 128);
         assert_eq!(table_size(u64::MAX), 131_072);
+    }
+
+    /// The latency tables 80 functions share hold the rows of each: sized
+    /// as 80 of the per-function tables, within the budget.
+    #[test]
+    fn shared_latency_tables_are_sized_for_every_function() {
+        let ps: Vec<LatencyProbe> = (0..80)
+            .map(|i| LatencyProbe {
+                system: "g".into(),
+                entry_event: format!("f{i}"),
+                return_event: format!("f{i}_ret"),
+                func: format!("f{i}"),
+            })
+            .collect();
+        let f = Features {
+            hist: true,
+            max_keys: 2,
+            constants: true,
+            synthetic_dynamic: true,
+            onmatch_trace: true,
+            ..Features::default()
+        };
+        let prefix = |n: usize| format!("g__{n}");
+        let plans = kernel::plan_latencies(
+            &ps,
+            &prefix,
+            ktrace_aggregate::Unit::Us,
+            ktrace_aggregate::Scale::Log2,
+            &[],
+            &f,
+            false,
+        )
+        .unwrap();
+        let mut kp = KPlan::Latency(plans);
+        assert_eq!(fit_tables(&mut kp, 8192), (128, true));
+        let sizes: Vec<(bool, &str)> = kp
+            .steps()
+            .into_iter()
+            .filter_map(|s| match s {
+                Step::Trigger { command, .. } => Some((
+                    is_shared(command),
+                    command.split(":size=").nth(1)?.split(':').next()?,
+                )),
+                Step::Synthetic { .. } => None,
+            })
+            .collect();
+        assert_eq!(sizes.iter().filter(|s| s.0).count(), 2);
+        assert!(
+            sizes
+                .iter()
+                .all(|s| s.1 == if s.0 { "16384" } else { "128" }),
+            "{sizes:?}"
+        );
     }
 
     #[test]

@@ -408,9 +408,12 @@ fi
 # and synthetic events, one write each, each costing the kernel grace
 # periods) are each announced on stderr once they run over a second, with
 # their count; KTRACE_PROGRESS_AFTER_MS=0 announces them whatever the
-# machine's speed. Two functions timed in us: 2 synthetic events and 5
-# triggers each, all written and all removed (the teardown truncates each
-# event's trigger file), the numbers measured and nothing left.
+# machine's speed. Two functions timed in us share the synthetic events
+# (2) and the tables (3 triggers: the histogram, its min twin, the
+# conversion to us), each keeping its entry and return triggers: 9 steps
+# (14 when each function had its own), all written and all removed (the
+# teardown truncates each event's trigger file), the numbers measured and
+# nothing left.
 ktest kernel_phases_announced
 if ! has_hist; then
     skip "no hist triggers"
@@ -423,8 +426,8 @@ else
     echo "$k"
     echo "$err"
     expect_eq "exit ($(_kt_short "$err"))" "$kc" 0 &&
-        expect_match "setup announced, all written" "$err" '^ktrace: writing hist triggers and synthetic events 14/14 \([0-9]+\.[0-9] s\)$' &&
-        expect_match "teardown announced, all removed" "$err" '^ktrace: removing hist triggers and synthetic events 14/14 \([0-9]+\.[0-9] s\)$' &&
+        expect_match "setup announced, all written" "$err" '^ktrace: writing hist triggers and synthetic events 9/9 \([0-9]+\.[0-9] s\)$' &&
+        expect_match "teardown announced, all removed" "$err" '^ktrace: removing hist triggers and synthetic events 9/9 \([0-9]+\.[0-9] s\)$' &&
         expect_nomatch "no cleanup failure" "$err" 'cleanup failed' &&
         expect_match "the sleep measured" "$k" '"func":"hrtimer_nanosleep"\},"buckets":\[[^]]*\],"count":1,' &&
         expect_match "the sync measured" "$k" '"func":"ksys_sync"\},"buckets":\[[^]]*\],"count":1,' &&
@@ -435,8 +438,9 @@ fi
 # Issue 21 item 6, the teardown of a killed session: `ktrace clean` clears
 # its hist triggers (each event's trigger file, in passes) and removes its
 # synthetic events, announced with the count (KTRACE_PROGRESS_AFTER_MS=0
-# as above): two functions in us, 8 event files with triggers and 4
-# synthetic events; nothing left.
+# as above): two functions in us sharing their tables, 6 event files with
+# triggers (each function's entry and return, the 2 shared synthetic
+# events) and the 2 synthetic events; nothing left.
 ktest reap_announced
 if ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
     skip "no hist triggers or no hrtimer_nanosleep"
@@ -452,7 +456,7 @@ else
     out=$(cat /tmp/clean.out)
     echo "$out"
     expect_eq "clean exit" "$cc" 0 &&
-        expect_match "announced, all removed" "$out" '^ktrace: removing the hist triggers and synthetic events of dead session ktrace_[a-z0-9_]+ 12/12 \([0-9]+\.[0-9] s\)$' &&
+        expect_match "announced, all removed" "$out" '^ktrace: removing the hist triggers and synthetic events of dead session ktrace_[a-z0-9_]+ 8/8 \([0-9]+\.[0-9] s\)$' &&
         expect_match "reaped" "$out" 'removed leftovers of dead session' &&
         expect_eq "no synthetic event left" "$(grep -c ktrace_ "$TRACEFS/synthetic_events")" 0 &&
         pass "$(printf '%s' "$out" | grep -E 'hist triggers' | tr '\n' '|')"
