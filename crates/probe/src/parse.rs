@@ -837,7 +837,11 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             // names are C identifiers, perhaps with '.' suffixes): the kernel's
             // lookup and count both fail (arm64 5.10: `r:kprobes/ 54x/ev` is
             // refused for its empty event name first).
-            let impossible = sym.is_empty() || sym.as_bytes()[0].is_ascii_digit();
+            // A `MOD:SYM` is no such case: a module of that name is not loaded,
+            // so validate_probe_symbol() defers it (arm 6.12, seed 41:
+            // `0xc045c364[=\:symstr` was taken and its arguments parsed).
+            let impossible =
+                !sym.contains(':') && (sym.is_empty() || sym.as_bytes()[0].is_ascii_digit());
             if impossible && counts {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
@@ -2011,6 +2015,41 @@ mod tests {
         assert!(!c.unchecked.contains(&Unchecked::SymbolExists));
         let c = check_line("p vfs_read", t, &Offline);
         assert!(c.unchecked.contains(&Unchecked::SymbolExists));
+    }
+
+    #[test]
+    fn module_symbol_starting_with_a_digit_waits_for_its_module() {
+        // arm 6.12, seed 41: the kernel took the symbol (a module that is not
+        // loaded defers it) and refused the immediate string's bitfield type.
+        let k = Kallsyms::parse("ffffffff81000000 T vfs_read\n");
+        for kernel in [
+            KernelVersion::new(5, 10),
+            KernelVersion::new(6, 1),
+            KernelVersion::new(6, 12),
+            KernelVersion::new(7, 2),
+        ] {
+            let t = Target {
+                kernel,
+                ..Target::new(Arch::X86_64)
+            };
+            assert!(
+                check_line("p 0xc045c364[=\\:symstr", t, &k).accepted(),
+                "{kernel:?}"
+            );
+            assert!(
+                check_line("p 1mod:vfs_read", t, &k).accepted(),
+                "{kernel:?}"
+            );
+        }
+        let t = Target {
+            kernel: KernelVersion::new(6, 12),
+            ..Target::new(Arch::Arm)
+        };
+        let l = r#"p:grp82/ 0xc045c364[=\:symstr a1=\"1234567":b26@38/64"#;
+        assert_eq!(
+            err(l, t, &k),
+            (ErrorKind::Logged(TpErr::COMM_NOT_STRING), Some(44))
+        );
     }
 
     #[test]
