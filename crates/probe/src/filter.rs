@@ -5,9 +5,10 @@
 //! (`calc_stack()`, the first pass), a first predicate whose field the
 //! event lacks or whose operator is none of the parser's, and one predicate
 //! `FIELD OP VALUE` whose value is a number. A number compared with a
-//! string field, a glob (`~`) on a numeric field and a number
-//! `kstrtoull()`/`kstrtoll()` refuses are refused with the filter parser's
-//! own message; anything else (several predicates, parentheses, quoted
+//! string field, a glob (`~`) on a numeric field, a number
+//! `kstrtoull()`/`kstrtoll()` refuses and a value that is neither a number
+//! nor quoted (or missing) are refused with the filter parser's own
+//! message; anything else (several predicates, parentheses, quoted
 //! strings) is left to the kernel.
 
 use crate::error::TpErr;
@@ -174,23 +175,32 @@ pub fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, us
     let op_len = match &b[i..] {
         [b'=', b'=', ..] | [b'!', b'=', ..] | [b'<', b'=', ..] | [b'>', b'=', ..] => 2,
         [b'<' | b'>' | b'~', ..] => 1,
-        // OP_BAND: an operator, read on the kernel's terms
-        [b'&', ..] => return None,
+        // OP_BAND: its value is read as the others' are (below), a number
+        // after it on the kernel's terms
+        [b'&', ..] => 1,
         _ => return Some(Err((TpErr::FILT_INVALID_OP, i + 1))),
     };
-    // The first predicate's field and operator are certain whatever
-    // follows (arm64 7.2, seed 23: `err&r ~ 89` is "Field not found");
-    // past them only one numeric predicate is decided here.
-    if filter.contains(['(', ')', '"', '\'', '{', '|', '&', ',']) {
-        return None;
-    }
+    let band = b[i] == b'&';
     let glob = b[i] == b'~';
     i += op_len;
     while i < b.len() && b[i] == b' ' {
         i += 1;
     }
     let s = i;
-    if i >= b.len() || !(b[i].is_ascii_digit() || b[i] == b'-') {
+    // parse_pred()'s value is a quoted string, a number (a digit or '-'),
+    // or (6.6 and later) a `CPUS{...}` list; anything else, nothing
+    // included, is "Invalid value" at the value whatever follows (riscv64
+    // 6.12 and 7.2, seed 41: `flags ==` at 9, `order_failed&> 3` at 14).
+    match b.get(i) {
+        Some(b'"' | b'\'') => return None,
+        Some(_) if b[i..].starts_with(b"CPUS") => return None,
+        Some(c) if c.is_ascii_digit() || *c == b'-' => {}
+        _ => return Some(Err((TpErr::FILT_INVALID_VALUE, i + 1))),
+    }
+    // The first predicate's field and operator are certain whatever
+    // follows (arm64 7.2, seed 23: `err&r ~ 89` is "Field not found");
+    // past them only one numeric predicate is decided here.
+    if band || filter.contains(['(', ')', '"', '\'', '{', '|', '&', ',']) {
         return None;
     }
     // The error_log's caret is one past the value's start that
@@ -303,6 +313,18 @@ mod tests {
             Some(Err((TpErr::FILT_INVALID_OP, 10)))
         );
         assert_eq!(c("prev_pid & 1"), None);
+        assert_eq!(
+            c("prev_pid&> 3"),
+            Some(Err((TpErr::FILT_INVALID_VALUE, 10)))
+        );
+        assert_eq!(
+            c("prev_pid == x && flags == 1"),
+            Some(Err((TpErr::FILT_INVALID_VALUE, 13)))
+        );
+        assert_eq!(
+            c("prev_pid && 1"),
+            Some(Err((TpErr::FILT_INVALID_VALUE, 11)))
+        );
         // calc_stack(): quotes and parentheses, at the byte itself
         assert_eq!(
             c("prev_pid\" != 18"),
@@ -320,6 +342,17 @@ mod tests {
             c("(prev_pid == 1) && (x"),
             Some(Err((TpErr::FILT_TOO_MANY_OPEN, 19)))
         );
+        // a value neither quoted nor a number, or none (riscv64 6.12, seed
+        // 41: `flags ==` "Invalid value (did you forget quotes)?" at 9)
+        assert_eq!(c("flags =="), Some(Err((TpErr::FILT_INVALID_VALUE, 9))));
+        assert_eq!(
+            c("prev_pid == x"),
+            Some(Err((TpErr::FILT_INVALID_VALUE, 13)))
+        );
+        assert_eq!(
+            c("prev_comm ~ x*"),
+            Some(Err((TpErr::FILT_INVALID_VALUE, 13)))
+        );
         // left to the kernel
         for s in [
             "prev_comm == \"x\"",
@@ -327,7 +360,8 @@ mod tests {
             "prev_pid.function == 1",
             "prev_pid == 1 && flags == 2",
             "(prev_pid == 1)",
-            "prev_pid == x",
+            "prev_pid & CPUS{1}",
+            "prev_pid == CPUS{1}",
         ] {
             assert_eq!(c(s), None, "{s}");
         }

@@ -837,7 +837,11 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             // names are C identifiers, perhaps with '.' suffixes): the kernel's
             // lookup and count both fail (arm64 5.10: `r:kprobes/ 54x/ev` is
             // refused for its empty event name first).
-            let impossible = sym.is_empty() || sym.as_bytes()[0].is_ascii_digit();
+            // A `MOD:SYM` is no such case: a module of that name is not loaded,
+            // so validate_probe_symbol() defers it (arm 6.12, seed 41:
+            // `0xc045c364[=\:symstr` was taken and its arguments parsed).
+            let impossible =
+                !sym.contains(':') && (sym.is_empty() || sym.as_bytes()[0].is_ascii_digit());
             if impossible && counts {
                 return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));
             }
@@ -954,8 +958,10 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         KprobePlace::Symbol { symbol, .. } => symbol
             .split_once(':')
             .is_some_and(|(m, n)| ctx.env.module_symbol(m, n) == Some(None)),
+        // (5.10's register_kretprobe() looks the address up first, in
+        // kprobe_on_func_entry(): a return probe waits there too)
         KprobePlace::Address(a) => {
-            ctx.target.features().kprobe_addr_lookup
+            (ctx.target.features().kprobe_addr_lookup || is_return)
                 && ctx.env.kprobe_address(*a, is_return) == Some(crate::env::AddressFate::Deferred)
         }
     };
@@ -987,7 +993,7 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             // no symbol is not deferred: it is no kernel text, -EINVAL (arm64
             // 5.10, seed 23: `p 0xffff`)
             Some(crate::env::AddressFate::Deferred)
-                if !ctx.target.features().kprobe_addr_lookup =>
+                if !ctx.target.features().kprobe_addr_lookup && !is_return =>
             {
                 Some(Some(crate::env::Refusal::Address(format!(
                     "{a:#x} is in no function of the kernel or a loaded module: kprobes go on \
@@ -1035,9 +1041,12 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     }
     match refusal {
         // (5.10's _kprobe_addr() does not look the address up: it is
-        // check_kprobe_address_safe() that refuses it, -EINVAL)
+        // check_kprobe_address_safe() that refuses it, -EINVAL; but its
+        // register_kretprobe() calls kprobe_on_func_entry() first, whose
+        // lookup fails with -ENOENT: arm64 5.10, seed 41,
+        // `r acpi_install_table+0x100000`)
         Some(Some(crate::env::Refusal::Unresolved(why)))
-            if ctx.target.features().kprobe_addr_lookup =>
+            if ctx.target.features().kprobe_addr_lookup || is_return =>
         {
             let mut e = ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0);
             if let Fail::Err(e) = &mut e {
@@ -2014,6 +2023,41 @@ mod tests {
     }
 
     #[test]
+    fn module_symbol_starting_with_a_digit_waits_for_its_module() {
+        // arm 6.12, seed 41: the kernel took the symbol (a module that is not
+        // loaded defers it) and refused the immediate string's bitfield type.
+        let k = Kallsyms::parse("ffffffff81000000 T vfs_read\n");
+        for kernel in [
+            KernelVersion::new(5, 10),
+            KernelVersion::new(6, 1),
+            KernelVersion::new(6, 12),
+            KernelVersion::new(7, 2),
+        ] {
+            let t = Target {
+                kernel,
+                ..Target::new(Arch::X86_64)
+            };
+            assert!(
+                check_line("p 0xc045c364[=\\:symstr", t, &k).accepted(),
+                "{kernel:?}"
+            );
+            assert!(
+                check_line("p 1mod:vfs_read", t, &k).accepted(),
+                "{kernel:?}"
+            );
+        }
+        let t = Target {
+            kernel: KernelVersion::new(6, 12),
+            ..Target::new(Arch::Arm)
+        };
+        let l = r#"p:grp82/ 0xc045c364[=\:symstr a1=\"1234567":b26@38/64"#;
+        assert_eq!(
+            err(l, t, &k),
+            (ErrorKind::Logged(TpErr::COMM_NOT_STRING), Some(44))
+        );
+    }
+
+    #[test]
     fn empty_symbol_is_no_symbol() {
         // Found by fuzzing: "%return" alone left an empty symbol that was accepted.
         let t = Target::new(Arch::X86_64);
@@ -2214,6 +2258,10 @@ mod tests {
                     "outside the text".into(),
                 )))
             }
+            // in no symbol: -ENOENT, as the live view answers
+            fn kprobe_entry(&self, _: &str, _: u64) -> Option<Option<bool>> {
+                Some(None)
+            }
         }
         let mut old = Target::new(Arch::Arm64);
         old.kernel = KernelVersion::with_sublevel(5, 10, 223);
@@ -2226,6 +2274,18 @@ mod tests {
             err("p skip_pgd+0x100000", new, &Env).0,
             ErrorKind::Logged(TpErr::BAD_PROBE_ADDR)
         );
+        // ... but a return probe is looked up by register_kretprobe()'s
+        // kprobe_on_func_entry() first (arm64 5.10.223, seed 41: `r:ip/ev
+        // 0xfff` taken, waiting like a module's; `r
+        // acpi_install_table+0x100000` "Invalid probed address or symbol")
+        for t in [old, new] {
+            let c = check_line("r:ip/ev 0xfff", t, &Env);
+            assert!(c.accepted(), "{:?} {:?}", t.kernel, c.definition);
+            assert_eq!(
+                err("r acpi_install_table+0x100000", t, &Env).0,
+                ErrorKind::Logged(TpErr::BAD_PROBE_ADDR)
+            );
+        }
     }
 
     #[test]
