@@ -9,6 +9,9 @@
 //!   but leaves ktrace's instance, its pid lists and tracing_on alone.
 //!   ktrace must keep the events read before, say that its probes were
 //!   removed by someone else, exit 1 and leave nothing.
+//! - `ktrace report` of a trace-cmd recording of a uprobe and a uretprobe
+//!   outside the `uprobes` group: the headers as the kernel's `trace`
+//!   prints them (`(0x401136)`, not `(0x00401136)`).
 //!
 //! trace-cmd writes /proc/sys/kernel/ftrace_enabled and the function
 //! tracer's set_ftrace_* files, which are EPERM in this sandbox: it runs in
@@ -248,5 +251,91 @@ fn trace_cmd_reset_while_tracing_is_reported() {
         state(&root).of_pid(pid).is_empty(),
         "left behind: {:?}\n{text}",
         state(&root).of_pid(pid)
+    );
+}
+
+/// The event part (`name: ...`) of each line of `text` that holds one of
+/// the `names`, in order.
+fn event_parts(text: &str, names: &[&str]) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            names
+                .iter()
+                .filter_map(|n| l.find(&format!(" {n}: ")))
+                .min()
+                .map(|i| l[i + 1..].trim_end().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn report_of_a_trace_cmd_file_prints_user_probe_headers_as_the_kernel() {
+    // trace-cmd files carry no probe definitions: a probe outside the
+    // `uprobes` group reads as a kernel probe, whose header ktrace printed
+    // as `(0x%08lx)` where the kernel's print_uprobe_event() prints
+    // `(0x%lx)`. The kernel's own `trace` of the same hits, from a second
+    // instance, is the reference.
+    let Some(root) = tracefs() else { return };
+    if !common::have_trace_cmd() {
+        return;
+    }
+    let _s = serial();
+    let prog = Prog::build("tcreport");
+    let place = prog.place();
+    let group = format!("tcreport_{}", std::process::id());
+    let tc_inst = format!("{group}_tc");
+    let k_inst = root.join("instances").join(format!("{group}_k"));
+    append(&root, &format!("p:{group}/hit {place} a=%di"));
+    append(&root, &format!("r:{group}/ret {place} v=$retval"));
+    fs::create_dir(&k_inst).unwrap();
+    fs::create_dir(root.join("instances").join(&tc_inst)).unwrap();
+    fs::write(k_inst.join("events").join(&group).join("enable"), "1").unwrap();
+    let ti = root.join("instances").join(&tc_inst);
+    let bind = |f: &str| {
+        format!(
+            "cp {t}/{f} {d}/tcb_{f} 2>/dev/null || : > {d}/tcb_{f}; mount --bind {d}/tcb_{f} {t}/{f}\n",
+            t = ti.display(),
+            d = prog.dir.display()
+        )
+    };
+    let mut script = String::new();
+    for f in [
+        "set_ftrace_filter",
+        "set_ftrace_notrace",
+        "set_ftrace_pid",
+        "set_ftrace_notrace_pid",
+    ] {
+        script.push_str(&bind(f));
+    }
+    script.push_str(&format!(
+        "trace-cmd record -B {tc_inst} -e {group} -o t.dat {bin} 5 >rec.log 2>&1; echo \"tc=$?\"\n",
+        bin = prog.bin.display()
+    ));
+    let out = in_namespace(&prog.dir, &script);
+    let _ = fs::write(k_inst.join("events").join(&group).join("enable"), "0");
+    let kernel = fs::read_to_string(k_inst.join("trace")).unwrap_or_default();
+    let _ = fs::remove_dir(&k_inst);
+    let _ = fs::remove_dir(root.join("instances").join(&tc_inst));
+    append(&root, &format!("-:{group}/hit"));
+    append(&root, &format!("-:{group}/ret"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let log = fs::read_to_string(prog.dir.join("rec.log")).unwrap_or_default();
+    assert!(text.lines().any(|l| l == "tc=0"), "{text}\n{log}");
+    let report = common::ktrace()
+        .arg("report")
+        .arg(prog.dir.join("t.dat"))
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let ours = event_parts(&String::from_utf8_lossy(&report.stdout), &["hit", "ret"]);
+    let want = event_parts(&kernel, &["hit", "ret"]);
+    assert_eq!(want.len(), 10, "{kernel}");
+    assert!(want[0].starts_with("hit: (0x"), "{kernel}");
+    assert!(want.iter().any(|l| l.starts_with("ret: (0x")), "{kernel}");
+    assert_eq!(
+        ours,
+        want,
+        "ktrace report vs the kernel's trace:\n{}\n{log}",
+        String::from_utf8_lossy(&report.stdout)
     );
 }

@@ -254,7 +254,8 @@ fn defines(def: &str, system: &str, event: &str) -> bool {
 /// (`__probe_ret_ip`), as trace_kprobe.c and trace_uprobe.c write them.
 /// Kernel or user cannot be told from the format (both print `(%lx)`):
 /// the kernel's default groups (`uprobes`, `kprobes`) say it; otherwise a
-/// kernel probe is assumed.
+/// kernel probe is assumed, and the printer prints a header address
+/// without a kernel symbol as print_uprobe_event() does.
 fn kind_of_format(text: &str, system: &str) -> ProbeKind {
     let has = |f: &str| text.contains(&format!(" {f};"));
     let user = system.starts_with("uprobe");

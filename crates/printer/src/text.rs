@@ -516,9 +516,19 @@ impl<'a> TextPrinter<'a> {
                 }
                 ProbeKind::Kretprobe => {
                     out.push(b'(');
-                    self.write_ip_sym(out, u(plan.ret_ip), true);
+                    let ret_ip = u(plan.ret_ip);
+                    self.write_ip_sym(out, ret_ip, true);
                     out.extend_from_slice(b" <- ");
-                    self.write_ip_sym(out, u(plan.func), false);
+                    // a kernel return address always has a symbol; one
+                    // without is a uretprobe's (trace-cmd files do not
+                    // say which kind a probe outside the `uprobes` group
+                    // is), printed as print_uprobe_event() does
+                    if ret_ip != 0 && self.symbols.lookup(ret_ip).is_none() {
+                        out.extend_from_slice(b"0x");
+                        num::hex(out, u(plan.func));
+                    } else {
+                        self.write_ip_sym(out, u(plan.func), false);
+                    }
                 }
                 ProbeKind::Eprobe | ProbeKind::Other => {}
             }
@@ -686,7 +696,10 @@ impl<'a> TextPrinter<'a> {
     }
 
     /// `seq_print_ip_sym()`: `0` for a null address, `sym+0xoff/0xsize
-    /// [mod]` (with offset) or `sym` (without), `0x%08lx` when unknown.
+    /// [mod]` (with offset) or `sym` (without); when unknown, `0x%lx` with
+    /// offset (sprint_symbol()'s fallback) and `0x%08lx` without
+    /// (trace_seq_print_sym()'s). A uprobe's `(0x%lx)` header read as a
+    /// kprobe's (trace-cmd files do not say which) thus prints alike.
     fn write_ip_sym(&self, out: &mut Vec<u8>, addr: u64, offset: bool) {
         if addr == 0 {
             out.push(b'0');
@@ -706,6 +719,10 @@ impl<'a> TextPrinter<'a> {
                 }
             }
             Some(s) => append(out, s.name.as_bytes()),
+            None if offset => {
+                out.extend_from_slice(b"0x");
+                num::hex(out, addr);
+            }
             None => {
                 let _ = write!(out, "0x{addr:08x}");
             }
