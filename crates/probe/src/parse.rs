@@ -1735,9 +1735,9 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     );
     scope.set_tracepoint(tracepoint);
     let (args, ignored_args) = parse_args(argv, 2, &actx, ctx, Some(&mut scope))?;
-    if !tracepoint {
-        // register_fprobe(): the symbol (or glob) must name functions ftrace
-        // can attach to.
+    // register_fprobe(): the symbol (or glob) must name functions ftrace
+    // can attach to.
+    let attachable = |ctx: &mut Ctx| -> Result<(), Fail> {
         let exists = (!symbol.contains(':'))
             .then(|| ctx.env.ftrace_matches(symbol))
             .flatten()
@@ -1751,23 +1751,35 @@ fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
             None => ctx.note(Unchecked::SymbolExists),
         }
         ctx.note(Unchecked::Probeable);
+        Ok(())
+    };
+    let registered_now = ctx.target.features().fprobe_registered_at_creation;
+    if !tracepoint && !registered_now {
+        attachable(ctx)?;
     }
     // A tracepoint the kernel does not have is taken as one of a module to
-    // come (TRACEPOINT_STUB): nothing is registered, so the arguments'
-    // symbols are not looked up (arm64 7.2, seed 23: `t sys_exit_llistxattr
-    // foo=@pa[am_set_copystring` accepted). Every tracepoint has a
-    // `__probestub_TP` in kallsyms' text.
-    let stub_missing = stub
-        .as_deref()
-        .is_some_and(|stub| symbol_exists(ctx, stub) == Some(false));
+    // come (TRACEPOINT_STUB): where registration waits for the enable
+    // (7.2), its arguments' symbols are not looked up (arm64 7.2, seed 23:
+    // `t sys_exit_llistxattr foo=@pa[am_set_copystring` accepted); where it
+    // happens now (6.12), they are, before the stub is left waiting.
     // register_trace_fprobe(): a name another event has (a tracepoint's
     // own, `t:sched/ sched_stat_iowait`) is taken when no fprobe event of
     // that name is there to append to (x86_64 7.2, seed 23).
     if name_taken_by_another_event(ctx, &group, &event) {
         return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
     }
-    if !stub_missing && ctx.target.features().fprobe_registered_at_creation {
-        check_arg_symbols(ctx, argv, &args, false)?;
+    // __register_trace_fprobe() (kernels that register at creation): the
+    // arguments' symbols first (traceprobe_update_arg(): -ENOENT, logged
+    // as "Invalid probed address or symbol" at the probed symbol), before
+    // a tracepoint not loaded yet is left waiting and before
+    // register_fprobe() looks the function up (x86_64 6.12, seed 41:
+    // `t:uprobes/ sys_enter_time a36=@no_such_fn_27:x64` and `f
+    // snapshot_write_finalize+4 @__blo` both refused so)
+    if registered_now {
+        check_arg_symbols(ctx, argv, &args, true)?;
+        if !tracepoint {
+            attachable(ctx)?;
+        }
     }
     // A tracepoint probe is an fprobe on the tracepoint's `__probestub_TP`:
     // a stub ftrace cannot attach to fails to register (the tracepoints
