@@ -123,19 +123,47 @@ impl Kallsyms {
 
     /// Builds the indexes over symbols given in table order.
     pub fn from_symbols(symbols: Vec<KernelSymbol>) -> Self {
+        // kallsyms lists each module's symbols together: group them by
+        // comparing with the previous symbol's module instead of hashing
+        // (and copying) a module name per symbol.
         let mut sorted: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+        let mut run: Option<(&Option<String>, Vec<usize>)> = None;
         for (i, s) in symbols.iter().enumerate() {
-            sorted.entry(s.module.clone()).or_default().push(i);
+            match &mut run {
+                Some((m, v)) if *m == &s.module => v.push(i),
+                _ => {
+                    if let Some((m, v)) = run.take() {
+                        sorted.entry(m.clone()).or_default().extend(v);
+                    }
+                    let mut v = sorted.remove(&s.module).unwrap_or_default();
+                    v.push(i);
+                    run = Some((&s.module, v));
+                }
+            }
         }
-        let mut by_name: Vec<u32> = (0..symbols.len() as u32).collect();
-        by_name.sort_by(|&a, &b| {
-            symbols[a as usize]
-                .name
-                .cmp(&symbols[b as usize].name)
-                .then(a.cmp(&b))
+        if let Some((m, v)) = run {
+            sorted.entry(m.clone()).or_default().extend(v);
+        }
+        // Sorted by (name, table order), a total order on distinct indexes:
+        // the unstable sort gives the stable sort's answer, faster. Each
+        // entry carries its name's first eight bytes, which decide most
+        // comparisons without following the name's pointer.
+        let mut keyed: Vec<(u64, u32)> = symbols
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (name_prefix(&s.name), i as u32))
+            .collect();
+        keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
+            pa.cmp(&pb).then_with(|| {
+                name_order(&symbols[a as usize].name, &symbols[b as usize].name).then(a.cmp(&b))
+            })
         });
+        let by_name: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
         for v in sorted.values_mut() {
-            v.sort_by_key(|&i| (symbols[i].addr, i));
+            // the core kernel's part is already in address order
+            if !v.is_sorted_by_key(|&i| symbols[i].addr) {
+                v.sort_unstable_by_key(|&i| (symbols[i].addr, i));
+            }
         }
         Kallsyms {
             symbols,
@@ -260,6 +288,35 @@ impl Kallsyms {
     }
 }
 
+/// A name's first eight bytes as a big-endian number (zero-padded): two
+/// names' prefixes compare as the names do, up to a tie.
+fn name_prefix(name: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let n = name.len().min(8);
+    b[..n].copy_from_slice(&name.as_bytes()[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// `a.cmp(b)` for names, eight bytes at a time: sorting ~100k names is
+/// most of building the table, and musl's `memcmp` (what `str::cmp` calls
+/// in the static binary) compares a byte at a time.
+fn name_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        let (x, y) = (
+            u64::from_be_bytes(x.try_into().unwrap_or_default()),
+            u64::from_be_bytes(y.try_into().unwrap_or_default()),
+        );
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    let n = a.len().min(b.len()) / 8 * 8;
+    a[n..].iter().cmp(b[n..].iter())
+}
+
 /// One kallsyms line split into its fields, borrowing the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Line<'a> {
@@ -314,6 +371,14 @@ pub fn parse_line(line: &str) -> std::result::Result<Option<Line<'_>>, &'static 
     if line.is_empty() || line.starts_with('#') {
         return Ok(None);
     }
+    match parse_canonical(line) {
+        Some(l) => Ok(Some(l)),
+        None => parse_general(line).map(Some),
+    }
+}
+
+/// Any line with the fields `ADDR TYPE NAME[\t[MODULE]]`, however spaced.
+fn parse_general(line: &str) -> std::result::Result<Line<'_>, &'static str> {
     let (main, module) = match line.split_once('\t') {
         Some((main, rest)) => {
             let m = rest
@@ -335,12 +400,44 @@ pub fn parse_line(line: &str) -> std::result::Result<Option<Line<'_>>, &'static 
     let (Some(kind), None) = (kc.next(), kc.next()) else {
         return Err("type is not one letter");
     };
-    Ok(Some(Line {
+    Ok(Line {
         addr,
         kind,
         name,
         module,
-    }))
+    })
+}
+
+/// The line exactly as `s_show` prints it (`%px %c %s` and, for a module,
+/// `\t[%s]`), split without the general parser's searching: the table
+/// of a running kernel has ~100k of these, and a slow board parses it on
+/// every command. `None` for anything else (the general parser decides).
+fn parse_canonical(line: &str) -> Option<Line<'_>> {
+    let b = line.as_bytes();
+    let sp = b.iter().position(|&c| c == b' ')?;
+    let (kind, rest) = (*b.get(sp + 1)?, b.get(sp + 2..)?);
+    if !kind.is_ascii_graphic() || rest.first() != Some(&b' ') || sp == 0 || sp > 16 {
+        return None;
+    }
+    let mut addr = 0u64;
+    for &c in &b[..sp] {
+        addr = (addr << 4) | u64::from((c as char).to_digit(16)?);
+    }
+    let tail = &line[sp + 3..];
+    let (name, module) = match tail.split_once('\t') {
+        Some((name, m)) => (name, Some(m.strip_prefix('[')?.strip_suffix(']')?)),
+        None => (tail, None),
+    };
+    let plain = |t: &str| !t.is_empty() && !t.bytes().any(|c| c.is_ascii_whitespace());
+    if !plain(name) || !module.is_none_or(plain) {
+        return None;
+    }
+    Some(Line {
+        addr,
+        kind: kind as char,
+        name,
+        module,
+    })
 }
 
 /// How often each of a few names occurs in kallsyms (in all, and per
@@ -452,6 +549,81 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn module_runs_that_come_back_are_one_region() {
+        // [bpf] programs and ftrace trampolines may sit between modules,
+        // and a module's symbols may come in two runs: each region holds all
+        // of its symbols, sorted by address, aliases in table order.
+        let t = Kallsyms::parse(
+            "ffffffff81000010 T b_core\nffffffff81000000 T a_core\n\
+             ffffffffc0000100 t m2\t[m]\nffffffffc0001000 t bpf_x\t[bpf]\n\
+             ffffffffc0000000 t m1\t[m]\nffffffffc0000000 t m1_alias\t[m]\n\
+             ffffffff81000020 T c_core\n",
+        )
+        .unwrap();
+        let m1 = &t.by_name("m1", Some("m"))[0];
+        let names = |v: Vec<&KernelSymbol>| v.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(t.aliases(m1)), ["m1", "m1_alias"]);
+        assert_eq!(t.extent(m1), Some(0x100));
+        assert_eq!(
+            t.lookup(0xffffffffc0000004).unwrap().to_kernel_string(),
+            "m1+0x4/0x100 [m]"
+        );
+        assert_eq!(
+            t.lookup(0xffffffff81000012).unwrap().to_kernel_string(),
+            "b_core+0x2/0x10"
+        );
+        assert_eq!(
+            t.lookup(0xffffffff81000004).unwrap().to_kernel_string(),
+            "a_core+0x4/0x10"
+        );
+        assert_eq!(names(t.by_name("c_core", None)), ["c_core"]);
+        assert!(t.has_module("m") && t.has_module("bpf") && !t.has_module("x"));
+    }
+
+    #[test]
+    fn the_fast_split_agrees_with_the_general_one() {
+        // Every line the fast path takes, the general parser splits alike;
+        // the odd ones (extra spaces, no brackets, long addresses) are left
+        // to the general parser, which answers as before.
+        let lines = [
+            "ffffffff81100000 T vfs_read",
+            "ffffffffc0000000 t ext4_file_open\t[ext4]",
+            "0000000000000000 T hidden",
+            "c0300000 T _stext",
+            "ffffffffc0000000 t bpf_prog_6deef7357e7b4530_sd_fw_egress\t[bpf]",
+            "ffffffff81100000  T two_spaces",
+            "ffffffff81100000 T name extra",
+            "ffffffff81100000 T",
+            "ffffffff81100000 T ",
+            "ffffffff81100000 TT x",
+            "fffffffff81100000 T too_long_address",
+            "ffffffffg1100000 T bad_hex",
+            "ffffffff81100000 T m\text4",
+            "ffffffff81100000 T m\t[ext4",
+            "ffffffff81100000 T m\t[ext 4]",
+            "ffffffff81100000 T m\t [ext4] ",
+            " ffffffff81100000 T lead",
+            "ffffffff81100000 é x",
+        ];
+        for (n, l) in lines.iter().enumerate() {
+            let general = parse_general(l);
+            match parse_canonical(l) {
+                Some(fast) => assert_eq!(Ok(fast), general, "{l:?}"),
+                None => assert!(n >= 5, "{l:?}: the kernel's own form left to the slow path"),
+            }
+            // parse_line answers as the general parser always did
+            assert_eq!(parse_line(l), general.map(Some), "{l:?}");
+        }
+        assert_eq!(
+            parse_line("ffffffffc0000000 t f\t[ext4]")
+                .unwrap()
+                .unwrap()
+                .module,
+            Some("ext4")
+        );
+    }
+
     #[test]
     fn data_is_listed_only_with_kallsyms_all() {
         // 32-bit arm 6.12 (no CONFIG_KALLSYMS_ALL): text and section markers.
