@@ -115,7 +115,9 @@ pub struct Type {
 #[derive(Debug, Clone, Default)]
 pub struct Btf {
     types: Vec<Type>,
-    by_name: HashMap<String, Vec<u32>>,
+    /// Ids of named types sorted by (name, id): one allocation, no hashing
+    /// (vmlinux has ~100k named types; small boards parse it per command).
+    by_name: Vec<u32>,
 }
 
 fn u32_at(d: &[u8], at: usize, big: bool) -> Option<u32> {
@@ -318,12 +320,20 @@ impl Btf {
             }
             types.push(t);
         }
-        let mut by_name: HashMap<String, Vec<u32>> = HashMap::new();
-        for (id, t) in types.iter().enumerate().skip(1) {
-            if !t.name.is_empty() {
-                by_name.entry(t.name.clone()).or_default().push(id as u32);
-            }
-        }
+        let mut keyed: Vec<(u64, u32)> = types
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, t)| !t.name.is_empty())
+            .map(|(id, t)| (crate::names::prefix(&t.name), id as u32))
+            .collect();
+        keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
+            pa.cmp(&pb).then_with(|| {
+                crate::names::order(&types[a as usize].name, &types[b as usize].name)
+                    .then(a.cmp(&b))
+            })
+        });
+        let by_name = keyed.into_iter().map(|(_, id)| id).collect();
         Ok(Btf { types, by_name })
     }
 
@@ -344,18 +354,24 @@ impl Btf {
 
     /// The first type of this kind and name.
     pub fn find(&self, kind: Kind, name: &str) -> Option<(u32, &Type)> {
-        self.by_name
-            .get(name)?
+        self.named(name)
             .iter()
             .map(|&id| (id, &self.types[id as usize]))
             .find(|(_, t)| t.kind == kind)
     }
 
+    /// The ids of the types named `name`, in id order.
+    fn named(&self, name: &str) -> &[u32] {
+        let name_of = |id: u32| self.types[id as usize].name.as_str();
+        let from = self.by_name.partition_point(|&id| name_of(id) < name);
+        let len = self.by_name[from..].partition_point(|&id| name_of(id) == name);
+        &self.by_name[from..from + len]
+    }
+
     /// The last type of this kind and name (a module's own type over vmlinux's
     /// in split BTF).
     pub fn find_last(&self, kind: Kind, name: &str) -> Option<(u32, &Type)> {
-        self.by_name
-            .get(name)?
+        self.named(name)
             .iter()
             .rev()
             .map(|&id| (id, &self.types[id as usize]))

@@ -151,11 +151,12 @@ impl Kallsyms {
         let mut keyed: Vec<(u64, u32)> = symbols
             .iter()
             .enumerate()
-            .map(|(i, s)| (name_prefix(&s.name), i as u32))
+            .map(|(i, s)| (crate::names::prefix(&s.name), i as u32))
             .collect();
         keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
             pa.cmp(&pb).then_with(|| {
-                name_order(&symbols[a as usize].name, &symbols[b as usize].name).then(a.cmp(&b))
+                crate::names::order(&symbols[a as usize].name, &symbols[b as usize].name)
+                    .then(a.cmp(&b))
             })
         });
         let by_name: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
@@ -286,35 +287,6 @@ impl Kallsyms {
         let pos = idx.partition_point(|&i| self.symbols[i].addr <= sym.addr);
         idx.get(pos).map(|&i| self.symbols[i].addr - sym.addr)
     }
-}
-
-/// A name's first eight bytes as a big-endian number (zero-padded): two
-/// names' prefixes compare as the names do, up to a tie.
-fn name_prefix(name: &str) -> u64 {
-    let mut b = [0u8; 8];
-    let n = name.len().min(8);
-    b[..n].copy_from_slice(&name.as_bytes()[..n]);
-    u64::from_be_bytes(b)
-}
-
-/// `a.cmp(b)` for names, eight bytes at a time: sorting ~100k names is
-/// most of building the table, and musl's `memcmp` (what `str::cmp` calls
-/// in the static binary) compares a byte at a time.
-fn name_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut ca = a.chunks_exact(8);
-    let mut cb = b.chunks_exact(8);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        let (x, y) = (
-            u64::from_be_bytes(x.try_into().unwrap_or_default()),
-            u64::from_be_bytes(y.try_into().unwrap_or_default()),
-        );
-        if x != y {
-            return x.cmp(&y);
-        }
-    }
-    let n = a.len().min(b.len()) / 8 * 8;
-    a[n..].iter().cmp(b[n..].iter())
 }
 
 /// One kallsyms line split into its fields, borrowing the text.

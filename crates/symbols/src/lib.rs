@@ -29,6 +29,7 @@ pub mod kernel;
 pub mod ldcache;
 pub mod library;
 pub mod maps;
+mod names;
 pub mod probeable;
 pub mod usersym;
 
