@@ -23,6 +23,10 @@ pub struct KernelSymbols<'v> {
     /// The tracefs whose `printk_formats` names kernel strings.
     root: Option<PathBuf>,
     strings: OnceLock<KernelStrings>,
+    /// Added to every address before it is looked up (wrapping): the
+    /// distance the kernel image moved since the boot whose records are
+    /// read (KASLR), 0 for this boot's own.
+    text_delta: u64,
 }
 
 impl<'v> KernelSymbols<'v> {
@@ -33,6 +37,19 @@ impl<'v> KernelSymbols<'v> {
             warned: Once::new(),
             root: None,
             strings: OnceLock::new(),
+            text_delta: 0,
+        }
+    }
+
+    /// The same, for records of a boot whose kernel image lay `delta`
+    /// bytes lower (wrapping) than this boot's: each address is moved by
+    /// `delta` before the lookup, as the kernel's `trace_adjust_address()`
+    /// moves a persistent instance's previous-boot addresses by its
+    /// `text_delta` (this boot's `_text` minus the previous boot's).
+    pub fn with_text_delta(self, delta: u64) -> Self {
+        Self {
+            text_delta: delta,
+            ..self
         }
     }
 
@@ -53,10 +70,11 @@ impl Symbolizer for KernelSymbols<'_> {
                 let text = ktrace_tracefs::buffers::printk_formats(root).unwrap_or_default();
                 KernelStrings::parse(text.as_bytes())
             })
-            .get(addr)
+            .get(addr.wrapping_add(self.text_delta))
     }
 
     fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
+        let addr = addr.wrapping_add(self.text_delta);
         let table = match self.view.kallsyms() {
             Ok(t) => t,
             Err(e) => {

@@ -361,13 +361,13 @@ pub fn report(
         None => None,
     };
     let root = discover::find_or_mount()?;
-    let top = if previous {
+    let (top, last_info) = if previous {
         match previous_boot_instance(&root) {
-            Some(inst) => inst,
+            Some(found) => found,
             None => return Ok(ExitCode::from(1)),
         }
     } else {
-        Instance::top(&root)
+        (Instance::top(&root), String::new())
     };
     let listed = DynEvents::new(&root)
         .list()
@@ -417,7 +417,39 @@ pub fn report(
         })
         .collect();
     let view = KernelView::running(Some(&root));
-    let symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
+    let mut symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
+    if previous {
+        let current = view
+            .kallsyms()
+            .ok()
+            .and_then(|t| t.by_name("_text", None).first().map(|s| s.addr));
+        match text_delta(&last_info, current) {
+            Some(0) => {}
+            Some(delta) => {
+                crate::say!(
+                    "the kernel's text moved since the previous boot (KASLR; last_boot_info: \
+                     {:?}, this boot's _text: {}): its addresses are symbolized {}{:#x} away, \
+                     as the kernel's trace of the instance does",
+                    last_info.lines().next().unwrap_or(""),
+                    current.map_or("unknown".to_string(), |a| format!("{a:x}")),
+                    if (delta as i64) < 0 { "-" } else { "+" },
+                    (delta as i64).unsigned_abs()
+                );
+                symbols = symbols.with_text_delta(delta);
+            }
+            None => crate::say!(
+                "cannot tell how far the kernel's text moved since the previous boot \
+                 (last_boot_info: {:?}, this boot's _text {}): its addresses are symbolized \
+                 as they are",
+                last_info.lines().next().unwrap_or(""),
+                if current.is_some() {
+                    "known"
+                } else {
+                    "not in kallsyms"
+                }
+            ),
+        }
+    }
     let defs: Vec<String> = listed.iter().map(|e| e.line.clone()).collect();
     let mut sink = boot_sink(out_file.as_mut(), json, &top, &symbols, defs)?;
     let end = ktrace_stream::replay(&mut decoder, streams, sink.as_mut());
@@ -491,9 +523,10 @@ fn boot_sink<'a>(
     })
 }
 
-/// The boot-mapped instance of `ktrace boot --persistent`, when it holds
-/// (or may hold) the previous boot's events; `None` when it does not, said.
-fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
+/// The boot-mapped instance of `ktrace boot --persistent` and its
+/// `last_boot_info`, when it holds (or may hold) the previous boot's
+/// events; `None` when it does not, said.
+fn previous_boot_instance(root: &std::path::Path) -> Option<(Instance, String)> {
     let inst = Instance::open(root, boot::PERSIST_INSTANCE);
     if !inst.exists() {
         crate::say!(
@@ -504,7 +537,8 @@ fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
         );
         return None;
     }
-    match inst.last_boot_info() {
+    let info = inst.last_boot_info();
+    match info.as_deref() {
         None => {
             crate::say!(
                 "instances/{} is not boot-mapped (no last_boot_info): it holds nothing \
@@ -513,7 +547,7 @@ fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
             );
             return None;
         }
-        Some(info) if last_boot(&info) == LastBoot::Unknown => {
+        Some(info) if last_boot(info) == LastBoot::Unknown => {
             crate::say!(
                 "this kernel's last_boot_info ({:?}) does not say whether instances/{} holds \
                  the previous boot's events (its log does: 'Ring buffer meta [N] is from \
@@ -523,7 +557,7 @@ fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
                 boot::PERSIST_INSTANCE
             );
         }
-        Some(info) if last_boot(&info) == LastBoot::Current => {
+        Some(info) if last_boot(info) == LastBoot::Current => {
             crate::say!(
                 "instances/{} holds no previous boot's events (last_boot_info: {:?}): they \
                  were read already (the kernel makes the buffer this boot's once they are \
@@ -536,7 +570,30 @@ fn previous_boot_instance(root: &std::path::Path) -> Option<Instance> {
         }
         Some(_) => {}
     }
-    Some(inst)
+    Some((inst, info.unwrap_or_default()))
+}
+
+/// How far (wrapping) the kernel's text moved from the boot that wrote a
+/// persistent instance to this one, `current_text` being this boot's
+/// `_text`: what the kernel adds to the instance's previous-boot addresses
+/// (kernel/trace/trace.c `trace_adjust_address()`, `tr->text_delta`). 7.x's
+/// `last_boot_info` gives the previous boot's `_text` (`ADDR\t[kernel]`, then
+/// its modules); 6.12's gives the delta itself (`text delta:\tN`, signed
+/// decimal). `None` when it cannot be told. Module addresses, which the
+/// kernel moves by each module's own delta, are not told apart.
+fn text_delta(info: &str, current_text: Option<u64>) -> Option<u64> {
+    let first = info.lines().next()?.trim();
+    if let Some(n) = first.strip_prefix("text delta:") {
+        return n.trim().parse::<i64>().ok().map(|d| d as u64);
+    }
+    let (addr, what) = first.split_once(char::is_whitespace)?;
+    if what.trim() != "[kernel]" {
+        return None;
+    }
+    match u64::from_str_radix(addr, 16) {
+        Ok(prev) if prev != 0 => current_text.map(|cur| cur.wrapping_sub(prev)),
+        _ => None,
+    }
 }
 
 /// What a boot-mapped instance's `last_boot_info` says of its buffer.
@@ -744,7 +801,40 @@ pub fn clean(names: &[String]) -> anyhow::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LastBoot, last_boot};
+    use super::{LastBoot, last_boot, text_delta};
+
+    #[test]
+    fn text_delta_of_a_kernel_moved_by_kaslr() {
+        // x86_64 7.2 guest, the boot after `echo b >/proc/sysrq-trigger`:
+        // the previous _text, this boot's _text
+        assert_eq!(
+            text_delta("ffffffffb6c00000\t[kernel]\n", Some(0xffffffffa0800000)),
+            Some(0xffffffffa0800000u64.wrapping_sub(0xffffffffb6c00000))
+        );
+        assert_eq!(
+            text_delta("ffffffffa0800000\t[kernel]\n", Some(0xffffffffb6c00000)),
+            Some(0x1640_0000)
+        );
+        // arm64 7.2: the same kaslr-seed after QEMU's reset, no move
+        assert_eq!(
+            text_delta("ffffbd459d800000\t[kernel]\n", Some(0xffffbd459d800000)),
+            Some(0)
+        );
+        // 6.12 says the delta itself
+        assert_eq!(
+            text_delta("text delta:\t-4096\ndata delta:\t0\n", None),
+            Some(-4096i64 as u64)
+        );
+        assert_eq!(
+            text_delta("text delta:\t0\ndata delta:\t0\n", None),
+            Some(0)
+        );
+        // nothing to tell it from
+        assert_eq!(text_delta("ffffffffb6c00000\t[kernel]\n", None), None);
+        assert_eq!(text_delta("# Current\n", Some(1)), None);
+        assert_eq!(text_delta("0\t[kernel]\n", Some(1)), None);
+        assert_eq!(text_delta("", Some(1)), None);
+    }
 
     #[test]
     fn last_boot_info_of_a_previous_boot() {
