@@ -241,7 +241,16 @@ struct Ctx<'e> {
 
 impl Ctx<'_> {
     fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
-        let pos = (offset != crate::fetch::NO_CARET).then(|| argv.pos(index, offset));
+        // __trace_probe_log_err(): an index past the logged command's words
+        // (an argument that `$arg*` expanded into being) puts the caret one
+        // past the command and drops the offset, garbage or not (x86_64 7.2,
+        // seed 59: `r ... $arg* saddr->in6.in6_u:ustring`, whose offset is
+        // lost past the member chain, at 76 of a 75-byte command).
+        let pos = if index >= argv.words.len() {
+            Some(argv.pos(index, 0))
+        } else {
+            (offset != crate::fetch::NO_CARET).then(|| argv.pos(index, offset))
+        };
         // 5.10 keeps the position in a byte
         let pos = pos.map(|p| {
             if self.target.features().error_pos_u8 {
