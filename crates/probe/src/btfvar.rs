@@ -686,6 +686,31 @@ mod tests {
     }
 
     #[test]
+    fn an_error_in_an_argument_past_the_commands_words_is_logged_one_past_the_command() {
+        // x86_64 7.2, seed 59: `$arg*` makes more words than the command
+        // has; an error in one of them is logged at the command's length +
+        // 1, whatever its offset (here the one lost past `.dentry`).
+        let mut t = crate::Target::new(Arch::X86_64);
+        t.kernel = crate::KernelVersion::new(7, 2);
+        let line = "p:e vfs_read%return $arg* file->f_path.dentry:ustring";
+        let e = crate::check_line(line, t, &Env).definition.unwrap_err();
+        assert_eq!(
+            (e.kind, e.pos),
+            (
+                crate::ErrorKind::Logged(TpErr::BAD_TYPE4STR),
+                Some(line.len() + 1)
+            )
+        );
+        // the same argument as the command's own last word keeps no caret
+        let line = "p:e vfs_read%return file->f_path.dentry:ustring";
+        let e = crate::check_line(line, t, &Env).definition.unwrap_err();
+        assert_eq!(
+            (e.kind, e.pos),
+            (crate::ErrorKind::Logged(TpErr::BAD_TYPE4STR), None)
+        );
+    }
+
+    #[test]
     fn variables_members_and_their_errors() {
         use crate::ast::BtfVar;
         let r = arg("file", true, false).unwrap();

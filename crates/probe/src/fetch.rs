@@ -1040,6 +1040,8 @@ mod tests {
             ("arg1=\\\"abcd", TpErr::IMMSTR_NO_CLOSE, 11),
             ("+0@0)", TpErr::DEREF_NEED_BRACE, 0),
             ("+0ab1(@0)", TpErr::BAD_DEREF_OFFS, 0),
+            // kstrtol() takes no `+` after the `-` (x86_64 7.2, seed 59)
+            ("-+80(%ax)", TpErr::BAD_DEREF_OFFS, 0),
             ("+0(+0(@0)", TpErr::DEREF_OPEN_BRACE, 8),
             ("+0($comm)", TpErr::COMM_CANT_DEREF, 3),
             ("&1", TpErr::BAD_FETCH_ARG, 0),

@@ -241,7 +241,16 @@ struct Ctx<'e> {
 
 impl Ctx<'_> {
     fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
-        let pos = (offset != crate::fetch::NO_CARET).then(|| argv.pos(index, offset));
+        // __trace_probe_log_err(): an index past the logged command's words
+        // (an argument that `$arg*` expanded into being) puts the caret one
+        // past the command and drops the offset, garbage or not (x86_64 7.2,
+        // seed 59: `r ... $arg* saddr->in6.in6_u:ustring`, whose offset is
+        // lost past the member chain, at 76 of a 75-byte command).
+        let pos = if index >= argv.words.len() {
+            Some(argv.pos(index, 0))
+        } else {
+            (offset != crate::fetch::NO_CARET).then(|| argv.pos(index, offset))
+        };
         // 5.10 keeps the position in a byte
         let pos = pos.map(|p| {
             if self.target.features().error_pos_u8 {
@@ -961,7 +970,8 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         // (5.10's register_kretprobe() looks the address up first, in
         // kprobe_on_func_entry(): a return probe waits there too)
         KprobePlace::Address(a) => {
-            (ctx.target.features().kprobe_addr_lookup || is_return)
+            *a != 0
+                && (ctx.target.features().kprobe_addr_lookup || is_return)
                 && ctx.env.kprobe_address(*a, is_return) == Some(crate::env::AddressFate::Deferred)
         }
     };
@@ -983,10 +993,17 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     // taken ("already used"); then __register_trace_kprobe() refuses a
     // notrace function before it resolves the arguments' symbols, and
     // register_kprobe() an address that is not kernel text or blacklisted.
-    let refusal = match &place {
+    let mut refusal = match &place {
         KprobePlace::Symbol { symbol, offset } if !symbol.contains(':') => {
             ctx.env.kprobe_refusal(symbol, *offset)
         }
+        // _kprobe_addr(): neither a symbol nor an address is -EINVAL, on
+        // every kernel, whatever the kernel holds (x86_64 7.2, seed 59: `r:ev
+        // 0`; the corpora's `p:addrev 0`)
+        KprobePlace::Address(0) => Some(Some(crate::env::Refusal::Address(
+            "address 0 is no probe point: register_kprobe() needs a symbol or an address"
+                .to_string(),
+        ))),
         KprobePlace::Address(a) => match ctx.env.kprobe_address(*a, is_return) {
             Some(crate::env::AddressFate::Refused(r)) => Some(Some(r)),
             // before _kprobe_addr() looked addresses up (5.10), an address in
@@ -1020,12 +1037,22 @@ fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     // is false without a symbol): the probe is accepted and waits.
     let on_core_symbol =
         matches!(&place, KprobePlace::Symbol { symbol, .. } if !symbol.contains(':'));
+    let mut waits_for_arg_symbol = false;
     if !deferred {
         match check_arg_symbols(ctx, argv, &args, true) {
             Err(Fail::Err(e))
-                if !on_core_symbol && e.kind == ErrorKind::Logged(TpErr::BAD_PROBE_ADDR) => {}
+                if !on_core_symbol && e.kind == ErrorKind::Logged(TpErr::BAD_PROBE_ADDR) =>
+            {
+                waits_for_arg_symbol = true;
+            }
             other => other?,
         }
+    }
+    // (__register_trace_kprobe() resolves the arguments before
+    // register_kprobe() sees the address: a raw address whose argument
+    // symbol is missing waits, whatever the address)
+    if waits_for_arg_symbol && matches!(place, KprobePlace::Address(_)) {
+        refusal = None;
     }
     if unresolved {
         let near = match &place {
@@ -2158,6 +2185,37 @@ mod tests {
         assert!(check_line("t sched_switch foo=@pa[am_set:u64", t, &k).accepted());
         t.kernel = KernelVersion::new(6, 12);
         assert!(!check_line("t sched_switch foo=@pa[am_set:u64", t, &k).accepted());
+    }
+
+    #[test]
+    fn address_zero_fails_to_register_unless_an_argument_symbol_makes_it_wait() {
+        // x86_64 7.2, seed 59: `r:ev29611 0` refused ("Failed to register
+        // probe event" at the address), as `p:addrev 0` in every corpus;
+        // with kallsyms known, 0 is in no symbol, which made it wait
+        let k = Kallsyms::parse("ffffffff81000000 T vfs_read\n");
+        for kernel in [KernelVersion::new(5, 10), KernelVersion::new(7, 2)] {
+            let mut t = Target::new(Arch::X86_64);
+            t.kernel = kernel;
+            for line in ["r:ev29611 0", "p:addrev 0x0", "p 0 a=%ax"] {
+                for env in [&Offline as &dyn Environment, &k] {
+                    let (kind, pos) = err(line, t, env);
+                    assert_eq!(
+                        (kind, pos),
+                        (
+                            ErrorKind::Logged(TpErr::FAIL_REG_PROBE),
+                            line.find(" 0").map(|p| p + 1)
+                        ),
+                        "{line} {kernel:?}"
+                    );
+                }
+            }
+            // an argument's missing symbol fails first with -ENOENT, which a
+            // probe without a symbol takes as a module to come
+            assert!(
+                check_line("p:ev 0 @no_such_sym_x", t, &k).accepted(),
+                "{kernel:?}"
+            );
+        }
     }
 
     #[test]

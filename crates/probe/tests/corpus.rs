@@ -134,10 +134,13 @@ fn format_fields(format: &str) -> Vec<String> {
 fn undecidable(r: &Record, c: &ktrace_probe::Checked, k_ok: bool) -> bool {
     let has = |u: Unchecked| c.unchecked.contains(&u);
     let msg = last_error(&r.error_log).map(|(m, _)| m);
-    // Only the probed function's BTF says whether a name or `$argN` exists.
+    // Only the probed function's BTF says whether a name or `$argN` exists,
+    // or what type a member has (`:string` on one that is no char pointer:
+    // x86_64 7.2, seed 59, `saddr->in6.in6_u:ustring`).
     let btf_msg = matches!(
         msg.as_deref(),
         Some("This variable is not found at this probe point")
+            | Some("This type does not fit for string.")
     );
     if has(Unchecked::Btf) && (k_ok != c.accepted()) && (k_ok || btf_msg) {
         return true;
