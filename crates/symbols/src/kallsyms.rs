@@ -420,6 +420,9 @@ fn parse_canonical(line: &str) -> Option<Line<'_>> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SymbolCounts {
     counts: HashMap<String, usize>,
+    /// Bit n set when a wanted name is n bytes long (bit 63: 63 or more):
+    /// most of ~100k lines are passed over on their length, unhashed.
+    lengths: u64,
     in_module: HashMap<(String, String), usize>,
     modules: std::collections::HashSet<String>,
 }
@@ -427,10 +430,8 @@ pub struct SymbolCounts {
 impl SymbolCounts {
     /// Counts the names in `wanted` in kallsyms `text`.
     pub fn scan<'w>(text: &str, wanted: impl IntoIterator<Item = &'w str>) -> Self {
-        let mut c = SymbolCounts {
-            counts: wanted.into_iter().map(|w| (w.to_string(), 0)).collect(),
-            ..Default::default()
-        };
+        let mut c = Self::wanting(wanted);
+        let mut last_module = None;
         for line in text.lines() {
             let Ok(Some(l)) = parse_line(line) else {
                 continue;
@@ -438,10 +439,14 @@ impl SymbolCounts {
             if l.module.is_some_and(is_pseudo_module) {
                 continue;
             }
+            // a module's symbols come together: look its name up once a run
             if let Some(m) = l.module
-                && !c.modules.contains(m)
+                && last_module != Some(m)
             {
-                c.modules.insert(m.to_string());
+                last_module = Some(m);
+                if !c.modules.contains(m) {
+                    c.modules.insert(m.to_string());
+                }
             }
             c.add(l.name, l.module);
         }
@@ -450,10 +455,7 @@ impl SymbolCounts {
 
     /// The same counts from a parsed table.
     pub fn from_table<'w>(table: &Kallsyms, wanted: impl IntoIterator<Item = &'w str>) -> Self {
-        let mut c = SymbolCounts {
-            counts: wanted.into_iter().map(|w| (w.to_string(), 0)).collect(),
-            ..Default::default()
-        };
+        let mut c = Self::wanting(wanted);
         for s in &table.symbols {
             if s.module.as_deref().is_some_and(is_pseudo_module) {
                 continue;
@@ -468,7 +470,22 @@ impl SymbolCounts {
         c
     }
 
+    /// No symbol counted yet, `wanted` asked for.
+    fn wanting<'w>(wanted: impl IntoIterator<Item = &'w str>) -> Self {
+        let counts: HashMap<String, usize> =
+            wanted.into_iter().map(|w| (w.to_string(), 0)).collect();
+        let lengths = counts.keys().fold(0, |m, w| m | length_bit(w));
+        SymbolCounts {
+            counts,
+            lengths,
+            ..Default::default()
+        }
+    }
+
     fn add(&mut self, name: &str, module: Option<&str>) {
+        if self.lengths & length_bit(name) == 0 {
+            return;
+        }
         if let Some(n) = self.counts.get_mut(name) {
             *n += 1;
             if let Some(m) = module {
@@ -509,6 +526,11 @@ impl SymbolCounts {
     }
 }
 
+/// A name's bit in [`SymbolCounts`]'s length mask.
+fn length_bit(name: &str) -> u64 {
+    1 << name.len().min(63)
+}
+
 /// Reads and parses a kallsyms file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
     Kallsyms::parse(&read(path)?)
@@ -521,6 +543,31 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn counts_pass_over_other_lengths_only() {
+        // names of 63 bytes and more share one bit of the length mask
+        let long = "a".repeat(70);
+        let longer = "a".repeat(80);
+        let text = format!(
+            "ffffffff81000000 T vfs_read\nffffffff81000010 T vfs_reaX\n\
+             ffffffff81000020 T {long}\nffffffff81000030 T {longer}\n\
+             ffffffffc0000000 t vfs_read\t[m]\nffffffffc0000010 t x\t[n]\n"
+        );
+        let c = SymbolCounts::scan(&text, ["vfs_read", long.as_str(), "x", "absent"]);
+        assert_eq!(c.count("vfs_read"), Some(2));
+        assert_eq!(c.count(&long), Some(1));
+        assert_eq!(c.count("x"), Some(1));
+        assert_eq!(c.count("absent"), Some(0));
+        assert_eq!(c.count("vfs_reaX"), None);
+        assert_eq!(c.modules_of("vfs_read"), ["m"]);
+        assert_eq!(c.module_symbol("n", "x"), Some(Some(true)));
+        let table = Kallsyms::parse(&text).unwrap();
+        assert_eq!(
+            SymbolCounts::from_table(&table, ["vfs_read", long.as_str(), "x", "absent"]),
+            c
+        );
+    }
+
     #[test]
     fn module_runs_that_come_back_are_one_region() {
         // [bpf] programs and ftrace trampolines may sit between modules,
