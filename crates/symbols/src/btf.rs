@@ -320,20 +320,14 @@ impl Btf {
             }
             types.push(t);
         }
-        let mut keyed: Vec<(u64, u32)> = types
-            .iter()
-            .enumerate()
-            .skip(1)
-            .filter(|(_, t)| !t.name.is_empty())
-            .map(|(id, t)| (crate::names::prefix(&t.name), id as u32))
-            .collect();
-        keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
-            pa.cmp(&pb).then_with(|| {
-                crate::names::order(&types[a as usize].name, &types[b as usize].name)
-                    .then(a.cmp(&b))
-            })
-        });
-        let by_name = keyed.into_iter().map(|(_, id)| id).collect();
+        let by_name = crate::names::sorted_ids(
+            types
+                .iter()
+                .enumerate()
+                .skip(1)
+                .filter(|(_, t)| !t.name.is_empty())
+                .map(|(id, t)| (id as u32, t.name.as_str())),
+        );
         Ok(Btf { types, by_name })
     }
 

@@ -144,22 +144,8 @@ impl Kallsyms {
         if let Some((m, v)) = run {
             sorted.entry(m.clone()).or_default().extend(v);
         }
-        // Sorted by (name, table order), a total order on distinct indexes:
-        // the unstable sort gives the stable sort's answer, faster. Each
-        // entry carries its name's first eight bytes, which decide most
-        // comparisons without following the name's pointer.
-        let mut keyed: Vec<(u64, u32)> = symbols
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (crate::names::prefix(&s.name), i as u32))
-            .collect();
-        keyed.sort_unstable_by(|&(pa, a), &(pb, b)| {
-            pa.cmp(&pb).then_with(|| {
-                crate::names::order(&symbols[a as usize].name, &symbols[b as usize].name)
-                    .then(a.cmp(&b))
-            })
-        });
-        let by_name: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+        let by_name =
+            crate::names::sorted_ids((0..symbols.len()).map(|i| (i as u32, &*symbols[i].name)));
         for v in sorted.values_mut() {
             // the core kernel's part is already in address order
             if !v.is_sorted_by_key(|&i| symbols[i].addr) {
