@@ -26,7 +26,7 @@ head -n 1 /ktest/env >/dev/null
 event_enable "$inst" ktest/comm 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/comm
-expect_match "comm of head" "$out" '^ *head-[0-9]+ .* comm: '"$(at_entry do_sys_openat2)"' comm="head"$' &&
+expect_match "comm of head" "$out" "$(task_col head)"'.* comm: '"$(at_entry do_sys_openat2)"' comm="head"$' &&
     pass
 }
 

@@ -15,9 +15,9 @@ event_enable "$inst" ktest/openret 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/openret
 expect_match "successful open returns an fd" "$out" \
-    '^ *cat-[0-9]+ .* openret: \([a-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=[0-9]+$' &&
+    "$(task_col cat)"'.* openret: \([a-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=[0-9]+$' &&
     expect_match "missing file returns -ENOENT" "$out" \
-        '^ *cat-[0-9]+ .* openret: \([a-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=-2$' &&
+        "$(task_col cat)"'.* openret: \([a-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=-2$' &&
     pass
 }
 

@@ -34,7 +34,7 @@ event_enable "$inst" ktest/off 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/off
 hex=$(printf '%x' "$accepted")
-expect_match "fires at the offset" "$out" "^ *cat-[0-9]+ .* off: \\(do_sys_openat2\\+0x$hex/0x[0-9a-f]+\\)\$" &&
+expect_match "fires at the offset" "$out" "$(task_col cat).* off: \\(do_sys_openat2\\+0x$hex/0x[0-9a-f]+\\)\$" &&
     pass "+$accepted accepted after $rejected rejected"
 
 ktest kprobe_profile_hits

@@ -28,7 +28,7 @@ cat /ktest/env >/dev/null
 event_enable "$inst" ktest/bits 0
 out=$(trace_lines "$inst")
 teardown "$inst" ktest/bits
-expect_match "u32 and bitfield of the path" "$out" '^ *cat-[0-9]+ .* bits: '"$(at_entry do_sys_openat2)"' w=0x65746b2f k=107$' &&
+expect_match "u32 and bitfield of the path" "$out" "$(task_col cat)"'.* bits: '"$(at_entry do_sys_openat2)"' w=0x65746b2f k=107$' &&
     pass
 
 # linux_banner is "Linux version ...": its first four bytes as a LE u32.

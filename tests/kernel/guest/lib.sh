@@ -99,6 +99,14 @@ expect_gt() { # DESC GOT MIN   (integers)
     _kt_int "$2" || { fail "$1: got '$(_kt_short "$2")', want an integer > $3"; return 1; }
     [ "$2" -gt "$3" ] || fail "$1: got $2, want > $3"
 }
+# task_col COMM — an ERE for the start of a kernel trace line of a command
+# the script just ran: the kernel prints the comm it saved for the pid
+# (saved_cmdlines), recorded at a context switch, so an event the child
+# hits after exec() but before its next switch shows the shell's comm, or
+# <...> when none was saved (x86_64 5.10: "sh-1789 ... bits:" for cat's open)
+task_col() {
+    printf '^ *(%s|sh|<\\.\\.\\.>)-[0-9]+ ' "$1"
+}
 expect_match() { # DESC TEXT ERE — some line of TEXT matches the extended regex
     printf '%s\n' "$2" | grep -qE -- "$3" ||
         fail "$1: no line matches /$3/ in: $(_kt_short "$2")"
