@@ -148,6 +148,10 @@ tp_errors! {
     FILT_TOO_MANY_CLOSE => "Too few '('",
     FILT_MISSING_QUOTE => "Missing matching quote",
     FILT_INVALID_VALUE => "Invalid value (did you forget quotes)?",
+    // FILT_ERR_ERRNO: what append_filter_err() logs, at 0, for a failure
+    // that set no error of its own (parse_pred() on a predicate without a
+    // field name)
+    FILT_ERRNO => "Error",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -295,7 +299,7 @@ mod tests {
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
         // tracepoint-name and typecast errors) and the event filter's.
-        assert_eq!(TpErr::ALL.len(), 102);
+        assert_eq!(TpErr::ALL.len(), 103);
     }
 
     #[test]

@@ -1401,7 +1401,9 @@ fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     if let Some(text) = &filter
         && let Some(verdict) = match ctx.env.event_field_decls(&system, &sys_event) {
             Some(decls) => crate::filter::check(text, &decls),
-            None => crate::filter::calc_stack(text.as_bytes()).map(Err),
+            None => crate::filter::calc_stack(text.as_bytes())
+                .or_else(|| crate::filter::no_field_name(text))
+                .map(Err),
         }
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
