@@ -11,9 +11,11 @@
 //! The code comes from the running kernel (the view's kallsyms for the
 //! address and size, /proc/kcore for the bytes) or from a vmlinux file
 //! (`--vmlinux`); the boundaries from ktrace-disasm, which decodes the
-//! function from its first byte as the kernel does. arm64 needs no bytes
-//! (4-byte instructions: the checker refuses a misaligned offset as the
-//! kernel does, with its own message); arm and riscv64 are not checked.
+//! function from its first byte as the kernel does. arm64's boundaries need
+//! no bytes (4-byte instructions: the checker refuses a misaligned offset
+//! as the kernel does, with its own message), but its decoder refuses some
+//! words ("Failed to register probe event"): those every kernel refuses
+//! alike are decided from the code; 32-bit arm is not checked.
 //! Nothing here writes to the kernel.
 
 use std::path::{Path, PathBuf};
@@ -288,6 +290,10 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
         return None;
     };
     let (symbol, offset, is_return) = (symbol.clone(), *offset, *is_return);
+    if arch == Arch::Arm64 && offset != 0 && !is_return {
+        arm64_decoder(checked, source, &symbol, offset);
+        return None;
+    }
     let open = |c: &Checked, u| c.unchecked.contains(&u);
     let boundary = open(checked, Unchecked::InsnBoundary);
     let entry = open(checked, Unchecked::FunctionEntry);
@@ -423,6 +429,42 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
             None
         }
     }
+}
+
+/// arm64's `arch_prepare_kprobe()` decodes the word at the probe address
+/// (`arm_kprobe_decode_insn()`) and refuses with `-EINVAL`, which the
+/// kernel logs as "Failed to register probe event" at the probe point,
+/// what it can neither single-step nor simulate (`autiasp`, `msr`, `brk`,
+/// an exclusive sequence, ...): ktrace-disasm decides it from the code
+/// where every kernel decides alike. Code that cannot be read, or a word
+/// the kernels differ on, leaves the definition as it is.
+fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u64) {
+    let Ok(bytes) = source.read(symbol) else {
+        return;
+    };
+    let (fname, offset, bytes) = if offset >= bytes.len() as u64 {
+        match source.containing(symbol, offset) {
+            Ok(found) => found,
+            Err(_) => return,
+        }
+    } else {
+        (symbol.to_string(), offset, bytes)
+    };
+    let Ok(Some(why)) = ktrace_disasm::arm64::kprobe_refusal_at(&bytes, offset) else {
+        return;
+    };
+    let at = offset as usize;
+    let text = ktrace_disasm::arm64::decode(&bytes[at..at + 4], 0)
+        .first()
+        .map_or_else(String::new, |i| i.text.clone());
+    reject(
+        checked,
+        TpErr::FAIL_REG_PROBE,
+        format!(
+            "{fname}+{offset:#x} is `{text}`, which arm64 kprobes refuse: {why} \
+             (ktrace disasm {fname} marks what a probe can take)"
+        ),
+    );
 }
 
 /// An x86 instruction at the probe address that the kernel refuses to
@@ -764,6 +806,43 @@ mod tests {
             check(&mut c, t, &Source::Code(&code));
             assert!(c.accepted(), "the ret");
         }
+    }
+
+    #[test]
+    fn arm64_words_the_decoder_rejects_are_the_kernels_registration_failure() {
+        // vfs_read of arm64 6.1 (the disasm fixture, read from /proc/kcore):
+        // autiasp at +0x124, brk #0x800 (BUG) at +0x2b0; conform seed 41 on
+        // arm64 7.2 met `p acpi_disable_wakeup_device_power+0x3c`, an
+        // autiasp, refused as "Failed to register probe event"
+        let text = include_str!("../crates/disasm/tests/fixtures/kernel-arm64-vfs_read.txt");
+        let line = text.lines().find_map(|l| l.strip_prefix("bytes ")).unwrap();
+        let code: Vec<u8> = line
+            .split(' ')
+            .map(|h| u8::from_str_radix(h, 16).unwrap())
+            .collect();
+        for (off, word) in [(0x124, "autiasp"), (0x2b0, "brk")] {
+            let (c, why) = run(&format!("p:k/a vfs_read+{off:#x}"), Arch::Arm64, &code);
+            assert_eq!(why, None);
+            let e = c.definition.unwrap_err();
+            assert_eq!(e.message, "Failed to register probe event", "{off:#x}");
+            assert_eq!(e.caret_lines().unwrap().1, "      ^");
+            let hint = e.hint.unwrap();
+            assert!(
+                hint.contains(&format!("vfs_read+{off:#x} is `{word}")),
+                "{hint}"
+            );
+        }
+        for ok in [
+            "p:k/a vfs_read+0x8",
+            "p:k/a vfs_read+0x128",
+            "p:k/a vfs_read+0x1c",
+        ] {
+            let (c, _) = run(ok, Arch::Arm64, &code);
+            assert!(c.accepted(), "{ok}");
+        }
+        // past the function without the running kernel's symbols: left
+        let (c, _) = run("p:k/a vfs_read+0x100000", Arch::Arm64, &code);
+        assert!(c.accepted());
     }
 
     #[test]

@@ -216,6 +216,68 @@ pub fn mark_atomic_sequences(insns: &mut [Insn], bytes: &[u8]) {
     }
 }
 
+/// The kernel's answer for a kprobe on the word at `offset` of a
+/// function's code (`bytes` from the function's first byte), where the
+/// bytes alone decide it on every arm64 kernel ktrace knows: a word that
+/// `arm_kprobe_decode_insn()` rejects on its own, or one inside an
+/// exclusive sequence under both the older (6.1, 6.12: `ldar`/`stlr`
+/// match too) and the narrowed (later) `load_ex`/`store_ex` masks.
+/// `Ok(None)`: taken by the decoder. `Err`: the bytes cannot tell (the
+/// offset is misaligned or past the code, the two mask generations differ, the word is another kprobe's
+/// `brk #0x4`, which the kernel probes through, or a MOPS word, refused
+/// only from 6.12's stable updates on). For the checker: the kernel
+/// refuses a rejected word with "Failed to register probe event".
+pub fn kprobe_refusal_at(bytes: &[u8], offset: u64) -> Result<Option<&'static str>, &'static str> {
+    let word = |n: usize| {
+        bytes
+            .get(n * 4..n * 4 + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map(u32::from_le_bytes)
+    };
+    if !offset.is_multiple_of(4) {
+        return Err("not a multiple of 4");
+    }
+    let n = usize::try_from(offset / 4).map_err(|_| "past the function's code")?;
+    let w = word(n).ok_or("past the function's code")?;
+    /// `brk #KPROBES_BRK_IMM` (0x004): a kprobe already there.
+    const KPROBE_BRK: u32 = 0xd420_0080;
+    if w == KPROBE_BRK {
+        return Err("another kprobe's brk hides the instruction there");
+    }
+    if is_mops(w) {
+        return Err("a memory copy/set (mops) instruction: refused only by some kernels");
+    }
+    if let Some(why) = refusal_of(w) {
+        return Ok(Some(why));
+    }
+    let atomic = |load_ex: fn(u32) -> bool, store_ex: fn(u32) -> bool| {
+        for k in (n.saturating_sub(ATOMIC_CONTEXT)..n).rev() {
+            let Some(p) = word(k) else { return false };
+            if store_ex(p) {
+                return false;
+            }
+            if load_ex(p) {
+                return true;
+            }
+        }
+        false
+    };
+    let narrow_load = |i| is(i, 0x3fc0_0000, 0x0840_0000);
+    let narrow_store = |i| is(i, 0x3fc0_0000, 0x0800_0000);
+    match (
+        atomic(is_load_ex, is_store_ex),
+        atomic(narrow_load, narrow_store),
+    ) {
+        (true, true) => Ok(Some(
+            "inside an exclusive load/store sequence (is_probed_address_atomic)",
+        )),
+        (false, false) => Ok(None),
+        _ => Err(
+            "inside a sequence only one generation of the kernel's load/store-exclusive masks sees",
+        ),
+    }
+}
+
 /// The offset of the ftrace patch site in a function that starts with
 /// the patchable-function-entry prologue (`[bti c;] mov x9, x30; nop` or
 /// `... bl ftrace_caller` when tracing is on): the instruction after
@@ -327,6 +389,48 @@ mod tests {
 
     fn words(ws: &[u32]) -> Vec<u8> {
         ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn kprobe_refusal_at_decides_only_what_every_kernel_decides() {
+        let nop = 0xd503_201f;
+        let code = words(&[
+            0xd503_233f, // paciasp
+            nop,
+            0xd503_23bf, // autiasp
+            0xd65f_03c0, // ret
+        ]);
+        assert_eq!(kprobe_refusal_at(&code, 0), Ok(None));
+        assert_eq!(kprobe_refusal_at(&code, 4), Ok(None));
+        assert!(matches!(kprobe_refusal_at(&code, 8), Ok(Some(_))));
+        assert_eq!(kprobe_refusal_at(&code, 12), Ok(None));
+        assert!(kprobe_refusal_at(&code, 2).is_err());
+        assert!(kprobe_refusal_at(&code, 16).is_err());
+        // another kprobe's brk: the kernel probes the original word
+        assert!(kprobe_refusal_at(&words(&[nop, 0xd420_0080]), 4).is_err());
+        // a BUG() brk is refused
+        assert!(matches!(
+            kprobe_refusal_at(&words(&[nop, 0xd420_0000 | (0x800 << 5)]), 4),
+            Ok(Some(_))
+        ));
+        // after ldxr, before stxr: refused under both masks
+        let ldxr = 0x885f_7c01;
+        let stxr = 0x8802_7c01;
+        let seq = words(&[ldxr, nop, stxr, nop]);
+        assert!(matches!(kprobe_refusal_at(&seq, 4), Ok(Some(_))));
+        assert_eq!(kprobe_refusal_at(&seq, 12), Ok(None));
+        // after ldar only the older masks see a sequence: not decided
+        let ldar = 0x88df_fc01;
+        assert!(kprobe_refusal_at(&words(&[ldar, nop]), 4).is_err());
+        // more than 32 words back: out of the kernel's window
+        let mut far = vec![ldxr];
+        far.extend(std::iter::repeat_n(nop, 32));
+        far.push(nop);
+        assert_eq!(kprobe_refusal_at(&words(&far), 33 * 4), Ok(None));
+        assert!(matches!(
+            kprobe_refusal_at(&words(&far), 32 * 4),
+            Ok(Some(_))
+        ));
     }
 
     #[test]
