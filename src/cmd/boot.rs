@@ -387,27 +387,7 @@ pub fn report(
         explain_no_boot_probes();
         return Ok(ExitCode::from(1));
     }
-    let layout = ktrace_stream::page_layout(&root, &top)?;
-    let table = boot_table(&root, &top, layout.long_size, &probes);
-    let comms = ktrace_tracefs::buffers::saved_cmdlines(&root)
-        .map(|t| Comms::from_saved_cmdlines(&t))
-        .unwrap_or_default();
-    let options = Options {
-        // ktrace's own reads (a boot probe on openat sees them); not in the
-        // previous boot's records, whose pids were another boot's
-        skip_pids: if previous {
-            Vec::new()
-        } else {
-            vec![std::process::id() as i32]
-        },
-        ..Options::default()
-    };
-    let mut decoder = Decoder::new(layout, table, TaskNames::fixed(comms), options, Vec::new());
-    for cpu in top.cpus()? {
-        if let Ok(s) = top.cpu_stats(cpu) {
-            decoder.summary_mut().add_stats(cpu as usize, &s);
-        }
-    }
+    let mut decoder = boot_decoder(&root, &top, &probes, previous)?;
     let streams: Vec<CpuPages> = top
         .open_cpu_buffers()?
         .into_iter()
@@ -419,36 +399,7 @@ pub fn report(
     let view = KernelView::running(Some(&root));
     let mut symbols = crate::kview::KernelSymbols::with_strings(&view, &root);
     if previous {
-        let current = view
-            .kallsyms()
-            .ok()
-            .and_then(|t| t.by_name("_text", None).first().map(|s| s.addr));
-        match text_delta(&last_info, current) {
-            Some(0) => {}
-            Some(delta) => {
-                crate::say!(
-                    "the kernel's text moved since the previous boot (KASLR; last_boot_info: \
-                     {:?}, this boot's _text: {}): its addresses are symbolized {}{:#x} away, \
-                     as the kernel's trace of the instance does",
-                    last_info.lines().next().unwrap_or(""),
-                    current.map_or("unknown".to_string(), |a| format!("{a:x}")),
-                    if (delta as i64) < 0 { "-" } else { "+" },
-                    (delta as i64).unsigned_abs()
-                );
-                symbols = symbols.with_text_delta(delta);
-            }
-            None => crate::say!(
-                "cannot tell how far the kernel's text moved since the previous boot \
-                 (last_boot_info: {:?}, this boot's _text {}): its addresses are symbolized \
-                 as they are",
-                last_info.lines().next().unwrap_or(""),
-                if current.is_some() {
-                    "known"
-                } else {
-                    "not in kallsyms"
-                }
-            ),
-        }
+        symbols = moved_text(symbols, &view, &last_info);
     }
     let defs: Vec<String> = listed.iter().map(|e| e.line.clone()).collect();
     let mut sink = boot_sink(out_file.as_mut(), json, &top, &symbols, defs)?;
@@ -483,6 +434,78 @@ pub fn report(
         probes.len()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The decoder of `ktrace report --boot`: the buffer's page layout, the
+/// boot probes' formats, the saved comms and each CPU's statistics.
+fn boot_decoder(
+    root: &std::path::Path,
+    top: &Instance,
+    probes: &[ProbeSpec],
+    previous: bool,
+) -> anyhow::Result<Decoder> {
+    let layout = ktrace_stream::page_layout(root, top)?;
+    let table = boot_table(root, top, layout.long_size, probes);
+    let comms = ktrace_tracefs::buffers::saved_cmdlines(root)
+        .map(|t| Comms::from_saved_cmdlines(&t))
+        .unwrap_or_default();
+    let options = Options {
+        // ktrace's own reads (a boot probe on openat sees them); not in the
+        // previous boot's records, whose pids were another boot's
+        skip_pids: if previous {
+            Vec::new()
+        } else {
+            vec![std::process::id() as i32]
+        },
+        ..Options::default()
+    };
+    let mut decoder = Decoder::new(layout, table, TaskNames::fixed(comms), options, Vec::new());
+    for cpu in top.cpus()? {
+        if let Ok(s) = top.cpu_stats(cpu) {
+            decoder.summary_mut().add_stats(cpu as usize, &s);
+        }
+    }
+    Ok(decoder)
+}
+
+/// The symbols for the previous boot's addresses: moved by as far as the
+/// kernel's text moved since (KASLR), when that can be told.
+fn moved_text<'v>(
+    mut symbols: crate::kview::KernelSymbols<'v>,
+    view: &KernelView,
+    last_info: &str,
+) -> crate::kview::KernelSymbols<'v> {
+    let current = view
+        .kallsyms()
+        .ok()
+        .and_then(|t| t.by_name("_text", None).first().map(|s| s.addr));
+    match text_delta(last_info, current) {
+        Some(0) => {}
+        Some(delta) => {
+            crate::say!(
+                "the kernel's text moved since the previous boot (KASLR; last_boot_info: \
+                 {:?}, this boot's _text: {}): its addresses are symbolized {}{:#x} away, \
+                 as the kernel's trace of the instance does",
+                last_info.lines().next().unwrap_or(""),
+                current.map_or("unknown".to_string(), |a| format!("{a:x}")),
+                if (delta as i64) < 0 { "-" } else { "+" },
+                (delta as i64).unsigned_abs()
+            );
+            symbols = symbols.with_text_delta(delta);
+        }
+        None => crate::say!(
+            "cannot tell how far the kernel's text moved since the previous boot \
+             (last_boot_info: {:?}, this boot's _text {}): its addresses are symbolized \
+             as they are",
+            last_info.lines().next().unwrap_or(""),
+            if current.is_some() {
+                "known"
+            } else {
+                "not in kallsyms"
+            }
+        ),
+    }
+    symbols
 }
 
 /// The sink of `ktrace report --boot`: Perfetto into `out_file`, JSON or

@@ -114,20 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let dynevents = DynEvents::new(&root);
     if args.check_only {
-        let t0 = Instant::now();
-        let lines: Vec<String> = cases.iter().map(|c| c.line.clone()).collect();
-        let mut checker = Checker::with_options(&Options::default(), &lines)?;
-        let setup = t0.elapsed().as_secs_f64();
-        let mut accepted = 0;
-        for c in &cases {
-            accepted += usize::from(checker.check(&c.line).kernel.accepted());
-        }
-        crate::oline!(
-            "conform: {} checks ({accepted} accepted) in {:.2} s (setup {setup:.2} s)",
-            cases.len(),
-            t0.elapsed().as_secs_f64()
-        );
-        return Ok(ExitCode::SUCCESS);
+        return check_only(&cases);
     }
     let before = dynevents.listing()?;
     if !before.is_empty() {
@@ -138,8 +125,70 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             before[0]
         );
     }
-    // One checker per file (the file is part of the target), each set up
-    // with all of its lines so their kernel symbols are counted in one pass.
+    let checkers = checkers_for(&root, &cases)?;
+    let features = checkers
+        .values()
+        .next()
+        .map(|c| c.target.features())
+        .context("no probe file in tracefs")?;
+    let log = ErrorLog::in_dir(&root);
+    let mut kernel_side = Kernel {
+        dynevents: &dynevents,
+        root: &root,
+        mark: log.mark(),
+        log,
+        secs: 0.0,
+        slowest: Vec::new(),
+    };
+    let (tally, check_secs, checking) =
+        compare_all(&args, &cases, checkers, features, &mut kernel_side)?;
+    let summary = summary_text(
+        &tally,
+        seed,
+        checking.elapsed().as_secs_f64(),
+        check_secs,
+        kernel_side.secs,
+    );
+    crate::oline!("{summary}");
+    for (secs, family, line) in &kernel_side.slowest {
+        crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
+    }
+    if let Some(dir) = &args.out {
+        std::fs::write(dir.join("summary.txt"), &summary)?;
+    }
+    let after = dynevents.listing()?;
+    if !after.is_empty() {
+        bail!("conform left dynamic events behind: {after:?}");
+    }
+    Ok(if tally.agree == tally.total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `--check-only`: ktrace's checks alone, timed; nothing is written to the
+/// kernel.
+fn check_only(cases: &[Case]) -> anyhow::Result<ExitCode> {
+    let t0 = Instant::now();
+    let lines: Vec<String> = cases.iter().map(|c| c.line.clone()).collect();
+    let mut checker = Checker::with_options(&Options::default(), &lines)?;
+    let setup = t0.elapsed().as_secs_f64();
+    let mut accepted = 0;
+    for c in cases {
+        accepted += usize::from(checker.check(&c.line).kernel.accepted());
+    }
+    crate::oline!(
+        "conform: {} checks ({accepted} accepted) in {:.2} s (setup {setup:.2} s)",
+        cases.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One checker per file (the file is part of the target), each set up
+/// with all of its lines so their kernel symbols are counted in one pass.
+fn checkers_for(root: &Path, cases: &[Case]) -> anyhow::Result<BTreeMap<File, Checker>> {
     let mut checkers: BTreeMap<File, Checker> = BTreeMap::new();
     for file in [File::DynamicEvents, File::KprobeEvents, File::UprobeEvents] {
         if !root.join(file.name()).exists() {
@@ -161,20 +210,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         checkers.insert(file, Checker::with_options(&opts, &lines)?);
     }
-    let features = checkers
-        .values()
-        .next()
-        .map(|c| c.target.features())
-        .context("no probe file in tracefs")?;
-    let log = ErrorLog::in_dir(&root);
-    let mut kernel_side = Kernel {
-        dynevents: &dynevents,
-        root: &root,
-        mark: log.mark(),
-        log,
-        secs: 0.0,
-        slowest: Vec::new(),
-    };
+    Ok(checkers)
+}
+
+/// Each case written to the kernel and its answer held against ktrace's:
+/// the tallies, the seconds ktrace's checks took and when the comparing
+/// started.
+fn compare_all(
+    args: &Args,
+    cases: &[Case],
+    mut checkers: BTreeMap<File, Checker>,
+    features: ktrace_probe::kernel::Features,
+    kernel_side: &mut Kernel<'_>,
+) -> anyhow::Result<(Tally, f64, Instant)> {
     let mut check_secs = 0.0;
     let mut tally = Tally::default();
     let mut report = match &args.out {
@@ -209,7 +257,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     });
-    for case in &cases {
+    for case in cases {
         let Ok((ours, second, secs)) = rx.recv() else {
             bail!("the checking thread ended early");
         };
@@ -277,29 +325,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     drop(rx);
     let _ = checker_thread.join();
-    let summary = summary_text(
-        &tally,
-        seed,
-        checking.elapsed().as_secs_f64(),
-        check_secs,
-        kernel_side.secs,
-    );
-    crate::oline!("{summary}");
-    for (secs, family, line) in &kernel_side.slowest {
-        crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
-    }
-    if let Some(dir) = &args.out {
-        std::fs::write(dir.join("summary.txt"), &summary)?;
-    }
-    let after = dynevents.listing()?;
-    if !after.is_empty() {
-        bail!("conform left dynamic events behind: {after:?}");
-    }
-    Ok(if tally.agree == tally.total {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok((tally, check_secs, checking))
 }
 
 fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> String {
@@ -464,8 +490,34 @@ fn gather_pool(arch: Arch, view: &KernelView, root: &Path) -> Pool {
         arch: arch.name().to_string(),
         ..Pool::default()
     };
-    // kallsyms: text symbols that are unique (probe-able candidates), some
-    // that are not, data symbols, module functions and a few addresses.
+    add_kallsyms(&mut pool, view);
+    // Blacklisted functions.
+    if let Some(Ok(list)) = view.blacklist() {
+        pool.other_symbols
+            .extend(list.iter().step_by(50).map(|e| e.name.clone()));
+    }
+    add_btf_params(&mut pool, view);
+    add_tracepoints(&mut pool, root);
+    for path in [
+        "/bin/busybox",
+        "/usr/bin/ktrace",
+        "/bin/sh",
+        "/bin/true",
+        "/usr/bin/env",
+        "/proc/self/exe",
+    ] {
+        if let Ok(m) = std::fs::metadata(path)
+            && m.is_file()
+        {
+            pool.files.push((path.to_string(), m.len()));
+        }
+    }
+    pool
+}
+
+/// kallsyms: text symbols that are unique (probe-able candidates), some
+/// that are not, data symbols, module functions and a few addresses.
+fn add_kallsyms(pool: &mut Pool, view: &KernelView) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     if let Ok(k) = view.kallsyms() {
         for s in k.symbols() {
@@ -523,12 +575,10 @@ fn gather_pool(arch: Arch, view: &KernelView, root: &Path) -> Pool {
             });
         }
     }
-    // Blacklisted functions.
-    if let Some(Ok(list)) = view.blacklist() {
-        pool.other_symbols
-            .extend(list.iter().step_by(50).map(|e| e.name.clone()));
-    }
-    // BTF parameters and members.
+}
+
+/// BTF parameters and members.
+fn add_btf_params(pool: &mut Pool, view: &KernelView) {
     if let Ok(btf) = view.btf() {
         use ktrace_probe::btfarg::{BtfKind, BtfTypes};
         let members_of = |id: u32, depth: u32| -> Vec<String> {
@@ -599,7 +649,10 @@ fn gather_pool(arch: Arch, view: &KernelView, root: &Path) -> Pool {
             f.ret_members = members_of(proto.ret, 0);
         }
     }
-    // Tracepoints (a sample) with their fields.
+}
+
+/// Tracepoints (a sample) with their fields.
+fn add_tracepoints(pool: &mut Pool, root: &Path) {
     let events = ktrace_tracefs::tables::list_events(root);
     let step = (events.len() / 150).max(1);
     for (system, event) in events.into_iter().step_by(step) {
@@ -623,19 +676,4 @@ fn gather_pool(arch: Arch, view: &KernelView, root: &Path) -> Pool {
             fields,
         });
     }
-    for path in [
-        "/bin/busybox",
-        "/usr/bin/ktrace",
-        "/bin/sh",
-        "/bin/true",
-        "/usr/bin/env",
-        "/proc/self/exe",
-    ] {
-        if let Ok(m) = std::fs::metadata(path)
-            && m.is_file()
-        {
-            pool.files.push((path.to_string(), m.len()));
-        }
-    }
-    pool
 }

@@ -26,8 +26,22 @@ fn generate(arch: Arch) -> Vec<String> {
     let a0 = format!("%{}", arch.arg_registers()[0]);
     let a1 = format!("%{}", arch.arg_registers()[1]);
     let sp = "%sp";
+    probe_points(&mut v, &a0);
+    names(&mut v);
+    fetch_args(&mut v, arch, &a0, &a1, sp);
+    types(&mut v, &a0);
+    arg_names(&mut v, &a0, &a1);
+    uprobes(&mut v, &a0);
+    event_probes(&mut v);
+    newer_kinds(&mut v, &a0);
+    selftest_errors(&mut v);
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|d| seen.insert(d.clone()));
+    v
+}
 
-    // Probe points, commands, maxactive, suffixes.
+/// Probe points, commands, maxactive, suffixes.
+fn probe_points(v: &mut Vec<String>, a0: &str) {
     for sym in [
         "vfs_read",
         "do_exit",
@@ -110,9 +124,11 @@ fn generate(arch: Arch) -> Vec<String> {
     v.push("r".into());
     v.push("p    vfs_read    ".into());
     v.push("p vfs_read # a comment".into());
-    v.push("p vfs_read\t%s".replace("%s", &a0));
+    v.push("p vfs_read\t%s".replace("%s", a0));
+}
 
-    // Event and group names.
+/// Event and group names.
+fn names(v: &mut Vec<String>) {
     let long63 = "e".repeat(63);
     let long64 = "e".repeat(64);
     let g63 = "g".repeat(63);
@@ -150,8 +166,10 @@ fn generate(arch: Arch) -> Vec<String> {
     ] {
         v.push(format!("p:{name} vfs_read"));
     }
+}
 
-    // Fetch arguments on an entry probe and a return probe.
+/// Fetch arguments on an entry probe and a return probe.
+fn fetch_args(v: &mut Vec<String>, arch: Arch, a0: &str, a1: &str, sp: &str) {
     let mut fetches: Vec<String> = Vec::new();
     for r in arch.registers() {
         fetches.push(format!("%{r}"));
@@ -261,8 +279,10 @@ fn generate(arch: Arch) -> Vec<String> {
     }
     v.push(format!("p vfs_read+8 $arg1 {a0}"));
     v.push("p vfs_read%return $arg1".into());
+}
 
-    // Types on representative fetches.
+/// Types on representative fetches.
+fn types(v: &mut Vec<String>, a0: &str) {
     let types = [
         "u8",
         "u16",
@@ -315,7 +335,7 @@ fn generate(arch: Arch) -> Vec<String> {
         "u8[]",
     ];
     let typed_fetches = [
-        a0.clone(),
+        a0.to_string(),
         format!("+0({a0})"),
         "$stack0".into(),
         "@jiffies".into(),
@@ -332,8 +352,10 @@ fn generate(arch: Arch) -> Vec<String> {
     for t in ["string", "u32", "symstr", "symbol"] {
         v.push(format!("r vfs_read $retval:{t}"));
     }
+}
 
-    // Argument names.
+/// Argument names.
+fn arg_names(v: &mut Vec<String>, a0: &str, a1: &str) {
     for w in [
         format!("x={a0}"),
         format!("_x={a0}"),
@@ -365,8 +387,10 @@ fn generate(arch: Arch) -> Vec<String> {
     let big: Vec<String> = (0..7).map(|i| format!("b{i}=+0({a0}):x64[64]")).collect();
     v.push(format!("p:big vfs_read {}", big[..6].join(" ")));
     v.push(format!("p:big vfs_read {}", big.join(" ")));
+}
 
-    // Uprobes on files present in the guest.
+/// Uprobes on files present in the guest.
+fn uprobes(v: &mut Vec<String>, a0: &str) {
     for place in [
         "/bin/busybox:0x100",
         "/bin/busybox:256",
@@ -398,7 +422,7 @@ fn generate(arch: Arch) -> Vec<String> {
     }
     v.push("p2:uev /bin/busybox:0x100".into());
     for f in [
-        a0.as_str(),
+        a0,
         "$stack",
         "$stack0",
         "$stack10000",
@@ -422,8 +446,10 @@ fn generate(arch: Arch) -> Vec<String> {
         v.push(format!("p /bin/busybox:0x100 {f}"));
         v.push(format!("r /bin/busybox:0x100 {f}"));
     }
+}
 
-    // Event probes.
+/// Event probes.
+fn event_probes(v: &mut Vec<String>) {
     for e in [
         "e:eev sched.sched_switch",
         "e sched.sched_switch",
@@ -449,10 +475,12 @@ fn generate(arch: Arch) -> Vec<String> {
     ] {
         v.push(e.to_string());
     }
+}
 
-    // Newer dynamic_events kinds and types: fprobes (`f`), tracepoint probes (`t`),
-    // event-probe type casts, synthetic events (`s`), `%pd`/`%pD`. Captured from
-    // the arm and riscv64 cells on (generated after the x86_64/arm64 captures).
+/// Newer dynamic_events kinds and types: fprobes (`f`), tracepoint probes (`t`),
+/// event-probe type casts, synthetic events (`s`), `%pd`/`%pD`. Captured from
+/// the arm and riscv64 cells on (generated after the x86_64/arm64 captures).
+fn newer_kinds(v: &mut Vec<String>, a0: &str) {
     for d in [
         "f vfs_read".to_string(),
         "f:fev vfs_read".into(),
@@ -525,8 +553,10 @@ fn generate(arch: Arch) -> Vec<String> {
     ] {
         v.push(d);
     }
+}
 
-    // The selftests' error cases (kprobe_syntax_errors.tc, uprobe_syntax_errors.tc).
+/// The selftests' error cases (kprobe_syntax_errors.tc, uprobe_syntax_errors.tc).
+fn selftest_errors(v: &mut Vec<String>) {
     for s in [
         "p100 vfs_read",
         "r1a111 vfs_read",
@@ -585,7 +615,4 @@ fn generate(arch: Arch) -> Vec<String> {
     ] {
         v.push(s.to_string());
     }
-    let mut seen = std::collections::HashSet::new();
-    v.retain(|d| seen.insert(d.clone()));
-    v
 }
