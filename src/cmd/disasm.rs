@@ -277,9 +277,11 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
 fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
     let btf = ktrace_symbols::btf::open(Path::new(ktrace_symbols::kernel::VMLINUX_BTF)).ok()?;
     let (ret, params) = btf.func_params(name)?;
+    // the probe language's argument registers (32-bit arm and riscv64
+    // pass some arguments in register pairs: not shown)
     let regs: &[&str] = match arch {
-        Arch::X86_64 => &["%di", "%si", "%dx", "%cx", "%r8", "%r9"],
-        Arch::Arm64 => &["%x0", "%x1", "%x2", "%x3", "%x4", "%x5", "%x6", "%x7"],
+        Arch::X86_64 => ktrace_probe::Arch::X86_64.arg_registers(),
+        Arch::Arm64 => ktrace_probe::Arch::Arm64.arg_registers(),
         _ => &[],
     };
     let decl = |t: &str, n: &str| {
@@ -293,7 +295,7 @@ fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
     let at_entry: Vec<String> = params
         .iter()
         .zip(regs)
-        .map(|((n, _), r)| format!("{n}={r}"))
+        .map(|((n, _), r)| format!("{n}=%{r}"))
         .collect();
     let mut line = format!("prototype (BTF): {ret} {name}({})", proto.join(", "));
     if !at_entry.is_empty() {
