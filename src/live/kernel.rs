@@ -10,7 +10,7 @@ use anyhow::Context;
 use super::fate::{command_fate, signal_exit};
 use super::setup::{check, create_objects, own_exclusion, pid_lists, start_command, threads_of};
 use super::stream::{child_exited, process_exists};
-use super::{RunArgs, Stop};
+use super::{Live, RunArgs, Stop};
 use crate::session::{self, Session, Signals};
 
 /// A run whose events the kernel aggregates itself (hist triggers): the
@@ -38,13 +38,13 @@ pub(crate) type Install<'a> =
 /// and the filter that leaves ktrace's own threads out, which every
 /// trigger must carry) writes the triggers; then the command starts.
 pub(crate) fn setup_kernel(
+    live: &Live<'_>,
     mut sess: Session,
     probes: Vec<session::Probe>,
-    args: &RunArgs,
-    signals: &Signals,
     keep_recording: bool,
     install: &mut Install<'_>,
 ) -> anyhow::Result<KernelRun> {
+    let Live { args, signals, .. } = *live;
     let inst = create_objects(&mut sess, probes, args, signals)?;
     let own_pid = std::process::id();
     let own = own_exclusion(&threads_of(own_pid)?);

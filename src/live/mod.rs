@@ -32,8 +32,9 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use ktrace_stream::Stream;
+use ktrace_symbols::KernelView;
 
-use crate::session::Session;
+use crate::session::{Session, Signals};
 
 pub(crate) use fate::signal_exit;
 pub(crate) use kernel::{
@@ -42,6 +43,17 @@ pub(crate) use kernel::{
 pub(crate) use setup::{Beside, say_functions, setup_built, setup_failed, setup_function};
 pub(crate) use stream::{finish, stream_loop, stream_loop_ticking};
 pub(crate) use summary::conclude;
+
+/// What every setup of a live run is given besides the session and its
+/// probes: the run's options, the tracefs mount, the kernel view and the
+/// signals caught. Built once by the command that traces.
+#[derive(Clone, Copy)]
+pub(crate) struct Live<'a> {
+    pub(crate) args: &'a RunArgs,
+    pub(crate) root: &'a Path,
+    pub(crate) view: &'a KernelView,
+    pub(crate) signals: &'a Signals,
+}
 
 /// The options of a live run that every tracing command takes.
 #[derive(Debug, Clone, clap::Args)]

@@ -10,10 +10,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use ktrace_stream::{Options, ProbeSpec, Stream};
-use ktrace_symbols::KernelView;
 
 use super::fate::signal_exit;
-use super::{Run, RunArgs};
+use super::{Live, Run, RunArgs};
 use crate::session::{self, Session, Signals};
 
 /// How full (percent) a CPU's buffer must be before its reader wakes.
@@ -47,14 +46,17 @@ pub(crate) struct Beside<'a> {
 /// command. Commands check their own input (fields, outputs) against the
 /// built probes first.
 pub(crate) fn setup_built(
+    live: &Live<'_>,
     mut sess: Session,
     probes: Vec<session::Probe>,
     beside: Beside<'_>,
-    args: &RunArgs,
-    root: &std::path::Path,
-    view: &KernelView,
-    signals: &Signals,
 ) -> anyhow::Result<Run> {
+    let Live {
+        args,
+        root,
+        view,
+        signals,
+    } = *live;
     let inst = create_objects(&mut sess, probes, args, signals)?;
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     let specs = probe_specs(&sess);
@@ -193,14 +195,17 @@ fn ftrace_filter_refusal(glob: &str, kind: ktrace_tracefs::ErrorKind) -> String 
 /// option (a kernel stack record after each call). Returns the run and the
 /// functions the kernel's filter holds.
 pub(crate) fn setup_function(
+    live: &Live<'_>,
     mut sess: Session,
     globs: &[String],
     stacks: bool,
-    args: &RunArgs,
-    root: &std::path::Path,
-    view: &KernelView,
-    signals: &Signals,
 ) -> anyhow::Result<(Run, Vec<String>)> {
+    let Live {
+        args,
+        root,
+        view,
+        signals,
+    } = *live;
     let inst = create_objects(&mut sess, Vec::new(), args, signals)?;
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     if !inst.has_function_tracer() {
@@ -211,34 +216,7 @@ pub(crate) fn setup_function(
         );
     }
     let started = Instant::now();
-    let mut had = 0;
-    for g in globs {
-        inst.add_ftrace_filter(g).map_err(|e| {
-            let why = ftrace_filter_refusal(g, e.kind());
-            anyhow::Error::new(e).context(why)
-        })?;
-        // Some kernels (6.1) take a glob that matches nothing silently.
-        let now = inst.ftrace_filter()?.len();
-        if now == had {
-            anyhow::bail!(
-                "no function of available_filter_functions matches {g:?}{}; nothing was traced",
-                if had > 0 {
-                    " (none that the globs before it did not)"
-                } else {
-                    ""
-                }
-            );
-        }
-        had = now;
-    }
-    let funcs = inst.ftrace_filter()?;
-    if funcs.is_empty() {
-        // an empty filter would trace every function
-        anyhow::bail!(
-            "the function tracer's filter is empty after writing {}; nothing was traced",
-            globs.join(" ")
-        );
-    }
+    let funcs = write_ftrace_filter(&inst, globs)?;
     let own_pid = std::process::id();
     let opts = Options {
         skip_pids: if args.command.is_empty() {
@@ -316,6 +294,45 @@ pub(crate) fn setup_function(
         },
         funcs,
     ))
+}
+
+/// Writes `globs` to the instance's `set_ftrace_filter`, one write each,
+/// and reads the filter back: a glob that adds no function is refused (some
+/// kernels take it silently), and so is an empty filter, which would trace
+/// every function. Returns the functions the filter holds.
+fn write_ftrace_filter(
+    inst: &ktrace_tracefs::Instance,
+    globs: &[String],
+) -> anyhow::Result<Vec<String>> {
+    let mut had = 0;
+    for g in globs {
+        inst.add_ftrace_filter(g).map_err(|e| {
+            let why = ftrace_filter_refusal(g, e.kind());
+            anyhow::Error::new(e).context(why)
+        })?;
+        // Some kernels (6.1) take a glob that matches nothing silently.
+        let now = inst.ftrace_filter()?.len();
+        if now == had {
+            anyhow::bail!(
+                "no function of available_filter_functions matches {g:?}{}; nothing was traced",
+                if had > 0 {
+                    " (none that the globs before it did not)"
+                } else {
+                    ""
+                }
+            );
+        }
+        had = now;
+    }
+    let funcs = inst.ftrace_filter()?;
+    if funcs.is_empty() {
+        // an empty filter would trace every function
+        anyhow::bail!(
+            "the function tracer's filter is empty after writing {}; nothing was traced",
+            globs.join(" ")
+        );
+    }
+    Ok(funcs)
 }
 
 /// An error for a signal caught during setup (the session is torn down as
