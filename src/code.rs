@@ -348,36 +348,53 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     let Some(darch) = darch else {
         // riscv64: arch_check_kprobe() walks 2- and 4-byte instructions
         // from the function's start.
-        return match riscv_boundary(&bytes, offset) {
-            Ok(()) => {
-                checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
-                None
-            }
-            Err((before, after)) => {
-                let near: Vec<String> = [before, after]
-                    .into_iter()
-                    .flatten()
-                    .map(|o| format!("{symbol}+{o:#x}"))
-                    .collect();
-                reject(
-                    checked,
-                    TpErr::BAD_INSN_BNDRY,
-                    format!(
-                        "+{offset:#x} is inside an instruction; the nearest boundaries are {}",
-                        near.join(" and ")
-                    ),
-                );
-                None
-            }
-        };
+        return check_riscv(checked, &bytes, offset, &symbol);
     };
     // Another tool's kprobe shows as int3 in the live code; the kernel
     // decodes the original instruction there, ktrace cannot. (An int3
     // after a return or jump is the compiler's straight-line-speculation
     // padding, not a probe.)
     let insns = ktrace_disasm::decode(darch, &bytes, 0);
+    if let Some(why) = int3_before(&insns, &bytes, offset) {
+        return Some(why);
+    }
+    check_x86(checked, target, darch, &bytes, &insns, offset, &symbol)
+}
+
+/// riscv64's boundary check of `SYM+OFF`: arch_check_kprobe() walks 2- and
+/// 4-byte instructions from the function's start; a refusal names the
+/// nearest boundaries.
+fn check_riscv(checked: &mut Checked, bytes: &[u8], offset: u64, symbol: &str) -> Option<String> {
+    match riscv_boundary(bytes, offset) {
+        Ok(()) => {
+            checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+            None
+        }
+        Err((before, after)) => {
+            let near: Vec<String> = [before, after]
+                .into_iter()
+                .flatten()
+                .map(|o| format!("{symbol}+{o:#x}"))
+                .collect();
+            reject(
+                checked,
+                TpErr::BAD_INSN_BNDRY,
+                format!(
+                    "+{offset:#x} is inside an instruction; the nearest boundaries are {}",
+                    near.join(" and ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Another tool's kprobe before `offset`: an int3 where an instruction
+/// falls through to it (not the padding after a return or jump), which
+/// hides the instruction the kernel decodes there.
+fn int3_before(insns: &[ktrace_disasm::Insn], bytes: &[u8], offset: u64) -> Option<String> {
     let before: Vec<_> = insns.iter().take_while(|i| i.offset < offset).collect();
-    if let Some(i) = before
+    let i = before
         .windows(2)
         .map(|w| (w[0], w[1]))
         .find_map(|(prev, i)| {
@@ -394,18 +411,30 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
                         | ktrace_disasm::Flow::CondJump
                 );
             (int3 && falls_in).then_some(i)
-        })
-    {
-        return Some(format!(
-            "an int3 at +{:#x} (another kprobe?) hides the instruction there",
-            i.offset
-        ));
-    }
-    match ktrace_disasm::boundary(darch, &bytes, offset) {
+        })?;
+    Some(format!(
+        "an int3 at +{:#x} (another kprobe?) hides the instruction there",
+        i.offset
+    ))
+}
+
+/// The x86 boundary check of `SYM+OFF` in the function's decoded code: a
+/// refusal names the nearest boundaries; on a boundary, an instruction the
+/// kernel will not probe is refused as it refuses it.
+fn check_x86(
+    checked: &mut Checked,
+    target: Target,
+    darch: ktrace_disasm::Arch,
+    bytes: &[u8],
+    insns: &[ktrace_disasm::Insn],
+    offset: u64,
+    symbol: &str,
+) -> Option<String> {
+    match ktrace_disasm::boundary(darch, bytes, offset) {
         Ok(()) => {
             checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
             if let Some(i) = insns.iter().find(|i| i.offset == offset)
-                && let Some((err, hint)) = exception_insn(target, &bytes, i, &symbol)
+                && let Some((err, hint)) = exception_insn(target, bytes, i, symbol)
             {
                 reject(checked, err, hint);
             }

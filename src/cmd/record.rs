@@ -99,17 +99,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &args.run.command,
             args.run.pid,
         ))?;
+        let live_ctx = live::Live {
+            args: &args.run,
+            root: &root,
+            view: &view,
+            signals: &signals,
+        };
         live::setup_built(
+            &live_ctx,
             sess,
             probes,
             live::Beside {
                 stacks: args.stack,
                 events: &args.events.events,
             },
-            &args.run,
-            &root,
-            &view,
-            &signals,
         )
     });
     let mut run = match setup {

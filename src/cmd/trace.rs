@@ -261,12 +261,17 @@ fn set_up(
     check_output: &dyn Fn(&[session::Probe]) -> anyhow::Result<()>,
     signals: &Signals,
 ) -> anyhow::Result<live::Run> {
+    let live_ctx = live::Live {
+        args: &args.run,
+        root,
+        view,
+        signals,
+    };
     match globs {
         Some(g) => check_output(&[])
             .and_then(|()| args.run.session(root))
             .and_then(|sess| {
-                let (run, funcs) =
-                    live::setup_function(sess, g, args.stack, &args.run, root, view, signals)?;
+                let (run, funcs) = live::setup_function(&live_ctx, sess, g, args.stack)?;
                 live::say_functions("tracing", &funcs, g);
                 Ok(run)
             }),
@@ -274,16 +279,13 @@ fn set_up(
             let probes = crate::resolve::build(&sess, defs, args.run.pid, view)?;
             check_output(&probes)?;
             live::setup_built(
+                &live_ctx,
                 sess,
                 probes,
                 live::Beside {
                     stacks: args.stack,
                     events: &args.events.events,
                 },
-                &args.run,
-                root,
-                view,
-                signals,
             )
         }),
     }

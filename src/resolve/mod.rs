@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ktrace_probe::fetch::MAX_TRACE_ARGS;
-use ktrace_probe::{Arch, Definition, check_line, naming};
+use ktrace_probe::{Arch, Definition, ProbeDef, Target, check_line, naming};
 use ktrace_symbols::KernelView;
 
 use crate::session::{Probe, Session};
@@ -78,98 +78,9 @@ pub fn build(
     let mut defs = Vec::with_capacity(outcome.defs.len());
     let mut systems = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
-        let system = match spec::written_group(&r.input) {
-            // shown and recorded as the probe's system: checked as `--group`
-            Some(g) => crate::cli::group(g).map_err(|e| anyhow::anyhow!("{:?}: {e}", r.input))?,
-            None => sess.system().to_string(),
-        };
-        let system = system.as_str();
-        let shown = Some((sess.name(), system));
-        // An offset past the function's end, said before the kernel's own
-        // verdict on whatever lies there (x86_64 5.10: a notrace function).
-        if let Some((symbol, offset, size)) = past_function_end(view, &r.line) {
-            bail!(
-                "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
-                 end of {symbol} ({size:#x} bytes): the probe would land in another function \
-                 (ktrace disasm {symbol} lists the offsets a probe can take)",
-                r.input
-            );
-        }
-        let checked = if route.native || !ktrace_probe::btfarg::may_use_btf(&r.line) {
-            check_line(&r.line, target, &env)
-        } else {
-            match route.compile(&r.line, target, &env) {
-                None => check_line(&r.line, target, &env),
-                Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e, shown)),
-                Some(Ok(c)) => {
-                    if c.uses_btf {
-                        crate::say!("{} compiled with BTF: {}", r.input, c.classic);
-                    }
-                    c.checked
-                }
-            }
-        };
-        // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
-        // function's code, before anything is written.
-        let mut checked = checked;
-        crate::code::check(&mut checked, target, &code);
-        let mut def = match checked.definition {
-            Ok(Definition::Probe(p)) => p,
-            Ok(_) => bail!("{:?} is not a probe definition", r.input),
-            Err(e) => bail!("{}", rejection_text(&r.input, &e, shown)),
-        };
-        // A uprobe past the end of its file: the kernel takes the
-        // definition and refuses to switch it on ("Invalid argument").
-        if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
-            && let Ok(meta) = std::fs::metadata(path)
-            && meta.is_file()
-            && *offset >= meta.len()
-        {
-            bail!(
-                "definition rejected before anything was written: {}\n  offset {offset:#x} is \
-                 past the end of {path} ({} bytes): a uprobe goes on an instruction of the file \
-                 (ktrace syms {path} lists its functions)",
-                r.input,
-                meta.len()
-            );
-        }
-        // A uprobe inside an instruction: the kernel takes it, the traced
-        // program dies of SIGILL; ktrace refuses it.
-        if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
-            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
-        {
-            bail!(
-                "definition rejected before anything was written: {}\n  {why}",
-                r.input
-            );
-        }
-        if def.ignored_args > 0 {
-            crate::eline!(
-                "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
-                 and ignores the other {} without a word; they will not be recorded",
-                r.input,
-                def.ignored_args
-            );
-        }
-        if def.auto_event {
-            def.event = r
-                .auto_name
-                .clone()
-                .unwrap_or_else(|| naming::auto_name(&def));
-        }
-        // tracefs keeps the files `enable` and `filter` beside a group's
-        // events: an event of that name is created but cannot be switched
-        // on ("Is a directory").
-        if matches!(def.event.as_str(), "enable" | "filter") {
-            bail!(
-                "{:?}: an event named {:?} clashes with the file of that name in its group's \
-                 tracefs directory, so it could not be switched on: choose another name",
-                r.input,
-                def.event
-            );
-        }
+        let (def, system) = check_def(r, sess, view, target, &env, &mut route, &code)?;
         defs.push(def);
-        systems.push((system.to_string(), r.input.clone()));
+        systems.push((system, r.input.clone()));
     }
     let taken: Vec<String> = sess
         .probes()
@@ -182,6 +93,113 @@ pub fn build(
         .zip(systems)
         .map(|(def, (system, input))| Probe { def, system, input })
         .collect())
+}
+
+/// One resolved definition through its checks, in order: its `--group`
+/// system, an offset past the function's end, the kernel's rules (or the
+/// BTF route's compilation), the function's code at SYM+OFF, a uprobe past
+/// its file's end or inside an instruction, the arguments a kernel ignores,
+/// the event's name. Returns the checked probe and its system.
+fn check_def(
+    r: &spec::Resolved,
+    sess: &Session,
+    view: &KernelView,
+    target: Target,
+    env: &LiveEnv<'_>,
+    route: &mut crate::btfroute::Route,
+    code: &crate::code::Source<'_>,
+) -> anyhow::Result<(ProbeDef, String)> {
+    let system = match spec::written_group(&r.input) {
+        // shown and recorded as the probe's system: checked as `--group`
+        Some(g) => crate::cli::group(g).map_err(|e| anyhow::anyhow!("{:?}: {e}", r.input))?,
+        None => sess.system().to_string(),
+    };
+    let system = system.as_str();
+    let shown = Some((sess.name(), system));
+    // An offset past the function's end, said before the kernel's own
+    // verdict on whatever lies there (x86_64 5.10: a notrace function).
+    if let Some((symbol, offset, size)) = past_function_end(view, &r.line) {
+        bail!(
+            "definition rejected before anything was written: {}\n  +{offset:#x} is past the \
+             end of {symbol} ({size:#x} bytes): the probe would land in another function \
+             (ktrace disasm {symbol} lists the offsets a probe can take)",
+            r.input
+        );
+    }
+    let checked = if route.native || !ktrace_probe::btfarg::may_use_btf(&r.line) {
+        check_line(&r.line, target, env)
+    } else {
+        match route.compile(&r.line, target, env) {
+            None => check_line(&r.line, target, env),
+            Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e, shown)),
+            Some(Ok(c)) => {
+                if c.uses_btf {
+                    crate::say!("{} compiled with BTF: {}", r.input, c.classic);
+                }
+                c.checked
+            }
+        }
+    };
+    // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
+    // function's code, before anything is written.
+    let mut checked = checked;
+    crate::code::check(&mut checked, target, code);
+    let mut def = match checked.definition {
+        Ok(Definition::Probe(p)) => p,
+        Ok(_) => bail!("{:?} is not a probe definition", r.input),
+        Err(e) => bail!("{}", rejection_text(&r.input, &e, shown)),
+    };
+    // A uprobe past the end of its file: the kernel takes the
+    // definition and refuses to switch it on ("Invalid argument").
+    if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
+        && let Ok(meta) = std::fs::metadata(path)
+        && meta.is_file()
+        && *offset >= meta.len()
+    {
+        bail!(
+            "definition rejected before anything was written: {}\n  offset {offset:#x} is \
+             past the end of {path} ({} bytes): a uprobe goes on an instruction of the file \
+             (ktrace syms {path} lists its functions)",
+            r.input,
+            meta.len()
+        );
+    }
+    // A uprobe inside an instruction: the kernel takes it, the traced
+    // program dies of SIGILL; ktrace refuses it.
+    if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
+        && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+    {
+        bail!(
+            "definition rejected before anything was written: {}\n  {why}",
+            r.input
+        );
+    }
+    if def.ignored_args > 0 {
+        crate::eline!(
+            "ktrace: warning: {:?}: this kernel keeps the first {MAX_TRACE_ARGS} arguments \
+             and ignores the other {} without a word; they will not be recorded",
+            r.input,
+            def.ignored_args
+        );
+    }
+    if def.auto_event {
+        def.event = r
+            .auto_name
+            .clone()
+            .unwrap_or_else(|| naming::auto_name(&def));
+    }
+    // tracefs keeps the files `enable` and `filter` beside a group's
+    // events: an event of that name is created but cannot be switched
+    // on ("Is a directory").
+    if matches!(def.event.as_str(), "enable" | "filter") {
+        bail!(
+            "{:?}: an event named {:?} clashes with the file of that name in its group's \
+             tracefs directory, so it could not be switched on: choose another name",
+            r.input,
+            def.event
+        );
+    }
+    Ok((def, system.to_string()))
 }
 
 /// `SYM+OFF` of a kprobe line (`p[:EV] SYM+OFF ...`, `r...`) whose offset is

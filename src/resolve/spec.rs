@@ -631,91 +631,109 @@ impl Resolver<'_> {
                     symbols,
                 })
             }
-            Place::UserSymbol => {
-                let up = ktrace_symbols::library::resolve_user_probe(
-                    &spec.place,
-                    self.pid,
-                    &self.ldcache,
-                )
-                .map_err(|e| {
-                    let lib = spec.place.split_once(':').map_or("", |(l, _)| l);
-                    match e {
-                        ktrace_symbols::Error::LibraryNotFound { .. } if !lib.contains('/') => {
-                            anyhow::anyhow!(
-                                "cannot resolve {:?}: {lib:?} is neither a loaded kernel module \
-                                 (/proc/modules) nor a library ({e}). For a module, load it \
-                                 first (modprobe {lib}); for a library, give its path",
-                                spec.place
-                            )
-                        }
-                        e => anyhow::Error::new(e)
-                            .context(format!("cannot resolve {:?}", spec.place)),
+            Place::UserSymbol => self.resolve_user_symbol(input, &spec, &line, symbols, out)?,
+            Place::KernelGlob => self.expand_glob(input, &spec, &line, symbols, out)?,
+        }
+        Ok(())
+    }
+
+    /// A `LIB:SYMBOL` (or `PATH:SYMBOL`) uprobe: the library found (`-p`'s
+    /// maps first, then ld.so.cache), refused when built for another
+    /// machine, and its symbol turned into the file offset the kernel takes.
+    fn resolve_user_symbol(
+        &self,
+        input: &str,
+        spec: &Spec,
+        line: &dyn Fn(&str) -> String,
+        symbols: Vec<String>,
+        out: &mut Outcome,
+    ) -> anyhow::Result<()> {
+        let up = ktrace_symbols::library::resolve_user_probe(&spec.place, self.pid, &self.ldcache)
+            .map_err(|e| {
+                let lib = spec.place.split_once(':').map_or("", |(l, _)| l);
+                match e {
+                    ktrace_symbols::Error::LibraryNotFound { .. } if !lib.contains('/') => {
+                        anyhow::anyhow!(
+                            "cannot resolve {:?}: {lib:?} is neither a loaded kernel module \
+                         (/proc/modules) nor a library ({e}). For a module, load it \
+                         first (modprobe {lib}); for a library, give its path",
+                            spec.place
+                        )
                     }
-                })?;
-                refuse_foreign_elf(&up.path, self.arch)?;
-                let location = up.to_kernel_location();
-                out.notes.push(format!(
-                    "{} -> {location} ({} at {:#x})",
-                    spec.place, up.target.symbol.name, up.target.vaddr
-                ));
-                let symbol = spec.place.rsplit_once(':').map_or("", |(_, s)| s);
-                out.defs.push(Resolved {
-                    input: input.to_string(),
-                    line: line(&location),
-                    auto_name: Some(ktrace_probe::naming::sanitize(&format!(
-                        "{}_{symbol}",
-                        &spec.kind[..1]
-                    ))),
-                    symbols,
-                });
-            }
-            Place::KernelGlob => {
-                if spec.name.is_some() {
-                    bail!(
-                        "{input:?}: a wildcard makes one event per function; leave out the event name"
-                    );
+                    e => anyhow::Error::new(e).context(format!("cannot resolve {:?}", spec.place)),
                 }
-                let ks = self.kernel.kallsyms().map_err(|e| {
-                    anyhow::anyhow!("kernel symbols are needed to expand a wildcard: {e}")
-                })?;
-                let rules = self.kernel.rules();
-                let exp = probeable::expand(ks, &rules, &spec.place);
-                for r in &exp.skipped_rules {
-                    out.notes.push(format!("rule not checked: {r}"));
-                }
-                let count =
-                    |f: fn(&Exclusion) -> bool| exp.excluded.iter().filter(|(_, w)| f(w)).count();
-                out.notes.push(format!(
-                    "{:?}: {} functions; left out {} blacklisted, {} notrace, {} not unique, {} preambles",
-                    spec.place,
-                    exp.accepted.len(),
-                    count(|w| matches!(w, Exclusion::Blacklisted(_))),
-                    count(|w| matches!(w, Exclusion::Notrace)),
-                    count(|w| matches!(w, Exclusion::NotUnique(_))),
-                    count(|w| matches!(w, Exclusion::Preamble)),
-                ));
-                if exp.accepted.is_empty() {
-                    bail!(
-                        "{:?} matches no function a kprobe can take (see `ktrace list {:?} --verbose`)",
-                        spec.place,
-                        spec.place
-                    );
-                }
-                for sym in exp.accepted {
-                    let place = match &sym.module {
-                        Some(m) => format!("{m}:{}", sym.name),
-                        None => sym.name.clone(),
-                    };
-                    let mut symbols = symbols.clone();
-                    symbols.push(sym.name.clone());
-                    out.defs.push(Resolved {
-                        input: input.to_string(),
-                        line: line(&place),
-                        auto_name: None,
-                        symbols,
-                    });
-                }
-            }
+            })?;
+        refuse_foreign_elf(&up.path, self.arch)?;
+        let location = up.to_kernel_location();
+        out.notes.push(format!(
+            "{} -> {location} ({} at {:#x})",
+            spec.place, up.target.symbol.name, up.target.vaddr
+        ));
+        let symbol = spec.place.rsplit_once(':').map_or("", |(_, s)| s);
+        out.defs.push(Resolved {
+            input: input.to_string(),
+            line: line(&location),
+            auto_name: Some(ktrace_probe::naming::sanitize(&format!(
+                "{}_{symbol}",
+                &spec.kind[..1]
+            ))),
+            symbols,
+        });
+        Ok(())
+    }
+
+    /// A kernel wildcard: one definition per function a kprobe can take,
+    /// with a note of what the expansion left out and why.
+    fn expand_glob(
+        &self,
+        input: &str,
+        spec: &Spec,
+        line: &dyn Fn(&str) -> String,
+        symbols: Vec<String>,
+        out: &mut Outcome,
+    ) -> anyhow::Result<()> {
+        if spec.name.is_some() {
+            bail!("{input:?}: a wildcard makes one event per function; leave out the event name");
+        }
+        let ks = self
+            .kernel
+            .kallsyms()
+            .map_err(|e| anyhow::anyhow!("kernel symbols are needed to expand a wildcard: {e}"))?;
+        let rules = self.kernel.rules();
+        let exp = probeable::expand(ks, &rules, &spec.place);
+        for r in &exp.skipped_rules {
+            out.notes.push(format!("rule not checked: {r}"));
+        }
+        let count = |f: fn(&Exclusion) -> bool| exp.excluded.iter().filter(|(_, w)| f(w)).count();
+        out.notes.push(format!(
+            "{:?}: {} functions; left out {} blacklisted, {} notrace, {} not unique, {} preambles",
+            spec.place,
+            exp.accepted.len(),
+            count(|w| matches!(w, Exclusion::Blacklisted(_))),
+            count(|w| matches!(w, Exclusion::Notrace)),
+            count(|w| matches!(w, Exclusion::NotUnique(_))),
+            count(|w| matches!(w, Exclusion::Preamble)),
+        ));
+        if exp.accepted.is_empty() {
+            bail!(
+                "{:?} matches no function a kprobe can take (see `ktrace list {:?} --verbose`)",
+                spec.place,
+                spec.place
+            );
+        }
+        for sym in exp.accepted {
+            let place = match &sym.module {
+                Some(m) => format!("{m}:{}", sym.name),
+                None => sym.name.clone(),
+            };
+            let mut symbols = symbols.clone();
+            symbols.push(sym.name.clone());
+            out.defs.push(Resolved {
+                input: input.to_string(),
+                line: line(&place),
+                auto_name: None,
+                symbols,
+            });
         }
         Ok(())
     }

@@ -546,8 +546,8 @@ pub(super) fn run_kernel(
         args,
         signals,
         root,
+        view,
         printer,
-        ..
     } = ctx;
     let group = sess.name().to_string();
     // (latency's synthetic events time entries with common_timestamp)
@@ -556,7 +556,13 @@ pub(super) fn run_kernel(
     let mut install = |inst: &Instance, user: Option<&str>, own: &str| {
         written.install(&mut kp, &group, inst, user, own)
     };
-    let mut run = match live::setup_kernel(sess, probes, args, signals, timestamps, &mut install) {
+    let live_ctx = live::Live {
+        args,
+        root,
+        view,
+        signals,
+    };
+    let mut run = match live::setup_kernel(&live_ctx, sess, probes, timestamps, &mut install) {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };

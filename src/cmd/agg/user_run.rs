@@ -126,24 +126,25 @@ pub(super) fn run_user(
         .with_wanted(wanted(&checked, job))
         .with_function_tracer(globs.is_some())
         .with_processes(true);
+    let live_ctx = live::Live {
+        args,
+        root,
+        view,
+        signals,
+    };
     let setup = match globs {
-        Some(g) => {
-            live::setup_function(sess, g, stacks, args, root, view, signals).map(|(r, funcs)| {
-                live::say_functions("counting", &funcs, g);
-                r
-            })
-        }
+        Some(g) => live::setup_function(&live_ctx, sess, g, stacks).map(|(r, funcs)| {
+            live::say_functions("counting", &funcs, g);
+            r
+        }),
         None => live::setup_built(
+            &live_ctx,
             sess,
             probes,
             live::Beside {
                 stacks,
                 events: &[],
             },
-            args,
-            root,
-            view,
-            signals,
         ),
     };
     let mut run = match setup {
