@@ -395,7 +395,7 @@ pub(super) fn pid_lists(
             // (its children are added as they fork; ktrace's own records
             // are left out by the filter). Said, not silent.
             crate::say!(
-                "tracing both process {pid} (-p) and the command {:?} with the processes                  it forks; give only one of them to trace one",
+                "tracing both process {pid} (-p) and the command {:?} with the processes it forks; give only one of them to trace one",
                 args.command.join(" ")
             );
             tids.push(own_pid);
