@@ -498,6 +498,14 @@ impl<'a> TextPrinter<'a> {
             }
         };
         append(out, &plan.prefix);
+        self.write_probe_header(out, ev, plan, data);
+        self.write_steps(out, f, plan, data);
+    }
+
+    /// A probe event's header, as print_kprobe_event(),
+    /// print_kretprobe_event() and print_uprobe_event() write it before
+    /// the arguments; nothing for other events.
+    fn write_probe_header(&self, out: &mut Vec<u8>, ev: &Event, plan: &Plan, data: &[u8]) {
         let u =
             |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
         let probe = plan.probe;
@@ -533,6 +541,11 @@ impl<'a> TextPrinter<'a> {
                 ProbeKind::Eprobe | ProbeKind::Other => {}
             }
         }
+    }
+
+    /// The event's text after its prefix and header: the plan's literals
+    /// and conversions over the record's fields.
+    fn write_steps(&self, out: &mut Vec<u8>, f: &EventFormat, plan: &Plan, data: &[u8]) {
         let mut skip_quote = false;
         for step in &plan.steps {
             match step {

@@ -12,7 +12,7 @@
 
 use std::io::Read;
 
-use ktrace_event::Common;
+use ktrace_event::{Common, Endian};
 use ktrace_ring::{Merged, Merger, PageLayout, read_full};
 
 use crate::pairing::StackPairing;
@@ -158,77 +158,24 @@ impl Decoder {
                 return;
             }
             let res = match m {
-                Merged::Record { cpu, ts, data } => {
-                    let Some(common) = Common::read(data, endian) else {
-                        warnings.push(format!(
-                            "CPU {cpu}: record too short ({} bytes)",
-                            data.len()
-                        ));
-                        return;
-                    };
-                    let info = match table.get(common.type_id) {
-                        Some(_) => table.get(common.type_id),
-                        None => {
-                            let (info, warning) = table.find(common.type_id);
-                            warnings.extend(warning);
-                            info
-                        }
-                    };
-                    let Some(info) = info else {
-                        return;
-                    };
-                    let pid = common.pid;
-                    // A stack is shown only after the event it belongs to
-                    // (the kernel also writes stacks for events it discards).
-                    let stack = match info.role {
-                        Role::Stack { user } => {
-                            if !pairing.stack(cpu, pid, user) || own.contains(&pid) {
-                                return;
-                            }
-                            true
-                        }
-                        _ => false,
-                    };
-                    if !stack && opts.skip_pids.contains(&pid) {
-                        pairing.event(cpu, pid, false);
-                        return;
-                    }
-                    if !stack && opts.limit.is_some_and(|n| *counted >= n) {
-                        pairing.event(cpu, pid, false);
-                        *stopped = true;
-                        return;
-                    }
-                    if !stack {
-                        pairing.event(cpu, pid, true);
-                    }
-                    names.see(pid);
-                    let ev = Event {
-                        cpu,
-                        ts,
-                        common,
-                        info,
-                        data,
-                        names: names.comms(),
+                Merged::Record { cpu, ts, data } => record(
+                    Records {
+                        table,
+                        names,
+                        opts,
+                        shown,
+                        counted,
+                        own,
+                        stopped,
+                        warnings,
+                        pairing,
                         endian,
-                    };
-                    let r = sink.event(&ev);
-                    if !stack {
-                        *counted += 1;
-                        let id = usize::from(common.type_id);
-                        if shown.len() <= id {
-                            shown.resize(id + 1, 0);
-                        }
-                        shown[id] += 1;
-                    }
-                    match r {
-                        Ok(Flow::Stop) => {
-                            *stopped = true;
-                            Ok(())
-                        }
-                        Ok(Flow::Continue) => Ok(()),
-                        Err(e) => Err(e),
-                    }
-                }
+                    },
+                    cpu,
+                    ts,
+                    data,
+                    sink,
+                ),
                 Merged::Lost { cpu, missed } => {
                     pairing.lost(cpu);
                     summary.add_missed(cpu, missed);
@@ -284,6 +231,114 @@ impl Decoder {
             summary: self.summary.clone(),
             shown,
         }
+    }
+}
+
+/// The decoder's state one record reads and updates: all of it but the
+/// merger, which is handing the records out.
+struct Records<'a> {
+    table: &'a mut EventTable,
+    names: &'a mut TaskNames,
+    opts: &'a Options,
+    shown: &'a mut Vec<u64>,
+    counted: &'a mut u64,
+    own: &'a [i32],
+    stopped: &'a mut bool,
+    warnings: &'a mut Vec<String>,
+    pairing: &'a mut StackPairing,
+    endian: Endian,
+}
+
+/// One data record of [`Decoder::flush`]: its event looked up, stacks paired
+/// with their events, the pid and count filters applied, and the event
+/// handed to `sink` and counted.
+fn record(
+    s: Records<'_>,
+    cpu: usize,
+    ts: u64,
+    data: &[u8],
+    sink: &mut dyn Sink,
+) -> std::io::Result<()> {
+    let Records {
+        table,
+        names,
+        opts,
+        shown,
+        counted,
+        own,
+        stopped,
+        warnings,
+        pairing,
+        endian,
+    } = s;
+    let Some(common) = Common::read(data, endian) else {
+        warnings.push(format!(
+            "CPU {cpu}: record too short ({} bytes)",
+            data.len()
+        ));
+        return Ok(());
+    };
+    let info = match table.get(common.type_id) {
+        Some(_) => table.get(common.type_id),
+        None => {
+            let (info, warning) = table.find(common.type_id);
+            warnings.extend(warning);
+            info
+        }
+    };
+    let Some(info) = info else {
+        return Ok(());
+    };
+    let pid = common.pid;
+    // A stack is shown only after the event it belongs to
+    // (the kernel also writes stacks for events it discards).
+    let stack = match info.role {
+        Role::Stack { user } => {
+            if !pairing.stack(cpu, pid, user) || own.contains(&pid) {
+                return Ok(());
+            }
+            true
+        }
+        _ => false,
+    };
+    if !stack && opts.skip_pids.contains(&pid) {
+        pairing.event(cpu, pid, false);
+        return Ok(());
+    }
+    if !stack && opts.limit.is_some_and(|n| *counted >= n) {
+        pairing.event(cpu, pid, false);
+        *stopped = true;
+        return Ok(());
+    }
+    if !stack {
+        pairing.event(cpu, pid, true);
+    }
+    names.see(pid);
+    let ev = Event {
+        cpu,
+        ts,
+        common,
+        info,
+        data,
+        names: names.comms(),
+        endian,
+    };
+    let r = sink.event(&ev);
+    if !stack {
+        *counted += 1;
+        let id = usize::from(common.type_id);
+        if shown.len() <= id {
+            shown.resize(id + 1, 0);
+        }
+        shown[id] += 1;
+    }
+    match r {
+        Ok(Flow::Stop) => {
+            *stopped = true;
+            Ok(())
+        }
+        Ok(Flow::Continue) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -224,100 +224,9 @@ impl Btf {
             }]
         });
         let mut at = 0usize;
-        let rd =
-            |at: usize| u32_at(types_raw, at, big).ok_or_else(|| err(at, "truncated type record"));
         while at < types_raw.len() {
-            let name_off = rd(at)?;
-            let info = rd(at + 4)?;
-            let size_or_type = rd(at + 8)?;
-            let vlen = (info & 0xffff) as usize;
-            let kind_flag = info >> 31 != 0;
-            let kind =
-                Kind::from_raw((info >> 24) & 0x1f).ok_or_else(|| err(at, "unknown kind"))?;
-            let mut t = Type {
-                kind,
-                name: name(name_off, at)?,
-                size: 0,
-                ref_id: 0,
-                nelems: 0,
-                members: Vec::new(),
-                vlen: vlen as u16,
-                int_data: 0,
-            };
-            let body = at + 12;
-            at = body;
-            match kind {
-                Kind::Int => {
-                    t.size = size_or_type;
-                    t.int_data = rd(body)?;
-                    at += 4;
-                }
-                Kind::Float => t.size = size_or_type,
-                Kind::Ptr
-                | Kind::Fwd
-                | Kind::Typedef
-                | Kind::Volatile
-                | Kind::Const
-                | Kind::Restrict
-                | Kind::Func
-                | Kind::TypeTag => t.ref_id = size_or_type,
-                Kind::Var | Kind::DeclTag => {
-                    t.ref_id = size_or_type;
-                    at += 4;
-                }
-                Kind::Array => {
-                    t.ref_id = rd(body)?;
-                    t.nelems = rd(body + 8)?;
-                    at += 12;
-                }
-                Kind::Struct | Kind::Union => {
-                    t.size = size_or_type;
-                    for i in 0..vlen {
-                        let m = body + i * 12;
-                        let off = rd(m + 8)?;
-                        let (bit_offset, bitfield_size) = if kind_flag {
-                            (off & 0xff_ffff, off >> 24)
-                        } else {
-                            (off, 0)
-                        };
-                        t.members.push(Member {
-                            name: name(rd(m)?, m)?,
-                            type_id: rd(m + 4)?,
-                            bit_offset,
-                            bitfield_size,
-                        });
-                    }
-                    at += vlen * 12;
-                }
-                Kind::Enum => {
-                    t.size = size_or_type;
-                    at += vlen * 8;
-                }
-                Kind::Enum64 => {
-                    t.size = size_or_type;
-                    at += vlen * 12;
-                }
-                Kind::FuncProto => {
-                    t.ref_id = size_or_type;
-                    for i in 0..vlen {
-                        let m = body + i * 8;
-                        t.members.push(Member {
-                            name: name(rd(m)?, m)?,
-                            type_id: rd(m + 4)?,
-                            bit_offset: 0,
-                            bitfield_size: 0,
-                        });
-                    }
-                    at += vlen * 8;
-                }
-                Kind::Datasec => {
-                    t.size = size_or_type;
-                    at += vlen * 12;
-                }
-            }
-            if at > types_raw.len() {
-                return Err(err(body, "type record runs past the type section"));
-            }
+            let (t, next) = Self::parse_type(types_raw, at, big, &name)?;
+            at = next;
             types.push(t);
         }
         let by_name = crate::names::sorted_ids(
@@ -329,6 +238,111 @@ impl Btf {
                 .map(|(id, t)| (id as u32, t.name.as_str())),
         );
         Ok(Btf { types, by_name })
+    }
+
+    /// One type record at byte `at` of the type section (`struct btf_type`
+    /// and the data its kind appends): the type, and where the next record
+    /// starts.
+    fn parse_type(
+        types_raw: &[u8],
+        mut at: usize,
+        big: bool,
+        name: &dyn Fn(u32, usize) -> Result<String>,
+    ) -> Result<(Type, usize)> {
+        let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
+        let rd =
+            |at: usize| u32_at(types_raw, at, big).ok_or_else(|| err(at, "truncated type record"));
+        let name_off = rd(at)?;
+        let info = rd(at + 4)?;
+        let size_or_type = rd(at + 8)?;
+        let vlen = (info & 0xffff) as usize;
+        let kind_flag = info >> 31 != 0;
+        let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or_else(|| err(at, "unknown kind"))?;
+        let mut t = Type {
+            kind,
+            name: name(name_off, at)?,
+            size: 0,
+            ref_id: 0,
+            nelems: 0,
+            members: Vec::new(),
+            vlen: vlen as u16,
+            int_data: 0,
+        };
+        let body = at + 12;
+        at = body;
+        match kind {
+            Kind::Int => {
+                t.size = size_or_type;
+                t.int_data = rd(body)?;
+                at += 4;
+            }
+            Kind::Float => t.size = size_or_type,
+            Kind::Ptr
+            | Kind::Fwd
+            | Kind::Typedef
+            | Kind::Volatile
+            | Kind::Const
+            | Kind::Restrict
+            | Kind::Func
+            | Kind::TypeTag => t.ref_id = size_or_type,
+            Kind::Var | Kind::DeclTag => {
+                t.ref_id = size_or_type;
+                at += 4;
+            }
+            Kind::Array => {
+                t.ref_id = rd(body)?;
+                t.nelems = rd(body + 8)?;
+                at += 12;
+            }
+            Kind::Struct | Kind::Union => {
+                t.size = size_or_type;
+                for i in 0..vlen {
+                    let m = body + i * 12;
+                    let off = rd(m + 8)?;
+                    let (bit_offset, bitfield_size) = if kind_flag {
+                        (off & 0xff_ffff, off >> 24)
+                    } else {
+                        (off, 0)
+                    };
+                    t.members.push(Member {
+                        name: name(rd(m)?, m)?,
+                        type_id: rd(m + 4)?,
+                        bit_offset,
+                        bitfield_size,
+                    });
+                }
+                at += vlen * 12;
+            }
+            Kind::Enum => {
+                t.size = size_or_type;
+                at += vlen * 8;
+            }
+            Kind::Enum64 => {
+                t.size = size_or_type;
+                at += vlen * 12;
+            }
+            Kind::FuncProto => {
+                t.ref_id = size_or_type;
+                for i in 0..vlen {
+                    let m = body + i * 8;
+                    t.members.push(Member {
+                        name: name(rd(m)?, m)?,
+                        type_id: rd(m + 4)?,
+                        bit_offset: 0,
+                        bitfield_size: 0,
+                    });
+                }
+                at += vlen * 8;
+            }
+            Kind::Datasec => {
+                t.size = size_or_type;
+                at += vlen * 12;
+            }
+        }
+        if at > types_raw.len() {
+            return Err(err(body, "type record runs past the type section"));
+        }
+        Ok((t, at))
     }
 
     /// The number of types, `void` included.
