@@ -61,16 +61,7 @@ pub(crate) fn setup_built(
     inst.set_buffer_percent(BUFFER_PERCENT)?;
     let specs = probe_specs(&sess);
     let own_pid = std::process::id();
-    let opts = Options {
-        // tracing a command: ktrace's own records (before the fork) go
-        skip_pids: if args.command.is_empty() {
-            Vec::new()
-        } else {
-            vec![own_pid as i32]
-        },
-        limit: args.count,
-        ..Options::default()
-    };
+    let opts = stream_options(args, own_pid);
     // The reader thread starts before the pid lists are written, so
     // `event-fork` does not add it to the traced pids.
     let mut stream = Stream::open(root, &inst, &specs, opts)?;
@@ -218,15 +209,7 @@ pub(crate) fn setup_function(
     let started = Instant::now();
     let funcs = write_ftrace_filter(&inst, globs)?;
     let own_pid = std::process::id();
-    let opts = Options {
-        skip_pids: if args.command.is_empty() {
-            Vec::new()
-        } else {
-            vec![own_pid as i32]
-        },
-        limit: args.count,
-        ..Options::default()
-    };
+    let opts = stream_options(args, own_pid);
     // The kernel refuses to change the tracer while a buffer of the
     // instance is open (EBUSY), and the reader thread must exist before
     // the pid lists are written (`function-fork` would add it): the tracer
@@ -478,4 +461,18 @@ pub(crate) fn threads_of(pid: u32) -> io::Result<Vec<u32>> {
         .collect();
     tids.sort_unstable();
     Ok(tids)
+}
+
+/// The stream's options for a run: a traced command's records from before
+/// its fork are ktrace's own (its pid) and are left out; `-n` is the limit.
+fn stream_options(args: &RunArgs, own_pid: u32) -> Options {
+    Options {
+        skip_pids: if args.command.is_empty() {
+            Vec::new()
+        } else {
+            vec![own_pid as i32]
+        },
+        limit: args.count,
+        ..Options::default()
+    }
 }
