@@ -108,7 +108,7 @@ impl Route {
     /// kernel itself searches every module's BTF). Live only: each loaded
     /// module's /sys/kernel/btf/MOD is read until one has the function.
     fn module_of(&mut self, line: &str) -> Option<String> {
-        let place = line.split_whitespace().nth(1)?;
+        let place = ktrace_probe::head(line)?.place?;
         let func = place.split(['+', '%']).next()?;
         if self.single_file || func.is_empty() || func.starts_with(|c: char| c.is_ascii_digit()) {
             return None;
@@ -143,9 +143,8 @@ impl Route {
         if !btfarg::may_use_btf(line) {
             return None;
         }
-        let module = line
-            .split_whitespace()
-            .nth(1)
+        let module = ktrace_probe::head(line)
+            .and_then(|h| h.place)
             .and_then(|place| place.split_once(':'))
             .filter(|(m, _)| !m.contains('/'))
             .map(|(m, _)| m.to_string());

@@ -209,8 +209,8 @@ pub struct KtraceForm {
 /// the kernel's BTF says nothing of its arguments, so a missing BTF is no
 /// hint for it.
 fn on_a_file(line: &str) -> bool {
-    line.split_whitespace()
-        .nth(1)
+    ktrace_probe::head(line)
+        .and_then(|h| h.place)
         .is_some_and(|p| p.starts_with('/') && p.contains(':'))
 }
 
@@ -720,6 +720,16 @@ mod tests {
     fn json(line: &str) -> serde_json::Value {
         let c = check_line(line, Target::new(Arch::X86_64), &Offline);
         json_line(line, &c, Arch::X86_64, None)
+    }
+
+    #[test]
+    fn on_a_file_reads_the_place_word() {
+        assert!(on_a_file("p:u/e /bin/sh:0x10 %ax"));
+        assert!(on_a_file("r\t/bin/sh:0x10"));
+        assert!(!on_a_file("p:g/e vfs_read"));
+        assert!(!on_a_file("p /bin/sh"));
+        assert!(!on_a_file("/bin/sh:0x10"));
+        assert!(!on_a_file(""));
     }
 
     #[test]

@@ -458,11 +458,10 @@ impl Kernel<'_> {
         let listing = self.dynevents.listing()?;
         captured.listing = listing.clone();
         for line in &listing {
-            let head = line.split_whitespace().next().unwrap_or_default();
-            let Some((_, name)) = head.split_once(':') else {
-                continue;
-            };
-            let Some((group, event)) = name.split_once('/') else {
+            let head = ktrace_probe::head(line);
+            let Some((name, Some(group), Some(event))) =
+                head.and_then(|h| Some((h.name?, h.group, h.event)))
+            else {
                 continue;
             };
             if answer.format.is_none()

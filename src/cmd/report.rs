@@ -242,11 +242,9 @@ fn format_name(text: &str) -> Option<&str> {
 
 /// True when the `dynamic_events` line `def` defines `system/event`.
 fn defines(def: &str, system: &str, event: &str) -> bool {
-    let head = def.split_whitespace().next().unwrap_or("");
-    let Some((_, place)) = head.split_once(':') else {
-        return false;
-    };
-    place == format!("{system}/{event}")
+    ktrace_probe::head(def)
+        .and_then(|h| h.name)
+        .is_some_and(|place| place == format!("{system}/{event}"))
 }
 
 /// A probe's kind from its format alone (trace-cmd's files carry no
@@ -372,5 +370,26 @@ pub(crate) fn summary(end: &EndOfRun) {
             end.summary.events,
             end.summary.lost()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defines_reads_the_name_of_the_first_word() {
+        assert!(defines("p:ktrace/open do_sys_openat2", "ktrace", "open"));
+        assert!(defines("r16:ktrace/open do_sys_openat2", "ktrace", "open"));
+        assert!(defines("\t p:ktrace/open\tx", "ktrace", "open"));
+        assert!(defines("s:synthetic/lat\tu64 lat", "synthetic", "lat"));
+        assert!(!defines(
+            "p:ktrace/open_ret do_sys_openat2",
+            "ktrace",
+            "open"
+        ));
+        assert!(!defines("p:open do_sys_openat2", "ktrace", "open"));
+        assert!(!defines("p do_sys_openat2 ktrace/open", "ktrace", "open"));
+        assert!(!defines("", "ktrace", "open"));
     }
 }

@@ -127,12 +127,11 @@ pub struct Event {
 /// The `system.event` an eprobe definition (`e:[grp/]name SYS.EV|SYS/EV
 /// ...`) attaches to; `None` for other definitions.
 pub fn eprobe_target(definition: &str) -> Option<String> {
-    let mut words = definition.split_whitespace();
-    let head = words.next()?;
-    if !head.starts_with("e:") && head != "e" {
+    let head = ktrace_probe::head(definition)?;
+    if head.prefix != "e" {
         return None;
     }
-    let place = words.next()?;
+    let place = head.place?;
     let (sys, ev) = place.split_once(['.', '/'])?;
     Some(format!("{sys}.{ev}"))
 }

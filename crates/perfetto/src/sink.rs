@@ -99,8 +99,7 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
         let defs = defs
             .into_iter()
             .filter_map(|d| {
-                let head = d.split_whitespace().next()?;
-                let (_, place) = head.split_once(':')?;
+                let place = ktrace_probe::head(&d)?.name?;
                 Some((place.to_string(), d.clone()))
             })
             .collect();
@@ -290,16 +289,15 @@ impl<'a, W: Write> PerfettoSink<'a, W> {
 /// function (`SYM` of `SYM`, `SYM+0`, `SYM%return`), or `PATH:OFFSET` of a
 /// uprobe; `None` for a probe inside a function (no slice pairs with it).
 fn place_of(def: &str) -> Option<String> {
-    let mut w = def.split_whitespace();
-    let head = w.next()?;
-    let mut place = w.next()?;
+    let head = ktrace_probe::head(def)?;
+    let mut place = head.place?;
     if place.chars().all(|c| c.is_ascii_digit()) {
         // r16:ev SYM (maxactive written apart is not the kernel's form,
         // but take the next word)
-        place = w.next()?;
+        place = head.args().next()?;
     }
     let place = place.strip_suffix("%return").unwrap_or(place);
-    if head.starts_with('p') || head.starts_with('r') {
+    if matches!(head.letter(), Some(b'p' | b'r')) {
         if place.contains(':') || place.starts_with('/') {
             // uprobe: PATH:OFFSET (a return probe names the function's
             // entry, as the entry probe does)
@@ -422,5 +420,62 @@ impl<W: Write> Sink for PerfettoSink<'_, W> {
 
     fn finish(&mut self, _end: &ktrace_stream::EndOfRun) -> io::Result<()> {
         self.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoSymbols;
+
+    impl Symbolizer for NoSymbols {
+        fn lookup(&self, _: u64) -> Option<ktrace_event::printfmt::Symbol<'_>> {
+            None
+        }
+    }
+
+    #[test]
+    fn place_of_definitions() {
+        for (def, want) in [
+            ("p:g/e vfs_read", Some("vfs_read")),
+            ("p:g/e vfs_read+0 a=%di", Some("vfs_read")),
+            ("r:g/e vfs_read%return $retval", Some("vfs_read")),
+            ("r16:g/e vfs_read", Some("vfs_read")),
+            ("p:g/e vfs_read+0x0", Some("vfs_read")),
+            ("p:g/e vfs_read+4", None),
+            // maxactive written apart: the next word
+            ("r:g/e 16 vfs_read", Some("vfs_read")),
+            ("r:g/e 16", None),
+            ("p:u/e /bin/sh:0x10(0x20) %ax", Some("/bin/sh:0x10")),
+            ("r:u/e /bin/sh:0x10", Some("/bin/sh:0x10")),
+            ("p:g/e\tvfs_read\t\ta=%di", Some("vfs_read")),
+            ("e:g/e sched.sched_switch", None),
+            ("f:g/e vfs_read", None),
+            ("p:g/e", None),
+            ("", None),
+        ] {
+            assert_eq!(place_of(def).as_deref(), want, "{def:?}");
+        }
+    }
+
+    #[test]
+    fn definitions_are_keyed_by_their_name() {
+        let defs = [
+            "p:ktrace/open do_sys_openat2",
+            "r8:ktrace/open_ret do_sys_openat2",
+            "  p:ev vfs_read",
+            "p vfs_write",
+            "",
+        ];
+        let sink = PerfettoSink::new(
+            Vec::new(),
+            &NoSymbols,
+            defs.iter().map(|d| d.to_string()).collect(),
+        );
+        let mut keys: Vec<&str> = sink.defs.keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, ["ev", "ktrace/open", "ktrace/open_ret"]);
+        assert_eq!(sink.defs["ev"], "  p:ev vfs_read");
     }
 }

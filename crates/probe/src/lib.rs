@@ -51,6 +51,7 @@ pub mod env;
 pub mod error;
 pub mod fetch;
 pub mod filter;
+pub mod head;
 pub mod hint;
 pub mod kernel;
 pub mod kstrtox;
@@ -64,6 +65,7 @@ pub use arch::Arch;
 pub use ast::{Definition, Fetch, ProbeArg, ProbeDef, ProbeKind};
 pub use env::{Environment, FileKind, Kallsyms, Offline};
 pub use error::{ErrorKind, ProbeError, Silent, TpErr};
+pub use head::{Head, head};
 pub use kernel::KernelVersion;
 pub use parse::{Checked, Interface, Target, Unchecked, check_line};
 
