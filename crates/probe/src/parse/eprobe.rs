@@ -10,6 +10,7 @@ use crate::btfvar::BtfScope;
 use crate::error::{ErrorKind, ProbeError, TpErr};
 use crate::fetch::{ArgCtx, ArgFlags};
 
+/// `__trace_eprobe_create()`: `e[:[GRP/][EVENT]] SYSTEM/EVENT [ARGS] [if FILTER]`.
 pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let w0 = argv.words[0];
     if argv.words.len() < 2 || !w0.starts_with('e') {
@@ -27,13 +28,45 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let group = group.unwrap_or_else(|| "eprobes".to_string());
     let auto_event = event.is_none();
     let event = event.unwrap_or_else(|| truncate_name(sys_event.clone()));
+    let (argc, filter) = split_filter(argv, ctx, &system, &sys_event)?;
+    let fields = ctx.env.event_fields(&system, &sys_event);
+    match &fields {
+        Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
+        Some(Some(_)) => {}
+        None => ctx.note(Unchecked::AttachedEvent),
+    }
+    check_filter(ctx, filter.as_ref(), &system, &sys_event)?;
+    let (args, ignored_args) = arguments(argv, ctx, argc, &fields)?;
+    check_arg_symbols(ctx, argv, &args, false)?;
+    ctx.note(Unchecked::EventName);
+    Ok(ProbeDef {
+        group,
+        event,
+        auto_event,
+        kind: ProbeKind::Eprobe {
+            system,
+            event: sys_event,
+            filter,
+        },
+        args,
+        ignored_args,
+    })
+}
+
+/// The words before `if` (how many) and the filter after it.
+fn split_filter(
+    argv: &Argv,
+    ctx: &mut Ctx,
+    system: &str,
+    sys_event: &str,
+) -> Result<(usize, Option<String>), Fail> {
     let mut argc = argv.words.len();
     let mut filter = None;
     if let Some(i) = argv.words.iter().skip(2).position(|w| *w == "if") {
         let idx = i + 2;
         let words = &argv.words[idx + 1..];
         if words.is_empty() {
-            match ctx.env.event_fields(&system, &sys_event) {
+            match ctx.env.event_fields(system, sys_event) {
                 Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
                 _ => return Err(ctx.logged(argv, TpErr::NO_EP_FILTER, idx + 1, 0)),
             }
@@ -42,17 +75,20 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
         ctx.note(Unchecked::Filter);
         argc = idx;
     }
-    let fields = ctx.env.event_fields(&system, &sys_event);
-    match &fields {
-        Some(None) => return Err(ctx.logged(argv, TpErr::BAD_ATTACH_EVENT, 1, 0)),
-        Some(Some(_)) => {}
-        None => ctx.note(Unchecked::AttachedEvent),
-    }
-    // trace_eprobe_parse_filter(): the filter is parsed before the
-    // arguments, by the event filter parser, which logs its own error.
-    // (quotes and parentheses are decided without the event's fields)
-    if let Some(text) = &filter
-        && let Some(verdict) = match ctx.env.event_field_decls(&system, &sys_event) {
+    Ok((argc, filter))
+}
+
+/// trace_eprobe_parse_filter(): the filter is parsed before the
+/// arguments, by the event filter parser, which logs its own error.
+/// (quotes and parentheses are decided without the event's fields)
+fn check_filter(
+    ctx: &mut Ctx,
+    filter: Option<&String>,
+    system: &str,
+    sys_event: &str,
+) -> Result<(), Fail> {
+    if let Some(text) = filter
+        && let Some(verdict) = match ctx.env.event_field_decls(system, sys_event) {
             Some(decls) => crate::filter::check(text, &decls),
             None => crate::filter::calc_stack(text.as_bytes())
                 .or_else(|| crate::filter::no_field_name(text))
@@ -71,6 +107,17 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             }));
         }
     }
+    Ok(())
+}
+
+/// The arguments (the words before any `if`), parsed with the event's fields;
+/// when one fails, a missing `@SYM` in an earlier one fails first.
+fn arguments(
+    argv: &Argv,
+    ctx: &mut Ctx,
+    argc: usize,
+    fields: &Option<Option<Vec<String>>>,
+) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
     let actx = ArgCtx {
         arch: ctx.target.arch,
         features: ctx.target.features(),
@@ -89,7 +136,7 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     };
     let env = ctx.env;
     let mut scope = BtfScope::new(env, ctx.target.arch, None);
-    if let Some(Some(fields)) = &fields {
+    if let Some(Some(fields)) = fields {
         scope.set_event_fields(fields);
     }
     let (args, ignored_args) = match parse_args(&sub, 2, &actx, ctx, Some(&mut scope)) {
@@ -112,7 +159,7 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
                     joined: sub.joined.clone(),
                 };
                 let mut scope = BtfScope::new(env, ctx.target.arch, None);
-                if let Some(Some(fields)) = &fields {
+                if let Some(Some(fields)) = fields {
                     scope.set_event_fields(fields);
                 }
                 let unchecked = ctx.unchecked.clone();
@@ -125,18 +172,5 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
             return Err(e);
         }
     };
-    check_arg_symbols(ctx, argv, &args, false)?;
-    ctx.note(Unchecked::EventName);
-    Ok(ProbeDef {
-        group,
-        event,
-        auto_event,
-        kind: ProbeKind::Eprobe {
-            system,
-            event: sys_event,
-            filter,
-        },
-        args,
-        ignored_args,
-    })
+    Ok((args, ignored_args))
 }
