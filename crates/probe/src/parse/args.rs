@@ -87,6 +87,8 @@ fn expand_dentry_args(words: &[String], ctx: &mut Ctx) -> Option<Vec<String>> {
     Some(words)
 }
 
+/// The arguments from word `first` on, each through `traceprobe_parse_probe_arg()`,
+/// and how many past `MAX_TRACE_ARGS` were dropped.
 pub(super) fn parse_args<'e>(
     argv: &Argv,
     first: usize,
@@ -95,44 +97,7 @@ pub(super) fn parse_args<'e>(
     mut btf: Option<&mut BtfScope<'e>>,
 ) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
     let features = ctx.target.features();
-    let btf_era = features.btf_args && ctx.target.arch.has_arg_access();
-    // traceprobe_expand_meta_args() (6.5+, kernel probes): `$arg…` words are
-    // checked first, then, with BTF, `$argN` and `$arg*` become parameter names.
-    let mut expanded: Option<Vec<String>> = None;
-    if features.btf_parser && actx.flags.kernel && !actx.flags.tpoint {
-        if btf_era || features.meta_args_without_btf {
-            let mut own;
-            let scope = match btf.as_deref_mut() {
-                Some(s) => s,
-                None => {
-                    own = BtfScope::new(ctx.env, ctx.target.arch, None);
-                    &mut own
-                }
-            };
-            let entry_or_exit = crate::fetch::function_entry(actx.flags)
-                || crate::fetch::function_return(actx.flags);
-            match crate::btfvar::expand_meta_args(
-                &argv.words[first..],
-                entry_or_exit,
-                btf_era,
-                scope,
-            ) {
-                Ok(crate::btfvar::Expanded::Same) => {}
-                Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
-                Err((i, e)) => {
-                    return Err(match e {
-                        ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
-                        ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
-                    });
-                }
-            }
-        } else if let Err((i, e)) = crate::fetch::scan_meta_args(&argv.words[first..], actx) {
-            return Err(match e {
-                ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
-                ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
-            });
-        }
-    }
+    let expanded = meta_args(argv, first, actx, ctx, btf.as_deref_mut())?;
     // The words parsed: the expanded ones, or the command's own.
     let mut words: Vec<String> = match &expanded {
         Some(w) => w.clone(),
@@ -209,6 +174,57 @@ pub(super) fn parse_args<'e>(
         }
     }
     Ok((args, words.len().saturating_sub(MAX_TRACE_ARGS)))
+}
+
+/// The `$arg…` words checked, and expanded where BTF names them: the words
+/// parsed in their place, or `None` when they stay the command's.
+fn meta_args<'e>(
+    argv: &Argv,
+    first: usize,
+    actx: &ArgCtx,
+    ctx: &mut Ctx<'e>,
+    btf: Option<&mut BtfScope<'e>>,
+) -> Result<Option<Vec<String>>, Fail> {
+    let features = ctx.target.features();
+    let btf_era = features.btf_args && ctx.target.arch.has_arg_access();
+    // traceprobe_expand_meta_args() (6.5+, kernel probes): `$arg…` words are
+    // checked first, then, with BTF, `$argN` and `$arg*` become parameter names.
+    let mut expanded: Option<Vec<String>> = None;
+    if features.btf_parser && actx.flags.kernel && !actx.flags.tpoint {
+        if btf_era || features.meta_args_without_btf {
+            let mut own;
+            let scope = match btf {
+                Some(s) => s,
+                None => {
+                    own = BtfScope::new(ctx.env, ctx.target.arch, None);
+                    &mut own
+                }
+            };
+            let entry_or_exit = crate::fetch::function_entry(actx.flags)
+                || crate::fetch::function_return(actx.flags);
+            match crate::btfvar::expand_meta_args(
+                &argv.words[first..],
+                entry_or_exit,
+                btf_era,
+                scope,
+            ) {
+                Ok(crate::btfvar::Expanded::Same) => {}
+                Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
+                Err((i, e)) => {
+                    return Err(match e {
+                        ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                        ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+                    });
+                }
+            }
+        } else if let Err((i, e)) = crate::fetch::scan_meta_args(&argv.words[first..], actx) {
+            return Err(match e {
+                ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+            });
+        }
+    }
+    Ok(expanded)
 }
 
 /// `traceprobe_update_arg()` at registration: `@SYM` must resolve. Kprobes report a
