@@ -18,7 +18,7 @@
 //! (mm/memblock.c, `reserve_mem()`: memory set aside at boot under a label)
 //! and `trace_instance=NAME@LABEL` (kernel/trace/trace.c,
 //! `enable_instances()`: an instance whose ring buffer lives in that memory
-//! and is validated, not cleared, at the next boot: "Ring buffer meta [N]
+//! and is validated, not cleared, at the next boot: "Ring buffer meta \[N\]
 //! is from previous boot!"). Both are from Linux 6.12.
 
 use std::fmt;

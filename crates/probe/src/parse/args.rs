@@ -1,0 +1,273 @@
+//! A probe's arguments as its kind's parser hands them to
+//! `traceprobe_parse_probe_arg()`: the `$arg…` meta-arguments expanded first
+//! (`traceprobe_expand_meta_args()`), `:%pd`/`:%pD` rewritten
+//! (`traceprobe_expand_dentry_args()`), the argument count checked, each word
+//! parsed by [`crate::fetch`]; and, at registration, their `@SYM`s resolved
+//! (`traceprobe_update_arg()`).
+
+use super::{Argv, Ctx, Fail, Unchecked, silent};
+use crate::arch::Arch;
+use crate::btfvar::BtfScope;
+use crate::error::{Silent, TpErr};
+use crate::fetch::{ArgCtx, ArgError, ArgsState, MAX_TRACE_ARGS, parse_arg_with};
+use crate::kernel::KernelVersion;
+use crate::kstrtox::kstrtol;
+
+/// The event field an argument fetches, if any (at the bottom of its
+/// dereferences).
+fn first_field(f: &crate::ast::Fetch) -> Option<&str> {
+    match f {
+        crate::ast::Fetch::Field(name) => Some(name),
+        crate::ast::Fetch::Deref { inner, .. } => first_field(inner),
+        _ => None,
+    }
+}
+
+/// The offsets `:%pd`/`:%pD` expand to, `offsetof(struct dentry, d_name.name)`
+/// and `offsetof(struct file, f_path.dentry)`, as the readback of Debian's
+/// kernels shows them (corpus fixtures); `None` where not seen.
+fn dentry_offsets(arch: Arch, kernel: KernelVersion) -> Option<(u64, u64)> {
+    let series = kernel.series();
+    if series != KernelVersion::new(6, 12) && series != KernelVersion::new(7, 2) {
+        return None;
+    }
+    match arch {
+        // arm-7.2: `+0x0(+0x20(+0x2c(%r0))):string` (6.12's struct file is
+        // laid out as 7.2's: the 64-bit readbacks of both agree).
+        Arch::Arm => Some((0x20, 0x2c)),
+        // riscv64-7.2: `+0x0(+0x28(+0x48(%a0))):string`; the same on x86_64
+        // 6.12, arm64 6.12 and 7.2 (conform seed 7: `+224(\-1):%pD`,
+        // `%ip:%pD`, `$retval:%pD` read back with +0x48).
+        Arch::Riscv64 | Arch::X86_64 | Arch::Arm64 => Some((0x28, 0x48)),
+        Arch::I386 => None,
+    }
+}
+
+/// `traceprobe_expand_dentry_args()` (6.9+): a `NAME=ARG:%pd` word becomes
+/// `NAME=+0x0(+0xD(ARG)):string` and `:%pD` `+0x0(+0xD(+0xF(ARG))):string`, with
+/// D and F the offsets of `struct dentry`'s name and `struct file`'s dentry in
+/// the target's build. The kernel rewrites the words in place, so later errors
+/// show the rewritten command. `None` when no word has such a type.
+fn expand_dentry_args(words: &[String], ctx: &mut Ctx) -> Option<Vec<String>> {
+    if !ctx.target.features().dentry_types
+        || !words
+            .iter()
+            .any(|w| w.ends_with(":%pd") || w.ends_with(":%pD"))
+    {
+        return None;
+    }
+    let (d_name, f_dentry) = match dentry_offsets(ctx.target.arch, ctx.target.kernel) {
+        Some(o) => o,
+        None => {
+            // The layout of the target's build is not known here: the offsets
+            // below are a 64-bit guess, and the readback is not checked.
+            ctx.note(Unchecked::StructLayout);
+            (0x28, 0x40)
+        }
+    };
+    let words = words
+        .iter()
+        .map(|w| {
+            let is_d = w.ends_with(":%pd");
+            if !(is_d || w.ends_with(":%pD")) {
+                return w.to_string();
+            }
+            let w = &w[..w.len() - 4];
+            let (name, body) = match w.split_once('=') {
+                Some((n, b)) => (format!("{n}="), b),
+                None => (String::new(), w),
+            };
+            if is_d {
+                format!("{name}+0x0(+0x{d_name:x}({body})):string")
+            } else {
+                format!("{name}+0x0(+0x{d_name:x}(+0x{f_dentry:x}({body}))):string")
+            }
+        })
+        .collect();
+    Some(words)
+}
+
+/// The arguments from word `first` on, each through `traceprobe_parse_probe_arg()`,
+/// and how many past `MAX_TRACE_ARGS` were dropped.
+pub(super) fn parse_args<'e>(
+    argv: &Argv,
+    first: usize,
+    actx: &ArgCtx,
+    ctx: &mut Ctx<'e>,
+    mut btf: Option<&mut BtfScope<'e>>,
+) -> Result<(Vec<crate::ast::ProbeArg>, usize), Fail> {
+    let features = ctx.target.features();
+    let expanded = meta_args(argv, first, actx, ctx, btf.as_deref_mut())?;
+    // The words parsed: the expanded ones, or the command's own.
+    let mut words: Vec<String> = match &expanded {
+        Some(w) => w.clone(),
+        None => argv.words[first..].iter().map(|w| w.to_string()).collect(),
+    };
+    // Newer kernels refuse what older ones silently cut at MAX_TRACE_ARGS
+    // (counted after the expansion).
+    if features.too_many_args_error && words.len() > MAX_TRACE_ARGS {
+        return Err(ctx.logged(argv, TpErr::TOO_MANY_ARGS, first, 0));
+    }
+    if features.too_many_args_silent && words.len() > MAX_TRACE_ARGS {
+        return Err(Fail::Err(silent(Silent::TooManyArgs, &argv.joined)));
+    }
+    // `%pd`/`%pD` rewrite the words in place: in the command the log shows
+    // too, unless the meta-argument expansion made a copy of them.
+    let rewritten;
+    // (kprobes and fprobes only: event probes and uprobes keep the words)
+    let dentry = if actx.flags.kernel && !actx.flags.tpoint {
+        expand_dentry_args(&words, ctx)
+    } else {
+        None
+    };
+    let log = match dentry {
+        Some(new) => {
+            words = new;
+            if expanded.is_none() {
+                let mut all: Vec<String> =
+                    argv.words[..first].iter().map(|w| w.to_string()).collect();
+                all.extend(words.iter().cloned());
+                rewritten = all;
+                Argv::split_words(&rewritten)
+            } else {
+                Argv::split_words_from(argv)
+            }
+        }
+        None => Argv::split_words_from(argv),
+    };
+    let mut state = ArgsState::default();
+    let mut args = Vec::new();
+    let unknown_btf = btf.as_deref().is_some_and(BtfScope::unknown);
+    for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
+        let index = first + i;
+        let span = if index < log.words.len() {
+            log.span(index)
+        } else {
+            Default::default()
+        };
+        // `$arg…` words whose expansion needed BTF this check does not have
+        if unknown_btf && w.starts_with("$arg") {
+            ctx.note(Unchecked::Btf);
+            args.push(crate::fetch::opaque_arg(w, i, span, actx, &mut state));
+            continue;
+        }
+        match parse_arg_with(w, i, span, actx, &mut state, btf.as_deref_mut()) {
+            // 6.1 trace_eprobe_tp_arg_update(): the field is looked up after
+            // the argument parsed, before the next one.
+            Ok(a)
+                if actx.flags.tpoint
+                    && !features.btf_parser
+                    && first_field(&a.fetch).is_some_and(|f| {
+                        f != "comm"
+                            && f != "COMM"
+                            && btf.as_deref().and_then(|b| b.has_event_field(f)) == Some(false)
+                    }) =>
+            {
+                return Err(ctx.logged(&log, TpErr::BAD_ATTACH_ARG, index, 0));
+            }
+            Ok(a) => args.push(a),
+            Err(ArgError::Logged(e, off)) => return Err(ctx.logged(&log, e, index, off)),
+            Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &log.joined))),
+        }
+        if btf.as_deref().is_some_and(BtfScope::unknown) {
+            ctx.note(Unchecked::Btf);
+        }
+    }
+    Ok((args, words.len().saturating_sub(MAX_TRACE_ARGS)))
+}
+
+/// The `$arg…` words checked, and expanded where BTF names them: the words
+/// parsed in their place, or `None` when they stay the command's.
+fn meta_args<'e>(
+    argv: &Argv,
+    first: usize,
+    actx: &ArgCtx,
+    ctx: &mut Ctx<'e>,
+    btf: Option<&mut BtfScope<'e>>,
+) -> Result<Option<Vec<String>>, Fail> {
+    let features = ctx.target.features();
+    let btf_era = features.btf_args && ctx.target.arch.has_arg_access();
+    // traceprobe_expand_meta_args() (6.5+, kernel probes): `$arg…` words are
+    // checked first, then, with BTF, `$argN` and `$arg*` become parameter names.
+    let mut expanded: Option<Vec<String>> = None;
+    if features.btf_parser && actx.flags.kernel && !actx.flags.tpoint {
+        if btf_era || features.meta_args_without_btf {
+            let mut own;
+            let scope = match btf {
+                Some(s) => s,
+                None => {
+                    own = BtfScope::new(ctx.env, ctx.target.arch, None);
+                    &mut own
+                }
+            };
+            let entry_or_exit = crate::fetch::function_entry(actx.flags)
+                || crate::fetch::function_return(actx.flags);
+            match crate::btfvar::expand_meta_args(
+                &argv.words[first..],
+                entry_or_exit,
+                btf_era,
+                scope,
+            ) {
+                Ok(crate::btfvar::Expanded::Same) => {}
+                Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
+                Err((i, e)) => {
+                    return Err(match e {
+                        ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                        ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+                    });
+                }
+            }
+        } else if let Err((i, e)) = crate::fetch::scan_meta_args(&argv.words[first..], actx) {
+            return Err(match e {
+                ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
+            });
+        }
+    }
+    Ok(expanded)
+}
+
+/// `traceprobe_update_arg()` at registration: `@SYM` must resolve. Kprobes report a
+/// failure against the probe point; event probes return it without a log entry.
+pub(super) fn check_arg_symbols(
+    ctx: &mut Ctx,
+    argv: &Argv,
+    args: &[crate::ast::ProbeArg],
+    logged: bool,
+) -> Result<(), Fail> {
+    let fail = |ctx: &Ctx, err: TpErr| {
+        if logged {
+            ctx.logged(argv, err, 1, 0)
+        } else {
+            Fail::Err(silent(Silent::Other, &argv.joined))
+        }
+    };
+    fn walk<'a>(f: &'a crate::ast::Fetch, out: &mut Vec<&'a str>) {
+        match f {
+            crate::ast::Fetch::Symbol(s) => out.push(s),
+            crate::ast::Fetch::Deref { inner, .. } => walk(inner, out),
+            _ => {}
+        }
+    }
+    let mut syms = Vec::new();
+    for a in args {
+        walk(&a.fetch, &mut syms);
+    }
+    for s in syms {
+        let name = match s.find(['+', '-']) {
+            Some(p) => {
+                if kstrtol(&s[p..], 0, ctx.target.arch.bits()).is_err() {
+                    return Err(fail(ctx, TpErr::FAIL_REG_PROBE));
+                }
+                &s[..p]
+            }
+            None => s,
+        };
+        match ctx.env.symbol_count(name) {
+            Some(0) => return Err(fail(ctx, TpErr::BAD_PROBE_ADDR)),
+            Some(_) => {}
+            None => ctx.note(Unchecked::ArgSymbols),
+        }
+    }
+    Ok(())
+}
