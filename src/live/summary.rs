@@ -131,7 +131,7 @@ fn summary(
 
 /// The end of a run, after the sink is done: prints the summary, tears the
 /// session down and turns the run's fate into the exit code. `error` is a
-/// stream error from [`stream_loop`], `output_error` a failure of the
+/// stream error from [`stream_loop`](super::stream::stream_loop), `output_error` a failure of the
 /// destination found at its end; `out_name` names the destination in
 /// messages.
 pub(crate) fn conclude(

@@ -1,7 +1,7 @@
 //! ktrace-conform: differential testing of ktrace's definition checker
 //! against a real kernel. A seeded [`generate`]r draws definitions from the
 //! kernel's grammar (every kind, fetch form and type, names, limits) and
-//! mutates them; [`compare`] holds the kernel's answer to one definition
+//! mutates them; [`compare`](mod@compare) holds the kernel's answer to one definition
 //! (the write's verdict, the error_log entry, the readback, the format
 //! file) against ktrace's (`ktrace check` on the same line) field by field
 //! and sorts each disagreement by category and level; [`record`] writes a
