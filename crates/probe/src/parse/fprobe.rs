@@ -7,14 +7,11 @@ use super::args::{check_arg_symbols, parse_args};
 use super::names::{
     name_taken_by_another_event, parse_event_name, sanitize_event_name, truncate_name,
 };
-use super::{
-    Argv, Ctx, Fail, KRETPROBE_MAXACTIVE_MAX, MAX_EVENT_NAME_LEN, Unchecked, symbol_exists,
-};
+use super::{Argv, Ctx, Fail, Unchecked, maxactive_digits, symbol_exists};
 use crate::ast::{FprobeDef, KprobePlace, ProbeDef, ProbeKind};
 use crate::btfvar::BtfScope;
 use crate::error::TpErr;
 use crate::fetch::{ArgCtx, ArgFlags};
-use crate::kstrtox::kstrtouint;
 
 /// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12) and
 /// `trace_fprobe_create_internal()` (7.2): `f[N][:[GRP/][EVENT]]
@@ -111,18 +108,7 @@ fn prefix(argv: &Argv, ctx: &mut Ctx) -> Result<(bool, Option<usize>, u32), Fail
             return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
         }
     } else if w0.as_bytes().get(1).is_some_and(|c| c.is_ascii_digit()) {
-        let end = event_at.map_or(w0.len(), |e| e - 1);
-        let digits = &w0[1..end];
-        if digits.len() > MAX_EVENT_NAME_LEN - 1 {
-            return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
-        }
-        maxactive = kstrtouint(digits, 0)
-            .ok()
-            .filter(|m| *m != 0)
-            .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
-        if maxactive > KRETPROBE_MAXACTIVE_MAX {
-            return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
-        }
+        maxactive = maxactive_digits(argv, ctx, w0, event_at)?;
     }
     Ok((tracepoint, event_at, maxactive))
 }

@@ -7,15 +7,13 @@ use super::args::{check_arg_symbols, parse_args};
 use super::names::{
     name_taken_by_another_event, parse_event_name, sanitize_event_name, truncate_name,
 };
-use super::{
-    Argv, Ctx, Fail, KRETPROBE_MAXACTIVE_MAX, MAX_EVENT_NAME_LEN, Unchecked, symbol_exists,
-};
+use super::{Argv, Ctx, Fail, Unchecked, maxactive_digits, symbol_exists};
 use crate::arch::Arch;
 use crate::ast::{KprobePlace, ProbeDef, ProbeKind};
 use crate::btfvar::BtfScope;
 use crate::error::{ErrorKind, TpErr};
 use crate::fetch::{ArgCtx, ArgFlags};
-use crate::kstrtox::{kstrtol, kstrtouint, kstrtoul};
+use crate::kstrtox::{kstrtol, kstrtoul};
 
 pub(super) fn kprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     let (mut is_return, event_at, maxactive) = prefix(argv, ctx)?;
@@ -107,18 +105,7 @@ fn prefix(argv: &Argv, ctx: &mut Ctx) -> Result<(bool, Option<usize>, u32), Fail
             };
             return Err(ctx.logged(argv, e, 0, 1));
         }
-        let end = event_at.map_or(w0.len(), |e| e - 1);
-        let digits = &w0[1..end];
-        if digits.len() > MAX_EVENT_NAME_LEN - 1 {
-            return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
-        }
-        maxactive = kstrtouint(digits, 0)
-            .ok()
-            .filter(|m| *m != 0)
-            .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
-        if maxactive > KRETPROBE_MAXACTIVE_MAX {
-            return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
-        }
+        maxactive = maxactive_digits(argv, ctx, w0, event_at)?;
     }
     Ok((is_return, event_at, maxactive))
 }

@@ -27,6 +27,7 @@ use crate::ast::{Definition, RemoveDef, Span};
 use crate::env::Environment;
 use crate::error::{ErrorKind, ProbeError, Silent, TpErr};
 use crate::kernel::{Features, KernelVersion};
+use crate::kstrtox::kstrtouint;
 use eprobe::eprobe;
 use fprobe::fprobe;
 use kprobe::kprobe;
@@ -506,6 +507,31 @@ fn symbol_exists(ctx: &Ctx, sym: &str) -> Option<bool> {
         },
         None => ctx.env.symbol_count(sym).map(|n| n > 0),
     }
+}
+
+/// The digits of `rN:`/`fN:` (or `rN`), as `trace_kprobe_create()` and
+/// `trace_fprobe_create()` read them: at most `MAX_EVENT_NAME_LEN - 1`
+/// of them, a number `kstrtouint()` takes, not 0 ("Invalid maxactive
+/// number"), at most `KRETPROBE_MAXACTIVE_MAX` ("Maxactive is too big").
+fn maxactive_digits(
+    argv: &Argv,
+    ctx: &mut Ctx,
+    w0: &str,
+    event_at: Option<usize>,
+) -> Result<u32, Fail> {
+    let end = event_at.map_or(w0.len(), |e| e - 1);
+    let digits = &w0[1..end];
+    if digits.len() > MAX_EVENT_NAME_LEN - 1 {
+        return Err(ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1));
+    }
+    let maxactive = kstrtouint(digits, 0)
+        .ok()
+        .filter(|m| *m != 0)
+        .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
+    if maxactive > KRETPROBE_MAXACTIVE_MAX {
+        return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
+    }
+    Ok(maxactive)
 }
 
 #[cfg(test)]
