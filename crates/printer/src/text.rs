@@ -90,6 +90,15 @@ struct Plan {
 enum Step {
     /// Bytes printed as they are.
     Lit(Box<[u8]>),
+    /// Bytes printed as they are, at most 16 of them: `bytes` padded with
+    /// zeros to 16, appended whole and cut back to `len` (one fixed-size
+    /// copy instead of `append`'s tests of the length).
+    Short {
+        /// The bytes, then zeros.
+        padded: [u8; 16],
+        /// How many bytes are the literal's.
+        len: u8,
+    },
     /// A plain integer conversion, precomputed.
     Int(FastInt),
     /// A `%s` of a string field (`__get_str()`), its width and precision
@@ -166,9 +175,9 @@ impl Plan {
                     // the header's `)` is this literal's, skipped or not
                     // (an eprobe's prefix carries its own)
                     Op::Lit(b) if i == start && (!probe || eprobe) => {
-                        Step::Lit(b[skip.min(b.len())..].into())
+                        Step::lit(&b[skip.min(b.len())..])
                     }
-                    Op::Lit(b) => Step::Lit(b.as_slice().into()),
+                    Op::Lit(b) => Step::lit(b),
                     Op::Conv {
                         spec,
                         arg: Arg::Str { index, elem },
@@ -199,6 +208,22 @@ impl Plan {
             probe: probe && !eprobe,
             args: probe || eprobe,
             steps,
+        }
+    }
+}
+
+impl Step {
+    /// The step printing `b` as it is.
+    fn lit(b: &[u8]) -> Step {
+        if b.len() <= 16 {
+            let mut padded = [0u8; 16];
+            padded[..b.len()].copy_from_slice(b);
+            Step::Short {
+                padded,
+                len: b.len() as u8,
+            }
+        } else {
+            Step::Lit(b.into())
         }
     }
 }
@@ -558,6 +583,19 @@ impl<'a> TextPrinter<'a> {
                         }
                     }
                     append(out, b);
+                }
+                Step::Short { padded, len } => {
+                    let len = usize::from(*len);
+                    if skip_quote {
+                        skip_quote = false;
+                        if len > 0 && padded[0] == b'"' {
+                            append(out, &padded[1..len]);
+                            continue;
+                        }
+                    }
+                    let at = out.len();
+                    out.extend_from_slice(padded);
+                    out.truncate(at + len);
                 }
                 &Step::Int(fi) => {
                     skip_quote = false;
@@ -1178,5 +1216,43 @@ print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
         assert_eq!(String::from_utf8(out).unwrap(), want.join("\n") + "\n");
         assert!(clock_in_ns("local") && clock_in_ns("mono_raw") && clock_in_ns("boot"));
         assert!(!clock_in_ns("counter") && !clock_in_ns("uptime") && !clock_in_ns("x86-tsc"));
+    }
+
+    /// Literals of up to 16 bytes are printed from a padded copy
+    /// (`Step::Short`): a faulted string argument still drops the quotes
+    /// around its `(fault)`, the closing one being the next literal's
+    /// first byte, and the other literals print whole.
+    #[test]
+    fn short_literals_around_a_faulted_string() {
+        let fmt = concat!(
+            "name: hit\nID: 9\nformat:\n",
+            common_fields!(),
+            "\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n",
+            "\tfield:__data_loc char[] s;\toffset:16;\tsize:4;\tsigned:1;\n",
+            "\tfield:__data_loc char[] t;\toffset:20;\tsize:4;\tsigned:1;\n\n",
+            "print fmt: \"(0x%lx) s=\\\"%s\\\" t=\\\"%s\\\" and a longer literal\", ",
+            "REC->__probe_ip, __get_str(s), __get_str(t)\n"
+        );
+        let mut events = Events::new(8);
+        events.add_with_kind("u", fmt, ProbeKind::Uprobe).unwrap();
+        let mut rec = vec![9, 0, 0, 0, 1, 0, 0, 0];
+        rec.extend_from_slice(&0x401136u64.to_le_bytes());
+        // s: faulted (length 0); t: "ok" at offset 24
+        rec.extend_from_slice(&0u32.to_le_bytes());
+        rec.extend_from_slice(&(24u32 | 3 << 16).to_le_bytes());
+        rec.extend_from_slice(b"ok\0");
+        let p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &NoSymbols,
+            Comms::new(),
+        );
+        let mut out = Vec::new();
+        p.write_event(&mut out, events.get(9).unwrap(), &rec);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "hit: (0x401136) s=(fault) t=\"ok\" and a longer literal"
+        );
     }
 }
