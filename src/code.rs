@@ -70,8 +70,9 @@ impl Source<'_> {
             .lookup(addr)
             .ok_or_else(|| format!("{addr:#x} is in no kernel symbol"))?;
         let (f, o) = (at.symbol.clone(), at.offset);
-        let (_, bytes) = kernel_function(view, core, &f.name, f.module.as_deref())
-            .map_err(|e| format!("{e:#}"))?;
+        // (by the symbol found, not its name: a name two functions share,
+        // such as load_elf_binary and its compat twin, is still one address)
+        let bytes = symbol_code(view, core, &f).map_err(|e| format!("{e:#}"))?;
         let fname = match &f.module {
             Some(m) => format!("{m}:{}", f.name),
             None => f.name.clone(),
@@ -155,16 +156,24 @@ pub fn kernel_function(
                 .join(", ")
         ),
     };
-    let size = ks.extent(&sym).with_context(|| {
+    let bytes = symbol_code(view, core, &sym)?;
+    Ok((sym, bytes))
+}
+
+/// The code of kernel symbol `sym` of `view`'s kallsyms, through the core
+/// file `core`: up to the next symbol (at most 1 MiB).
+fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> anyhow::Result<Vec<u8>> {
+    let name = &sym.name;
+    let ks = view.kallsyms().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let size = ks.extent(sym).with_context(|| {
         format!("the size of {name} is unknown (it is the last symbol of its region)")
     })?;
     let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
-    let bytes = ktrace_disasm::kcore::read(core, sym.addr, size).with_context(|| {
+    ktrace_disasm::kcore::read(core, sym.addr, size).with_context(|| {
         format!(
             "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
         )
-    })?;
-    Ok((sym, bytes))
+    })
 }
 
 /// A function's code in a vmlinux (or any ELF with symbols): `st_size`
@@ -290,6 +299,7 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
         return None;
     };
     let (symbol, offset, is_return) = (symbol.clone(), *offset, *is_return);
+    let probe = (symbol.clone(), offset);
     if arch == Arch::Arm64 && offset != 0 && !is_return {
         arm64_decoder(checked, source, &symbol, offset);
         return None;
@@ -346,19 +356,96 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     };
     let symbol = fname;
     let Some(darch) = darch else {
+        if reserved(
+            checked,
+            source,
+            arch,
+            (&probe.0, probe.1),
+            (&symbol, offset),
+            &[],
+        ) {
+            return None;
+        }
         // riscv64: arch_check_kprobe() walks 2- and 4-byte instructions
         // from the function's start.
         return check_riscv(checked, &bytes, offset, &symbol);
     };
+    let insns = ktrace_disasm::decode(darch, &bytes, 0);
+    if reserved(
+        checked,
+        source,
+        arch,
+        (&probe.0, probe.1),
+        (&symbol, offset),
+        &insns,
+    ) {
+        return None;
+    }
     // Another tool's kprobe shows as int3 in the live code; the kernel
     // decodes the original instruction there, ktrace cannot. (An int3
     // after a return or jump is the compiler's straight-line-speculation
     // padding, not a probe.)
-    let insns = ktrace_disasm::decode(darch, &bytes, 0);
     if let Some(why) = int3_before(&insns, &bytes, offset) {
         return Some(why);
     }
     check_x86(checked, target, darch, &bytes, &insns, offset, &symbol)
+}
+
+/// A probe at `probe` (`SYM+OFF` as written) of the running kernel's own
+/// text (not a module's) inside a site the kernel patches itself: refused
+/// as `check_kprobe_address_safe()` refuses it, before any boundary check
+/// (x86_64 6.12: `async_run_entry_fn+0x34`, the 5-byte nop of a static
+/// branch). `at` is the function the address falls in and the offset into
+/// it (the probe itself, or the function past its end), `insns` that
+/// function's decoded code, for the length of an x86 site. Whether it
+/// refused.
+fn reserved(
+    checked: &mut Checked,
+    source: &Source,
+    arch: Arch,
+    probe: (&str, u64),
+    at: (&str, u64),
+    insns: &[ktrace_disasm::Insn],
+) -> bool {
+    let Source::Live(view, core) = source else {
+        return false;
+    };
+    let ((symbol, offset), (fname, foff)) = (probe, at);
+    if symbol.contains(':') || fname.contains(':') {
+        return false;
+    }
+    let Ok(ks) = view.kallsyms() else {
+        return false;
+    };
+    let Some(addr) = ks
+        .by_name(symbol, None)
+        .into_iter()
+        .find(|s| s.is_text())
+        .and_then(|s| s.addr.checked_add(offset))
+    else {
+        return false;
+    };
+    let start = addr - foff.min(addr);
+    let sites = crate::reserved::Sites::running(view, core, arch);
+    let len = |code: u64| {
+        let off = code.checked_sub(start)?;
+        insns
+            .iter()
+            .find(|i| i.offset == off)
+            .map(|i| u64::from(i.len))
+    };
+    let Some(site) = sites.at(addr, arch, len) else {
+        return false;
+    };
+    reject(
+        checked,
+        TpErr::FAIL_REG_PROBE,
+        format!(
+            "{fname}+{foff:#x} is in {}: kprobes refuse it (ktrace disasm {fname} marks it)",
+            site.describe()
+        ),
+    );
+    true
 }
 
 /// riscv64's boundary check of `SYM+OFF`: arch_check_kprobe() walks 2- and
@@ -468,6 +555,7 @@ fn check_x86(
 /// where every kernel decides alike. Code that cannot be read, or a word
 /// the kernels differ on, leaves the definition as it is.
 fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u64) {
+    let probe_offset = offset;
     let Ok(bytes) = source.read(symbol) else {
         return;
     };
@@ -479,6 +567,10 @@ fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u
     } else {
         (symbol.to_string(), offset, bytes)
     };
+    let probe = (symbol, probe_offset);
+    if reserved(checked, source, Arch::Arm64, probe, (&fname, offset), &[]) {
+        return;
+    }
     let Ok(Some(why)) = ktrace_disasm::arm64::kprobe_refusal_at(&bytes, offset) else {
         return;
     };

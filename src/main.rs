@@ -63,6 +63,7 @@ mod modwatch;
 mod outfile;
 mod output;
 mod progress;
+mod reserved;
 mod resolve;
 mod session;
 

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use ktrace_disasm::{Arch, Insn};
+use ktrace_probe::error::TpErr;
 use ktrace_symbols::blacklist::{self, BlacklistEntry};
 use ktrace_symbols::{elf, library};
 
@@ -229,6 +230,43 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
     // can_probe() from 6.12, an int3 by __copy_instruction() before, a ud2
     // as a BUG()/WARN() site always
     let mut kernel_says = Vec::new();
+    // Sites the kernel patches itself (jump labels, static calls): refused
+    // before anything else looks at the code, as the checker refuses them
+    if let Some(parch) = probe_arch(arch)
+        && sym.module.is_none()
+    {
+        let sites = crate::reserved::Sites::running(&view, &core, parch);
+        let (jumps, calls) = sites.counts();
+        if jumps + calls > 0 {
+            notes.push(format!(
+                "jump label sites read ({jumps}){}",
+                if calls > 0 {
+                    format!(", static call sites ({calls})")
+                } else {
+                    String::new()
+                }
+            ));
+            let insns = ktrace_disasm::decode(arch, &bytes, 0);
+            for i in &insns {
+                if extra.iter().any(|(o, _)| *o == i.offset) {
+                    continue;
+                }
+                let len = |code: u64| {
+                    let off = code.checked_sub(sym.addr)?;
+                    insns.iter().find(|j| j.offset == off).map(|j| j.len as u64)
+                };
+                if let Some(site) = sites.at(sym.addr + i.offset, parch, len) {
+                    extra.push((i.offset, site.describe().to_string()));
+                    kernel_says.push((i.offset, TpErr::FAIL_REG_PROBE.message()));
+                }
+            }
+        } else {
+            notes.push(
+                "jump label sites not read (no __start___jump_table in kallsyms, or no kcore)"
+                    .to_string(),
+            );
+        }
+    }
     if arch == Arch::X86_64 {
         let target = crate::resolve::live::live_target(ktrace_probe::Arch::X86_64, &view);
         for i in ktrace_disasm::decode(arch, &bytes, 0) {
@@ -269,6 +307,17 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         notes,
         names: Box::new(names),
     })
+}
+
+/// The probe language's architecture of a decoder's (the kernel's sites
+/// are read for the 64-bit ones).
+fn probe_arch(arch: Arch) -> Option<ktrace_probe::Arch> {
+    match arch {
+        Arch::X86_64 => Some(ktrace_probe::Arch::X86_64),
+        Arch::Arm64 => Some(ktrace_probe::Arch::Arm64),
+        Arch::Riscv64 => Some(ktrace_probe::Arch::Riscv64),
+        Arch::Arm | Arch::Thumb => None,
+    }
 }
 
 /// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the

@@ -9,7 +9,7 @@
 # message and caret, and refuse before writing anything.
 . "$KTEST_LIB"
 
-BOUNDARY_TESTS="agree_do_sys_openat2 agree_vfs_read trace_refuses_before_writing trace_takes_a_boundary"
+BOUNDARY_TESTS="agree_do_sys_openat2 agree_vfs_read agree_async_run_entry_fn jump_label_sites_compared trace_refuses_before_writing trace_takes_a_boundary"
 case $KTEST_ARCH in
     x86_64) boundary_msg="Probe point is not an instruction boundary" ;;
     arm64) boundary_msg="Failed to register probe event" ;;
@@ -113,14 +113,21 @@ agree() { # FUNC
     done)
     defs="$defs
 $(printf '%s\n' "$list" | head -n 2 | while read -r off len verdict; do echo "r:ktcheck/k $f+$off"; done)"
-    # arm64: up to 12 words anywhere in the function that ktrace disasm
-    # marks refused (autiasp, brk, msr, ...): ktrace check decides those
-    # the bytes decide alike on every kernel, "Failed to register probe
-    # event" at the probe point
-    if [ "$KTEST_ARCH" = arm64 ]; then
-        defs="$defs
-$(printf '%s\n' "$list" | awk '$3 != "ok"' | head -n 12 | while read -r off len verdict; do echo "p:ktcheck/k $f+$off"; done)"
-    fi
+    # up to 12 instructions anywhere in the function that ktrace disasm
+    # marks refused (arm64: autiasp, brk, msr, ...; both: the jump label
+    # and static call sites the kernel patches itself, read from its own
+    # tables, and one byte inside each on x86_64): ktrace check decides
+    # those the bytes decide alike on every kernel, "Failed to register
+    # probe event" at the probe point
+    refused_list=$(printf '%s\n' "$list" | awk '$3 != "ok"' | head -n 12)
+    defs="$defs
+$(printf '%s\n' "$refused_list" | while read -r off len verdict; do
+        [ -n "$off" ] || continue
+        echo "p:ktcheck/k $f+$off"
+        [ "$KTEST_ARCH" = x86_64 ] && [ "$len" -gt 1 ] && echo "p:ktcheck/k $f+$(printf '0x%x' $((off + len - 1)))"
+    done)"
+    sites=$(ktrace disasm "$f" 2>&1 | grep -c '; a \(jump label\|static call\)')
+    site_words=$((site_words + sites))
     # +4 (the entry after endbr64 on an IBT kernel, else inside an x86
     # instruction) as a return probe, whatever the listing says
     defs="$defs
@@ -155,8 +162,21 @@ r:ktcheck/k $f+4"
         expect_gt "refusals ktrace made itself" "$refused" 3 &&
         pass "$n definitions: $decided verdicts equal to the kernel's, $refused of them refusals with its message and caret"
 }
+site_words=0
 agree do_sys_openat2
 agree vfs_read
+# a function with a static branch on x86_64 6.12 (seed 171454892 of the
+# differential tester: `p async_run_entry_fn+0x34` refused by the kernel
+# at its 5-byte nop, accepted by ktrace before it read the jump table)
+agree async_run_entry_fn
+
+ktest jump_label_sites_compared
+if ktrace disasm vfs_read 2>&1 | grep -q 'jump label sites read'; then
+    expect_gt "jump label / static call sites among the compared words" "$site_words" 0 &&
+        pass "$site_words site instructions in do_sys_openat2, vfs_read, async_run_entry_fn"
+else
+    skip "the kernel's jump table is not readable ($(ktrace disasm vfs_read 2>&1 | grep -m1 'jump label'))"
+fi
 
 state() { cat "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances"; }
 
