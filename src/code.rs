@@ -42,6 +42,14 @@ pub enum Source<'a> {
     Code(&'a [u8]),
 }
 
+/// The code the library's definition pipeline ([`ktrace_probe::define`])
+/// checks kprobes at `SYM+OFF` against: [`check`].
+impl ktrace_probe::define::CodeSource for Source<'_> {
+    fn check_code(&self, checked: &mut Checked, target: Target) -> Option<String> {
+        check(checked, target, self)
+    }
+}
+
 impl Source<'_> {
     /// The running kernel's code.
     pub fn live(view: &KernelView) -> Source<'_> {

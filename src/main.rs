@@ -53,7 +53,6 @@ macro_rules! oline {
 }
 pub(crate) use oline;
 
-mod btfroute;
 mod cli;
 mod cmd;
 mod code;

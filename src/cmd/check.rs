@@ -303,7 +303,7 @@ pub struct Checker {
     file_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
     live_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
     tracefs: Option<std::path::PathBuf>,
-    route: crate::btfroute::Route,
+    route: ktrace_symbols::route::Route,
     btf: Option<ktrace_symbols::btf_types::KernelBtf>,
     vmlinux: Option<std::path::PathBuf>,
     view: Option<KernelView>,
@@ -382,12 +382,12 @@ impl Checker {
             }
         }
         let route = match (&opts.btf, &mounted) {
-            (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
-            (None, Some(_)) => crate::btfroute::Route::live(
+            (Some(file), _) => ktrace_symbols::route::Route::offline(file, target.kernel),
+            (None, Some(_)) => ktrace_symbols::route::Route::live(
                 target.kernel,
                 view.as_ref().and_then(|v| v.features()),
             ),
-            (None, None) => crate::btfroute::Route::none(target.kernel),
+            (None, None) => ktrace_symbols::route::Route::none(target.kernel),
         };
         // The BTF the kernel's own reading of BTF names is checked with.
         let btf = match (&opts.btf, &mounted) {
@@ -489,7 +489,8 @@ impl Checker {
         if self.route.native {
             report.btf_route = Some("native");
             if self.explain
-                && let Some(Ok(c)) = self.route.compile(input, target, env)
+                && let Some(Ok(c)) =
+                    ktrace_probe::define::compile(input, target, env, &mut self.route)
             {
                 report.native = Some(Box::new(c));
             }
@@ -499,21 +500,18 @@ impl Checker {
                 && e.message.contains("BTF")
                 && !on_a_file(&e.command)
             {
-                report.btf_missing = Some(crate::btfroute::no_btf());
+                report.btf_missing = Some(ktrace_symbols::route::no_btf());
             }
             return report;
         }
         // The kernel does not read BTF names (5.10, 6.1, kernels built
         // without BTF arguments): ktrace's compilation is the second answer.
-        let Some(result) = self.route.compile(input, target, env) else {
+        let Some(result) =
+            ktrace_probe::define::compiled(input, target, env, &mut self.route, &source)
+        else {
             return report;
         };
-        let result = result.map(|mut c| {
-            if c.checked.accepted() {
-                crate::code::check(&mut c.checked, target, &source);
-            }
-            Box::new(c)
-        });
+        let result = result.map(Box::new);
         let same = match &result {
             Ok(c) => {
                 c.checked.accepted() == report.kernel.accepted()

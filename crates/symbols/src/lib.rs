@@ -31,6 +31,7 @@ pub mod library;
 pub mod maps;
 mod names;
 pub mod probeable;
+pub mod route;
 pub mod usersym;
 
 pub use error::{Error, Result};
