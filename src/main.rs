@@ -55,7 +55,6 @@ pub(crate) use oline;
 
 mod cli;
 mod cmd;
-mod code;
 mod kview;
 mod live;
 mod modwatch;

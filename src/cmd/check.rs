@@ -324,7 +324,7 @@ impl Checker {
     pub fn with_options(opts: &Options, inputs: &[String]) -> anyhow::Result<Checker> {
         let arch = match (&opts.arch, &opts.vmlinux) {
             (Some(a), _) => a.parse::<Arch>()?,
-            (None, Some(v)) => crate::code::vmlinux_arch(v)?,
+            (None, Some(v)) => ktrace_symbols::code::vmlinux_arch(v)?,
             (None, None) => Arch::native().context("unknown machine architecture: give --arch")?,
         };
         // Offline, the version decides the language: the one given, else this
@@ -442,11 +442,11 @@ impl Checker {
         };
         // The functions' code, for kprobes at an offset.
         let source = match (&self.vmlinux, &self.view) {
-            (Some(file), _) => crate::code::Source::Vmlinux(file),
-            (None, Some(v)) => crate::code::Source::live(v),
-            (None, None) => {
-                crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
-            }
+            (Some(file), _) => ktrace_symbols::code::Source::Vmlinux(file),
+            (None, Some(v)) => ktrace_symbols::code::Source::live(v),
+            (None, None) => ktrace_symbols::code::Source::None(
+                "offline: give --vmlinux FILE for the code".to_string(),
+            ),
         };
         // The kernel's verdict on the line as written: the kernel's own
         // parser, BTF names included where the kernel reads them.
@@ -454,7 +454,7 @@ impl Checker {
         if let Some(t) = &self.tracefs {
             refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
         }
-        let why = crate::code::check(&mut kernel, target, &source);
+        let why = ktrace_symbols::code::check(&mut kernel, target, &source);
         let mut report = Report {
             input: input.to_string(),
             kernel,
@@ -469,7 +469,7 @@ impl Checker {
         // trace` does not (the program would die of SIGILL).
         if let Ok(Definition::Probe(p)) = &report.kernel.definition
             && let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &p.kind
-            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+            && let Err(why) = ktrace_symbols::code::uprobe_boundary(Path::new(path), *offset)
         {
             report.ktrace = Some(KtraceForm {
                 result: Err(ktrace_probe::ProbeError {
@@ -490,7 +490,7 @@ impl Checker {
             report.btf_route = Some("native");
             if self.explain
                 && let Some(Ok(c)) =
-                    ktrace_probe::define::compile(input, target, env, &mut self.route)
+                    ktrace_symbols::define::compile(input, target, env, &mut self.route)
             {
                 report.native = Some(Box::new(c));
             }
@@ -507,7 +507,7 @@ impl Checker {
         // The kernel does not read BTF names (5.10, 6.1, kernels built
         // without BTF arguments): ktrace's compilation is the second answer.
         let Some(result) =
-            ktrace_probe::define::compiled(input, target, env, &mut self.route, &source)
+            ktrace_symbols::define::compiled(input, target, env, &mut self.route, &source)
         else {
             return report;
         };
@@ -676,7 +676,7 @@ impl Report {
             }
         }
         if !c.unchecked.is_empty() {
-            let list = crate::code::not_checked(c, self.why.as_deref());
+            let list = ktrace_symbols::code::not_checked(c, self.why.as_deref());
             writeln!(out, "  not checked: {}", list.join("; "))?;
         }
         Ok(())
@@ -684,7 +684,7 @@ impl Report {
 }
 
 fn json_line(input: &str, c: &Checked, arch: Arch, why: Option<&str>) -> serde_json::Value {
-    let unchecked = crate::code::not_checked(c, why);
+    let unchecked = ktrace_symbols::code::not_checked(c, why);
     let error = match &c.definition {
         Ok(_) => serde_json::Value::Null,
         Err(e) => serde_json::json!({

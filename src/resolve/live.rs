@@ -193,7 +193,7 @@ impl Environment for LiveEnv<'_> {
             let entry = at.offset == 0
                 || (at.offset == 4
                     && matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386))
-                    && crate::code::starts_with_endbr(view, &name) == Some(true));
+                    && ktrace_symbols::code::starts_with_endbr(view, &name) == Some(true));
             if !entry {
                 return Some(AddressFate::Refused(Refusal::Address(format!(
                     "{name}+{:#x} is not the entry of {name}: return probes go on a function's entry",
@@ -247,7 +247,7 @@ impl Environment for LiveEnv<'_> {
             at.offset == 0
                 || (x86
                     && at.offset == 4
-                    && crate::code::starts_with_endbr(view, &func) == Some(true)),
+                    && ktrace_symbols::code::starts_with_endbr(view, &func) == Some(true)),
         ))
     }
 

@@ -74,7 +74,7 @@ pub fn build(
     // as the kernel reads them where its README says it reads them, else
     // compiled with the kernel's BTF into the classic fetch language.
     let mut route = ktrace_symbols::route::Route::live(target.kernel, view.features());
-    let code = crate::code::Source::live(view);
+    let code = ktrace_symbols::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     let mut systems = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
@@ -107,7 +107,7 @@ fn check_def(
     target: Target,
     env: &LiveEnv<'_>,
     route: &mut ktrace_symbols::route::Route,
-    code: &crate::code::Source<'_>,
+    code: &ktrace_symbols::code::Source<'_>,
 ) -> anyhow::Result<(ProbeDef, String)> {
     let system = match spec::written_group(&r.input) {
         // shown and recorded as the probe's system: checked as `--group`
@@ -126,7 +126,7 @@ fn check_def(
             r.input
         );
     }
-    let defined = ktrace_probe::define::define(&r.line, target, env, route, code)
+    let defined = ktrace_symbols::define::define(&r.line, target, env, route, code)
         .map_err(|e| anyhow::anyhow!("{}", rejection_text(&r.input, &e, shown)))?;
     if let Some(classic) = &defined.compiled_with_btf {
         crate::say!("{} compiled with BTF: {classic}", r.input);
@@ -154,7 +154,7 @@ fn check_def(
     // A uprobe inside an instruction: the kernel takes it, the traced
     // program dies of SIGILL; ktrace refuses it.
     if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
-        && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        && let Err(why) = ktrace_symbols::code::uprobe_boundary(Path::new(path), *offset)
     {
         bail!(
             "definition rejected before anything was written: {}\n  {why}",

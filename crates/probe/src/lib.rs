@@ -47,7 +47,6 @@ pub mod ast;
 pub mod boot;
 pub mod btfarg;
 pub mod btfvar;
-pub mod define;
 pub mod env;
 pub mod error;
 pub mod fetch;

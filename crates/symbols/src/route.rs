@@ -6,7 +6,7 @@
 //! the target version decides (its features: 6.5 and later). Both through
 //! [`crate::kernel::reads_btf_names`].
 //!
-//! A [`Route`] is the kernel's [`NameSource`]: `ktrace_probe::define` asks it
+//! A [`Route`] is the kernel's [`NameSource`]: [`crate::define`] asks it
 //! for the types of the function each definition probes, for `ktrace trace`
 //! and `ktrace check` alike.
 
@@ -14,8 +14,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use ktrace_probe::KernelVersion;
-use ktrace_probe::btfarg::BtfTypes;
-use ktrace_probe::define::NameSource;
+use ktrace_probe::btfarg::{BtfTypes, NameSource};
 
 use crate::btf::Btf;
 
@@ -213,7 +212,7 @@ mod tests {
     /// of vmlinux's BTF has the probed function's prototype.
     #[test]
     fn a_route_gives_the_types_of_the_probed_function() {
-        use ktrace_probe::define::NameSource;
+        use ktrace_probe::btfarg::NameSource;
         let mut none = super::Route::none(KernelVersion::new(6, 1));
         assert!(none.types_for("p:k/a vfs_read count").is_none());
         assert_eq!(none.missing, Some(super::no_btf()));

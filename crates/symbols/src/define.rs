@@ -1,37 +1,19 @@
 //! One definition line's way to a checked probe, the same for every command
 //! that creates probes and for `ktrace check`: text → names → check → code.
 //!
-//! The names come from a [`NameSource`] (a kernel's BTF today, implemented
-//! over ktrace-symbols' reader; a second source, such as DWARF for user
-//! space, plugs in the same way): either the kernel reads them itself
-//! ([`NameSource::native`]) and the line is checked as written, or they are
-//! compiled into the classic fetch language ([`btfarg::compile`]) and the
-//! classic form is checked. The function's code, for a kprobe at an offset,
-//! comes from a [`CodeSource`] (the running kernel's memory or a vmlinux,
-//! read by the caller). Pure code: every read is behind the two traits.
+//! The names come from a [`NameSource`] (the kernel's BTF today,
+//! [`crate::route::Route`]; a second source, such as DWARF for user space,
+//! plugs in the same way): either the kernel reads them itself
+//! ([`NameSource::native`]) and the line is checked as written
+//! ([`check_line`]), or they are compiled into the classic fetch language
+//! ([`btfarg::compile`]) and the classic form is checked. A kprobe at
+//! `SYM+OFF` is then checked against its function's code
+//! ([`crate::code::check`], from the running kernel's memory or a vmlinux).
 
-use crate::btfarg::{self, BtfTypes, Compiled};
-use crate::env::Environment;
-use crate::error::ProbeError;
-use crate::parse::{Checked, Target, check_line};
+use ktrace_probe::btfarg::{self, Compiled, NameSource};
+use ktrace_probe::{Checked, Environment, ProbeError, Target, check_line};
 
-/// Where the names of a definition's arguments come from.
-pub trait NameSource {
-    /// Whether the kernel reads these names itself: the line is then
-    /// written (and checked) as it is.
-    fn native(&self) -> bool;
-    /// The types naming the arguments of the function `line` probes;
-    /// `None` when none can be read.
-    fn types_for(&mut self, line: &str) -> Option<&dyn BtfTypes>;
-}
-
-/// Where the code of a probed function comes from, for the checks of a
-/// kprobe at `SYM+OFF` (instruction boundary, function entry).
-pub trait CodeSource {
-    /// Checks `checked`'s probe against its function's code, closing the
-    /// items it could check; why the others stay open, when they do.
-    fn check_code(&self, checked: &mut Checked, target: Target) -> Option<String>;
-}
+use crate::code;
 
 /// A definition that made it through [`define`].
 #[derive(Debug)]
@@ -65,12 +47,12 @@ pub fn compiled(
     target: Target,
     env: &dyn Environment,
     names: &mut dyn NameSource,
-    code: &dyn CodeSource,
+    source: &code::Source<'_>,
 ) -> Option<Result<Compiled, ProbeError>> {
     compile(line, target, env, names).map(|r| {
         r.map(|mut c| {
             if c.checked.accepted() {
-                code.check_code(&mut c.checked, target);
+                code::check(&mut c.checked, target, source);
             }
             c
         })
@@ -79,19 +61,19 @@ pub fn compiled(
 
 /// The definition `line` as ktrace writes it for `target`: checked as
 /// written where the kernel reads its names (or it names none), else
-/// compiled with `names` and its classic form checked; then the code checks.
-/// `Err` when the names cannot be compiled; a rejected check is in
-/// [`Defined::checked`].
+/// compiled with `names` and its classic form checked; then the code checks
+/// with `source`. `Err` when the names cannot be compiled; a rejected check
+/// is in [`Defined::checked`].
 pub fn define(
     line: &str,
     target: Target,
     env: &dyn Environment,
     names: &mut dyn NameSource,
-    code: &dyn CodeSource,
+    source: &code::Source<'_>,
 ) -> Result<Defined, ProbeError> {
     let compiled = match names.native() {
         true => None,
-        false => compiled(line, target, env, names, code),
+        false => compiled(line, target, env, names, source),
     };
     match compiled {
         Some(c) => c.map(|c| Defined {
@@ -100,7 +82,7 @@ pub fn define(
         }),
         None => {
             let mut checked = check_line(line, target, env);
-            code.check_code(&mut checked, target);
+            code::check(&mut checked, target, source);
             Ok(Defined {
                 checked,
                 compiled_with_btf: None,
@@ -112,16 +94,16 @@ pub fn define(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::btfarg::{BtfFunc, BtfKind, BtfMember, TypeId};
-    use crate::{Arch, Offline};
+    use ktrace_probe::btfarg::{BtfFunc, BtfKind, BtfMember, BtfTypes, TypeId};
+    use ktrace_probe::{Arch, Offline, Unchecked};
 
-    /// One function, `vfs_read(unsigned long count)`.
+    /// One function, `unsigned long vfs_read(unsigned long count)`.
     struct OneFunc;
 
     impl BtfTypes for OneFunc {
         fn function(&self, _: Option<&str>, name: &str) -> Option<BtfFunc> {
             (name == "vfs_read").then(|| BtfFunc {
-                ret: 0,
+                ret: 1,
                 params: vec![("count".to_string(), 1)],
             })
         }
@@ -160,52 +142,47 @@ mod tests {
         }
     }
 
-    /// Counts the code checks it was asked for.
-    struct Code(std::cell::Cell<usize>);
-
-    impl CodeSource for Code {
-        fn check_code(&self, _: &mut Checked, _: Target) -> Option<String> {
-            self.0.set(self.0.get() + 1);
-            None
-        }
-    }
+    /// An `endbr64` then a 3-byte instruction: +4 is a boundary, +5 not.
+    const CODE: &[u8] = &[0xf3, 0x0f, 0x1e, 0xfa, 0x48, 0x89, 0xe5, 0xc3];
 
     #[test]
     fn names_the_kernel_does_not_read_are_compiled_then_code_checked() {
-        let code = Code(Default::default());
         let t = Target::new(Arch::X86_64);
-        let d = define(
-            "p:k/a vfs_read count",
-            t,
-            &Offline,
-            &mut Names(false),
-            &code,
-        )
-        .unwrap();
-        assert!(d.checked.accepted());
+        let code = code::Source::Code(CODE);
+        let line = "p:k/a vfs_read count";
+        let d = define(line, t, &Offline, &mut Names(false), &code).unwrap();
         assert_eq!(
             d.compiled_with_btf.as_deref(),
             Some("p:k/a vfs_read count=%di:u64")
         );
-        assert_eq!(code.0.get(), 1);
+        assert!(d.checked.accepted());
+        let line = "r:k/a vfs_read+4 $retval";
+        let d = define(line, t, &Offline, &mut Names(false), &code).unwrap();
+        assert!(d.checked.accepted());
+        assert!(!d.checked.unchecked.contains(&Unchecked::FunctionEntry));
+        // no endbr64: +4 is no entry, and the code says so
+        let code = code::Source::Code(&CODE[4..]);
+        let d = define(line, t, &Offline, &mut Names(false), &code).unwrap();
+        assert!(!d.checked.accepted());
     }
 
     #[test]
-    fn names_the_kernel_reads_are_checked_as_written() {
-        let code = Code(Default::default());
+    fn names_the_kernel_reads_are_checked_as_written_then_code_checked() {
         let t = Target::new(Arch::X86_64);
-        let d = define("p:k/a vfs_read %di", t, &Offline, &mut Names(true), &code).unwrap();
-        assert!(d.checked.accepted());
+        let code = code::Source::Code(CODE);
+        let d = define("p:k/a vfs_read+5 %di", t, &Offline, &mut Names(true), &code).unwrap();
         assert_eq!(d.compiled_with_btf, None);
-        assert_eq!(code.0.get(), 1);
+        assert!(!d.checked.accepted());
+        let d = define("p:k/a vfs_read %di", t, &Offline, &mut Names(false), &code).unwrap();
+        assert_eq!(d.compiled_with_btf, None);
+        assert!(d.checked.accepted());
     }
 
     #[test]
     fn a_name_the_types_lack_is_refused() {
-        let code = Code(Default::default());
         let t = Target::new(Arch::X86_64);
+        let code = code::Source::None("no code".to_string());
         let e = define("p:k/a vfs_read nope", t, &Offline, &mut Names(false), &code).unwrap_err();
         assert!(!e.message.is_empty());
-        assert_eq!(code.0.get(), 0);
     }
 }
