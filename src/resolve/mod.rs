@@ -18,7 +18,8 @@ use ktrace_probe::{Arch, Definition, ProbeDef, Target, naming};
 use ktrace_symbols::KernelView;
 
 use crate::session::{Probe, Session};
-use live::{LiveEnv, live_target, rejection_text};
+use ktrace_probe::error::rejection_text;
+use live::{LiveEnv, live_target};
 use spec::{LD_SO_CACHE, Resolver};
 
 pub use spec::TRACE_HELP;
