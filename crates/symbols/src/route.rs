@@ -107,8 +107,8 @@ impl Route {
     /// definition names it without `MOD:` and vmlinux's BTF lacks it (the
     /// kernel itself searches every module's BTF). Live only: each loaded
     /// module's /sys/kernel/btf/MOD is read until one has the function.
-    fn module_of(&mut self, line: &str) -> Option<String> {
-        let place = ktrace_probe::head(line)?.place?;
+    /// `place` is the definition's probe point (`FUNC`, `FUNC+OFF`, ...).
+    fn module_of(&mut self, place: &str) -> Option<String> {
         let func = place.split(['+', '%']).next()?;
         if self.single_file || func.is_empty() || func.starts_with(|c: char| c.is_ascii_digit()) {
             return None;
@@ -141,14 +141,13 @@ impl NameSource for Route {
     /// The BTF holding the function `line` probes: its `MOD:`'s split BTF,
     /// else vmlinux's, else (live) the first module's that has it.
     fn types_for(&mut self, line: &str) -> Option<&dyn BtfTypes> {
-        let module = ktrace_probe::head(line)
-            .and_then(|h| h.place)
-            .and_then(|place| place.split_once(':'))
+        let place = ktrace_probe::head(line).and_then(|h| h.place);
+        let module = match place
+            .and_then(|p| p.split_once(':'))
             .filter(|(m, _)| !m.contains('/'))
-            .map(|(m, _)| m.to_string());
-        let module = match module {
-            Some(m) => Some(m),
-            None => self.module_of(line),
+        {
+            Some((m, _)) => Some(m.to_string()),
+            None => place.and_then(|p| self.module_of(p)),
         };
         self.btf_for(module.as_deref()).map(|b| b as &dyn BtfTypes)
     }
