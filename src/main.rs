@@ -53,17 +53,14 @@ macro_rules! oline {
 }
 pub(crate) use oline;
 
-mod btfroute;
 mod cli;
 mod cmd;
-mod code;
 mod kview;
 mod live;
 mod modwatch;
 mod outfile;
 mod output;
 mod progress;
-mod reserved;
 mod resolve;
 mod session;
 

@@ -248,7 +248,7 @@ fn rejected_by_kernel(probes: &[Probe], group: &str, e: ktrace_tracefs::Error) -
 }
 
 fn kernel_rejection_text(p: &Probe, group: &str, entry: &ktrace_tracefs::ErrorLogEntry) -> String {
-    let (cmd, caret) = crate::resolve::live::shown_command(
+    let (cmd, caret) = ktrace_probe::naming::shown_command(
         &entry.command,
         entry.caret.unwrap_or(0),
         group,

@@ -303,7 +303,7 @@ pub struct Checker {
     file_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
     live_counts: Option<ktrace_symbols::kallsyms::SymbolCounts>,
     tracefs: Option<std::path::PathBuf>,
-    route: crate::btfroute::Route,
+    route: ktrace_symbols::route::Route,
     btf: Option<ktrace_symbols::btf_types::KernelBtf>,
     vmlinux: Option<std::path::PathBuf>,
     view: Option<KernelView>,
@@ -324,7 +324,7 @@ impl Checker {
     pub fn with_options(opts: &Options, inputs: &[String]) -> anyhow::Result<Checker> {
         let arch = match (&opts.arch, &opts.vmlinux) {
             (Some(a), _) => a.parse::<Arch>()?,
-            (None, Some(v)) => crate::code::vmlinux_arch(v)?,
+            (None, Some(v)) => ktrace_symbols::code::vmlinux_arch(v)?,
             (None, None) => Arch::native().context("unknown machine architecture: give --arch")?,
         };
         // Offline, the version decides the language: the one given, else this
@@ -382,12 +382,12 @@ impl Checker {
             }
         }
         let route = match (&opts.btf, &mounted) {
-            (Some(file), _) => crate::btfroute::Route::offline(file, target.kernel),
-            (None, Some(_)) => crate::btfroute::Route::live(
+            (Some(file), _) => ktrace_symbols::route::Route::offline(file, target.kernel),
+            (None, Some(_)) => ktrace_symbols::route::Route::live(
                 target.kernel,
                 view.as_ref().and_then(|v| v.features()),
             ),
-            (None, None) => crate::btfroute::Route::none(target.kernel),
+            (None, None) => ktrace_symbols::route::Route::none(target.kernel),
         };
         // The BTF the kernel's own reading of BTF names is checked with.
         let btf = match (&opts.btf, &mounted) {
@@ -442,11 +442,11 @@ impl Checker {
         };
         // The functions' code, for kprobes at an offset.
         let source = match (&self.vmlinux, &self.view) {
-            (Some(file), _) => crate::code::Source::Vmlinux(file),
-            (None, Some(v)) => crate::code::Source::live(v),
-            (None, None) => {
-                crate::code::Source::None("offline: give --vmlinux FILE for the code".to_string())
-            }
+            (Some(file), _) => ktrace_symbols::code::Source::Vmlinux(file),
+            (None, Some(v)) => ktrace_symbols::code::Source::live(v),
+            (None, None) => ktrace_symbols::code::Source::None(
+                "offline: give --vmlinux FILE for the code".to_string(),
+            ),
         };
         // The kernel's verdict on the line as written: the kernel's own
         // parser, BTF names included where the kernel reads them.
@@ -454,7 +454,7 @@ impl Checker {
         if let Some(t) = &self.tracefs {
             refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
         }
-        let why = crate::code::check(&mut kernel, target, &source);
+        let why = ktrace_symbols::code::check(&mut kernel, target, &source);
         let mut report = Report {
             input: input.to_string(),
             kernel,
@@ -469,7 +469,7 @@ impl Checker {
         // trace` does not (the program would die of SIGILL).
         if let Ok(Definition::Probe(p)) = &report.kernel.definition
             && let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &p.kind
-            && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+            && let Err(why) = ktrace_symbols::code::uprobe_boundary(Path::new(path), *offset)
         {
             report.ktrace = Some(KtraceForm {
                 result: Err(ktrace_probe::ProbeError {
@@ -489,7 +489,8 @@ impl Checker {
         if self.route.native {
             report.btf_route = Some("native");
             if self.explain
-                && let Some(Ok(c)) = self.route.compile(input, target, env)
+                && let Some(Ok(c)) =
+                    ktrace_symbols::define::compile(input, target, env, &mut self.route)
             {
                 report.native = Some(Box::new(c));
             }
@@ -499,21 +500,18 @@ impl Checker {
                 && e.message.contains("BTF")
                 && !on_a_file(&e.command)
             {
-                report.btf_missing = Some(crate::btfroute::no_btf());
+                report.btf_missing = Some(ktrace_symbols::route::no_btf());
             }
             return report;
         }
         // The kernel does not read BTF names (5.10, 6.1, kernels built
         // without BTF arguments): ktrace's compilation is the second answer.
-        let Some(result) = self.route.compile(input, target, env) else {
+        let Some(result) =
+            ktrace_symbols::define::compiled(input, target, env, &mut self.route, &source)
+        else {
             return report;
         };
-        let result = result.map(|mut c| {
-            if c.checked.accepted() {
-                crate::code::check(&mut c.checked, target, &source);
-            }
-            Box::new(c)
-        });
+        let result = result.map(Box::new);
         let same = match &result {
             Ok(c) => {
                 c.checked.accepted() == report.kernel.accepted()
@@ -678,7 +676,7 @@ impl Report {
             }
         }
         if !c.unchecked.is_empty() {
-            let list = crate::code::not_checked(c, self.why.as_deref());
+            let list = ktrace_symbols::code::not_checked(c, self.why.as_deref());
             writeln!(out, "  not checked: {}", list.join("; "))?;
         }
         Ok(())
@@ -686,7 +684,7 @@ impl Report {
 }
 
 fn json_line(input: &str, c: &Checked, arch: Arch, why: Option<&str>) -> serde_json::Value {
-    let unchecked = crate::code::not_checked(c, why);
+    let unchecked = ktrace_symbols::code::not_checked(c, why);
     let error = match &c.definition {
         Ok(_) => serde_json::Value::Null,
         Err(e) => serde_json::json!({

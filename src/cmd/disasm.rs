@@ -199,7 +199,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         .kcore
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc/kcore"));
-    let (sym, bytes) = crate::code::kernel_function(&view, &core, name, module)?;
+    let (sym, bytes) = ktrace_symbols::code::kernel_function(&view, &core, name, module)?;
     let size = bytes.len();
     let mut notes = Vec::new();
     let mut extra = Vec::new();
@@ -235,7 +235,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
     if let Some(parch) = probe_arch(arch)
         && sym.module.is_none()
     {
-        let sites = crate::reserved::Sites::running(&view, &core, parch);
+        let sites = ktrace_symbols::reserved::Sites::running(&view, &core, parch);
         let (jumps, calls) = sites.counts();
         if jumps + calls > 0 {
             notes.push(format!(
@@ -274,7 +274,8 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
             if extra.iter().any(|(o, _)| *o == i.offset) {
                 continue;
             }
-            if let Some((err, why)) = crate::code::exception_insn(target, &bytes, &i, name) {
+            if let Some((err, why)) = ktrace_symbols::code::exception_insn(target, &bytes, &i, name)
+            {
                 extra.push((i.offset, why));
                 kernel_says.push((i.offset, err.message()));
             }
@@ -441,7 +442,7 @@ fn elf_function(
     arch: Arch,
 ) -> anyhow::Result<Function> {
     let sym = &target.symbol;
-    let (start, bytes) = crate::code::symbol_bytes(path, &image, sym)?;
+    let (start, bytes) = ktrace_symbols::code::symbol_bytes(path, &image, sym)?;
     let title = sym.display_name();
     let names = move |addr: u64| {
         image

@@ -193,7 +193,7 @@ impl Environment for LiveEnv<'_> {
             let entry = at.offset == 0
                 || (at.offset == 4
                     && matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386))
-                    && crate::code::starts_with_endbr(view, &name) == Some(true));
+                    && ktrace_symbols::code::starts_with_endbr(view, &name) == Some(true));
             if !entry {
                 return Some(AddressFate::Refused(Refusal::Address(format!(
                     "{name}+{:#x} is not the entry of {name}: return probes go on a function's entry",
@@ -247,7 +247,7 @@ impl Environment for LiveEnv<'_> {
             at.offset == 0
                 || (x86
                     && at.offset == 4
-                    && crate::code::starts_with_endbr(view, &func) == Some(true)),
+                    && ktrace_symbols::code::starts_with_endbr(view, &func) == Some(true)),
         ))
     }
 
@@ -435,75 +435,9 @@ pub fn live_target(arch: Arch, view: &KernelView) -> Target {
     t
 }
 
-/// Renders a rejected check like the kernel's error_log: the command, a
-/// caret under the offending byte, the message and any hint.
-/// `shown` is (the session's group, the system shown in its place): the
-/// kernel-language line under the user's definition names the stable
-/// system, never the session's group, which changes every run.
-pub fn rejection_text(
-    input: &str,
-    e: &ktrace_probe::ProbeError,
-    shown: Option<(&str, &str)>,
-) -> String {
-    let mut s = format!("definition rejected before anything was written: {input}");
-    if let Some(pos) = e.pos {
-        let (cmd, pos) = match shown {
-            Some((group, system)) => shown_command(&e.command, pos, group, system),
-            None => (e.command.clone(), pos),
-        };
-        s.push_str(&format!("\n  {cmd}\n  {}^", " ".repeat(pos)));
-    }
-    match e.subsystem {
-        Some(sub) => s.push_str(&format!("\n  {sub}: error: {}", e.message)),
-        None => s.push_str(&format!("\n  error: {}", e.message)),
-    }
-    if let Some(h) = &e.hint {
-        s.push_str(&format!("\n  hint: {h}"));
-    }
-    s
-}
-
-/// `cmd` with the session's `group` in its head replaced by `system`, and
-/// the caret position `pos` moved with what follows it.
-pub(crate) fn shown_command(cmd: &str, pos: usize, group: &str, system: &str) -> (String, usize) {
-    let head_end = cmd.find(char::is_whitespace).unwrap_or(cmd.len());
-    let Some(at) = cmd[..head_end].find(&format!(":{group}/")).map(|i| i + 1) else {
-        return (cmd.to_string(), pos);
-    };
-    let end = at + group.len();
-    let text = format!("{}{system}{}", &cmd[..at], &cmd[end..]);
-    let pos = if pos >= end {
-        pos - group.len() + system.len()
-    } else {
-        pos.min(at)
-    };
-    (text, pos)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rejection_shows_the_stable_system() {
-        let group = "ktrace_p23885_s3850302_n4026531836";
-        let cmd = format!("p:{group}/ev /tmp/hn:0x1129 a=%di:bogus");
-        let pos = cmd.find("bogus").unwrap();
-        let (text, at) = shown_command(&cmd, pos, group, "ktrace");
-        assert_eq!(text, "p:ktrace/ev /tmp/hn:0x1129 a=%di:bogus");
-        assert_eq!(&text[at..], "bogus");
-        // a caret inside the group goes to the system's start
-        let (text, at) = shown_command(&cmd, 5, group, "mine");
-        assert_eq!(
-            (text.as_str(), at),
-            ("p:mine/ev /tmp/hn:0x1129 a=%di:bogus", 2)
-        );
-        // no group in the line (`p SYM`): unchanged
-        assert_eq!(
-            shown_command("p vfs_read", 2, group, "ktrace"),
-            ("p vfs_read".into(), 2)
-        );
-    }
 
     #[test]
     fn format_file_fields() {

@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ktrace_probe::fetch::MAX_TRACE_ARGS;
-use ktrace_probe::{Arch, Definition, ProbeDef, Target, check_line, naming};
+use ktrace_probe::{Arch, Definition, ProbeDef, Target, naming};
 use ktrace_symbols::KernelView;
 
 use crate::session::{Probe, Session};
-use live::{LiveEnv, live_target, rejection_text};
+use ktrace_probe::error::rejection_text;
+use live::{LiveEnv, live_target};
 use spec::{LD_SO_CACHE, Resolver};
 
 pub use spec::TRACE_HELP;
@@ -73,8 +74,8 @@ pub fn build(
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
     // as the kernel reads them where its README says it reads them, else
     // compiled with the kernel's BTF into the classic fetch language.
-    let mut route = crate::btfroute::Route::live(target.kernel, view.features());
-    let code = crate::code::Source::live(view);
+    let mut route = ktrace_symbols::route::Route::live(target.kernel, view.features());
+    let code = ktrace_symbols::code::Source::live(view);
     let mut defs = Vec::with_capacity(outcome.defs.len());
     let mut systems = Vec::with_capacity(outcome.defs.len());
     for r in &outcome.defs {
@@ -106,8 +107,8 @@ fn check_def(
     view: &KernelView,
     target: Target,
     env: &LiveEnv<'_>,
-    route: &mut crate::btfroute::Route,
-    code: &crate::code::Source<'_>,
+    route: &mut ktrace_symbols::route::Route,
+    code: &ktrace_symbols::code::Source<'_>,
 ) -> anyhow::Result<(ProbeDef, String)> {
     let system = match spec::written_group(&r.input) {
         // shown and recorded as the probe's system: checked as `--group`
@@ -126,25 +127,12 @@ fn check_def(
             r.input
         );
     }
-    let checked = if route.native || !ktrace_probe::btfarg::may_use_btf(&r.line) {
-        check_line(&r.line, target, env)
-    } else {
-        match route.compile(&r.line, target, env) {
-            None => check_line(&r.line, target, env),
-            Some(Err(e)) => bail!("{}", rejection_text(&r.input, &e, shown)),
-            Some(Ok(c)) => {
-                if c.uses_btf {
-                    crate::say!("{} compiled with BTF: {}", r.input, c.classic);
-                }
-                c.checked
-            }
-        }
-    };
-    // A kprobe at SYM+OFF: the boundary (and x86 `+4` entry) from the
-    // function's code, before anything is written.
-    let mut checked = checked;
-    crate::code::check(&mut checked, target, code);
-    let mut def = match checked.definition {
+    let defined = ktrace_symbols::define::define(&r.line, target, env, route, code)
+        .map_err(|e| anyhow::anyhow!("{}", rejection_text(&r.input, &e, shown)))?;
+    if let Some(classic) = &defined.compiled_with_btf {
+        crate::say!("{} compiled with BTF: {classic}", r.input);
+    }
+    let mut def = match defined.checked.definition {
         Ok(Definition::Probe(p)) => p,
         Ok(_) => bail!("{:?} is not a probe definition", r.input),
         Err(e) => bail!("{}", rejection_text(&r.input, &e, shown)),
@@ -167,7 +155,7 @@ fn check_def(
     // A uprobe inside an instruction: the kernel takes it, the traced
     // program dies of SIGILL; ktrace refuses it.
     if let ktrace_probe::ProbeKind::Uprobe { path, offset, .. } = &def.kind
-        && let Err(why) = crate::code::uprobe_boundary(Path::new(path), *offset)
+        && let Err(why) = ktrace_symbols::code::uprobe_boundary(Path::new(path), *offset)
     {
         bail!(
             "definition rejected before anything was written: {}\n  {why}",

@@ -123,6 +123,18 @@ pub trait BtfTypes {
     }
 }
 
+/// Where the names of a definition's arguments come from: a kernel's BTF
+/// today (ktrace-symbols' route), another source (DWARF for user space)
+/// the same way.
+pub trait NameSource {
+    /// Whether the kernel reads these names itself: the line is then
+    /// written (and checked) as it is.
+    fn native(&self) -> bool;
+    /// The types naming the arguments of the function `line` probes;
+    /// `None` when none can be read.
+    fn types_for(&mut self, line: &str) -> Option<&dyn BtfTypes>;
+}
+
 /// One argument as the kernel reads it and as ktrace compiled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArgForm {

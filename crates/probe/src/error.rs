@@ -281,6 +281,30 @@ impl ProbeError {
     }
 }
 
+/// Renders a rejected check like the kernel's error_log: the command, a
+/// caret under the offending byte, the message and any hint.
+/// `shown` is (the session's group, the system shown in its place): the
+/// kernel-language line under the user's definition names the stable
+/// system, never the session's group, which changes every run.
+pub fn rejection_text(input: &str, e: &ProbeError, shown: Option<(&str, &str)>) -> String {
+    let mut s = format!("definition rejected before anything was written: {input}");
+    if let Some(pos) = e.pos {
+        let (cmd, pos) = match shown {
+            Some((group, system)) => crate::naming::shown_command(&e.command, pos, group, system),
+            None => (e.command.clone(), pos),
+        };
+        s.push_str(&format!("\n  {cmd}\n  {}^", " ".repeat(pos)));
+    }
+    match e.subsystem {
+        Some(sub) => s.push_str(&format!("\n  {sub}: error: {}", e.message)),
+        None => s.push_str(&format!("\n  error: {}", e.message)),
+    }
+    if let Some(h) = &e.hint {
+        s.push_str(&format!("\n  hint: {h}"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,6 +82,23 @@ pub fn name_into_group(defs: &mut [ProbeDef], group: &str, taken: &[String]) {
     }
 }
 
+/// `cmd` with the session's `group` in its head replaced by `system`, and
+/// the caret position `pos` moved with what follows it.
+pub fn shown_command(cmd: &str, pos: usize, group: &str, system: &str) -> (String, usize) {
+    let head_end = cmd.find(char::is_whitespace).unwrap_or(cmd.len());
+    let Some(at) = cmd[..head_end].find(&format!(":{group}/")).map(|i| i + 1) else {
+        return (cmd.to_string(), pos);
+    };
+    let end = at + group.len();
+    let text = format!("{}{system}{}", &cmd[..at], &cmd[end..]);
+    let pos = if pos >= end {
+        pos - group.len() + system.len()
+    } else {
+        pos.min(at)
+    };
+    (text, pos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +167,26 @@ mod tests {
             ["p_vfs_read", "p_vfs_read_2", "p_vfs_read_4"]
         );
         assert_eq!(named(&["p:y vfs_read"], &["y"]), ["y_2"]);
+    }
+
+    #[test]
+    fn rejection_shows_the_stable_system() {
+        let group = "ktrace_p23885_s3850302_n4026531836";
+        let cmd = format!("p:{group}/ev /tmp/hn:0x1129 a=%di:bogus");
+        let pos = cmd.find("bogus").unwrap();
+        let (text, at) = shown_command(&cmd, pos, group, "ktrace");
+        assert_eq!(text, "p:ktrace/ev /tmp/hn:0x1129 a=%di:bogus");
+        assert_eq!(&text[at..], "bogus");
+        // a caret inside the group goes to the system's start
+        let (text, at) = shown_command(&cmd, 5, group, "mine");
+        assert_eq!(
+            (text.as_str(), at),
+            ("p:mine/ev /tmp/hn:0x1129 a=%di:bogus", 2)
+        );
+        // no group in the line (`p SYM`): unchanged
+        assert_eq!(
+            shown_command("p vfs_read", 2, group, "ktrace"),
+            ("p vfs_read".into(), 2)
+        );
     }
 }

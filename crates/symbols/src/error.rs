@@ -10,6 +10,10 @@ use std::path::PathBuf;
 /// and `/sys` this crate parses.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A function's code could not be read (kallsyms, /proc/kcore, a
+    /// vmlinux): the message whole, with what it came from.
+    #[error("{0}")]
+    Code(String),
     /// A file could not be read.
     #[error("cannot read {path}: {}", crate::error::in_words(reason))]
     Io {

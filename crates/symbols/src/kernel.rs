@@ -367,7 +367,7 @@ impl KernelView {
 /// they were): the live checks' features (`features_from_readme` in the
 /// binary) take a README without a probe section (no `type:` list) as no
 /// README, and fall back to the version; the live BTF route
-/// (`btfroute::Route::live`) passes the README as it is, so such a kernel
+/// (`route::Route::live`) passes the README as it is, so such a kernel
 /// is not native there. `ktrace check --btf FILE` routes by the version
 /// even on a live kernel, whose checks still follow its README.
 pub fn reads_btf_names(version: KernelVersion, readme: Option<&Features>) -> bool {

@@ -12,6 +12,13 @@
 //! - [`btf_types`]: the BTF argument compiler's questions, answered from [`btf`].
 //! - [`blacklist`], [`probeable`], [`glob`]: which kernel functions a kprobe
 //!   event can take, and wildcard expansion against them.
+//! - [`route`]: which BTF names a definition's arguments, and whether the
+//!   kernel reads them itself (the kernel's `NameSource`).
+//! - [`code`]: a kprobe at `SYM+OFF` against its function's code (kcore,
+//!   vmlinux), decoded by ktrace-disasm; [`reserved`]: the jump label and
+//!   static call sites the kernel patches itself, which kprobes refuse.
+//! - [`define`]: one definition line through names, check and code: the
+//!   pipeline `ktrace check` and every command that creates probes share.
 //!
 //! Everything is pure parsing over bytes and strings; each module has one
 //! clearly separated `open` function doing the file I/O. Nothing here
@@ -20,6 +27,8 @@
 pub mod blacklist;
 pub mod btf;
 pub mod btf_types;
+pub mod code;
+pub mod define;
 pub mod elf;
 pub mod elf_file;
 mod error;
@@ -31,6 +40,8 @@ pub mod library;
 pub mod maps;
 mod names;
 pub mod probeable;
+pub mod reserved;
+pub mod route;
 pub mod usersym;
 
 pub use error::{Error, Result};

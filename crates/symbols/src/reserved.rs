@@ -20,8 +20,8 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::KernelView;
 use ktrace_probe::Arch;
-use ktrace_symbols::KernelView;
 
 /// What kind of reserved site an address falls in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,18 +4,19 @@
 //! and "native" when the kernel reads BTF arguments itself. Live, that is what
 //! its tracefs README says (`<argname>`), never the version number; offline,
 //! the target version decides (its features: 6.5 and later). Both through
-//! `ktrace_symbols::kernel::reads_btf_names`.
+//! [`crate::kernel::reads_btf_names`].
 //!
-//! Thin wiring over `ktrace_probe::btfarg::compile` and
-//! `ktrace_symbols::btf_types`; the coordinator's `ktrace trace` calls
-//! [`Route::compile`] the same way `ktrace check` does.
+//! A [`Route`] is the kernel's [`NameSource`]: [`crate::define`] asks it
+//! for the types of the function each definition probes, for `ktrace trace`
+//! and `ktrace check` alike.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ktrace_probe::btfarg::{self, Compiled};
-use ktrace_probe::{Environment, KernelVersion, ProbeError, Target};
-use ktrace_symbols::btf::Btf;
+use ktrace_probe::KernelVersion;
+use ktrace_probe::btfarg::{BtfTypes, NameSource};
+
+use crate::btf::Btf;
 
 /// The BTF source and route for a run.
 pub struct Route {
@@ -37,7 +38,7 @@ impl Route {
         Route {
             source: Some(file.to_path_buf()),
             single_file: true,
-            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
+            native: crate::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }
@@ -48,10 +49,10 @@ impl Route {
     /// view of the running kernel with tracefs, never `None` then); `kernel`
     /// would decide only without one.
     ///
-    /// [`KernelView::features`]: ktrace_symbols::KernelView::features
+    /// [`KernelView::features`]: crate::KernelView::features
     pub fn live(kernel: KernelVersion, readme: Option<&ktrace_tracefs::Features>) -> Route {
-        let dir = PathBuf::from(ktrace_symbols::kernel::SYSFS_BTF);
-        let native = ktrace_symbols::kernel::reads_btf_names(kernel, readme);
+        let dir = PathBuf::from(crate::kernel::SYSFS_BTF);
+        let native = crate::kernel::reads_btf_names(kernel, readme);
         Route {
             source: dir.join("vmlinux").exists().then_some(dir),
             single_file: false,
@@ -66,7 +67,7 @@ impl Route {
         Route {
             source: None,
             single_file: false,
-            native: ktrace_symbols::kernel::reads_btf_names(kernel, None),
+            native: crate::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
             missing: None,
         }
@@ -81,20 +82,19 @@ impl Route {
                     None
                 }
                 (Some(file), true) => {
-                    let r = ktrace_symbols::read_table(file)
+                    let r = crate::read_table(file)
                         .map_err(|e| e.to_string())
                         .and_then(|base| match module {
                             Some(m) => {
                                 let p = file.with_file_name(m);
-                                let split =
-                                    ktrace_symbols::read_table(&p).map_err(|e| e.to_string())?;
+                                let split = crate::read_table(&p).map_err(|e| e.to_string())?;
                                 Btf::parse_split(&base, &split).map_err(|e| e.to_string())
                             }
                             None => Btf::parse(&base).map_err(|e| e.to_string()),
                         });
                     r.map_err(|e| self.missing = Some(e)).ok()
                 }
-                (Some(dir), false) => ktrace_symbols::btf_types::open_kernel(dir, module)
+                (Some(dir), false) => crate::btf_types::open_kernel(dir, module)
                     .map_err(|e| self.missing = Some(e.to_string()))
                     .ok(),
             };
@@ -107,13 +107,12 @@ impl Route {
     /// definition names it without `MOD:` and vmlinux's BTF lacks it (the
     /// kernel itself searches every module's BTF). Live only: each loaded
     /// module's /sys/kernel/btf/MOD is read until one has the function.
-    fn module_of(&mut self, line: &str) -> Option<String> {
-        let place = ktrace_probe::head(line)?.place?;
+    /// `place` is the definition's probe point (`FUNC`, `FUNC+OFF`, ...).
+    fn module_of(&mut self, place: &str) -> Option<String> {
         let func = place.split(['+', '%']).next()?;
         if self.single_file || func.is_empty() || func.starts_with(|c: char| c.is_ascii_digit()) {
             return None;
         }
-        use ktrace_probe::btfarg::BtfTypes;
         if self.btf_for(None)?.function(None, func).is_some() {
             return None;
         }
@@ -132,35 +131,25 @@ impl Route {
         self.missing = missing;
         found
     }
+}
 
-    /// Compiles one definition (or passes it through when it uses no BTF).
-    pub fn compile(
-        &mut self,
-        line: &str,
-        target: Target,
-        env: &dyn Environment,
-    ) -> Option<Result<Compiled, ProbeError>> {
-        if !btfarg::may_use_btf(line) {
-            return None;
-        }
-        let module = ktrace_probe::head(line)
-            .and_then(|h| h.place)
-            .and_then(|place| place.split_once(':'))
+impl NameSource for Route {
+    fn native(&self) -> bool {
+        self.native
+    }
+
+    /// The BTF holding the function `line` probes: its `MOD:`'s split BTF,
+    /// else vmlinux's, else (live) the first module's that has it.
+    fn types_for(&mut self, line: &str) -> Option<&dyn BtfTypes> {
+        let place = ktrace_probe::head(line).and_then(|h| h.place);
+        let module = match place
+            .and_then(|p| p.split_once(':'))
             .filter(|(m, _)| !m.contains('/'))
-            .map(|(m, _)| m.to_string());
-        let module = match module {
-            Some(m) => Some(m),
-            None => self.module_of(line),
+        {
+            Some((m, _)) => Some(m.to_string()),
+            None => place.and_then(|p| self.module_of(p)),
         };
-        let native = self.native;
-        let btf = self.btf_for(module.as_deref());
-        Some(btfarg::compile(
-            line,
-            btf.map(|b| b as &dyn btfarg::BtfTypes),
-            target,
-            env,
-            native,
-        ))
+        self.btf_for(module.as_deref()).map(|b| b as &dyn BtfTypes)
     }
 }
 
@@ -168,7 +157,7 @@ impl Route {
 pub fn no_btf() -> String {
     format!(
         "no {} (kernel built without CONFIG_DEBUG_INFO_BTF?) and no --btf FILE",
-        ktrace_symbols::kernel::VMLINUX_BTF
+        crate::kernel::VMLINUX_BTF
     )
 }
 
@@ -191,8 +180,8 @@ mod tests {
     /// point"); the compiled route resolves FUNC in the module's BTF.
     #[test]
     fn module_prefix_on_the_native_route_is_refused_as_the_kernel_does() {
-        let file = std::path::Path::new(ktrace_symbols::kernel::VMLINUX_BTF);
-        let btf = ktrace_symbols::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
+        let file = std::path::Path::new(crate::kernel::VMLINUX_BTF);
+        let btf = crate::btf::Btf::parse(&std::fs::read(file).unwrap()).unwrap();
         let mut target = Target::new(Arch::X86_64);
         target.kernel = KernelVersion::new(7, 2);
         let line = "p:k/a mymod:vfs_read count";
@@ -216,5 +205,20 @@ mod tests {
             true,
         );
         assert!(ok.is_ok());
+    }
+
+    /// The kernel's NameSource: no BTF, no types (and why); a `--btf` copy
+    /// of vmlinux's BTF has the probed function's prototype.
+    #[test]
+    fn a_route_gives_the_types_of_the_probed_function() {
+        use ktrace_probe::btfarg::NameSource;
+        let mut none = super::Route::none(KernelVersion::new(6, 1));
+        assert!(none.types_for("p:k/a vfs_read count").is_none());
+        assert_eq!(none.missing, Some(super::no_btf()));
+        let file = std::path::Path::new(crate::kernel::VMLINUX_BTF);
+        let mut route = super::Route::offline(file, KernelVersion::new(6, 1));
+        assert!(!route.native());
+        let types = route.types_for("p:k/a vfs_read count").unwrap();
+        assert!(types.function(None, "vfs_read").is_some());
     }
 }

@@ -20,13 +20,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, bail};
+use crate::kallsyms::KernelSymbol;
+use crate::{Error, KernelView, Result, elf};
 use ktrace_probe::ast::{KprobePlace, ProbeKind};
 use ktrace_probe::error::{ErrorKind, TpErr};
 use ktrace_probe::{Arch, Checked, Definition, ProbeError, Target, Unchecked};
-use ktrace_symbols::KernelView;
-use ktrace_symbols::elf;
-use ktrace_symbols::kallsyms::KernelSymbol;
 
 /// Where a function's code is read from.
 pub enum Source<'a> {
@@ -38,7 +36,6 @@ pub enum Source<'a> {
     /// No code can be read, for this reason.
     None(String),
     /// The code of the probed function, already read (any symbol).
-    #[cfg_attr(not(test), allow(dead_code))]
     Code(&'a [u8]),
 }
 
@@ -72,7 +69,7 @@ impl Source<'_> {
         let (f, o) = (at.symbol.clone(), at.offset);
         // (by the symbol found, not its name: a name two functions share,
         // such as load_elf_binary and its compat twin, is still one address)
-        let bytes = symbol_code(view, core, &f).map_err(|e| format!("{e:#}"))?;
+        let bytes = symbol_code(view, core, &f).map_err(|e| e.to_string())?;
         let fname = match &f.module {
             Some(m) => format!("{m}:{}", f.name),
             None => f.name.clone(),
@@ -90,7 +87,7 @@ impl Source<'_> {
         match self {
             Source::Live(view, core) => kernel_function(view, core, name, module)
                 .map(|(_, b)| b)
-                .map_err(|e| format!("{e:#}")),
+                .map_err(|e| e.to_string()),
             Source::Vmlinux(path) => {
                 if module.is_some() {
                     return Err(format!(
@@ -100,7 +97,7 @@ impl Source<'_> {
                 }
                 vmlinux_function(path, name)
                     .map(|(_, b)| b)
-                    .map_err(|e| format!("{e:#}"))
+                    .map_err(|e| e.to_string())
             }
             Source::None(why) => Err(why.clone()),
             Source::Code(bytes) => Ok(bytes.to_vec()),
@@ -116,16 +113,16 @@ pub fn kernel_function(
     core: &Path,
     name: &str,
     module: Option<&str>,
-) -> anyhow::Result<(KernelSymbol, Vec<u8>)> {
+) -> Result<(KernelSymbol, Vec<u8>)> {
     let kpath = view.kallsyms_path().to_path_buf();
     let ks = view
         .kallsyms()
-        .map_err(|e| anyhow::anyhow!("reading {}: {e}", kpath.display()))?;
+        .map_err(|e| said(format!("reading {}: {e}", kpath.display())))?;
     if ks.addresses_hidden() {
-        bail!(
+        return Err(said(format!(
             "{} shows no addresses (kptr_restrict): run as root",
             kpath.display()
-        );
+        )));
     }
     let spec = match module {
         Some(m) => format!("{m}:{name}"),
@@ -137,24 +134,14 @@ pub fn kernel_function(
         .filter(|s| s.is_text())
         .collect();
     let sym = match found.as_slice() {
-        [] => bail!("no kernel function {spec:?} in {}", kpath.display()),
+        [] => {
+            return Err(said(format!(
+                "no kernel function {spec:?} in {}",
+                kpath.display()
+            )));
+        }
         [one] => (*one).clone(),
-        many => bail!(
-            "{spec:?} names {} functions in {}: {}",
-            many.len(),
-            kpath.display(),
-            many.iter()
-                .map(|s| format!(
-                    "{:#x}{}",
-                    s.addr,
-                    s.module
-                        .as_deref()
-                        .map(|m| format!(" [{m}]"))
-                        .unwrap_or_default()
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        many => return Err(said(many_functions(&spec, many, &kpath))),
     };
     let bytes = symbol_code(view, core, &sym)?;
     Ok((sym, bytes))
@@ -162,18 +149,62 @@ pub fn kernel_function(
 
 /// The code of kernel symbol `sym` of `view`'s kallsyms, through the core
 /// file `core`: up to the next symbol (at most 1 MiB).
-fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> anyhow::Result<Vec<u8>> {
+fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Result<Vec<u8>> {
     let name = &sym.name;
-    let ks = view.kallsyms().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let size = ks.extent(sym).with_context(|| {
-        format!("the size of {name} is unknown (it is the last symbol of its region)")
+    let kpath = view.kallsyms_path().to_path_buf();
+    let ks = view
+        .kallsyms()
+        .map_err(|e| said(format!("reading {}: {e}", kpath.display())))?;
+    let size = ks.extent(sym).ok_or_else(|| {
+        said(format!(
+            "the size of {name} is unknown (it is the last symbol of its region)"
+        ))
     })?;
     let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
-    ktrace_disasm::kcore::read(core, sym.addr, size).with_context(|| {
-        format!(
-            "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
+    ktrace_disasm::kcore::read(core, sym.addr, size).map_err(|e| {
+        within(
+            format!(
+                "reading {name}'s code (kernels without CONFIG_PROC_KCORE have no /proc/kcore: use --vmlinux FILE)"
+            ),
+            &e,
         )
     })
+}
+
+/// "`spec` names N functions in kallsyms: ADDR [MOD], ...".
+fn many_functions(spec: &str, many: &[&KernelSymbol], kpath: &Path) -> String {
+    format!(
+        "{spec:?} names {} functions in {}: {}",
+        many.len(),
+        kpath.display(),
+        many.iter()
+            .map(|s| format!(
+                "{:#x}{}",
+                s.addr,
+                s.module
+                    .as_deref()
+                    .map(|m| format!(" [{m}]"))
+                    .unwrap_or_default()
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// An error of this module, said whole.
+fn said(message: String) -> Error {
+    Error::Code(message)
+}
+
+/// `what`, then the error `e` and its sources, each after ": ".
+fn within(what: String, e: &dyn std::error::Error) -> Error {
+    let mut s = format!("{what}: {e}");
+    let mut source = e.source();
+    while let Some(inner) = source {
+        s.push_str(&format!(": {inner}"));
+        source = inner.source();
+    }
+    said(s)
 }
 
 /// A function's code in a vmlinux (or any ELF with symbols): `st_size`
@@ -183,10 +214,10 @@ pub fn symbol_bytes(
     path: &Path,
     image: &elf::ElfImage,
     sym: &elf::ElfSymbol,
-) -> anyhow::Result<(u64, Vec<u8>)> {
+) -> Result<(u64, Vec<u8>)> {
     let seg = *image
         .segment_of_vaddr(sym.value)
-        .with_context(|| format!("{} is in no PT_LOAD segment", sym.name))?;
+        .ok_or_else(|| said(format!("{} is in no PT_LOAD segment", sym.name)))?;
     let seg_left = seg.filesz - (sym.value - seg.vaddr);
     let size = if sym.size > 0 {
         sym.size
@@ -206,17 +237,22 @@ pub fn symbol_bytes(
     Ok((start, read_range(path, start, size as usize)?))
 }
 
-fn read_range(path: &Path, offset: u64, len: usize) -> anyhow::Result<Vec<u8>> {
+fn read_range(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| within(format!("opening {}", path.display()), &e))?;
     let mut out = vec![0u8; len];
-    file.read_exact_at(&mut out, offset)
-        .with_context(|| format!("reading {len} bytes at {offset:#x} of {}", path.display()))?;
+    file.read_exact_at(&mut out, offset).map_err(|e| {
+        within(
+            format!("reading {len} bytes at {offset:#x} of {}", path.display()),
+            &e,
+        )
+    })?;
     Ok(out)
 }
 
 /// Function `name`'s ELF machine and code in the vmlinux at `path`.
-pub fn vmlinux_function(path: &Path, name: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+pub fn vmlinux_function(path: &Path, name: &str) -> Result<(u16, Vec<u8>)> {
     let image = elf::open(path)?;
     let target = image.resolve(name)?;
     let (_, bytes) = symbol_bytes(path, &image, &target.symbol)?;
@@ -224,7 +260,7 @@ pub fn vmlinux_function(path: &Path, name: &str) -> anyhow::Result<(u16, Vec<u8>
 }
 
 /// The ELF machine of a vmlinux, for its architecture.
-pub fn vmlinux_arch(path: &Path) -> anyhow::Result<Arch> {
+pub fn vmlinux_arch(path: &Path) -> Result<Arch> {
     let image = elf::open(path)?;
     match image.machine {
         62 => Ok(Arch::X86_64),
@@ -232,10 +268,10 @@ pub fn vmlinux_arch(path: &Path) -> anyhow::Result<Arch> {
         40 => Ok(Arch::Arm),
         243 => Ok(Arch::Riscv64),
         3 => Ok(Arch::I386),
-        m => bail!(
+        m => Err(said(format!(
             "{}: ELF machine {m} is not one ktrace knows",
             path.display()
-        ),
+        ))),
     }
 }
 
@@ -595,7 +631,7 @@ fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u
 /// `ret`); before (6.1, 5.10), an `int3` there passes `can_probe()` and
 /// `__copy_instruction()` refuses it: "Failed to register probe event". A
 /// `ud2` fails earlier on every kernel, as a BUG()/WARN() site.
-pub(crate) fn exception_insn(
+pub fn exception_insn(
     target: Target,
     bytes: &[u8],
     i: &ktrace_disasm::Insn,
@@ -766,7 +802,7 @@ mod tests {
     /// vfs_read's bytes as Debian's 6.1 x86_64 kernel had them in
     /// /proc/kcore (crates/disasm/tests/fixtures, with the capture command).
     fn vfs_read() -> Vec<u8> {
-        let text = include_str!("../crates/disasm/tests/fixtures/kernel-x86_64-vfs_read.txt");
+        let text = include_str!("../../disasm/tests/fixtures/kernel-x86_64-vfs_read.txt");
         let line = text.lines().find_map(|l| l.strip_prefix("bytes ")).unwrap();
         line.split(' ')
             .map(|h| u8::from_str_radix(h, 16).unwrap())
@@ -935,7 +971,7 @@ mod tests {
         // autiasp at +0x124, brk #0x800 (BUG) at +0x2b0; conform seed 41 on
         // arm64 7.2 met `p acpi_disable_wakeup_device_power+0x3c`, an
         // autiasp, refused as "Failed to register probe event"
-        let text = include_str!("../crates/disasm/tests/fixtures/kernel-arm64-vfs_read.txt");
+        let text = include_str!("../../disasm/tests/fixtures/kernel-arm64-vfs_read.txt");
         let line = text.lines().find_map(|l| l.strip_prefix("bytes ")).unwrap();
         let code: Vec<u8> = line
             .split(' ')
