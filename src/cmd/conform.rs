@@ -70,6 +70,7 @@ struct Tally {
     by_family: BTreeMap<&'static str, (u64, u64)>,
     kernel_accepted: u64,
     ktrace_second: u64,
+    filter_undecided: u64,
 }
 
 /// Runs `ktrace conform`.
@@ -267,6 +268,7 @@ fn compare_all(
         tally.total += 1;
         tally.kernel_accepted += u64::from(kernel.accepted);
         tally.ktrace_second += u64::from(second);
+        tally.filter_undecided += u64::from(ours.filter_undecided);
         let fam = tally.by_family.entry(case.family).or_default();
         fam.0 += 1;
         if found.is_empty() {
@@ -331,7 +333,8 @@ fn compare_all(
 fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> String {
     let mut s = format!(
         "conform: seed {seed}: {} definitions, {} agree, {} disagree ({} syntax, {} registration); \
-         kernel accepted {}; ktrace's own reading differs on {}; {:.1} s (ktrace {:.1} s, kernel {:.1} s)\n",
+         kernel accepted {}; ktrace's own reading differs on {}; {:.1} s (ktrace {:.1} s, kernel {:.1} s); \
+         {} event probe filters left to the kernel\n",
         t.total,
         t.agree,
         t.total - t.agree,
@@ -341,7 +344,8 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
         t.ktrace_second,
         secs,
         check,
-        kernel
+        kernel,
+        t.filter_undecided
     );
     for ((level, field), n) in &t.by_field {
         s.push_str(&format!("  {level:<12} {field:<9} {n}\n"));
@@ -387,6 +391,10 @@ fn answer_of(
             .kernel
             .unchecked
             .contains(&ktrace_probe::Unchecked::AddressName),
+        filter_undecided: r
+            .kernel
+            .unchecked
+            .contains(&ktrace_probe::Unchecked::Filter),
     }
 }
 

@@ -30,6 +30,10 @@ pub struct Answer {
     /// This side cannot tell the readback and format (ktrace, for what
     /// depends on the kernel's hashed pointers: an address probe's name).
     pub readback_unknown: bool,
+    /// This side left an event probe's filter to the kernel (ktrace:
+    /// "not checked"), and answers as if the filter were taken; counted in
+    /// the report, not compared.
+    pub filter_undecided: bool,
 }
 
 /// Which field disagrees.

@@ -516,14 +516,9 @@ impl<'a> Gen<'a> {
                 body
             });
         }
-        if r.chance(10) {
+        if r.chance(25) {
             words.push("if".into());
-            words.push(format!(
-                "{} {} {}",
-                r.pick(&tp.fields).map(String::as_str).unwrap_or("prev_pid"),
-                r.pick(&["==", "!=", ">", "~"]).unwrap(),
-                r.range(0, 100)
-            ));
+            words.push(crate::filtergen::filter(r, &tp.fields));
         }
         join(&words)
     }

@@ -14,6 +14,7 @@
 //! a definition is valid.
 
 pub mod compare;
+pub mod filtergen;
 pub mod generate;
 pub mod record;
 pub mod rng;

@@ -139,19 +139,28 @@ tp_errors! {
     SYNTH_INVALID_ARRAY_SPEC => "Invalid array specification",
     // The event filter's own entries (kernel/trace/trace_events_filter.c,
     // subsystem `event filter parse error`): an event probe's `if` filter.
-    FILT_EXPECT_STRING => "Expecting string field",
-    FILT_ILLEGAL_FIELD_OP => "Illegal operation for field type",
-    FILT_ILLEGAL_INTVAL => "Illegal integer value",
-    FILT_FIELD_NOT_FOUND => "Field not found",
+    // (kernel order, FILTER_ERRORS of 6.12 and 7.2: the CPUS{} entries of
+    // 6.6 and later and those event probes never meet are left out)
     FILT_INVALID_OP => "Invalid operator",
     FILT_TOO_MANY_OPEN => "Too many '('",
     FILT_TOO_MANY_CLOSE => "Too few '('",
     FILT_MISSING_QUOTE => "Missing matching quote",
+    FILT_OPERAND_TOO_LONG => "Operand too long",
+    FILT_EXPECT_STRING => "Expecting string field",
+    FILT_EXPECT_DIGIT => "Expecting numeric field",
+    FILT_ILLEGAL_FIELD_OP => "Illegal operation for field type",
+    FILT_FIELD_NOT_FOUND => "Field not found",
+    FILT_ILLEGAL_INTVAL => "Illegal integer value",
+    // predicate_parse(): a predicate followed by neither `&&`, `||`, `)`
+    // nor the end
+    FILT_TOO_MANY_PREDS => "Too many terms in predicate expression",
     FILT_INVALID_VALUE => "Invalid value (did you forget quotes)?",
     // FILT_ERR_ERRNO: what append_filter_err() logs, at 0, for a failure
     // that set no error of its own (parse_pred() on a predicate without a
     // field name)
     FILT_ERRNO => "Error",
+    // predicate_parse(): no predicate after all (`!`)
+    FILT_NO_FILTER => "No filter found",
     // Not in trace_probe.h: dynamic_events' own entry (subsystem `dynevent`) when
     // no kind of event takes the line; seen on 7.2, absent on 6.18.
     NO_MATCHING_TYPE => "No matching dynamic event type",
@@ -323,7 +332,7 @@ mod tests {
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
         // tracepoint-name and typecast errors) and the event filter's.
-        assert_eq!(TpErr::ALL.len(), 103);
+        assert_eq!(TpErr::ALL.len(), 107);
     }
 
     #[test]

@@ -80,7 +80,8 @@ fn split_filter(
 
 /// trace_eprobe_parse_filter(): the filter is parsed before the
 /// arguments, by the event filter parser, which logs its own error.
-/// (quotes and parentheses are decided without the event's fields)
+/// (quotes, parentheses and a first predicate without a field name are
+/// decided without the event's fields)
 fn check_filter(
     ctx: &mut Ctx,
     filter: Option<&String>,
@@ -90,9 +91,7 @@ fn check_filter(
     if let Some(text) = filter
         && let Some(verdict) = match ctx.env.event_field_decls(system, sys_event) {
             Some(decls) => crate::filter::check(text, &decls),
-            None => crate::filter::calc_stack(text.as_bytes())
-                .or_else(|| crate::filter::no_field_name(text))
-                .map(Err),
+            None => crate::filter::no_field_name(text).map(Err),
         }
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);

@@ -1,0 +1,104 @@
+//! Event filters for event probes' `if FILTER` (issue 22): several
+//! predicates joined by `&&` and `||` (and by what the parser does not take:
+//! a lone `&` or `|`, nothing), nested in parentheses, negated with `!`, with
+//! fields of the attached event and others, operators good and bad, and
+//! values of every kind the event filter parser reads
+//! (kernel/trace/trace_events_filter.c): numbers, hex, negative, too big,
+//! quoted strings and globs, bare words, none; and predicates without a
+//! field name. Like the rest of the generator it knows no verdicts.
+//!
+//! It leaves out what the filter parser reads differently from one kernel
+//! to the next (the generic fields `comm` and `CPU`, `.function`,
+//! `CPUS{...}`), which ktrace leaves to the kernel.
+
+use crate::rng::Rng;
+
+/// A filter over `fields` (the attached event's field names).
+pub fn filter(r: &mut Rng, fields: &[String]) -> String {
+    let n = [1, 2, 3, 4][r.weighted(&[35, 35, 22, 8])];
+    let mut s = String::new();
+    for k in 0..n {
+        if k > 0 {
+            s.push_str(match r.weighted(&[40, 30, 10, 4, 4, 4, 4, 4]) {
+                0 => " && ",
+                1 => " || ",
+                2 => "&&",
+                3 => "||",
+                4 => " & ",
+                5 => " | ",
+                6 => " ",
+                _ => " && !",
+            });
+        }
+        let p = predicate(r, fields);
+        match r.weighted(&[80, 8, 8, 4]) {
+            0 => s.push_str(&p),
+            1 => s.push_str(&format!("!{p}")),
+            2 => s.push_str(&format!("({p})")),
+            _ => s.push_str(&format!("!({p})")),
+        }
+    }
+    match r.weighted(&[86, 6, 4, 2, 2]) {
+        0 => s,
+        1 => format!("({s})"),
+        2 => format!("{s} &&"),
+        3 => format!("{s} )"),
+        _ => format!("!{s}"),
+    }
+}
+
+/// One predicate `FIELD OP VALUE`, or something near it.
+fn predicate(r: &mut Rng, fields: &[String]) -> String {
+    let name = match r.weighted(&[80, 6, 4, 6, 4]) {
+        0 => r
+            .pick(fields)
+            .cloned()
+            .unwrap_or_else(|| "common_pid".into()),
+        1 => "common_pid".into(),
+        2 => "no_such_field".into(),
+        3 => String::new(),
+        _ => "9x".into(),
+    };
+    let op = [
+        "==", "!=", ">", "<", ">=", "<=", "~", "&", "=", "=<", "!~", "",
+    ][r.weighted(&[30, 15, 10, 5, 5, 5, 10, 5, 3, 2, 1, 2])];
+    let value = match r.weighted(&[60, 8, 8, 12, 6, 6, 3, 2, 2]) {
+        0 => r.range(0, 100).to_string(),
+        1 => format!("0x{:x}", r.range(0, 4096)),
+        2 => format!("-{}", r.range(1, 100)),
+        3 => format!("\"{}\"", ["bash", "a", "", "sh*", "x y"][r.below(5)]),
+        4 => format!("'{}*'", ["k", "sys", "?"][r.below(3)]),
+        5 => ["x", "abc", "0x", "08", "1x"][r.below(5)].to_string(),
+        6 => String::new(),
+        7 => "18446744073709551616".into(),
+        _ => "0x00000000000000000000001".into(),
+    };
+    let parts = [name.as_str(), op, value.as_str()];
+    let sep = if r.chance(10) { "" } else { " " };
+    parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_have_several_predicates_parentheses_and_nameless_ones() {
+        let fields = vec!["prev_pid".to_string(), "prev_comm".to_string()];
+        let mut r = Rng::new(5);
+        let all: Vec<String> = (0..2000).map(|_| filter(&mut r, &fields)).collect();
+        let has = |p: &dyn Fn(&str) -> bool| all.iter().filter(|f| p(f)).count();
+        assert!(has(&|f| f.contains("&&")) > 400);
+        assert!(has(&|f| f.contains("||")) > 300);
+        assert!(has(&|f| f.contains('(')) > 200);
+        assert!(has(&|f| f.contains('!')) > 150);
+        assert!(has(&|f| f.contains("&& ==") || f.contains("|| ~")) > 5);
+        assert!(has(&|f| f.contains('"')) > 200);
+        assert!(all.iter().all(|f| !f.contains('\n') && !f.is_empty()));
+    }
+}
