@@ -31,17 +31,15 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 }
 
 /// `--arch` of `check`, `boot` and `syms`: the names ktrace has register and
-/// ABI tables for, with their other spellings (a bad one is a usage error,
-/// exit status 2, like any other bad flag; completions offer the names).
+/// ABI tables for, with their other spellings ([`ktrace_probe::Arch::spellings`]; a
+/// bad one is a usage error, exit status 2, like any other bad flag; completions
+/// offer the names).
 pub fn arch() -> clap::builder::PossibleValuesParser {
     use clap::builder::PossibleValue;
-    clap::builder::PossibleValuesParser::new([
-        PossibleValue::new("x86_64").aliases(["amd64", "x86-64"]),
-        PossibleValue::new("arm64").alias("aarch64"),
-        PossibleValue::new("arm").aliases(["armhf", "armv7"]),
-        PossibleValue::new("riscv64").alias("riscv"),
-        PossibleValue::new("i386").aliases(["i686", "x86"]),
-    ])
+    clap::builder::PossibleValuesParser::new(ktrace_probe::Arch::flag_order().map(|a| {
+        let others = a.spellings().iter().filter(|s| **s != a.flag_name());
+        PossibleValue::new(a.flag_name()).aliases(others.copied())
+    }))
 }
 
 /// `--group NAME`: the system ktrace shows for its probes, checked as the

@@ -3,11 +3,11 @@
 //! offset must never panic, and the instructions must tile the input.
 #![no_main]
 
-use ktrace_disasm::{Arch, boundary, decode};
+use ktrace_disasm::{Isa, boundary, decode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    for arch in Arch::ALL {
+    for arch in Isa::ALL {
         let insns = decode(arch, data, 0xffff_ffff_8100_0000);
         let covered: u64 = insns.iter().map(|i| u64::from(i.len)).sum();
         assert_eq!(covered, data.len() as u64);

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use ktrace_disasm::{Arch, Insn};
+use ktrace_disasm::{Insn, Isa};
+use ktrace_probe::Arch;
 use ktrace_probe::error::TpErr;
 use ktrace_symbols::blacklist::{self, BlacklistEntry};
 use ktrace_symbols::{elf, library};
@@ -68,7 +69,7 @@ struct Function {
     addr: u64,
     /// Its bytes.
     bytes: Vec<u8>,
-    arch: Arch,
+    isa: Isa,
     /// Where the bytes came from.
     source: String,
     /// The offset asked for, if any.
@@ -90,15 +91,15 @@ struct Function {
 
 /// Runs `ktrace disasm`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let arch = args.arch.as_deref().map(Arch::parse).transpose()?;
+    let isa = args.arch.as_deref().map(Isa::parse).transpose()?;
     let f = if is_user_target(&args.target) {
-        user_function(&args, arch)?
+        user_function(&args, isa)?
     } else if let Some(vmlinux) = &args.vmlinux {
-        vmlinux_function(&args, vmlinux, arch)?
+        vmlinux_function(&args, vmlinux, isa)?
     } else {
-        kernel_function(&args, arch)?
+        kernel_function(&args, isa)?
     };
-    let insns = ktrace_disasm::decode(f.arch, &f.bytes, f.addr);
+    let insns = ktrace_disasm::decode(f.isa, &f.bytes, f.addr);
     let verdicts: Vec<Option<String>> = insns.iter().map(|i| verdict(&f, i)).collect();
     if args.offsets {
         print_offsets(&insns, &verdicts);
@@ -108,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(off) = f.offset else {
         return Ok(ExitCode::SUCCESS);
     };
-    if let Err(e) = ktrace_disasm::boundary(f.arch, &f.bytes, off) {
+    if let Err(e) = ktrace_disasm::boundary(f.isa, &f.bytes, off) {
         if f.kernel {
             crate::say!(
                 "{}: {e}; the kernel would answer {:?}",
@@ -173,18 +174,19 @@ fn verdict(f: &Function, insn: &Insn) -> Option<String> {
     // A whole arm64 word the decoder does not know is no refusal of the
     // kernel's (6.12 and 7.2 took probes on such words at function ends);
     // elsewhere an undecodable byte sequence is not an instruction.
-    let arm64_word = f.kernel && f.arch == Arch::Arm64 && insn.len == 4;
+    let arm64_word = f.kernel && f.isa == Isa::Arm64 && insn.len == 4;
     if !insn.valid && !arm64_word {
         return Some("does not decode".to_string());
     }
     None
 }
 
-fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> {
-    let arch = match arch {
-        Some(a) => a,
-        None => Arch::host().context("unknown machine architecture: pass --arch")?,
+fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
+    let isa = match isa {
+        Some(i) => i,
+        None => Isa::host().context("unknown machine architecture: pass --arch")?,
     };
+    let arch = isa.arch();
     let (spec, offset) = split_offset(&args.target)?;
     let (module, name) = match spec.split_once(':') {
         Some((m, n)) => (Some(m), n),
@@ -216,7 +218,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         }
         Err(e) => notes.push(format!("kprobe blacklist not read: {e:#}")),
     }
-    if arch == Arch::Arm64
+    if isa == Isa::Arm64
         && let Some(site) = ktrace_disasm::arm64::ftrace_site(&bytes)
     {
         extra.push((
@@ -232,10 +234,9 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
     let mut kernel_says = Vec::new();
     // Sites the kernel patches itself (jump labels, static calls): refused
     // before anything else looks at the code, as the checker refuses them
-    if let Some(parch) = probe_arch(arch)
-        && sym.module.is_none()
-    {
-        let sites = ktrace_symbols::reserved::Sites::running(&view, &core, parch);
+    // (read for the 64-bit architectures: 32-bit arm's entries are absolute)
+    if arch.bits() == 64 && sym.module.is_none() {
+        let sites = ktrace_symbols::reserved::Sites::running(&view, &core, arch);
         let (jumps, calls) = sites.counts();
         if jumps + calls > 0 {
             notes.push(format!(
@@ -246,7 +247,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
                     String::new()
                 }
             ));
-            let insns = ktrace_disasm::decode(arch, &bytes, 0);
+            let insns = ktrace_disasm::decode(isa, &bytes, 0);
             for i in &insns {
                 if extra.iter().any(|(o, _)| *o == i.offset) {
                     continue;
@@ -255,7 +256,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
                     let off = code.checked_sub(sym.addr)?;
                     insns.iter().find(|j| j.offset == off).map(|j| j.len as u64)
                 };
-                if let Some(site) = sites.at(sym.addr + i.offset, parch, len) {
+                if let Some(site) = sites.at(sym.addr + i.offset, arch, len) {
                     extra.push((i.offset, site.describe().to_string()));
                     kernel_says.push((i.offset, TpErr::FAIL_REG_PROBE.message()));
                 }
@@ -267,9 +268,9 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
             );
         }
     }
-    if arch == Arch::X86_64 {
-        let target = crate::resolve::live::live_target(ktrace_probe::Arch::X86_64, &view);
-        for i in ktrace_disasm::decode(arch, &bytes, 0) {
+    if isa == Isa::X86_64 {
+        let target = crate::resolve::live::live_target(arch, &view);
+        for i in ktrace_disasm::decode(isa, &bytes, 0) {
             // (the blacklist is checked first: its refusal stands)
             if extra.iter().any(|(o, _)| *o == i.offset) {
                 continue;
@@ -281,7 +282,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
             }
         }
     }
-    if let Some(line) = btf_prototype(name, arch) {
+    if let Some(line) = btf_prototype(name, isa) {
         notes.push(line);
     }
     let names = move |addr: u64| {
@@ -298,7 +299,7 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
         title: format!("{name}{}", module_suffix(sym.module.as_deref())),
         addr: sym.addr,
         bytes,
-        arch,
+        isa,
         source: core.display().to_string(),
         offset,
         file_offset: None,
@@ -310,28 +311,16 @@ fn kernel_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> 
     })
 }
 
-/// The probe language's architecture of a decoder's (the kernel's sites
-/// are read for the 64-bit ones).
-fn probe_arch(arch: Arch) -> Option<ktrace_probe::Arch> {
-    match arch {
-        Arch::X86_64 => Some(ktrace_probe::Arch::X86_64),
-        Arch::Arm64 => Some(ktrace_probe::Arch::Arm64),
-        Arch::Riscv64 => Some(ktrace_probe::Arch::Riscv64),
-        Arch::Arm | Arch::Thumb => None,
-    }
-}
-
 /// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the
 /// running kernel's BTF, when it has BTF and the function (not for
 /// module functions, whose types are in split BTF).
-fn btf_prototype(name: &str, arch: Arch) -> Option<String> {
+fn btf_prototype(name: &str, isa: Isa) -> Option<String> {
     let btf = ktrace_symbols::btf::open(Path::new(ktrace_symbols::kernel::VMLINUX_BTF)).ok()?;
     let (ret, params) = btf.func_params(name)?;
     // the probe language's argument registers (32-bit arm and riscv64
     // pass some arguments in register pairs: not shown)
-    let regs: &[&str] = match arch {
-        Arch::X86_64 => ktrace_probe::Arch::X86_64.arg_registers(),
-        Arch::Arm64 => ktrace_probe::Arch::Arm64.arg_registers(),
+    let regs: &[&str] = match isa {
+        Isa::X86_64 | Isa::Arm64 => isa.arch().arg_registers(),
         _ => &[],
     };
     let decl = |t: &str, n: &str| {
@@ -387,9 +376,9 @@ fn blacklisted(
     out.into_iter().collect()
 }
 
-fn vmlinux_function(args: &Args, path: &Path, arch: Option<Arch>) -> anyhow::Result<Function> {
+fn vmlinux_function(args: &Args, path: &Path, isa: Option<Isa>) -> anyhow::Result<Function> {
     let image = elf::open(path)?;
-    let arch = match arch.or_else(|| Arch::from_elf_machine(image.machine)) {
+    let isa = match isa.or_else(|| elf_isa(&image)) {
         Some(a) => a,
         None => bail!(
             "{}: machine {} is not one ktrace decodes: pass --arch",
@@ -398,12 +387,12 @@ fn vmlinux_function(args: &Args, path: &Path, arch: Option<Arch>) -> anyhow::Res
         ),
     };
     let target = image.resolve(&args.target)?;
-    let mut f = elf_function(path, image, target, arch)?;
+    let mut f = elf_function(path, image, target, isa)?;
     f.kernel = true;
     f.file_offset = None;
     f.notes
         .push("offline: the kprobe blacklist is the running kernel's, not read".to_string());
-    if arch == Arch::Arm64
+    if isa == Isa::Arm64
         && let Some(site) = ktrace_disasm::arm64::ftrace_site(&f.bytes)
     {
         f.extra.push((
@@ -414,10 +403,10 @@ fn vmlinux_function(args: &Args, path: &Path, arch: Option<Arch>) -> anyhow::Res
     Ok(f)
 }
 
-fn user_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> {
+fn user_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
     let probe = library::resolve_user_probe(&args.target, args.pid, Path::new(LD_SO_CACHE))?;
     let image = elf::open_with_debug(&probe.path)?;
-    let arch = match arch.or_else(|| Arch::from_elf_machine(image.machine)) {
+    let isa = match isa.or_else(|| elf_isa(&image)) {
         Some(a) => a,
         None => bail!(
             "{}: machine {} is not one ktrace decodes: pass --arch",
@@ -425,12 +414,17 @@ fn user_function(args: &Args, arch: Option<Arch>) -> anyhow::Result<Function> {
             image.machine
         ),
     };
-    let mut f = elf_function(&probe.path, image, probe.target, arch)?;
+    let mut f = elf_function(&probe.path, image, probe.target, isa)?;
     f.notes.push(
         "uprobes: instruction boundaries only (the kernel's uprobe rules are not checked)"
             .to_string(),
     );
     Ok(f)
+}
+
+/// The instruction set of an ELF file's machine (32-bit arm: ARM state).
+fn elf_isa(image: &elf::ElfImage) -> Option<Isa> {
+    Arch::from_elf_machine(image.machine).and_then(Isa::of)
 }
 
 /// The code of an ELF symbol: `st_size` bytes (or up to the next symbol,
@@ -439,7 +433,7 @@ fn elf_function(
     path: &Path,
     image: elf::ElfImage,
     target: elf::UprobeTarget,
-    arch: Arch,
+    isa: Isa,
 ) -> anyhow::Result<Function> {
     let sym = &target.symbol;
     let (start, bytes) = ktrace_symbols::code::symbol_bytes(path, &image, sym)?;
@@ -453,7 +447,7 @@ fn elf_function(
         title,
         addr: sym.value,
         bytes,
-        arch,
+        isa,
         source: path.display().to_string(),
         offset: (target.offset > 0 || target.vaddr != sym.value).then_some(target.offset),
         file_offset: Some(start),
@@ -488,7 +482,7 @@ fn print_listing(f: &Function, insns: &[Insn], verdicts: &[Option<String>]) {
         f.addr,
         f.bytes.len(),
         f.source,
-        f.arch
+        f.isa
     );
     let what = if f.kernel { "kprobe" } else { "uprobe" };
     let mut lines = vec![head];
@@ -496,10 +490,10 @@ fn print_listing(f: &Function, insns: &[Insn], verdicts: &[Option<String>]) {
     lines.push(format!(
         "* = a {what} can go here, - = refused (why after ;)"
     ));
-    if f.kernel && !f.arch.knows_kprobe_rules() {
+    if f.kernel && !f.isa.knows_kprobe_rules() {
         lines.push(format!(
             "note: {} kprobe rules are not known here: * only means an instruction boundary",
-            f.arch
+            f.isa
         ));
     }
     for (i, v) in insns.iter().zip(verdicts) {
@@ -552,15 +546,15 @@ mod tests {
     fn prototype_from_the_host_btf() {
         // The host kernel (6.18) has BTF; do_sys_openat2 takes
         // (int dfd, const char *filename, struct open_how *how).
-        let line = btf_prototype("do_sys_openat2", Arch::X86_64).expect("host BTF");
+        let line = btf_prototype("do_sys_openat2", Isa::X86_64).expect("host BTF");
         assert!(line.contains("do_sys_openat2(int dfd, "), "{line}");
         assert!(
             line.ends_with("at +0x0: dfd=%di filename=%si how=%dx"),
             "{line}"
         );
-        let arm = btf_prototype("do_sys_openat2", Arch::Arm64).unwrap();
+        let arm = btf_prototype("do_sys_openat2", Isa::Arm64).unwrap();
         assert!(arm.ends_with("dfd=%x0 filename=%x1 how=%x2"), "{arm}");
-        assert_eq!(btf_prototype("no_such_function_xyz", Arch::X86_64), None);
+        assert_eq!(btf_prototype("no_such_function_xyz", Isa::X86_64), None);
     }
 
     #[test]

@@ -483,29 +483,17 @@ fn refuse_foreign_elf(path: &Path, arch: Arch) -> anyhow::Result<()> {
         2 => u16::from_be_bytes([head[18], head[19]]),
         _ => u16::from_le_bytes([head[18], head[19]]),
     };
-    let (want, name) = match arch {
-        Arch::X86_64 => (62, "x86_64"),
-        Arch::Arm64 => (183, "arm64"),
-        Arch::Arm => (40, "arm"),
-        Arch::Riscv64 => (243, "riscv64"),
-        _ => return Ok(()),
-    };
-    let theirs = match machine {
-        62 => "x86_64",
-        183 => "arm64",
-        40 => "arm",
-        243 => "riscv",
-        3 => "i386",
-        _ => "another architecture",
-    };
-    if machine != want {
-        bail!(
-            "{} is an ELF file for {theirs} (e_machine {machine}); this machine is {name}, \
-             so it never runs here and a uprobe on it would never fire",
-            path.display()
-        );
+    // (an i386 machine is not checked)
+    if arch == Arch::I386 || machine == arch.elf_machine() {
+        return Ok(());
     }
-    Ok(())
+    let theirs = Arch::from_elf_machine(machine).map_or("another architecture", Arch::name);
+    bail!(
+        "{} is an ELF file for {theirs} (e_machine {machine}); this machine is {}, \
+         so it never runs here and a uprobe on it would never fire",
+        path.display(),
+        arch.flag_name()
+    )
 }
 
 /// The event of a written `EVENT` or `GROUP/EVENT` name.

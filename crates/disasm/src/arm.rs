@@ -7,7 +7,7 @@
 //! (arch/arm/probes/kprobes/actions-*.c and the decode tables of
 //! arch/arm/probes/decode-*.c) are large tables this crate does not
 //! reproduce: no instruction is marked refused here, and callers say so
-//! ([`crate::Arch::knows_kprobe_rules`]). Debian's armmp kernel is built in
+//! ([`crate::Isa::knows_kprobe_rules`]). Debian's armmp kernel is built in
 //! ARM state; its user space (armhf) is mostly Thumb-2.
 
 use yaxpeax_arch::{Decoder, LengthedInstruction, U8Reader};

@@ -501,7 +501,7 @@ mod tests {
             0x3500_0002,
             0x1100_0421,
         ]);
-        let v = crate::decode(crate::Arch::Arm64, &code, 0);
+        let v = crate::decode(crate::Isa::Arm64, &code, 0);
         let refused: Vec<bool> = v.iter().map(|i| i.refusal.is_some()).collect();
         assert_eq!(refused, vec![true, true, true, false, false]);
     }

@@ -18,6 +18,8 @@
 //! kernel. The kprobe blacklist, ftrace patch sites known from the kernel's
 //! tables, jump labels and alternatives are the caller's business (the
 //! bytes alone cannot tell). [`kcore`] reads kernel text from /proc/kcore.
+//! The architecture is ktrace-probe's [`ktrace_probe::Arch`]; [`Isa`] adds
+//! which state 32-bit arm code is in (ARM or Thumb).
 
 pub mod arm;
 pub mod arm64;
@@ -26,6 +28,8 @@ pub mod riscv;
 pub mod x86;
 
 use std::fmt;
+
+use ktrace_probe::Arch;
 
 /// The kernel's message when a probe is not on an instruction boundary
 /// (`BAD_INSN_BNDRY`, kernel/trace/trace_probe.h).
@@ -38,9 +42,11 @@ pub const RETPROBE_MESSAGE: &str = "Retprobe address must be an function entry";
 /// not step, an unaligned arm64 address, an arm64 ftrace patch site.
 pub const FAIL_REG_MESSAGE: &str = "Failed to register probe event";
 
-/// The instruction sets this crate decodes.
+/// The instruction sets this crate decodes: an architecture's
+/// ([`ktrace_probe::Arch`]), and for 32-bit arm which of its two states.
+/// 32-bit x86 is not decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Arch {
+pub enum Isa {
     /// x86_64 (64-bit mode).
     X86_64,
     /// AArch64 (arm64, ARMv8-A).
@@ -53,68 +59,67 @@ pub enum Arch {
     Riscv64,
 }
 
-impl Arch {
-    /// Every architecture, in the order `--arch` help lists them.
-    pub const ALL: [Arch; 5] = [
-        Arch::X86_64,
-        Arch::Arm64,
-        Arch::Arm,
-        Arch::Thumb,
-        Arch::Riscv64,
-    ];
+impl Isa {
+    /// Every instruction set, in the order `--arch` help lists them.
+    pub const ALL: [Isa; 5] = [Isa::X86_64, Isa::Arm64, Isa::Arm, Isa::Thumb, Isa::Riscv64];
 
-    /// The name used on the command line and in messages.
+    /// The instruction set of an architecture (32-bit arm: ARM state), if
+    /// this crate decodes it.
+    pub fn of(arch: Arch) -> Option<Isa> {
+        match arch {
+            Arch::X86_64 => Some(Isa::X86_64),
+            Arch::Arm64 => Some(Isa::Arm64),
+            Arch::Arm => Some(Isa::Arm),
+            Arch::Riscv64 => Some(Isa::Riscv64),
+            Arch::I386 => None,
+        }
+    }
+
+    /// The architecture it belongs to.
+    pub fn arch(self) -> Arch {
+        match self {
+            Isa::X86_64 => Arch::X86_64,
+            Isa::Arm64 => Arch::Arm64,
+            Isa::Arm | Isa::Thumb => Arch::Arm,
+            Isa::Riscv64 => Arch::Riscv64,
+        }
+    }
+
+    /// The name used on the command line and in messages: the
+    /// architecture's ([`Arch::flag_name`]), or `thumb`.
     pub fn name(self) -> &'static str {
         match self {
-            Arch::X86_64 => "x86_64",
-            Arch::Arm64 => "arm64",
-            Arch::Arm => "arm",
-            Arch::Thumb => "thumb",
-            Arch::Riscv64 => "riscv64",
+            Isa::Thumb => "thumb",
+            isa => isa.arch().flag_name(),
         }
     }
 
-    /// Parses a name: the kernel's (`x86_64`, `arm64`, `arm`, `riscv64`),
-    /// uname's (`aarch64`, `armv7l`) or Debian's (`amd64`, `armhf`).
-    pub fn parse(name: &str) -> Result<Arch, Error> {
-        Ok(match name {
-            "x86_64" | "x86-64" | "amd64" => Arch::X86_64,
-            "arm64" | "aarch64" => Arch::Arm64,
-            "arm" | "armv7" | "armv7l" | "armhf" | "a32" => Arch::Arm,
-            "thumb" | "t32" => Arch::Thumb,
-            "riscv64" | "rv64" => Arch::Riscv64,
-            _ => return Err(Error::UnknownArch(name.to_string())),
-        })
-    }
-
-    /// The architecture this program was built for, if this crate knows it.
-    pub fn host() -> Option<Arch> {
-        match std::env::consts::ARCH {
-            "x86_64" => Some(Arch::X86_64),
-            "aarch64" => Some(Arch::Arm64),
-            "arm" => Some(Arch::Arm),
-            "riscv64" => Some(Arch::Riscv64),
-            _ => None,
+    /// Parses a name: an architecture's in any spelling [`Arch`] takes
+    /// (the kernel's, uname's, Debian's), or an instruction set's (`a32`,
+    /// `thumb`, `t32`).
+    pub fn parse(name: &str) -> Result<Isa, Error> {
+        match name {
+            "thumb" | "t32" => Ok(Isa::Thumb),
+            "a32" => Ok(Isa::Arm),
+            _ => name
+                .parse::<Arch>()
+                .ok()
+                .and_then(Isa::of)
+                .ok_or_else(|| Error::UnknownArch(name.to_string())),
         }
     }
 
-    /// The architecture of an ELF `e_machine` (`EM_X86_64`, `EM_AARCH64`,
-    /// `EM_ARM`, `EM_RISCV`); 32-bit arm is taken as ARM state.
-    pub fn from_elf_machine(machine: u16) -> Option<Arch> {
-        match machine {
-            62 => Some(Arch::X86_64),
-            183 => Some(Arch::Arm64),
-            40 => Some(Arch::Arm),
-            243 => Some(Arch::Riscv64),
-            _ => None,
-        }
+    /// The instruction set of the machine this program was built for, if
+    /// this crate decodes it.
+    pub fn host() -> Option<Isa> {
+        Arch::native().and_then(Isa::of)
     }
 
     /// Whether this crate knows which instructions the kernel refuses to
     /// kprobe on this architecture (x86_64, arm64); elsewhere only
     /// boundaries are known.
     pub fn knows_kprobe_rules(self) -> bool {
-        matches!(self, Arch::X86_64 | Arch::Arm64)
+        matches!(self, Isa::X86_64 | Isa::Arm64)
     }
 
     /// What the kernel writes to error_log for a kprobe between instruction
@@ -123,13 +128,13 @@ impl Arch {
     /// `arch_prepare_kprobe()` with `-EINVAL` ([`FAIL_REG_MESSAGE`]).
     pub fn not_boundary_message(self) -> &'static str {
         match self {
-            Arch::Arm64 => FAIL_REG_MESSAGE,
+            Isa::Arm64 => FAIL_REG_MESSAGE,
             _ => BOUNDARY_MESSAGE,
         }
     }
 }
 
-impl fmt::Display for Arch {
+impl fmt::Display for Isa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -138,7 +143,7 @@ impl fmt::Display for Arch {
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// An architecture name this crate does not know.
+    /// An architecture or instruction set name this crate does not decode.
     #[error("unknown architecture {0:?} (known: x86_64, arm64, arm, thumb, riscv64)")]
     UnknownArch(String),
     /// /proc/kcore (or another ELF core) could not be read or parsed.
@@ -211,15 +216,15 @@ impl Insn {
 /// entries of one unit (1 byte on x86, 2 in Thumb and on riscv, 4 on arm
 /// and arm64), and every offset after the first one of those is not a
 /// boundary the kernel will accept (its decoder stops there too).
-pub fn decode(arch: Arch, bytes: &[u8], address: u64) -> Vec<Insn> {
-    let mut insns = match arch {
-        Arch::X86_64 => x86::decode(bytes, address),
-        Arch::Arm64 => arm64::decode(bytes, address),
-        Arch::Arm => arm::decode(bytes, address, false),
-        Arch::Thumb => arm::decode(bytes, address, true),
-        Arch::Riscv64 => riscv::decode(bytes, address),
+pub fn decode(isa: Isa, bytes: &[u8], address: u64) -> Vec<Insn> {
+    let mut insns = match isa {
+        Isa::X86_64 => x86::decode(bytes, address),
+        Isa::Arm64 => arm64::decode(bytes, address),
+        Isa::Arm => arm::decode(bytes, address, false),
+        Isa::Thumb => arm::decode(bytes, address, true),
+        Isa::Riscv64 => riscv::decode(bytes, address),
     };
-    if arch == Arch::Arm64 {
+    if isa == Isa::Arm64 {
         arm64::mark_atomic_sequences(&mut insns, bytes);
     }
     insns
@@ -229,9 +234,9 @@ pub fn decode(arch: Arch, bytes: &[u8], address: u64) -> Vec<Insn> {
 /// the function: from offset 0, one instruction after the other, stopping
 /// at the first byte sequence that does not decode (that offset itself is
 /// still a boundary; nothing after it is known to be one).
-pub fn boundaries(arch: Arch, bytes: &[u8]) -> Vec<u64> {
+pub fn boundaries(isa: Isa, bytes: &[u8]) -> Vec<u64> {
     let mut out = Vec::new();
-    for insn in decode(arch, bytes, 0) {
+    for insn in decode(isa, bytes, 0) {
         out.push(insn.offset);
         if !insn.valid {
             break;
@@ -250,7 +255,7 @@ pub struct NotBoundary {
     /// The closest boundary above it inside the bytes, if any.
     pub nearest_after: Option<u64>,
     /// What the kernel answers for it on this architecture
-    /// ([`Arch::not_boundary_message`]).
+    /// ([`Isa::not_boundary_message`]).
     pub kernel_message: &'static str,
 }
 
@@ -272,8 +277,8 @@ impl std::error::Error for NotBoundary {}
 /// instruction begins, decoding from offset 0 as the kernel does. An
 /// offset at or past the end of `bytes` is not a boundary (the kernel
 /// would decode past the function, into the next symbol).
-pub fn boundary(arch: Arch, bytes: &[u8], offset: u64) -> Result<(), NotBoundary> {
-    let all = boundaries(arch, bytes);
+pub fn boundary(isa: Isa, bytes: &[u8], offset: u64) -> Result<(), NotBoundary> {
+    let all = boundaries(isa, bytes);
     if all.binary_search(&offset).is_ok() {
         return Ok(());
     }
@@ -282,7 +287,7 @@ pub fn boundary(arch: Arch, bytes: &[u8], offset: u64) -> Result<(), NotBoundary
         offset,
         nearest_before: pos.checked_sub(1).map(|i| all[i]),
         nearest_after: all.get(pos).copied(),
-        kernel_message: arch.not_boundary_message(),
+        kernel_message: isa.not_boundary_message(),
     })
 }
 
@@ -335,15 +340,25 @@ mod tests {
 
     #[test]
     fn arch_names_round_trip() {
-        for a in Arch::ALL {
-            assert_eq!(Arch::parse(a.name()).unwrap(), a);
+        for a in Isa::ALL {
+            assert_eq!(Isa::parse(a.name()).unwrap(), a);
         }
-        assert_eq!(Arch::parse("aarch64").unwrap(), Arch::Arm64);
-        assert_eq!(Arch::parse("amd64").unwrap(), Arch::X86_64);
-        assert!(Arch::parse("mips").is_err());
-        assert_eq!(Arch::from_elf_machine(62), Some(Arch::X86_64));
-        assert_eq!(Arch::from_elf_machine(183), Some(Arch::Arm64));
-        assert_eq!(Arch::from_elf_machine(8), None);
+        assert_eq!(Isa::parse("aarch64").unwrap(), Isa::Arm64);
+        assert_eq!(Isa::parse("amd64").unwrap(), Isa::X86_64);
+        assert!(Isa::parse("mips").is_err());
+        // the names `ktrace check` took as well
+        assert_eq!(Isa::parse("riscv").unwrap(), Isa::Riscv64);
+        assert_eq!(Isa::parse("a32").unwrap(), Isa::Arm);
+        assert_eq!(Isa::parse("t32").unwrap(), Isa::Thumb);
+        // 32-bit x86 is an architecture this crate does not decode
+        assert_eq!(
+            Isa::parse("i386").unwrap_err().to_string(),
+            "unknown architecture \"i386\" (known: x86_64, arm64, arm, thumb, riscv64)"
+        );
+        assert_eq!(Isa::of(Arch::I386), None);
+        for a in Isa::ALL {
+            assert_eq!(Isa::of(a.arch()).map(Isa::arch), Some(a.arch()));
+        }
     }
 
     #[test]
@@ -352,10 +367,10 @@ mod tests {
         // ftrace nop, push %r15, push %r14 (see tests/kernel/guest/*-disasm.sh:
         // the kernel refuses +1..+4 and takes +5).
         let bytes = [0x0f, 0x1f, 0x44, 0x00, 0x00, 0x41, 0x57, 0x41, 0x56];
-        assert_eq!(boundaries(Arch::X86_64, &bytes), vec![0, 5, 7]);
-        assert!(boundary(Arch::X86_64, &bytes, 0).is_ok());
-        assert!(boundary(Arch::X86_64, &bytes, 5).is_ok());
-        let e = boundary(Arch::X86_64, &bytes, 3).unwrap_err();
+        assert_eq!(boundaries(Isa::X86_64, &bytes), vec![0, 5, 7]);
+        assert!(boundary(Isa::X86_64, &bytes, 0).is_ok());
+        assert!(boundary(Isa::X86_64, &bytes, 5).is_ok());
+        let e = boundary(Isa::X86_64, &bytes, 3).unwrap_err();
         assert_eq!(e.nearest_before, Some(0));
         assert_eq!(e.nearest_after, Some(5));
         assert_eq!(e.kernel_message, BOUNDARY_MESSAGE);
@@ -363,7 +378,7 @@ mod tests {
             e.to_string(),
             "+0x3 is not an instruction boundary (nearest: +0x0 or +0x5)"
         );
-        let past = boundary(Arch::X86_64, &bytes, 100).unwrap_err();
+        let past = boundary(Isa::X86_64, &bytes, 100).unwrap_err();
         assert_eq!(past.nearest_before, Some(7));
         assert_eq!(past.nearest_after, None);
     }
@@ -371,8 +386,8 @@ mod tests {
     #[test]
     fn boundary_of_arm64_is_alignment() {
         let bytes = [0x1f, 0x20, 0x03, 0xd5, 0xe9, 0x03, 0x1e, 0xaa];
-        assert_eq!(boundaries(Arch::Arm64, &bytes), vec![0, 4]);
-        let e = boundary(Arch::Arm64, &bytes, 2).unwrap_err();
+        assert_eq!(boundaries(Isa::Arm64, &bytes), vec![0, 4]);
+        let e = boundary(Isa::Arm64, &bytes, 2).unwrap_err();
         assert_eq!((e.nearest_before, e.nearest_after), (Some(0), Some(4)));
         assert_eq!(e.kernel_message, FAIL_REG_MESSAGE);
     }
@@ -381,8 +396,8 @@ mod tests {
     fn boundaries_stop_at_undecodable_bytes() {
         // push %rbp, then 0x06 (invalid in 64-bit mode), then nops.
         let bytes = [0x55, 0x06, 0x90, 0x90];
-        assert_eq!(boundaries(Arch::X86_64, &bytes), vec![0, 1]);
-        assert!(boundary(Arch::X86_64, &bytes, 2).is_err());
+        assert_eq!(boundaries(Isa::X86_64, &bytes), vec![0, 1]);
+        assert!(boundary(Isa::X86_64, &bytes, 2).is_err());
     }
 
     #[test]
@@ -397,7 +412,7 @@ mod tests {
 
     #[test]
     fn empty_input() {
-        for a in Arch::ALL {
+        for a in Isa::ALL {
             assert!(decode(a, &[], 0).is_empty());
             assert!(boundary(a, &[], 0).is_err());
         }

@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use ktrace_disasm::{Arch, decode};
+use ktrace_disasm::{Isa, decode};
+use ktrace_probe::Arch;
 use ktrace_symbols::elf::{self, SymbolKind};
 
 /// `objdump -d` of `[start, stop)`: (address, instruction text) per line.
@@ -66,7 +67,7 @@ fn compare(path: &str, wanted: usize) {
     for sym in funcs.iter().step_by(step).take(wanted) {
         let off = image.vaddr_to_file_offset(sym.value).unwrap() as usize;
         let bytes = &data[off..off + sym.size as usize];
-        let ours = decode(Arch::X86_64, bytes, sym.value);
+        let ours = decode(Isa::X86_64, bytes, sym.value);
         let theirs = objdump(path, sym.value, sym.value + sym.size);
         let our_addrs: Vec<u64> = ours.iter().map(|i| sym.value + i.offset).collect();
         let their_addrs: Vec<u64> = theirs.iter().map(|(a, _)| *a).collect();

@@ -4,10 +4,10 @@
 //! fixture's header and tests/fixtures/capture.sh). Boundaries and direct
 //! branch targets must agree.
 
-use ktrace_disasm::{Arch, decode};
+use ktrace_disasm::{Isa, decode};
 
 struct Fixture {
-    arch: Arch,
+    arch: Isa,
     address: u64,
     bytes: Vec<u8>,
     /// objdump's (address, instruction text).
@@ -30,7 +30,7 @@ fn load(name: &str) -> Fixture {
             let insn = f.next().unwrap_or("").trim().to_string();
             objdump.push((u64::from_str_radix(addr, 16).unwrap(), insn));
         } else if let Some(a) = line.strip_prefix("arch ") {
-            arch = Some(Arch::parse(a).unwrap());
+            arch = Some(Isa::parse(a).unwrap());
         } else if let Some(a) = line.strip_prefix("address 0x") {
             address = Some(u64::from_str_radix(a, 16).unwrap());
         } else if let Some(b) = line.strip_prefix("bytes ") {
@@ -53,12 +53,12 @@ fn load(name: &str) -> Fixture {
 /// The target objdump prints for a direct branch, call or pc-relative
 /// address (`call 0xffff...`, `bl 0xffff...`, `adrp x0, 0xffff...`,
 /// `cbz x1, 0xffff...`, `tbnz w0, #3, 0xffff...`).
-fn objdump_target(arch: Arch, text: &str) -> Option<u64> {
+fn objdump_target(arch: Isa, text: &str) -> Option<u64> {
     // arm64 objdump adds `// b.any`-style comments.
     let text = text.split("//").next()?;
     let mnemonic = text.split_whitespace().next()?;
     let branchy = match arch {
-        Arch::X86_64 => mnemonic.starts_with('j') || mnemonic.starts_with("call"),
+        Isa::X86_64 => mnemonic.starts_with('j') || mnemonic.starts_with("call"),
         _ => {
             matches!(
                 mnemonic,

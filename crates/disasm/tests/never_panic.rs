@@ -3,7 +3,7 @@
 //! check agrees with the boundaries; the kcore header parsers take any
 //! bytes too.
 
-use ktrace_disasm::{Arch, boundaries, boundary, decode, kcore};
+use ktrace_disasm::{Isa, boundaries, boundary, decode, kcore};
 use proptest::prelude::*;
 
 proptest! {
@@ -11,7 +11,7 @@ proptest! {
 
     #[test]
     fn decoders_tile_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..96), addr in any::<u64>()) {
-        for arch in Arch::ALL {
+        for arch in Isa::ALL {
             let insns = decode(arch, &bytes, addr);
             let mut next = 0u64;
             for i in &insns {

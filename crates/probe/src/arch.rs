@@ -2,7 +2,8 @@
 //! `regs_query_register_offset()` accepts, the word size (default type `x64`/`x32`),
 //! the kernel stack depth limit for `$stackN`/`$argN`, whether `$argN` exists
 //! (`CONFIG_HAVE_FUNCTION_ARG_ACCESS_API`), and the C calling convention's argument
-//! registers (for hints and for translating `$argN`).
+//! registers (for hints and for translating `$argN`), the names the architecture goes by
+//! (one parser for every command's `--arch`) and its ELF `e_machine`.
 //!
 //! Mirrors the `regoffset_table[]` of arch/{x86,arm64,arm,riscv}/kernel/ptrace.c in
 //! Linux 6.1. Not a disassembler and not a place for instruction-boundary rules.
@@ -69,16 +70,60 @@ impl Arch {
         }
     }
 
+    /// The name command lines show for it (`--arch` values, `ktrace disasm`'s header):
+    /// the kernel's, but `riscv64` for `riscv`.
+    pub fn flag_name(self) -> &'static str {
+        self.spellings()[0]
+    }
+
+    /// Every name `FromStr` takes for it: [`Arch::flag_name`] first, then the kernel's,
+    /// uname's, Debian's and Rust's other spellings.
+    pub fn spellings(self) -> &'static [&'static str] {
+        match self {
+            Arch::X86_64 => &["x86_64", "amd64", "x86-64"],
+            Arch::Arm64 => &["arm64", "aarch64"],
+            Arch::Arm => &["arm", "armhf", "armv7", "armv7l"],
+            Arch::Riscv64 => &["riscv64", "riscv", "rv64"],
+            Arch::I386 => &["i386", "i686", "x86"],
+        }
+    }
+
+    /// The architectures in the order command lines list them (`--arch` values).
+    pub fn flag_order() -> impl Iterator<Item = Arch> {
+        [
+            Arch::X86_64,
+            Arch::Arm64,
+            Arch::Arm,
+            Arch::Riscv64,
+            Arch::I386,
+        ]
+        .into_iter()
+    }
+
+    /// Its ELF `e_machine` (`EM_X86_64`, `EM_386`, `EM_AARCH64`, `EM_ARM`, `EM_RISCV` of
+    /// include/uapi/linux/elf-em.h).
+    pub fn elf_machine(self) -> u16 {
+        match self {
+            Arch::X86_64 => 62,
+            Arch::I386 => 3,
+            Arch::Arm64 => 183,
+            Arch::Arm => 40,
+            Arch::Riscv64 => 243,
+        }
+    }
+
+    /// The architecture of an ELF `e_machine`, if this crate knows it.
+    pub fn from_elf_machine(machine: u16) -> Option<Arch> {
+        Arch::ALL
+            .iter()
+            .copied()
+            .find(|a| a.elf_machine() == machine)
+    }
+
     /// The architecture this program was built for, if known.
     pub fn native() -> Option<Arch> {
-        match std::env::consts::ARCH {
-            "x86_64" => Some(Arch::X86_64),
-            "x86" => Some(Arch::I386),
-            "aarch64" => Some(Arch::Arm64),
-            "arm" => Some(Arch::Arm),
-            "riscv64" => Some(Arch::Riscv64),
-            _ => None,
-        }
+        // Rust's names (`x86_64`, `x86`, `aarch64`, `arm`, `riscv64`) are among the spellings.
+        std::env::consts::ARCH.parse().ok()
     }
 
     /// Register names accepted after `%`, in `regoffset_table[]` order.
@@ -180,14 +225,11 @@ impl FromStr for Arch {
     type Err = UnknownArch;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "x86_64" | "amd64" | "x86-64" => Arch::X86_64,
-            "i386" | "i686" | "x86" => Arch::I386,
-            "arm64" | "aarch64" => Arch::Arm64,
-            "arm" | "armhf" | "armv7" => Arch::Arm,
-            "riscv" | "riscv64" => Arch::Riscv64,
-            _ => return Err(UnknownArch(s.to_string())),
-        })
+        Arch::ALL
+            .iter()
+            .copied()
+            .find(|a| a.spellings().contains(&s))
+            .ok_or_else(|| UnknownArch(s.to_string()))
     }
 }
 
@@ -215,13 +257,33 @@ mod tests {
         assert_eq!("aarch64".parse::<Arch>(), Ok(Arch::Arm64));
         assert_eq!("riscv".parse::<Arch>(), Ok(Arch::Riscv64));
         assert!("sparc".parse::<Arch>().is_err());
+        // the union of what `ktrace check` and `ktrace disasm` took
+        assert_eq!("rv64".parse::<Arch>(), Ok(Arch::Riscv64));
+        assert_eq!("armv7l".parse::<Arch>(), Ok(Arch::Arm));
+        assert_eq!(Arch::Riscv64.flag_name(), "riscv64");
+        let order: Vec<_> = Arch::flag_order().map(Arch::flag_name).collect();
+        assert_eq!(order, ["x86_64", "arm64", "arm", "riscv64", "i386"]);
         for a in Arch::ALL {
+            for s in a.spellings() {
+                assert_eq!(s.parse::<Arch>(), Ok(*a));
+            }
+            assert_eq!(Arch::from_elf_machine(a.elf_machine()), Some(*a));
             assert_eq!(a.name().parse::<Arch>(), Ok(*a));
             for r in a.arg_registers() {
                 assert!(a.has_register(r), "{a} {r}");
             }
             assert!(a.has_register(a.retval_register()));
         }
+    }
+
+    #[test]
+    fn elf_machines() {
+        assert_eq!(Arch::from_elf_machine(62), Some(Arch::X86_64));
+        assert_eq!(Arch::from_elf_machine(183), Some(Arch::Arm64));
+        assert_eq!(Arch::from_elf_machine(3), Some(Arch::I386));
+        assert_eq!(Arch::Riscv64.elf_machine(), 243);
+        assert_eq!(Arch::Arm.elf_machine(), 40);
+        assert_eq!(Arch::from_elf_machine(8), None);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kallsyms::KernelSymbol;
 use crate::{Error, KernelView, Result, elf};
+use ktrace_disasm::Isa;
 use ktrace_probe::ast::{KprobePlace, ProbeKind};
 use ktrace_probe::error::{ErrorKind, TpErr};
 use ktrace_probe::{Arch, Checked, Definition, ProbeError, Target, Unchecked};
@@ -262,17 +263,13 @@ pub fn vmlinux_function(path: &Path, name: &str) -> Result<(u16, Vec<u8>)> {
 /// The ELF machine of a vmlinux, for its architecture.
 pub fn vmlinux_arch(path: &Path) -> Result<Arch> {
     let image = elf::open(path)?;
-    match image.machine {
-        62 => Ok(Arch::X86_64),
-        183 => Ok(Arch::Arm64),
-        40 => Ok(Arch::Arm),
-        243 => Ok(Arch::Riscv64),
-        3 => Ok(Arch::I386),
-        m => Err(said(format!(
-            "{}: ELF machine {m} is not one ktrace knows",
-            path.display()
-        ))),
-    }
+    Arch::from_elf_machine(image.machine).ok_or_else(|| {
+        said(format!(
+            "{}: ELF machine {} is not one ktrace knows",
+            path.display(),
+            image.machine
+        ))
+    })
 }
 
 /// What the kernel's `is_endbr()` (arch/x86/include/asm/ibt.h) takes for
@@ -346,9 +343,10 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     if !boundary && !entry {
         return None;
     }
-    let darch = match arch {
-        Arch::X86_64 => Some(ktrace_disasm::Arch::X86_64),
-        Arch::Riscv64 => None,
+    // x86_64 code is decoded; riscv64's boundaries are walked.
+    let x86 = match arch {
+        Arch::X86_64 => true,
+        Arch::Riscv64 => false,
         Arch::Arm64 => return None,
         other => return Some(format!("ktrace has no kprobe rules for {}", other.name())),
     };
@@ -391,7 +389,7 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
         (symbol.clone(), offset, bytes)
     };
     let symbol = fname;
-    let Some(darch) = darch else {
+    if !x86 {
         if reserved(
             checked,
             source,
@@ -405,8 +403,8 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
         // riscv64: arch_check_kprobe() walks 2- and 4-byte instructions
         // from the function's start.
         return check_riscv(checked, &bytes, offset, &symbol);
-    };
-    let insns = ktrace_disasm::decode(darch, &bytes, 0);
+    }
+    let insns = ktrace_disasm::decode(Isa::X86_64, &bytes, 0);
     if reserved(
         checked,
         source,
@@ -424,7 +422,7 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     if let Some(why) = int3_before(&insns, &bytes, offset) {
         return Some(why);
     }
-    check_x86(checked, target, darch, &bytes, &insns, offset, &symbol)
+    check_x86(checked, target, &bytes, &insns, offset, &symbol)
 }
 
 /// A probe at `probe` (`SYM+OFF` as written) of the running kernel's own
@@ -547,13 +545,12 @@ fn int3_before(insns: &[ktrace_disasm::Insn], bytes: &[u8], offset: u64) -> Opti
 fn check_x86(
     checked: &mut Checked,
     target: Target,
-    darch: ktrace_disasm::Arch,
     bytes: &[u8],
     insns: &[ktrace_disasm::Insn],
     offset: u64,
     symbol: &str,
 ) -> Option<String> {
-    match ktrace_disasm::boundary(darch, bytes, offset) {
+    match ktrace_disasm::boundary(Isa::X86_64, bytes, offset) {
         Ok(()) => {
             checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
             if let Some(i) = insns.iter().find(|i| i.offset == offset)
@@ -711,20 +708,18 @@ pub fn uprobe_boundary(path: &Path, file_offset: u64) -> Result<(), String> {
         return Ok(());
     }
     let name = sym.display_name();
-    match image.machine {
-        // EM_AARCH64
-        183 if inner % 4 != 0 => Err(format!(
+    match Arch::from_elf_machine(image.machine) {
+        Some(Arch::Arm64) if inner % 4 != 0 => Err(format!(
             "{name}+{inner:#x} is not on an instruction (aarch64 instructions are 4 bytes: \
              {name}+{:#x} and {name}+{:#x} are); the traced program would die of SIGILL there",
             inner - inner % 4,
             inner - inner % 4 + 4
         )),
-        // EM_X86_64
-        62 => {
+        Some(Arch::X86_64) => {
             let Ok((_, bytes)) = symbol_bytes(path, &image, sym) else {
                 return Ok(());
             };
-            match ktrace_disasm::boundary(ktrace_disasm::Arch::X86_64, &bytes, inner) {
+            match ktrace_disasm::boundary(Isa::X86_64, &bytes, inner) {
                 Ok(()) => Ok(()),
                 Err(nb) => {
                     let near: Vec<String> = [nb.nearest_before, nb.nearest_after]
@@ -844,7 +839,7 @@ mod tests {
     #[test]
     fn every_offset_follows_the_decoder() {
         let code = vfs_read();
-        let bounds = ktrace_disasm::boundaries(ktrace_disasm::Arch::X86_64, &code);
+        let bounds = ktrace_disasm::boundaries(Isa::X86_64, &code);
         for off in 1..code.len() as u64 {
             let (c, _) = run(&format!("p:k/a vfs_read+{off}"), Arch::X86_64, &code);
             // an int3 (the padding after `ret`: +0xed, as the x86_64 6.1

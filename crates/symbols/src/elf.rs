@@ -20,6 +20,7 @@ use object::read::ReadRef;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader, Sym};
 
 use crate::error::{Error, Result};
+use ktrace_probe::Arch;
 
 /// What kind of ELF file this is (`e_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -420,7 +421,8 @@ fn parse_generic<'data, Elf: FileHeader<Endian = object::Endianness>, R: ReadRef
         })
         .collect();
     let sections = header.sections(endian, data).map_err(|e| e.to_string())?;
-    let thumb = machine == elf::EM_ARM;
+    // 32-bit arm marks Thumb functions with bit 0 of their address.
+    let thumb = Arch::from_elf_machine(machine) == Some(Arch::Arm);
     let mut symbols = Vec::new();
     let mut has = [false, false];
     for (i, (table, sh_type)) in [
