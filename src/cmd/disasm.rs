@@ -19,7 +19,8 @@ use ktrace_disasm::{Insn, Isa};
 use ktrace_probe::Arch;
 use ktrace_probe::error::TpErr;
 use ktrace_symbols::blacklist::{self, BlacklistEntry};
-use ktrace_symbols::{elf, library};
+use ktrace_symbols::kallsyms::KernelSymbol;
+use ktrace_symbols::{KernelView, elf, library};
 
 /// Where ld.so.cache lives (LIB:SYM lookups).
 const LD_SO_CACHE: &str = "/etc/ld.so.cache";
@@ -202,86 +203,29 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("/proc/kcore"));
     let (sym, bytes) = ktrace_symbols::code::kernel_function(&view, &core, name, module)?;
-    let size = bytes.len();
-    let mut notes = Vec::new();
-    let mut extra = Vec::new();
-    match ktrace_tracefs::debugfs::read_kprobe_blacklist(Path::new(
-        ktrace_tracefs::debugfs::DEBUGFS,
-    ))
-    .map_err(anyhow::Error::from)
-    .and_then(|t| blacklist::parse(&t).map_err(anyhow::Error::from))
-    {
-        Ok(list) => {
-            let hits = blacklisted(&list, &sym.name, sym.module.as_deref(), sym.addr, size);
-            notes.push(format!("kprobe blacklist read ({} ranges)", list.len()));
-            extra.extend(hits);
-        }
-        Err(e) => notes.push(format!("kprobe blacklist not read: {e:#}")),
-    }
+    let mut marks = Marks::default();
+    marks.blacklist(&sym, bytes.len());
     if isa == Isa::Arm64
         && let Some(site) = ktrace_disasm::arm64::ftrace_site(&bytes)
     {
-        extra.push((
+        marks.extra.push((
             site,
             "the ftrace patch site (no KPROBES_ON_FTRACE on arm64 6.1/6.12: check_ftrace_location)"
                 .to_string(),
         ));
     }
-    // The running kernel's rules for exception instructions at the probe
-    // address, the checker's own (code.rs): INT and UD refused by
-    // can_probe() from 6.12, an int3 by __copy_instruction() before, a ud2
-    // as a BUG()/WARN() site always
-    let mut kernel_says = Vec::new();
-    // Sites the kernel patches itself (jump labels, static calls): refused
-    // before anything else looks at the code, as the checker refuses them
-    // (read for the 64-bit architectures: 32-bit arm's entries are absolute)
     if arch.bits() == 64 && sym.module.is_none() {
-        let sites = ktrace_symbols::reserved::Sites::running(&view, &core, arch);
-        let (jumps, calls) = sites.counts();
-        if jumps + calls > 0 {
-            notes.push(format!(
-                "jump label sites read ({jumps}){}",
-                if calls > 0 {
-                    format!(", static call sites ({calls})")
-                } else {
-                    String::new()
-                }
-            ));
-            let insns = ktrace_disasm::decode(isa, &bytes, 0);
-            for i in &insns {
-                if extra.iter().any(|(o, _)| *o == i.offset) {
-                    continue;
-                }
-                let len = |code: u64| {
-                    let off = code.checked_sub(sym.addr)?;
-                    insns.iter().find(|j| j.offset == off).map(|j| j.len as u64)
-                };
-                if let Some(site) = sites.at(sym.addr + i.offset, arch, len) {
-                    extra.push((i.offset, site.describe().to_string()));
-                    kernel_says.push((i.offset, TpErr::FAIL_REG_PROBE.message()));
-                }
-            }
-        } else {
-            notes.push(
-                "jump label sites not read (no __start___jump_table in kallsyms, or no kcore)"
-                    .to_string(),
-            );
-        }
+        marks.reserved(&view, &core, isa, &sym, &bytes);
     }
     if isa == Isa::X86_64 {
         let target = crate::resolve::live::live_target(arch, &view);
-        for i in ktrace_disasm::decode(isa, &bytes, 0) {
-            // (the blacklist is checked first: its refusal stands)
-            if extra.iter().any(|(o, _)| *o == i.offset) {
-                continue;
-            }
-            if let Some((err, why)) = ktrace_symbols::code::exception_insn(target, &bytes, &i, name)
-            {
-                extra.push((i.offset, why));
-                kernel_says.push((i.offset, err.message()));
-            }
-        }
+        marks.exceptions(target, isa, &bytes, name);
     }
+    let Marks {
+        mut notes,
+        extra,
+        kernel_says,
+    } = marks;
     if let Some(line) = btf_prototype(name, isa) {
         notes.push(line);
     }
@@ -309,6 +253,107 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
         notes,
         names: Box::new(names),
     })
+}
+
+/// What `ktrace disasm` marks in a kernel function besides the decoder's
+/// own refusals: offsets the kernel refuses (with why, and the message it
+/// logs where the checker knows it), and notes on what was read.
+#[derive(Default)]
+struct Marks {
+    notes: Vec<String>,
+    extra: Vec<(u64, String)>,
+    kernel_says: Vec<(u64, &'static str)>,
+}
+
+impl Marks {
+    fn taken(&self, offset: u64) -> bool {
+        self.extra.iter().any(|(o, _)| *o == offset)
+    }
+
+    /// The kprobe blacklist's ranges over the function.
+    fn blacklist(&mut self, sym: &KernelSymbol, size: usize) {
+        match ktrace_tracefs::debugfs::read_kprobe_blacklist(Path::new(
+            ktrace_tracefs::debugfs::DEBUGFS,
+        ))
+        .map_err(anyhow::Error::from)
+        .and_then(|t| blacklist::parse(&t).map_err(anyhow::Error::from))
+        {
+            Ok(list) => {
+                let hits = blacklisted(&list, &sym.name, sym.module.as_deref(), sym.addr, size);
+                self.notes
+                    .push(format!("kprobe blacklist read ({} ranges)", list.len()));
+                self.extra.extend(hits);
+            }
+            Err(e) => self.notes.push(format!("kprobe blacklist not read: {e:#}")),
+        }
+    }
+
+    /// Sites the kernel patches itself (jump labels, static calls): refused
+    /// before anything else looks at the code, as the checker refuses them
+    /// (read for the 64-bit architectures: 32-bit arm's entries are
+    /// absolute).
+    fn reserved(
+        &mut self,
+        view: &KernelView,
+        core: &Path,
+        isa: Isa,
+        sym: &KernelSymbol,
+        bytes: &[u8],
+    ) {
+        let arch = isa.arch();
+        let sites = ktrace_symbols::reserved::Sites::running(view, core, arch);
+        let (jumps, calls) = sites.counts();
+        if jumps + calls == 0 {
+            self.notes.push(
+                "jump label sites not read (no __start___jump_table in kallsyms, or no kcore)"
+                    .to_string(),
+            );
+            return;
+        }
+        let calls_note = if calls > 0 {
+            format!(", static call sites ({calls})")
+        } else {
+            String::new()
+        };
+        self.notes
+            .push(format!("jump label sites read ({jumps}){calls_note}"));
+        let insns = ktrace_disasm::decode(isa, bytes, 0);
+        let len = |code: u64| {
+            let off = code.checked_sub(sym.addr)?;
+            insns
+                .iter()
+                .find(|j| j.offset == off)
+                .map(|j| u64::from(j.len))
+        };
+        for i in &insns {
+            if self.taken(i.offset) {
+                continue;
+            }
+            if let Some(site) = sites.at(sym.addr + i.offset, arch, len) {
+                self.extra.push((i.offset, site.describe().to_string()));
+                self.kernel_says
+                    .push((i.offset, TpErr::FAIL_REG_PROBE.message()));
+            }
+        }
+    }
+
+    /// The running kernel's rules for exception instructions at the probe
+    /// address, the checker's own (code.rs): INT and UD refused by
+    /// can_probe() from 6.12, an int3 by __copy_instruction() before, a ud2
+    /// as a BUG()/WARN() site always.
+    fn exceptions(&mut self, target: ktrace_probe::Target, isa: Isa, bytes: &[u8], name: &str) {
+        for i in ktrace_disasm::decode(isa, bytes, 0) {
+            // (the blacklist is checked first: its refusal stands)
+            if self.taken(i.offset) {
+                continue;
+            }
+            if let Some((err, why)) = ktrace_symbols::code::exception_insn(target, bytes, &i, name)
+            {
+                self.extra.push((i.offset, why));
+                self.kernel_says.push((i.offset, err.message()));
+            }
+        }
+    }
 }
 
 /// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the
