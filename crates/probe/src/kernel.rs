@@ -150,6 +150,12 @@ pub struct Features {
     /// `ret`. 6.1.192 and 5.10 take it there and fail to copy it ("Failed to
     /// register probe event"). Gated at 6.12 (estimate).
     pub can_probe_refuses_exceptions: bool,
+    /// An event filter that ends in `&&` or `||` after predicates that
+    /// parse is "Meaningless filter expression" at the filter's end
+    /// (x86_64 6.1.192 and 6.12.118: `prev_pid == 1 &&`, seed 59's
+    /// `state & 90 && !!(cpu_id > 81) &&`); 7.2.13 takes it. Gated at 6.16
+    /// (estimate: the matrix has 6.12 and 7.2).
+    pub filter_dangling_op_refused: bool,
     /// `_kprobe_addr()` looks the address up in kallsyms (with
     /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
     /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
@@ -258,6 +264,7 @@ impl KernelVersion {
             sanitize_star: self.at_least(6, 12),
             fprobe_registered_at_creation: !self.at_least(6, 16),
             can_probe_refuses_exceptions: self.at_least(6, 12),
+            filter_dangling_op_refused: !self.at_least(6, 16),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             synthetic_events: self.at_least(5, 15),

@@ -552,3 +552,64 @@ fn without_the_symbol_count_an_impossible_symbol_fails_late() {
         (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(11))
     );
 }
+
+#[test]
+fn a_filter_ending_in_an_operator_is_meaningless_before_6_16() {
+    // x86_64 6.1.192 and 6.12.118: `prev_pid == 1 &&` is "Meaningless
+    // filter expression" at the filter's end (column 16); 7.2.13 takes it
+    struct Env;
+    const FORMAT: &str = "format:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+        \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n";
+    impl Environment for Env {
+        fn event_fields(&self, _: &str, _: &str) -> Option<Option<Vec<String>>> {
+            Some(Some(vec![
+                "common_type".into(),
+                "prev_pid".into(),
+                "next_pid".into(),
+            ]))
+        }
+        fn event_field_decls(&self, _: &str, _: &str) -> Option<Vec<crate::filter::FieldDecl>> {
+            Some(crate::filter::parse_format(FORMAT))
+        }
+    }
+    let mut t61 = Target::new(Arch::X86_64);
+    t61.kernel = KernelVersion::new(6, 1);
+    let mut t612 = Target::new(Arch::X86_64);
+    t612.kernel = KernelVersion::new(6, 12);
+    let mut t72 = Target::new(Arch::X86_64);
+    t72.kernel = KernelVersion::new(7, 2);
+    for f in ["prev_pid == 1 &&", "prev_pid == 1 && next_pid == 2 ||"] {
+        let line = format!("e:k/a sched.sched_switch if {f}");
+        for t in [t61, t612] {
+            let c = check_line(&line, t, &Env);
+            let Err(e) = &c.definition else {
+                panic!("{line} taken on {:?}", t.kernel)
+            };
+            assert_eq!(
+                e.kind,
+                ErrorKind::Logged(TpErr::FILT_INVALID_FILTER),
+                "{line}"
+            );
+            assert_eq!(e.message, "Meaningless filter expression");
+            assert_eq!(e.pos, Some(f.len()), "{line}");
+        }
+        assert!(check_line(&line, t72, &Env).accepted(), "{line} on 7.2");
+    }
+    // an error inside comes first (6.1: `(prev_pid == 1 &&)` is "Error" at 0)
+    let c = check_line("e:k/a sched.sched_switch if (prev_pid == 1 &&)", t61, &Env);
+    let Err(e) = &c.definition else { panic!() };
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::FILT_ERRNO));
+    assert_eq!(e.pos, Some(0));
+    // and a complete filter is taken everywhere
+    for t in [t61, t612, t72] {
+        assert!(
+            check_line(
+                "e:k/a sched.sched_switch if prev_pid == 1 && next_pid == 2",
+                t,
+                &Env
+            )
+            .accepted()
+        );
+    }
+}
