@@ -482,6 +482,30 @@ fn reserved(
     true
 }
 
+/// Refuses `symbol+offset` as the kernel's "not an instruction boundary",
+/// naming the nearest boundaries (and `more` after them).
+fn not_a_boundary(
+    checked: &mut Checked,
+    symbol: &str,
+    offset: u64,
+    nearest: [Option<u64>; 2],
+    more: &str,
+) {
+    let near: Vec<String> = nearest
+        .into_iter()
+        .flatten()
+        .map(|o| format!("{symbol}+{o:#x}"))
+        .collect();
+    reject(
+        checked,
+        TpErr::BAD_INSN_BNDRY,
+        format!(
+            "+{offset:#x} is inside an instruction; the nearest boundaries are {}{more}",
+            near.join(" and ")
+        ),
+    );
+}
+
 /// riscv64's boundary check of `SYM+OFF`: arch_check_kprobe() walks 2- and
 /// 4-byte instructions from the function's start; a refusal names the
 /// nearest boundaries.
@@ -492,19 +516,7 @@ fn check_riscv(checked: &mut Checked, bytes: &[u8], offset: u64, symbol: &str) -
             None
         }
         Err((before, after)) => {
-            let near: Vec<String> = [before, after]
-                .into_iter()
-                .flatten()
-                .map(|o| format!("{symbol}+{o:#x}"))
-                .collect();
-            reject(
-                checked,
-                TpErr::BAD_INSN_BNDRY,
-                format!(
-                    "+{offset:#x} is inside an instruction; the nearest boundaries are {}",
-                    near.join(" and ")
-                ),
-            );
+            not_a_boundary(checked, symbol, offset, [before, after], "");
             None
         }
     }
@@ -561,19 +573,13 @@ fn check_x86(
             None
         }
         Err(nb) => {
-            let near: Vec<String> = [nb.nearest_before, nb.nearest_after]
-                .into_iter()
-                .flatten()
-                .map(|o| format!("{symbol}+{o:#x}"))
-                .collect();
-            reject(
+            let list = format!(" (ktrace disasm {symbol} lists them all)");
+            not_a_boundary(
                 checked,
-                TpErr::BAD_INSN_BNDRY,
-                format!(
-                    "+{offset:#x} is inside an instruction; the nearest boundaries are {} \
-                     (ktrace disasm {symbol} lists them all)",
-                    near.join(" and ")
-                ),
+                symbol,
+                offset,
+                [nb.nearest_before, nb.nearest_after],
+                &list,
             );
             None
         }
