@@ -136,7 +136,7 @@ pub fn written_group(input: &str) -> Option<&str> {
     if !(is_kind_token(kind) || matches!(kind, "e" | "f" | "t")) {
         return None;
     }
-    let (group, _) = name.rsplit_once('/')?;
+    let (group, _) = name.split_once('/')?;
     (!group.is_empty()).then_some(group)
 }
 
@@ -498,7 +498,7 @@ fn refuse_foreign_elf(path: &Path, arch: Arch) -> anyhow::Result<()> {
 
 /// The event of a written `EVENT` or `GROUP/EVENT` name.
 fn event_part(name: &str) -> &str {
-    name.rsplit_once('/').map_or(name, |(_, e)| e)
+    name.split_once('/').map_or(name, |(_, e)| e)
 }
 
 impl Resolver<'_> {
@@ -540,7 +540,7 @@ impl Resolver<'_> {
             });
             return Ok(());
         };
-        if let Some((group, _)) = spec.name.as_deref().and_then(|n| n.rsplit_once('/')) {
+        if let Some((group, _)) = spec.name.as_deref().and_then(|n| n.split_once('/')) {
             // ktrace puts every probe in its own group; a group written
             // anyway is checked as the kernel would, and shown as the
             // probe's system (resolve::build).
@@ -730,6 +730,17 @@ impl Resolver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel's traceprobe_parse_event_name() splits GROUP/EVENT at the
+    /// first '/': `p:a/b/c` is group `a` with the bad event name `b/c`.
+    #[test]
+    fn the_group_ends_at_the_first_slash() {
+        assert_eq!(written_group("p:a/b/c vfs_read"), Some("a"));
+        assert_eq!(written_group("r:a//b vfs_read"), Some("a"));
+        assert_eq!(written_group("p:ev vfs_read"), None);
+        assert_eq!(event_part("a/b/c"), "b/c");
+        assert_eq!(event_part("ev"), "ev");
+    }
 
     #[test]
     fn split_table() {
