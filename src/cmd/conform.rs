@@ -58,6 +58,43 @@ pub struct Args {
     /// How many disagreements to print in full (all go to --out).
     #[arg(long, default_value_t = 40)]
     pub show: usize,
+    /// Compare the lines of FILE instead of generated ones: one definition
+    /// per line, written to dynamic_events, or to the file named before a
+    /// tab (`kprobe_events<TAB>r:ev vfs_read`); empty lines are skipped.
+    /// A disagreement names the line number as its index (seed 0).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "count", "index"])]
+    pub lines: Option<PathBuf>,
+}
+
+/// The cases of a `--lines` file.
+fn cases_from_lines(path: &Path) -> anyhow::Result<Vec<Case>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut cases = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let (file, line) = match raw.split_once('\t') {
+            Some((name, line)) => match File::from_name(name) {
+                Some(f) => (f, line),
+                None => bail!(
+                    "{}:{}: {name:?} is not kprobe_events, uprobe_events or dynamic_events",
+                    path.display(),
+                    n + 1
+                ),
+            },
+            None => (File::DynamicEvents, raw),
+        };
+        cases.push(Case {
+            seed: 0,
+            index: n as u64 + 1,
+            line: line.to_string(),
+            file,
+            family: "lines",
+        });
+    }
+    Ok(cases)
 }
 
 /// Tallies of one run.
@@ -75,12 +112,15 @@ struct Tally {
 
 /// Runs `ktrace conform`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now()
+    // a --lines run has no seed: its cases are named by line number
+    let seed = match (&args.lines, args.seed) {
+        (Some(_), _) => 0,
+        (None, Some(s)) => s,
+        (None, None) => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-    });
+            .unwrap_or(1),
+    };
     let root = ktrace_tracefs::discover::find_mounted().context("tracefs is not mounted")?;
     let arch = Arch::native().context("unknown machine architecture")?;
     let view = KernelView::running(Some(&root));
@@ -101,9 +141,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     );
     let generator = Gen::new(&pool, seed);
-    let mut cases: Vec<Case> = match args.index {
-        Some(i) => vec![generator.case(i)],
-        None => (0..args.count).map(|i| generator.case(i)).collect(),
+    let mut cases: Vec<Case> = match (&args.lines, args.index) {
+        (Some(path), _) => cases_from_lines(path)?,
+        (None, Some(i)) => vec![generator.case(i)],
+        (None, None) => (0..args.count).map(|i| generator.case(i)).collect(),
     };
     // a kernel without uprobe (or kprobe) events has no such file to write
     cases.retain(|c| root.join(c.file.name()).exists());
@@ -682,5 +723,42 @@ fn add_tracepoints(pool: &mut Pool, root: &Path) {
             event,
             fields,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_name_their_file_and_line_number() {
+        let dir = std::env::temp_dir().join(format!("ktrace-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("lines.txt");
+        std::fs::write(
+            &path,
+            "p vfs_read\n\nkprobe_events\tr:ev vfs_read\nuprobe_events\tp /bin/sh:0x10\n",
+        )
+        .unwrap();
+        let cases = cases_from_lines(&path).unwrap();
+        let got: Vec<_> = cases
+            .iter()
+            .map(|c| (c.index, c.file, c.line.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, File::DynamicEvents, "p vfs_read"),
+                (3, File::KprobeEvents, "r:ev vfs_read"),
+                (4, File::UprobeEvents, "p /bin/sh:0x10"),
+            ]
+        );
+        std::fs::write(&path, "kprobe_event\tp vfs_read\n").unwrap();
+        let err = cases_from_lines(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("lines.txt:1: \"kprobe_event\" is not"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
