@@ -293,14 +293,19 @@ impl<'a> Gen<'a> {
             "p" | "f" if r.chance(3) => "4".into(),
             _ => String::new(),
         };
-        let name = match r.weighted(&[25, 30, 30, 4, 4, 4, 3]) {
+        let name = match r.weighted(&[25, 30, 30, 4, 4, 4, 3, 2]) {
             0 => return format!("{kind}{maxactive}"),
             1 => event_name(r),
             2 => format!("{}/{}", group_name(r), event_name(r)),
             3 => format!("{}/", group_name(r)),
             4 => format!("{}.{}", group_name(r), event_name(r)),
             5 => String::new(),
-            _ => format!("{}/{}/{}", group_name(r), event_name(r), event_name(r)),
+            6 => format!("{}/{}/{}", group_name(r), event_name(r), event_name(r)),
+            // the name of an event that exists (a tracepoint's)
+            _ => {
+                let taken = self.tracepoint(r);
+                format!("{}/{}", taken.system, taken.event)
+            }
         };
         format!("{kind}{maxactive}:{name}")
     }
@@ -471,11 +476,16 @@ impl<'a> Gen<'a> {
 
     fn eprobe(&self, r: &mut Rng) -> String {
         let tp = self.tracepoint(r);
-        let head = match r.weighted(&[60, 25, 10, 5]) {
+        let head = match r.weighted(&[56, 25, 10, 5, 4]) {
             0 => format!("e:{}/{}", group_name(r), event_name(r)),
             1 => format!("e:{}", event_name(r)),
             2 => "e".into(),
-            _ => format!("e{}:{}", r.range(1, 9), event_name(r)),
+            3 => format!("e{}:{}", r.range(1, 9), event_name(r)),
+            // the name of an event that exists (a tracepoint's)
+            _ => {
+                let taken = self.tracepoint(r);
+                format!("e:{}/{}", taken.system, taken.event)
+            }
         };
         let place = match r.weighted(&[50, 35, 5, 5, 5]) {
             0 => format!("{}.{}", tp.system, tp.event),

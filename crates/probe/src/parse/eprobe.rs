@@ -38,7 +38,14 @@ pub(super) fn eprobe(argv: &Argv, ctx: &mut Ctx) -> Result<ProbeDef, Fail> {
     check_filter(ctx, filter.as_ref(), &system, &sys_event)?;
     let (args, ignored_args) = arguments(argv, ctx, argc, &fields)?;
     check_arg_symbols(ctx, argv, &args, false)?;
-    ctx.note(Unchecked::EventName);
+    // trace_probe_register_event_call() last: an event probe is never
+    // appended to, so any event of that name (a tracepoint's, another
+    // dynamic event's) is -EEXIST, logged as "already used"
+    match ctx.env.event_exists(&group, &event) {
+        Some(true) => return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0)),
+        Some(false) => {}
+        None => ctx.note(Unchecked::EventName),
+    }
     Ok(ProbeDef {
         group,
         event,

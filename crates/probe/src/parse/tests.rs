@@ -613,3 +613,57 @@ fn a_filter_ending_in_an_operator_is_meaningless_before_6_16() {
         );
     }
 }
+
+#[test]
+fn an_event_probe_named_as_an_existing_event_is_refused_after_its_arguments() {
+    // x86_64 7.2, the kernel's own eprobe selftest line: an event probe is
+    // never appended to, so the name of any event that exists is "already
+    // used", logged at 0 once the arguments parsed
+    struct Env;
+    impl Environment for Env {
+        fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {
+            let fields = ["dfd", "filename", "flags", "mode"]
+                .map(String::from)
+                .to_vec();
+            Some(((system, event) == ("syscalls", "sys_enter_openat")).then_some(fields))
+        }
+        fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+            Some(group == "syscalls" && event.starts_with("sys_enter_open"))
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(7, 2);
+    let line = "e:syscalls/sys_enter_open syscalls/sys_enter_openat file=+0($filename):ustring";
+    let e = check_line(line, t, &Env).definition.unwrap_err();
+    assert_eq!(
+        (e.kind, e.pos),
+        (ErrorKind::Logged(TpErr::EVENT_EXIST), Some(0))
+    );
+    // an argument's error comes first
+    let e = check_line(
+        "e:syscalls/sys_enter_open syscalls.sys_enter_openat $nope",
+        t,
+        &Env,
+    )
+    .definition
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::BAD_VAR));
+    assert!(
+        check_line(
+            "e:mine/open syscalls/sys_enter_openat file=+0($filename):ustring",
+            t,
+            &Env
+        )
+        .accepted()
+    );
+    // unknown (offline): left to the kernel, not refused
+    let c = check_line(line, t, &Offline);
+    assert!(
+        c.unchecked.contains(&Unchecked::EventName),
+        "{:?}",
+        c.unchecked
+    );
+}
