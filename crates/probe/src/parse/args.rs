@@ -242,6 +242,21 @@ pub(super) fn check_arg_symbols(
             Fail::Err(silent(Silent::Other, &argv.joined))
         }
     };
+    for s in arg_symbol_names(args) {
+        let Some(name) = symbol_of(ctx, s) else {
+            return Err(fail(ctx, TpErr::FAIL_REG_PROBE));
+        };
+        match ctx.env.symbol_count(name) {
+            Some(0) => return Err(fail(ctx, TpErr::BAD_PROBE_ADDR)),
+            Some(_) => {}
+            None => ctx.note(Unchecked::ArgSymbols),
+        }
+    }
+    Ok(())
+}
+
+/// The `@SYM[+OFFS]` of the arguments, as written.
+fn arg_symbol_names(args: &[crate::ast::ProbeArg]) -> Vec<&str> {
     fn walk<'a>(f: &'a crate::ast::Fetch, out: &mut Vec<&'a str>) {
         match f {
             crate::ast::Fetch::Symbol(s) => out.push(s),
@@ -253,21 +268,28 @@ pub(super) fn check_arg_symbols(
     for a in args {
         walk(&a.fetch, &mut syms);
     }
-    for s in syms {
-        let name = match s.find(['+', '-']) {
-            Some(p) => {
-                if kstrtol(&s[p..], 0, ctx.target.arch.bits()).is_err() {
-                    return Err(fail(ctx, TpErr::FAIL_REG_PROBE));
-                }
-                &s[..p]
-            }
-            None => s,
-        };
-        match ctx.env.symbol_count(name) {
-            Some(0) => return Err(fail(ctx, TpErr::BAD_PROBE_ADDR)),
-            Some(_) => {}
-            None => ctx.note(Unchecked::ArgSymbols),
-        }
+    syms
+}
+
+/// The symbol of `SYM[+OFFS]`, or `None` when the offset is not a number
+/// to traceprobe_split_symbol_offset(): traceprobe_update_arg() then fails
+/// with -EINVAL at registration.
+fn symbol_of<'a>(ctx: &Ctx, s: &'a str) -> Option<&'a str> {
+    match s.find(['+', '-']) {
+        Some(p) => kstrtol(&s[p..], 0, ctx.target.arch.bits())
+            .is_ok()
+            .then_some(&s[..p]),
+        None => Some(s),
     }
-    Ok(())
+}
+
+/// Whether every `@SYM+OFFS` offset of the arguments parses: a probe that
+/// waits for its module still has its arguments updated at creation, and a
+/// bad offset is -EINVAL there, not the -ENOENT that lets it wait (x86_64
+/// 6.1, conform seed 20261128: `p nosuchmod:vfs_read a6=@sym+2'8` refused
+/// with "Failed to register probe event").
+pub(super) fn arg_offsets_parse(ctx: &Ctx, args: &[crate::ast::ProbeArg]) -> bool {
+    arg_symbol_names(args)
+        .into_iter()
+        .all(|s| symbol_of(ctx, s).is_some())
 }

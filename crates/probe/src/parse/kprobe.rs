@@ -3,7 +3,7 @@
 //! maxactive, the probed symbol or address and its offset, the event name, the
 //! arguments, and whether the kernel would refuse or defer the probe point.
 
-use super::args::{check_arg_symbols, parse_args};
+use super::args::{arg_offsets_parse, check_arg_symbols, parse_args};
 use super::names::{
     name_taken_by_another_event, parse_event_name, sanitize_event_name, truncate_name,
 };
@@ -413,6 +413,9 @@ fn arg_symbols(
     let on_core_symbol =
         matches!(place, KprobePlace::Symbol { symbol, .. } if !symbol.contains(':'));
     let mut waits_for_arg_symbol = false;
+    if deferred && !arg_offsets_parse(ctx, args) {
+        return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+    }
     if !deferred {
         match check_arg_symbols(ctx, argv, args, true) {
             Err(Fail::Err(e))

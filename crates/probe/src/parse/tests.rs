@@ -667,3 +667,36 @@ fn an_event_probe_named_as_an_existing_event_is_refused_after_its_arguments() {
         c.unchecked
     );
 }
+
+#[test]
+fn a_probe_waiting_for_its_module_still_fails_on_a_bad_argument_offset() {
+    // x86_64 6.1, conform seed 20261128 index 4821: traceprobe_update_arg()
+    // runs at creation for a probe on a module that is not loaded; a
+    // missing symbol there is -ENOENT (the probe waits), an offset that is
+    // not a number -EINVAL, "Failed to register probe event" at the place
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, name: &str) -> Option<usize> {
+            Some(usize::from(name == "rcu_tasks_pregp_step"))
+        }
+        fn module_symbol(&self, _: &str, _: &str) -> Option<Option<bool>> {
+            Some(None)
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+    let t = Target::new(Arch::X86_64);
+    let line = "p:ev nosuchmod:vfs_read a6=@rcu_tasks_pregp_step+2'8:b17@30/64";
+    let e = check_line(line, t, &Env).definition.unwrap_err();
+    assert_eq!(
+        (e.kind, e.pos),
+        (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(5))
+    );
+    for waits in [
+        "p:ev nosuchmod:vfs_read a6=@rcu_tasks_pregp_step+28:b17@30/64",
+        "p:ev nosuchmod:vfs_read a6=@no_such_sym_x+28",
+    ] {
+        assert!(check_line(waits, t, &Env).accepted(), "{waits}");
+    }
+}
