@@ -207,6 +207,9 @@ pub enum Silent {
     TooManyArgs,
     /// A removal that matches no event of the file's kind (`-ENOENT`).
     NothingToRemove,
+    /// A tracepoint probe on a tracepoint that already has one, where the
+    /// kernel registers at creation (`-EEXIST`, not logged).
+    TracepointTaken,
     /// Zero bytes consumed: the kernel returns `-EINVAL` without logging (e.g. a bad
     /// `%return` on an address, eprobe filter compile failures).
     Other,
@@ -230,6 +233,10 @@ impl Silent {
             Silent::WrongFile => "this kind of definition is not accepted by that file",
             Silent::Synthetic => "synthetic event definitions are not checked by ktrace",
             Silent::NothingToRemove => "no such event to remove (the kernel answers ENOENT)",
+            Silent::TracepointTaken => {
+                "this tracepoint already has a tracepoint probe and this kernel takes one per \
+                 tracepoint (it answers EEXIST, File exists, without an error_log entry)"
+            }
             Silent::Other => "rejected by the kernel without an error_log entry",
             Silent::TooManyArgs => {
                 "more than 128 arguments (this kernel refuses them without an error_log entry)"

@@ -5,12 +5,12 @@
 
 use super::args::{check_arg_symbols, parse_args};
 use super::names::{
-    name_taken_by_another_event, parse_event_name, sanitize_event_name, truncate_name,
+    listed_name, name_taken_by_another_event, parse_event_name, sanitize_event_name, truncate_name,
 };
-use super::{Argv, Ctx, Fail, Unchecked, maxactive_digits, symbol_exists};
+use super::{Argv, Ctx, Fail, Unchecked, maxactive_digits, silent, symbol_exists};
 use crate::ast::{FprobeDef, KprobePlace, ProbeDef, ProbeKind};
 use crate::btfvar::BtfScope;
-use crate::error::TpErr;
+use crate::error::{Silent, TpErr};
 use crate::fetch::{ArgCtx, ArgFlags};
 
 /// `__trace_fprobe_create()` (kernel/trace/trace_fprobe.c, 6.12) and
@@ -61,6 +61,9 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // defined in kernel/trace/, built without -pg: power-traces.c and
     // rpm-traces.c; x86_64 6.12, seed 23: cpu_frequency, pm_qos_add_request,
     // wakeup_source_deactivate).
+    if tracepoint && registered_now {
+        tracepoint_taken(argv, ctx, symbol, (&group, &event))?;
+    }
     notrace_stub(argv, ctx, stub.as_deref(), symbol)?;
     ctx.note(Unchecked::EventName);
     Ok(FprobeDef {
@@ -238,6 +241,35 @@ fn attachable(argv: &Argv, ctx: &mut Ctx, symbol: &str) -> Result<(), Fail> {
         None => ctx.note(Unchecked::SymbolExists),
     }
     ctx.note(Unchecked::Probeable);
+    Ok(())
+}
+
+/// __regsiter_tracepoint_fprobe() (kernels that register at creation) puts
+/// the tracepoint's `__probestub_TP` on the tracepoint with
+/// tracepoint_probe_register_prio_may_exist(), which is -EEXIST when a
+/// tracepoint probe already put it there; trace_fprobe_create() does not
+/// log -EEXIST (x86_64 6.12: `t:a2 sched_switch` beside `t:a1
+/// sched_switch` is "File exists", nothing logged; 7.2, which registers at
+/// enable, takes it). A probe of the same name goes the append path instead.
+fn tracepoint_taken(
+    argv: &Argv,
+    ctx: &Ctx,
+    tracepoint: &str,
+    (group, event): (&str, &str),
+) -> Result<(), Fail> {
+    let Some(listing) = ctx.env.dynamic_events() else {
+        return Ok(());
+    };
+    let same_name = listing
+        .iter()
+        .any(|l| listed_name(l) == Some((group, event)));
+    let taken = listing.iter().any(|l| {
+        let mut words = l.split_whitespace();
+        words.next().is_some_and(|h| h.starts_with("t:")) && words.next() == Some(tracepoint)
+    });
+    if taken && !same_name {
+        return Err(Fail::Err(silent(Silent::TracepointTaken, &argv.joined)));
+    }
     Ok(())
 }
 

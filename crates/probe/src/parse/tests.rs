@@ -700,3 +700,41 @@ fn a_probe_waiting_for_its_module_still_fails_on_a_bad_argument_offset() {
         assert!(check_line(waits, t, &Env).accepted(), "{waits}");
     }
 }
+
+#[test]
+fn a_second_tracepoint_probe_on_one_tracepoint_is_file_exists_where_registered_at_creation() {
+    // x86_64 6.12 (guest): beside `t:tracepoints/a1 sched_switch`, `t:a2
+    // sched_switch` is EEXIST with nothing logged; 7.2 takes it; the same
+    // name goes the append path
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, name: &str) -> Option<usize> {
+            Some(usize::from(name.ends_with("sched_switch")))
+        }
+        fn ftrace_matches(&self, _: &str) -> Option<bool> {
+            Some(true)
+        }
+        fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+            Some(group == "tracepoints" && event == "a1")
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(vec!["t:tracepoints/a1 sched_switch".into()])
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(6, 12);
+    let e = check_line("t:a2 sched_switch", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Silent(Silent::TracepointTaken));
+    assert!(check_line("t:a2 sched_wakeup", t, &Env).accepted());
+    assert!(!matches!(
+        check_line("t:tracepoints/a1 sched_switch", t, &Env).definition,
+        Err(ProbeError {
+            kind: ErrorKind::Silent(Silent::TracepointTaken),
+            ..
+        })
+    ));
+    t.kernel = KernelVersion::new(7, 2);
+    assert!(check_line("t:a2 sched_switch", t, &Env).accepted());
+}
