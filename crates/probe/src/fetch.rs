@@ -210,6 +210,16 @@ fn parse_vars(
         }
         return Ok((Fetch::Field(var.to_string()), Op::TpArg));
     }
+    // 6.5+ parse_probe_vars() takes any `$retval…` (str_has_prefix()):
+    // refused on entry probes, the return value itself on return uprobes
+    // (x86_64 6.12, conform seed 20261128: `p /usr/bin/env:212178
+    // -0($retval])` is "$retval is not available on probe")
+    if ctx.features.btf_parser && !ctx.flags.kernel && var.starts_with("retval") {
+        if !ctx.flags.ret {
+            return Err(ArgError::Logged(TpErr::RETVAL_ON_PROBE, offs));
+        }
+        return Ok((Fetch::Retval, Op::Retval));
+    }
     if ctx.features.btf_parser && ctx.flags.kernel {
         // 6.5+ parse_probe_vars(): `$retval…` is a BTF lookup on return probes
         // of kernels with BTF arguments, `$argN` also reads entry arguments from

@@ -738,3 +738,31 @@ fn a_second_tracepoint_probe_on_one_tracepoint_is_file_exists_where_registered_a
     t.kernel = KernelVersion::new(7, 2);
     assert!(check_line("t:a2 sched_switch", t, &Env).accepted());
 }
+
+#[test]
+fn any_retval_prefix_is_the_return_value_of_a_return_uprobe_on_btf_era_parsers() {
+    // parse_probe_vars() of 6.5+ takes `$retval…` with str_has_prefix():
+    // the host's 6.18 took `r /bin/sh:0x10 $retvalx` (read back as written)
+    // and refused `p … $retvalx` with "$retval is not available on probe";
+    // x86_64 6.12 refused `p /usr/bin/env:212178 -0($retval])` so (conform
+    // seed 20261128); 6.1 compares the whole name
+    struct Env;
+    impl Environment for Env {
+        fn file_kind(&self, _: &str) -> Option<crate::FileKind> {
+            Some(crate::FileKind::Regular)
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.interface = Interface::UprobeEvents;
+    t.kernel = KernelVersion::new(6, 12);
+    assert!(check_line("r /bin/sh:0x10 $retvalx", t, &Env).accepted());
+    for line in ["p /bin/sh:0x10 $retvalx", "p /bin/sh:0x10 -0($retval])"] {
+        let e = check_line(line, t, &Env).definition.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Logged(TpErr::RETVAL_ON_PROBE), "{line}");
+    }
+    t.kernel = KernelVersion::new(6, 1);
+    let e = check_line("r /bin/sh:0x10 $retvalx", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::BAD_VAR));
+}
