@@ -126,6 +126,61 @@ impl LiveEnv<'_> {
     }
 }
 
+/// within_notrace_func() where ftrace locations are known only by name
+/// (available_filter_functions, before 6.5): a name several static functions
+/// share is listed when any of them is traced, so the name cannot say
+/// whether the one the address falls in has an ftrace location. On x86_64
+/// its code can: a traced function starts (after an endbr64) with the
+/// 5-byte nop ftrace patched over its `call __fentry__`, or that call
+/// itself while it is traced. Anything else there is a function built
+/// without -pg, which the kernel refuses (x86_64 6.1, conform seed
+/// 20261128: `set_security_override_from_ctx+0x100000` lands in one of six
+/// `t_next`, kernel/trace's, notrace: "Failed to register probe event").
+fn notrace_by_code(
+    view: &KernelView,
+    table: &ktrace_symbols::kallsyms::Kallsyms,
+    symbol: &str,
+    offset: u64,
+) -> Option<String> {
+    if Arch::native() != Some(Arch::X86_64) || table.addresses_hidden() {
+        return None;
+    }
+    let rules = view.rules();
+    if !rules.notrace_refused
+        || !matches!(
+            rules.ftrace,
+            Some(ktrace_symbols::probeable::FtraceLocations::Names(_))
+        )
+    {
+        return None;
+    }
+    let sym = table
+        .by_name(symbol, None)
+        .into_iter()
+        .find(|s| s.module.is_none())?;
+    let at = table.lookup(sym.addr.checked_add(offset)?)?;
+    let func = at.symbol;
+    let namesakes = table
+        .by_name(&func.name, None)
+        .into_iter()
+        .filter(|s| s.module.is_none() && s.is_text())
+        .count();
+    // (a suffixed copy, `.isra.0`, is judged by its base function's name)
+    if func.module.is_some() || func.name.contains('.') || namesakes < 2 {
+        return None;
+    }
+    let code = ktrace_disasm::kcore::read(Path::new("/proc/kcore"), func.addr, 9).ok()?;
+    let body = code.strip_prefix(&[0xf3, 0x0f, 0x1e, 0xfa][..]).unwrap_or(&code);
+    let fentry = body.starts_with(&[0x0f, 0x1f, 0x44, 0x00, 0x00]) || body.first() == Some(&0xe8);
+    (!fentry).then(|| {
+        format!(
+            "{} at {:#x} (one of {namesakes} functions of that name) does not start with an \
+             ftrace call site: a notrace function, which the kernel refuses kprobe events on",
+            func.name, func.addr
+        )
+    })
+}
+
 /// check_kprobe_address_safe(): an address in a site the kernel patches
 /// itself (a jump label) is refused like a blacklisted one. On arm64 and
 /// riscv64 a site is one 4-byte word, so this needs no decoding and comes
@@ -329,6 +384,9 @@ impl Environment for LiveEnv<'_> {
                 "{symbol}+{offset:#x} ({addr:#x}) is outside the kernel's text, where kallsyms \
                  places no function: kprobes go on kernel text"
             ))));
+        }
+        if let Some(why) = notrace_by_code(view, table, symbol, offset) {
+            return Some(Some(Refusal::Notrace(why)));
         }
         match ktrace_symbols::probeable::kprobe_refusal_on(
             table,
