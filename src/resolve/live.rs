@@ -170,7 +170,9 @@ fn notrace_by_code(
         return None;
     }
     let code = ktrace_disasm::kcore::read(Path::new("/proc/kcore"), func.addr, 9).ok()?;
-    let body = code.strip_prefix(&[0xf3, 0x0f, 0x1e, 0xfa][..]).unwrap_or(&code);
+    let body = code
+        .strip_prefix(&[0xf3, 0x0f, 0x1e, 0xfa][..])
+        .unwrap_or(&code);
     let fentry = body.starts_with(&[0x0f, 0x1f, 0x44, 0x00, 0x00]) || body.first() == Some(&0xe8);
     (!fentry).then(|| {
         format!(

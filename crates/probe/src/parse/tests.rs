@@ -766,3 +766,36 @@ fn any_retval_prefix_is_the_return_value_of_a_return_uprobe_on_btf_era_parsers()
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Logged(TpErr::BAD_VAR));
 }
+
+#[test]
+fn a_uprobe_named_as_an_existing_event_is_refused_after_its_arguments() {
+    // x86_64 6.1, conform seed 41 with tracepoint names drawn:
+    // `p:syscalls/sys_exit_openat /bin/true:0x8294b` is "already used"
+    struct Env;
+    impl Environment for Env {
+        fn file_kind(&self, _: &str) -> Option<crate::FileKind> {
+            Some(crate::FileKind::Regular)
+        }
+        fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+            Some(group == "syscalls" && event == "sys_exit_openat")
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.interface = Interface::UprobeEvents;
+    let e = check_line("p:syscalls/sys_exit_openat /bin/true:0x8294b", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.pos),
+        (ErrorKind::Logged(TpErr::EVENT_EXIST), Some(0))
+    );
+    // an argument's error comes first
+    let e = check_line("p:syscalls/sys_exit_openat /bin/true:0x10 %nope", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::BAD_REG_NAME));
+    assert!(check_line("p:mine/openat /bin/true:0x10", t, &Env).accepted());
+}
