@@ -84,6 +84,10 @@ struct Plan {
     /// The print fmt from the end of the probe header on (the header's
     /// closing `)` is the first literal's first byte).
     steps: Vec<Step>,
+    /// An `ftrace` or `syscalls` event, or one without a print format:
+    /// [`TextPrinter::write_event`] tries its own printers (or fails) for
+    /// it before the steps.
+    special: bool,
 }
 
 /// One step of a [`Plan`].
@@ -208,6 +212,7 @@ impl Plan {
             probe: probe && !eprobe,
             args: probe || eprobe,
             steps,
+            special: ev.system == "ftrace" || ev.system == "syscalls" || f.print_fmt.is_none(),
         }
     }
 }
@@ -485,6 +490,20 @@ impl<'a> TextPrinter<'a> {
     /// Appends `name: ` and the event's own text (no context, no newline).
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
+        let cached = self
+            .plans
+            .get(usize::from(f.id))
+            .and_then(Option::as_ref)
+            .filter(|p| std::ptr::eq(Arc::as_ptr(&p.event), ev));
+        // a cached plan knows whether the event needs the checks below
+        if let Some(plan) = cached
+            && !plan.special
+        {
+            append(out, &plan.prefix);
+            self.write_probe_header(out, ev, plan, data);
+            self.write_steps(out, f, plan, data);
+            return;
+        }
         if ev.system == "ftrace"
             && (self.write_stack(out, f, data)
                 || self.write_function(out, f, data)
@@ -510,12 +529,7 @@ impl<'a> TextPrinter<'a> {
             return;
         }
         let tmp;
-        let plan = match self
-            .plans
-            .get(usize::from(f.id))
-            .and_then(Option::as_ref)
-            .filter(|p| std::ptr::eq(Arc::as_ptr(&p.event), ev))
-        {
+        let plan = match cached {
             Some(p) => p,
             None => {
                 tmp = Plan::new(&Arc::new(ev.clone()), self.long_size);
