@@ -48,6 +48,7 @@ impl StackPairing {
         StackPairing::default()
     }
 
+    #[inline]
     fn owner(&mut self, cpu: usize) -> &mut Owner {
         if self.cpus.len() <= cpu {
             self.cpus.resize(cpu + 1, Owner::default());
@@ -56,6 +57,7 @@ impl StackPairing {
     }
 
     /// An event (not a stack) of task `pid` on `cpu`, `shown` or not.
+    #[inline]
     pub fn event(&mut self, cpu: usize, pid: i32, shown: bool) {
         *self.owner(cpu) = Owner {
             pid: shown.then_some(pid),
