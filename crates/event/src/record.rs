@@ -59,6 +59,30 @@ fn until_nul(s: &[u8]) -> &[u8] {
     }
 }
 
+/// The string a `__data_loc` reference (`__rel_loc` when `relative`) at
+/// byte `at` of record `data` points to, as [`EventFormat::read_str`]
+/// reads it: for callers that looked the field up once, ahead of the
+/// records.
+#[inline]
+pub fn read_loc_str(data: &[u8], at: usize, relative: bool, endian: Endian) -> StrValue<'_> {
+    let Some(b) = data.get(at..at + 4) else {
+        return StrValue::Bad;
+    };
+    let loc = endian.u32(b);
+    let len = (loc >> 16) as usize;
+    let mut off = (loc & 0xffff) as usize;
+    if relative {
+        off += at + 4;
+    }
+    if len == 0 {
+        return StrValue::Fault;
+    }
+    match data.get(off..off + len) {
+        Some(s) => StrValue::Ok(until_nul(s)),
+        None => StrValue::Bad,
+    }
+}
+
 /// Whether C type `t` is a `char` type (`char`, `unsigned char`, `const
 /// char`), whose arrays hold text; `u8` arrays (addresses, hashes) do not.
 fn is_char(t: &str) -> bool {
@@ -169,23 +193,7 @@ impl EventFormat {
         if elem >= f.count {
             return StrValue::Bad;
         }
-        let at = f.offset + elem * 4;
-        let Some(b) = data.get(at..at + 4) else {
-            return StrValue::Bad;
-        };
-        let loc = endian.u32(b);
-        let len = (loc >> 16) as usize;
-        let mut off = (loc & 0xffff) as usize;
-        if relative {
-            off += at + 4;
-        }
-        if len == 0 {
-            return StrValue::Fault;
-        }
-        match data.get(off..off + len) {
-            Some(s) => StrValue::Ok(until_nul(s)),
-            None => StrValue::Bad,
-        }
+        read_loc_str(data, f.offset + elem * 4, relative, endian)
     }
 
     /// Decodes field `field` of record `data` into a [`Value`].
