@@ -63,6 +63,28 @@ pub fn dec6(out: &mut Vec<u8>, v: u32) {
     ]);
 }
 
+/// Appends `v` (below 1,000,000) as exactly six decimal digits and `: `,
+/// in one store.
+#[inline]
+pub fn dec6_colon(out: &mut Vec<u8>, v: u32) {
+    let v = v % 1_000_000;
+    let (a, b, c) = (
+        (v / 10_000) as usize,
+        (v / 100 % 100) as usize,
+        (v % 100) as usize,
+    );
+    out.extend_from_slice(&[
+        PAIRS[2 * a],
+        PAIRS[2 * a + 1],
+        PAIRS[2 * b],
+        PAIRS[2 * b + 1],
+        PAIRS[2 * c],
+        PAIRS[2 * c + 1],
+        b':',
+        b' ',
+    ]);
+}
+
 /// Digits of `v` in `radix` (8, 10, 16) into `buf`, returning the used tail.
 #[inline]
 pub fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> &[u8] {
@@ -220,6 +242,9 @@ mod tests {
             let mut o = Vec::new();
             dec6(&mut o, v);
             assert_eq!(o, format!("{v:06}").into_bytes());
+            let mut o = Vec::new();
+            dec6_colon(&mut o, v);
+            assert_eq!(o, format!("{v:06}: ").into_bytes());
         }
         let mut o = Vec::new();
         right(&mut o, b"ab", 5);
