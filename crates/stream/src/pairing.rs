@@ -59,11 +59,16 @@ impl StackPairing {
     /// An event (not a stack) of task `pid` on `cpu`, `shown` or not.
     #[inline]
     pub fn event(&mut self, cpu: usize, pid: i32, shown: bool) {
-        *self.owner(cpu) = Owner {
+        let o = Owner {
             pid: shown.then_some(pid),
             kernel: false,
             user: false,
         };
+        // owner() (which may grow the table) only for a CPU not seen yet
+        match self.cpus.get_mut(cpu) {
+            Some(slot) => *slot = o,
+            None => *self.owner(cpu) = o,
+        }
     }
 
     /// A stack record of task `pid` on `cpu` (`user`: a user stack):
