@@ -33,7 +33,7 @@ pub mod stack;
 
 pub use format::{EventFormat, Field, FieldKind};
 pub use ktrace_ring::Endian;
-pub use record::{Common, Int, StrValue, Value};
+pub use record::{Common, Int, StrValue, Value, read_loc_str};
 pub use stack::{PROBE_MACHINERY, Stack, probe_machinery};
 
 use std::sync::Arc;

@@ -41,21 +41,67 @@ impl Common {
 }
 
 /// `s` up to (not including) its first NUL, or all of it. Looks at eight
-/// bytes a step (strings are the bulk of probe records).
+/// bytes a step (strings are the bulk of probe records), the last few
+/// bytes as the eight the slice ends with when it has eight.
+#[inline]
 fn until_nul(s: &[u8]) -> &[u8] {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
     let mut i = 0;
     while let Some(chunk) = s.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
-        if w.wrapping_sub(ONES) & !w & HIGHS != 0 {
-            break;
+        if let Some(z) = first_zero(chunk) {
+            return &s[..i + z];
         }
         i += 8;
     }
-    match s[i..].iter().position(|&c| c == 0) {
-        Some(p) => &s[..i + p],
+    if i == s.len() {
+        return s;
+    }
+    if s.len() >= 8 {
+        // overlaps bytes already seen, none of them NUL
+        let at = s.len() - 8;
+        return match first_zero(&s[at..]) {
+            Some(z) => &s[..at + z],
+            None => s,
+        };
+    }
+    match s.iter().position(|&c| c == 0) {
+        Some(p) => &s[..p],
         None => s,
+    }
+}
+
+/// Index of the first zero byte of eight bytes `b`. The bit trick marks
+/// every zero byte; a byte after a zero one may be marked falsely (the
+/// borrow), one before it never, so the lowest mark is exact.
+#[inline]
+fn first_zero(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let w = u64::from_le_bytes(b.try_into().unwrap_or_default());
+    let m = w.wrapping_sub(ONES) & !w & HIGHS;
+    (m != 0).then(|| m.trailing_zeros() as usize / 8)
+}
+
+/// The string a `__data_loc` reference (`__rel_loc` when `relative`) at
+/// byte `at` of record `data` points to, as [`EventFormat::read_str`]
+/// reads it: for callers that looked the field up once, ahead of the
+/// records.
+#[inline]
+pub fn read_loc_str(data: &[u8], at: usize, relative: bool, endian: Endian) -> StrValue<'_> {
+    let Some(b) = data.get(at..at + 4) else {
+        return StrValue::Bad;
+    };
+    let loc = endian.u32(b);
+    let len = (loc >> 16) as usize;
+    let mut off = (loc & 0xffff) as usize;
+    if relative {
+        off += at + 4;
+    }
+    if len == 0 {
+        return StrValue::Fault;
+    }
+    match data.get(off..off + len) {
+        Some(s) => StrValue::Ok(until_nul(s)),
+        None => StrValue::Bad,
     }
 }
 
@@ -169,23 +215,7 @@ impl EventFormat {
         if elem >= f.count {
             return StrValue::Bad;
         }
-        let at = f.offset + elem * 4;
-        let Some(b) = data.get(at..at + 4) else {
-            return StrValue::Bad;
-        };
-        let loc = endian.u32(b);
-        let len = (loc >> 16) as usize;
-        let mut off = (loc & 0xffff) as usize;
-        if relative {
-            off += at + 4;
-        }
-        if len == 0 {
-            return StrValue::Fault;
-        }
-        match data.get(off..off + len) {
-            Some(s) => StrValue::Ok(until_nul(s)),
-            None => StrValue::Bad,
-        }
+        read_loc_str(data, f.offset + elem * 4, relative, endian)
     }
 
     /// Decodes field `field` of record `data` into a [`Value`].
@@ -301,6 +331,16 @@ print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
                 assert_eq!(until_nul(&s), &s[..], "{n} high at {at}");
                 s[at] = 1;
                 assert_eq!(until_nul(&s), &s[..], "{n} one at {at}");
+                // a 0x01 or a second NUL after the first does not move it
+                s[at] = 0;
+                for after in [0u8, 1] {
+                    if at + 1 < n {
+                        let next = s[at + 1];
+                        s[at + 1] = after;
+                        assert_eq!(until_nul(&s), &s[..at], "{n} nul at {at}, {after}");
+                        s[at + 1] = next;
+                    }
+                }
                 s[at] = keep;
             }
         }

@@ -63,6 +63,28 @@ pub fn dec6(out: &mut Vec<u8>, v: u32) {
     ]);
 }
 
+/// Appends `v` (below 1,000,000) as exactly six decimal digits and `: `,
+/// in one store.
+#[inline]
+pub fn dec6_colon(out: &mut Vec<u8>, v: u32) {
+    let v = v % 1_000_000;
+    let (a, b, c) = (
+        (v / 10_000) as usize,
+        (v / 100 % 100) as usize,
+        (v % 100) as usize,
+    );
+    out.extend_from_slice(&[
+        PAIRS[2 * a],
+        PAIRS[2 * a + 1],
+        PAIRS[2 * b],
+        PAIRS[2 * b + 1],
+        PAIRS[2 * c],
+        PAIRS[2 * c + 1],
+        b':',
+        b' ',
+    ]);
+}
+
 /// Digits of `v` in `radix` (8, 10, 16) into `buf`, returning the used tail.
 #[inline]
 pub fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> &[u8] {
@@ -109,11 +131,12 @@ pub fn digits(buf: &mut [u8; 24], v: u64, radix: u64, upper: bool) -> &[u8] {
     &buf[i..]
 }
 
-/// Hex digits of `v` into the tail of `buf`; returns where they start.
-/// All sixteen digits are made at once: each nibble is spread into its own
-/// byte of a u128, then turned into ASCII without branches.
+/// Hex digits of `v` as ASCII, one per byte of a u128 (byte j, counting
+/// from the least significant, is digit j), and how many digits `v` has
+/// (1 to 16). All sixteen digits are made at once: each nibble is spread
+/// into its own byte, then turned into ASCII without branches.
 #[inline]
-fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
+fn hex_ascii(v: u64, upper: bool) -> (u128, usize) {
     const LO32: u128 = 0x0000_0000_ffff_ffff_0000_0000_ffff_ffff;
     const LO16: u128 = 0x0000_ffff_0000_ffff_0000_ffff_0000_ffff;
     const LO8: u128 = 0x00ff_00ff_00ff_00ff_00ff_00ff_00ff_00ff;
@@ -135,25 +158,34 @@ fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
     };
     x += ZERO + letters * u128::from(gap);
     let n = (67 - (v | 1).leading_zeros() as usize) / 4;
-    let start = buf.len() - n;
+    (x, n)
+}
+
+/// Hex digits of `v` into the tail of `buf`; returns where they start.
+#[inline]
+fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
+    let (x, n) = hex_ascii(v, upper);
     buf[8..].copy_from_slice(&x.to_be_bytes());
-    start
+    buf.len() - n
 }
 
 /// Appends `v` in lowercase hex.
 #[inline]
 pub fn hex(out: &mut Vec<u8>, v: u64) {
-    let mut b = [0u8; 24];
-    let i = hex_into(&mut b, v, false);
-    append(out, &b[i..]);
+    hex_case(out, v, false);
 }
 
-/// Appends `v` in hex (`upper` for `A-F`).
+/// Appends `v` in hex (`upper` for `A-F`): the digits shifted to the top
+/// of the u128, stored whole (big-endian, most significant digit first)
+/// and the unused tail cut off again, as [`append`] does; no stack buffer
+/// read back.
 #[inline]
 pub fn hex_case(out: &mut Vec<u8>, v: u64, upper: bool) {
-    let mut b = [0u8; 24];
-    let i = hex_into(&mut b, v, upper);
-    append(out, &b[i..]);
+    let (x, n) = hex_ascii(v, upper);
+    let len = out.len();
+    // n is 1 to 16: the shift is 0 to 120 bits
+    out.extend_from_slice(&(x << (8 * (16 - n))).to_be_bytes());
+    out.truncate(len + n);
 }
 
 /// Appends `s` right-aligned in `width` columns.
@@ -210,6 +242,9 @@ mod tests {
             let mut o = Vec::new();
             dec6(&mut o, v);
             assert_eq!(o, format!("{v:06}").into_bytes());
+            let mut o = Vec::new();
+            dec6_colon(&mut o, v);
+            assert_eq!(o, format!("{v:06}: ").into_bytes());
         }
         let mut o = Vec::new();
         right(&mut o, b"ab", 5);

@@ -17,7 +17,9 @@ use crate::num;
 use crate::syscalls::SyscallStyle;
 use ktrace_event::append::append;
 use ktrace_event::printfmt::{Arg, Conv, Dims, Op, Render, Spec, length_bits, pad_str};
-use ktrace_event::{Common, Endian, Event, EventFormat, Events, FieldKind, ProbeKind, StrValue};
+use ktrace_event::{
+    Common, Endian, Event, EventFormat, Events, FieldKind, ProbeKind, StrValue, read_loc_str,
+};
 use ktrace_ring::Missed;
 use ktrace_stream::Comms;
 use std::io::Write;
@@ -84,6 +86,10 @@ struct Plan {
     /// The print fmt from the end of the probe header on (the header's
     /// closing `)` is the first literal's first byte).
     steps: Vec<Step>,
+    /// An `ftrace` or `syscalls` event, or one without a print format:
+    /// [`TextPrinter::write_event`] tries its own printers (or fails) for
+    /// it before the steps.
+    special: bool,
 }
 
 /// One step of a [`Plan`].
@@ -104,15 +110,45 @@ enum Step {
     /// A `%s` of a string field (`__get_str()`), its width and precision
     /// written in the format: printed from the record without going
     /// through [`Render`].
-    Str {
-        /// Index into the format's fields.
-        index: usize,
-        /// Element of a `__data_loc char[][N]` array.
-        elem: usize,
-        dims: Dims,
-    },
+    Str { src: StrSrc, dims: Dims },
     /// Any other conversion, rendered from the print fmt op.
     Conv(Spec, Arg),
+}
+
+/// Where a [`Step::Str`] string is.
+#[derive(Clone, Copy)]
+enum StrSrc {
+    /// A `__data_loc` (`__rel_loc`: `relative`) reference at byte `at` of
+    /// the record, found in the format once.
+    Loc { at: usize, relative: bool },
+    /// Element `elem` (of a `__data_loc char[][N]` array) of field
+    /// `index`, which is not a reference [`EventFormat::read_str`] can
+    /// read: looked at per record, to fail as it does.
+    Field { index: usize, elem: usize },
+}
+
+impl StrSrc {
+    fn new(f: &EventFormat, index: usize, elem: usize) -> StrSrc {
+        match f.fields.get(index) {
+            Some(fl) if elem < fl.count => match fl.kind {
+                FieldKind::DataLoc { relative } => StrSrc::Loc {
+                    at: fl.offset + elem * 4,
+                    relative,
+                },
+                _ => StrSrc::Field { index, elem },
+            },
+            _ => StrSrc::Field { index, elem },
+        }
+    }
+
+    /// The string of record `data`, as [`EventFormat::read_str`] reads it.
+    #[inline]
+    fn read<'d>(self, f: &EventFormat, data: &'d [u8], endian: Endian) -> StrValue<'d> {
+        match self {
+            StrSrc::Loc { at, relative } => read_loc_str(data, at, relative, endian),
+            StrSrc::Field { index, elem } => f.read_str(data, index, elem, endian),
+        }
+    }
 }
 
 /// A `%d`/`%u`/`%x`/`%#x`/`%X` (any length modifier, no width, precision,
@@ -186,8 +222,7 @@ impl Plan {
                         && spec.precision_arg.is_none() =>
                     {
                         Step::Str {
-                            index: *index,
-                            elem: elem.unwrap_or(0),
+                            src: StrSrc::new(f, *index, elem.unwrap_or(0)),
                             dims: Dims::of(spec),
                         }
                     }
@@ -208,6 +243,7 @@ impl Plan {
             probe: probe && !eprobe,
             args: probe || eprobe,
             steps,
+            special: ev.system == "ftrace" || ev.system == "syscalls" || f.print_fmt.is_none(),
         }
     }
 }
@@ -440,12 +476,12 @@ impl<'a> TextPrinter<'a> {
         }
         append(out, &self.ctx);
         if self.time_in_ns {
-            num::dec6(out, (us % 1_000_000) as u32);
+            num::dec6_colon(out, (us % 1_000_000) as u32);
         } else {
             let mut b = [0u8; 24];
             num::right(out, num::digits(&mut b, ts, 10, false), 12);
+            out.extend_from_slice(b": ");
         }
-        out.extend_from_slice(b": ");
         match ev {
             Some(ev) => {
                 let id = usize::from(ev.format.id);
@@ -485,6 +521,20 @@ impl<'a> TextPrinter<'a> {
     /// Appends `name: ` and the event's own text (no context, no newline).
     pub fn write_event(&self, out: &mut Vec<u8>, ev: &Event, data: &[u8]) {
         let f = &ev.format;
+        let cached = self
+            .plans
+            .get(usize::from(f.id))
+            .and_then(Option::as_ref)
+            .filter(|p| std::ptr::eq(Arc::as_ptr(&p.event), ev));
+        // a cached plan knows whether the event needs the checks below
+        if let Some(plan) = cached
+            && !plan.special
+        {
+            append(out, &plan.prefix);
+            self.write_probe_header(out, ev, plan, data);
+            self.write_steps(out, f, plan, data);
+            return;
+        }
         if ev.system == "ftrace"
             && (self.write_stack(out, f, data)
                 || self.write_function(out, f, data)
@@ -510,12 +560,7 @@ impl<'a> TextPrinter<'a> {
             return;
         }
         let tmp;
-        let plan = match self
-            .plans
-            .get(usize::from(f.id))
-            .and_then(Option::as_ref)
-            .filter(|p| std::ptr::eq(Arc::as_ptr(&p.event), ev))
-        {
+        let plan = match cached {
             Some(p) => p,
             None => {
                 tmp = Plan::new(&Arc::new(ev.clone()), self.long_size);
@@ -604,11 +649,11 @@ impl<'a> TextPrinter<'a> {
                         None => out.extend_from_slice(b"[FAILED TO PARSE]"),
                     }
                 }
-                &Step::Str { index, elem, dims } => {
+                &Step::Str { src, dims } => {
                     skip_quote = false;
                     // what Render does for `%s` of `__get_str()`, with the
                     // fault rule below
-                    match f.read_str(data, index, elem, self.endian) {
+                    match src.read(f, data, self.endian) {
                         StrValue::Ok(s) => pad_str(out, dims, s),
                         StrValue::Fault if plan.args => {
                             // a probe argument whose fetch faulted:

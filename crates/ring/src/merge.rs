@@ -221,7 +221,14 @@ impl Merger {
                     ts,
                     data: &d.bytes[s as usize..e as usize],
                 });
-                match head(q, cpu, out, &mut self.spare) {
+                // the page's next record needs no look at losses or
+                // finished pages (head() saw this page already)
+                let next = if d.pos < d.recs.len() {
+                    Some(d.recs[d.pos].0)
+                } else {
+                    head(q, cpu, out, &mut self.spare)
+                };
+                match next {
                     Some(ts) if ts <= limit && rival.is_none_or(|r| (ts, cpu) < r) => {}
                     Some(ts) => {
                         heap.push(Reverse((ts, cpu)));

@@ -48,6 +48,7 @@ impl StackPairing {
         StackPairing::default()
     }
 
+    #[inline]
     fn owner(&mut self, cpu: usize) -> &mut Owner {
         if self.cpus.len() <= cpu {
             self.cpus.resize(cpu + 1, Owner::default());
@@ -56,12 +57,18 @@ impl StackPairing {
     }
 
     /// An event (not a stack) of task `pid` on `cpu`, `shown` or not.
+    #[inline]
     pub fn event(&mut self, cpu: usize, pid: i32, shown: bool) {
-        *self.owner(cpu) = Owner {
+        let o = Owner {
             pid: shown.then_some(pid),
             kernel: false,
             user: false,
         };
+        // owner() (which may grow the table) only for a CPU not seen yet
+        match self.cpus.get_mut(cpu) {
+            Some(slot) => *slot = o,
+            None => *self.owner(cpu) = o,
+        }
     }
 
     /// A stack record of task `pid` on `cpu` (`user`: a user stack):

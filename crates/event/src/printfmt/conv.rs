@@ -345,17 +345,18 @@ pub fn number(out: &mut Vec<u8>, num: u64, s: Num) {
 
 /// `string()`/`widen_string()`: at most `precision` bytes, padded to the
 /// width.
+#[inline]
 pub fn pad_str(out: &mut Vec<u8>, d: Dims, s: &[u8]) {
     let s = match d.precision {
         Some(p) if p < s.len() => &s[..p],
         _ => s,
     };
     let pad = d.width.unwrap_or(0).saturating_sub(s.len());
-    if !d.left {
+    if !d.left && pad > 0 {
         fill(out, b' ', pad);
     }
     append(out, s);
-    if d.left {
+    if d.left && pad > 0 {
         fill(out, b' ', pad);
     }
 }
