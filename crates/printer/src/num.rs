@@ -44,45 +44,37 @@ pub fn dec(out: &mut Vec<u8>, v: u64) {
     append(out, &buf[i..]);
 }
 
-/// Appends `v` (below 1,000,000) as exactly six decimal digits.
+/// `v` (below 1,000,000) as exactly six decimal digits.
 #[inline]
-pub fn dec6(out: &mut Vec<u8>, v: u32) {
+fn six_digits(v: u32) -> [u8; 6] {
     let v = v % 1_000_000;
     let (a, b, c) = (
         (v / 10_000) as usize,
         (v / 100 % 100) as usize,
         (v % 100) as usize,
     );
-    out.extend_from_slice(&[
+    [
         PAIRS[2 * a],
         PAIRS[2 * a + 1],
         PAIRS[2 * b],
         PAIRS[2 * b + 1],
         PAIRS[2 * c],
         PAIRS[2 * c + 1],
-    ]);
+    ]
+}
+
+/// Appends `v` (below 1,000,000) as exactly six decimal digits.
+#[inline]
+pub fn dec6(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&six_digits(v));
 }
 
 /// Appends `v` (below 1,000,000) as exactly six decimal digits and `: `,
 /// in one store.
 #[inline]
 pub fn dec6_colon(out: &mut Vec<u8>, v: u32) {
-    let v = v % 1_000_000;
-    let (a, b, c) = (
-        (v / 10_000) as usize,
-        (v / 100 % 100) as usize,
-        (v % 100) as usize,
-    );
-    out.extend_from_slice(&[
-        PAIRS[2 * a],
-        PAIRS[2 * a + 1],
-        PAIRS[2 * b],
-        PAIRS[2 * b + 1],
-        PAIRS[2 * c],
-        PAIRS[2 * c + 1],
-        b':',
-        b' ',
-    ]);
+    let [a, b, c, d, e, f] = six_digits(v);
+    out.extend_from_slice(&[a, b, c, d, e, f, b':', b' ']);
 }
 
 /// Digits of `v` in `radix` (8, 10, 16) into `buf`, returning the used tail.
