@@ -29,9 +29,6 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     let (args, ignored_args) =
         arguments(argv, ctx, symbol, stub.as_deref(), tracepoint, is_return)?;
     let registered_now = ctx.target.features().fprobe_registered_at_creation;
-    if !tracepoint && !registered_now {
-        attachable(argv, ctx, symbol)?;
-    }
     // A tracepoint the kernel does not have is taken as one of a module to
     // come (TRACEPOINT_STUB): where registration waits for the enable
     // (7.2), its arguments' symbols are not looked up (arm64 7.2, seed 23:
@@ -42,6 +39,13 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // that name is there to append to (x86_64 7.2, seed 23).
     if name_taken_by_another_event(ctx, &group, &event) {
         return Err(ctx.logged(argv, TpErr::EVENT_EXIST, 0, 0));
+    }
+    // (7.2, which registers at enable, looks the function up after the
+    // event's name: arm64 7.2, conform seed 20261128 at 200,000:
+    // `f:writeback/writeback_write_inode trace_event_raw_event_regmap_block`
+    // is "already used", not "Invalid probed address or symbol")
+    if !tracepoint && !registered_now {
+        attachable(argv, ctx, symbol)?;
     }
     // __register_trace_fprobe() (kernels that register at creation): the
     // arguments' symbols first (traceprobe_update_arg(): -ENOENT, logged

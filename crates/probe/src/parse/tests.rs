@@ -799,3 +799,38 @@ fn a_uprobe_named_as_an_existing_event_is_refused_after_its_arguments() {
     assert_eq!(e.kind, ErrorKind::Logged(TpErr::BAD_REG_NAME));
     assert!(check_line("p:mine/openat /bin/true:0x10", t, &Env).accepted());
 }
+
+#[test]
+fn an_fprobe_named_as_an_existing_event_is_refused_before_its_function_is_looked_up_on_7_2() {
+    // arm64 7.2, conform seed 20261128: `f:writeback/writeback_write_inode
+    // trace_event_raw_event_regmap_block` is "already used" there
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, _: &str) -> Option<usize> {
+            Some(1)
+        }
+        fn ftrace_matches(&self, _: &str) -> Option<bool> {
+            Some(false)
+        }
+        fn event_exists(&self, group: &str, event: &str) -> Option<bool> {
+            Some((group, event) == ("writeback", "writeback_write_inode"))
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+    let mut t = Target::new(Arch::Arm64);
+    t.kernel = KernelVersion::new(7, 2);
+    let e = check_line(
+        "f:writeback/writeback_write_inode trace_event_raw_event_regmap_block",
+        t,
+        &Env,
+    )
+    .definition
+    .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::EVENT_EXIST));
+    let e = check_line("f:mine/wb trace_event_raw_event_regmap_block", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_ne!(e.kind, ErrorKind::Logged(TpErr::EVENT_EXIST));
+}
