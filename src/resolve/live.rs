@@ -130,9 +130,9 @@ impl LiveEnv<'_> {
 /// (available_filter_functions, before 6.5): a name several static functions
 /// share is listed when any of them is traced, so the name cannot say
 /// whether the one the address falls in has an ftrace location. On x86_64
-/// its code can: a traced function starts (after an endbr64) with the
-/// 5-byte nop ftrace patched over its `call __fentry__`, or that call
-/// itself while it is traced. Anything else there is a function built
+/// its code can: a traced function starts (after an endbr, or the nop a
+/// sealed one becomes) with the 5-byte nop ftrace patched over its `call
+/// __fentry__`, or that call itself while it is traced. Anything else there is a function built
 /// without -pg, which the kernel refuses (x86_64 6.1, conform seed
 /// 20261128: `set_security_override_from_ctx+0x100000` lands in one of six
 /// `t_next`, kernel/trace's, notrace: "Failed to register probe event").
@@ -170,9 +170,7 @@ fn notrace_by_code(
         return None;
     }
     let code = ktrace_disasm::kcore::read(Path::new("/proc/kcore"), func.addr, 9).ok()?;
-    let body = code
-        .strip_prefix(&[0xf3, 0x0f, 0x1e, 0xfa][..])
-        .unwrap_or(&code);
+    let body = ktrace_symbols::code::after_endbr(&code);
     let fentry = body.starts_with(&[0x0f, 0x1f, 0x44, 0x00, 0x00]) || body.first() == Some(&0xe8);
     (!fentry).then(|| {
         format!(

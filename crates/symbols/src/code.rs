@@ -294,6 +294,12 @@ fn is_endbr(bytes: &[u8]) -> bool {
     bytes.starts_with(&ENDBR_POISON) || ENDBR.iter().any(|e| bytes.starts_with(e))
 }
 
+/// A function's code after its `endbr64`/`endbr32` or the nop a sealed one
+/// becomes (all four bytes), or all of it when it starts with none.
+pub fn after_endbr(bytes: &[u8]) -> &[u8] {
+    if is_endbr(bytes) { &bytes[4..] } else { bytes }
+}
+
 /// Whether the running kernel's function `symbol` (`NAME` or `MOD:NAME`)
 /// starts with an `endbr64`/`endbr32` or the nop a sealed one becomes, read
 /// from /proc/kcore; `None` when its code cannot be read.
@@ -814,6 +820,21 @@ mod tests {
         let mut c = check_line(line, Target::new(arch), &Offline);
         let why = check(&mut c, Target::new(arch), &Source::Code(code));
         (c, why)
+    }
+
+    #[test]
+    fn after_endbr_skips_every_endbr_form_and_nothing_else() {
+        let nop5 = [0x0f, 0x1f, 0x44, 0x00, 0x00];
+        for head in [
+            &ENDBR[0][..],
+            &ENDBR[1][..],
+            &ENDBR[2][..],
+            &ENDBR_POISON[..],
+        ] {
+            let code = [head, &nop5[..]].concat();
+            assert_eq!(after_endbr(&code), &nop5[..]);
+        }
+        assert_eq!(after_endbr(&nop5), &nop5[..]);
     }
 
     #[test]
