@@ -1,84 +1,132 @@
 //! Shell-style wildcards for symbol names: `*`, `?`, `[abc]`, `[a-z]`,
-//! `[!abc]` / `[^abc]`.
+//! `[!abc]`, and `\` before a byte that is to be taken literally.
 //!
 //! Semantics follow the kernel's lib/glob.c `glob_match()` (used by ftrace
-//! filters and `set_event`): `*` matches any run of bytes including none,
-//! `?` exactly one byte, a bracket expression one byte from the set; a `]`
-//! right after `[` or `[!` is a literal member. There is no escaping and no
-//! special meaning for `/`. This is not a regular expression engine.
+//! filters, fprobes and `set_event`): `*` matches any run of bytes including
+//! none, `?` exactly one byte, a bracket expression one byte from the set
+//! (`!` right after `[` inverts it; `^` is an ordinary member; a `]` first
+//! in the set is a member; a set with no closing `]` is a literal `[`), and
+//! a backslash makes the next byte literal (`target\_store` is
+//! `target_store`; a backslash at the very end matches the end of the
+//! name). There is no special meaning for `/`. ftrace takes a pattern as a
+//! glob when it holds any of `*?[\` (`filter_parse_regex()`): see
+//! [`is_glob`]. This is not a regular expression engine.
 
-/// Whether `pattern` contains any wildcard character.
+/// Whether `pattern` is a glob to ftrace (`filter_parse_regex()`): it holds
+/// `*`, `?`, `[` or a backslash.
 pub fn is_glob(pattern: &str) -> bool {
-    pattern.bytes().any(|b| matches!(b, b'*' | b'?' | b'['))
+    pattern
+        .bytes()
+        .any(|b| matches!(b, b'*' | b'?' | b'[' | b'\\'))
 }
 
-/// Matches `text` against `pattern`.
+/// Matches `text` against `pattern`, as lib/glob.c `glob_match()`.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    // Both read as C strings: a NUL ends them (names hold none).
+    let p = pattern.as_bytes();
+    let t = text.as_bytes();
+    let at = |s: &[u8], i: usize| s.get(i).copied().unwrap_or(0);
     let (mut pi, mut ti) = (0usize, 0usize);
-    // Backtrack point: position after the last `*`, and the text position it
-    // is currently assumed to have consumed up to.
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        let matched = match p.get(pi) {
-            Some(b'*') => {
-                star = Some((pi + 1, ti));
-                pi += 1;
-                continue;
-            }
-            Some(b'?') => Some(pi + 1),
-            Some(b'[') => bracket(p, pi, t[ti]),
-            Some(&c) => (c == t[ti]).then_some(pi + 1),
-            None => None,
-        };
-        match matched {
-            Some(next) => {
-                pi = next;
-                ti += 1;
-            }
-            None => match star {
-                Some((sp, st)) => {
-                    pi = sp;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
+    // Where to resume after the last `*`: the pattern after it and the text
+    // position it has consumed up to.
+    let mut back: Option<(usize, usize)> = None;
+    loop {
+        let c = at(t, ti);
+        ti += 1;
+        let d = at(p, pi);
+        pi += 1;
+        // `Some(d)`: compare `c` with the literal `d`; `None`: matched.
+        let literal = match d {
+            b'?' => {
+                if c == 0 {
+                    return false;
                 }
-                None => return false,
+                None
+            }
+            b'*' => {
+                if at(p, pi) == 0 {
+                    return true;
+                }
+                ti -= 1;
+                back = Some((pi, ti));
+                None
+            }
+            b'[' => match bracket(p, pi, c) {
+                Some(Ok(next)) => {
+                    pi = next;
+                    None
+                }
+                Some(Err(())) => {
+                    // No match in the set: try the last `*` one byte later.
+                    match back {
+                        Some((bp, bt)) if c != 0 => {
+                            pi = bp;
+                            ti = bt + 1;
+                            back = Some((bp, bt + 1));
+                            continue;
+                        }
+                        _ => return false,
+                    }
+                }
+                // Malformed: a literal `[`.
+                None => Some(b'['),
             },
+            b'\\' => {
+                let d = at(p, pi);
+                pi += 1;
+                Some(d)
+            }
+            d => Some(d),
+        };
+        let Some(d) = literal else { continue };
+        if c == d {
+            if d == 0 {
+                return true;
+            }
+            continue;
+        }
+        match back {
+            Some((bp, bt)) if c != 0 => {
+                pi = bp;
+                ti = bt + 1;
+                back = Some((bp, bt + 1));
+            }
+            _ => return false,
         }
     }
-    p[pi..].iter().all(|&b| b == b'*')
 }
 
-/// Matches one byte against the bracket expression at `p[start]` (`[`);
-/// returns the pattern index after it on a match. An unterminated bracket is
-/// a literal `[`.
-fn bracket(p: &[u8], start: usize, c: u8) -> Option<usize> {
-    let mut i = start + 1;
-    let negate = matches!(p.get(i), Some(b'!' | b'^'));
-    if negate {
-        i += 1;
-    }
-    // The set runs to the first `]` that is not its first member.
-    let close = match p
-        .get(i + 1..)
-        .and_then(|r| r.iter().position(|&b| b == b']'))
-    {
-        Some(k) => i + 1 + k,
-        None => return (c == b'[').then_some(start + 1),
-    };
-    let set = &p[i..close];
+/// The bracket expression whose body starts at `p[start]` (after `[`)
+/// against byte `c`: `Some(Ok(index after the closing ]))` on a match,
+/// `Some(Err(()))` when `c` is not in the set, `None` when the set is
+/// malformed (it ends before its `]`), which makes the `[` a literal.
+fn bracket(p: &[u8], start: usize, c: u8) -> Option<Result<usize, ()>> {
+    let at = |i: usize| p.get(i).copied().unwrap_or(0);
+    let inverted = at(start) == b'!';
+    let mut i = start + usize::from(inverted);
+    let mut a = at(i);
+    i += 1;
     let mut hit = false;
-    let mut k = 0;
-    while k < set.len() {
-        if k + 2 < set.len() && set[k + 1] == b'-' {
-            hit |= set[k] <= c && c <= set[k + 2];
-            k += 3;
-        } else {
-            hit |= set[k] == c;
-            k += 1;
+    loop {
+        if a == 0 {
+            return None;
+        }
+        let mut b = a;
+        if at(i) == b'-' && at(i + 1) != b']' {
+            b = at(i + 1);
+            if b == 0 {
+                return None;
+            }
+            i += 2;
+        }
+        hit |= a <= c && c <= b;
+        a = at(i);
+        i += 1;
+        if a == b']' {
+            break;
         }
     }
-    (hit != negate).then_some(close + 1)
+    Some(if hit == inverted { Err(()) } else { Ok(i) })
 }
 
 #[cfg(test)]
@@ -101,7 +149,10 @@ mod tests {
             ("[abc]x", "bx", true),
             ("[abc]x", "dx", false),
             ("[!abc]x", "dx", true),
-            ("[^abc]x", "ax", false),
+            // `^` is an ordinary member (lib/glob.c inverts with `!` only)
+            ("[^abc]x", "ax", true),
+            ("[^abc]x", "^x", true),
+            ("[^abc]x", "dx", false),
             ("[a-c]1", "b1", true),
             ("[a-c]1", "d1", false),
             ("[]]", "]", true),
@@ -115,6 +166,24 @@ mod tests {
             ("**", "anything", true),
             ("exact", "exact", true),
             ("exact", "exact2", false),
+            // a backslash takes the next byte literally (arm64 7.2, conform
+            // seed 20261128: `f target\_store` is an fprobe on target_store)
+            ("target\\_store", "target_store", true),
+            ("vmpressu\\re_init", "vmpressure_init", true),
+            ("vfs\\*", "vfs*", true),
+            ("vfs\\*", "vfs_read", false),
+            ("a\\?", "ab", false),
+            ("a\\?", "a?", true),
+            ("\\[ab]", "[ab]", true),
+            ("\\[ab]", "a", false),
+            // a trailing backslash matches the end of the name
+            ("vfs_read\\", "vfs_read", true),
+            ("vfs_read\\", "vfs_read2", false),
+            ("vfs_*\\", "vfs_read", true),
+            ("*\\_read", "vfs_read", true),
+            ("[a-]", "b", false),
+            ("[ab", "b", false),
+            ("x[", "x[", true),
         ];
         for &(p, t, want) in cases {
             assert_eq!(glob_match(p, t), want, "{p:?} vs {t:?}");
@@ -126,6 +195,7 @@ mod tests {
         assert!(is_glob("vfs_*"));
         assert!(is_glob("a?"));
         assert!(is_glob("[ab]"));
+        assert!(is_glob("target\\_store"));
         assert!(!is_glob("vfs_read"));
     }
 }
