@@ -293,6 +293,23 @@ pub struct Report {
     pub btf_missing: Option<String>,
 }
 
+/// The function an fprobe line (`f`, `fN`, `f:NAME`, `fN:NAME`) names,
+/// without `%return` and a `MOD:` prefix, to be counted in kallsyms; `None`
+/// for other lines and for globs, which ftrace matches against its own list
+/// (`f target\_store` is a glob too: [`ktrace_symbols::glob::is_glob`]).
+fn fprobe_function(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    let head = words.next()?;
+    let kind = head.split(':').next()?;
+    if !(kind.starts_with('f') && kind[1..].bytes().all(|b| b.is_ascii_digit())) {
+        return None;
+    }
+    let place = words.next()?;
+    let place = place.split('%').next()?;
+    let name = place.rsplit(':').next()?;
+    (!name.is_empty() && !ktrace_symbols::glob::is_glob(name)).then(|| name.to_string())
+}
+
 /// The checking pipeline of `ktrace check` (and of `ktrace conform`):
 /// built once for a batch of definitions, then one [`Checker::check`] per line.
 pub struct Checker {
@@ -347,6 +364,7 @@ impl Checker {
             .iter()
             .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
             .flat_map(|s| s.kernel_symbols())
+            .chain(inputs.iter().filter_map(|i| fprobe_function(i)))
             .collect();
         let wanted = wanted.iter().map(String::as_str);
         let mounted = if opts.offline
@@ -742,6 +760,48 @@ mod tests {
         assert_eq!(v["error"]["message"], "Invalid register name");
         assert_eq!(v["error"]["pos"], 24);
         assert_eq!(v["error"]["logged"], true);
+    }
+
+    #[test]
+    fn fprobe_functions_are_checked_against_a_kallsyms_file() {
+        // issue 22, category 2: `f:` symbols were not counted in --kallsyms
+        // and every one was left unchecked.
+        let dir = std::env::temp_dir().join(format!("ktrace_fprobe_ks_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ks = dir.join("kallsyms");
+        std::fs::write(
+            &ks,
+            "ffffffff81000000 T vfs_read\nffffffff81000100 t target_store\n",
+        )
+        .unwrap();
+        let lines: Vec<String> = [
+            "f nosuch_fn",
+            "f2:g/e nosuch_fn%return",
+            "f vfs_read",
+            "f:g/e vfs_read%return",
+            "f vfs_*",
+            "f target\\_store",
+            "p vfs_read",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let opts = Options {
+            arch: Some("x86_64".into()),
+            kernel: Some("7.2".into()),
+            kallsyms: Some(ks),
+            ..Options::default()
+        };
+        let mut c = Checker::with_options(&opts, &lines).unwrap();
+        let accepted: Vec<bool> = lines.iter().map(|l| c.check(l).kernel.accepted()).collect();
+        assert_eq!(accepted, [false, false, true, true, true, true, true]);
+        let e = c.check("f nosuch_fn").kernel.definition.unwrap_err();
+        assert_eq!(e.message, "Invalid probed address or symbol");
+        assert_eq!(fprobe_function("f mod:fn%return"), Some("fn".into()));
+        assert_eq!(fprobe_function("p vfs_read"), None);
+        assert_eq!(fprobe_function("fx vfs_read"), None);
+        assert_eq!(fprobe_function("f a?"), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
