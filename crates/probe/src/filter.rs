@@ -236,6 +236,15 @@ fn process_preds(
     filter: &str,
     pred: &mut dyn FnMut(&[u8], usize) -> Pred,
 ) -> Option<Result<(), (TpErr, usize)>> {
+    process_preds_program(filter, pred).map(|r| r.map(|_| ()))
+}
+
+/// [`process_preds`], with the program predicate_parse() builds on success:
+/// whether it would run backwards ([`Program::backwards`]).
+fn process_preds_program(
+    filter: &str,
+    pred: &mut dyn FnMut(&[u8], usize) -> Pred,
+) -> Option<Result<Program, (TpErr, usize)>> {
     let b = filter.as_bytes();
     if !b.is_ascii() {
         // the kernel's ctype takes Latin-1 letters for letters and 0xa0
@@ -245,18 +254,25 @@ fn process_preds(
     if count_preds(b) == 0 {
         return Some(Err((TpErr::FILT_ERRNO, 0)));
     }
-    let (mut ptr, mut depth, mut n) = (0usize, 0usize, 0usize);
+    let (mut ptr, mut n) = (0usize, 0usize);
+    let mut prog = Program::default();
+    // the operator stack: one entry per open parenthesis and the outermost
+    let mut stack: Vec<u8> = vec![0];
+    let mut invert = false;
     'outer: while ptr < b.len() {
         let next = ptr;
         ptr += 1;
         match b[next] {
             c if is_space(c) => continue,
             b'(' => {
-                depth += 1;
+                stack.push(u8::from(invert) * INVERT);
                 continue;
             }
             // "!=" and "!~" are not a "not"
-            b'!' if !matches!(b.get(next + 1), Some(b'=' | b'~')) => continue,
+            b'!' if !matches!(b.get(next + 1), Some(b'=' | b'~')) => {
+                invert = !invert;
+                continue;
+            }
             _ => {}
         }
         ptr = next
@@ -265,6 +281,7 @@ fn process_preds(
                 Pred::Fail(e, pos) => return Some(Err((e, pos))),
                 Pred::Unknown => return None,
             };
+        prog.push();
         n += 1;
         loop {
             let next = ptr;
@@ -272,28 +289,107 @@ fn process_preds(
             let c = b.get(next).copied().unwrap_or(0);
             match c {
                 c if is_space(c) => continue,
-                b'&' | b'|' if b.get(next + 1) == Some(&c) => {
-                    ptr += 1;
-                    continue 'outer;
-                }
+                b'&' | b'|' if b.get(next + 1) == Some(&c) => ptr += 1,
                 b')' | 0 => {}
                 _ => return Some(Err((TpErr::FILT_TOO_MANY_PREDS, next))),
+            }
+            let top = stack.last_mut()?;
+            invert = *top & INVERT != 0;
+            if *top & PROCESS_AND != 0 {
+                prog.update(n - 1, invert)?;
+                *top &= !PROCESS_AND;
+            }
+            if c == b'&' {
+                *top |= PROCESS_AND;
+                continue 'outer;
+            }
+            if *top & PROCESS_OR != 0 {
+                prog.update(n - 1, !invert)?;
+                *top &= !PROCESS_OR;
+            }
+            if c == b'|' {
+                *top |= PROCESS_OR;
+                continue 'outer;
             }
             if c == 0 {
                 break 'outer;
             }
             // (unbalanced parentheses are calc_stack()'s, found before)
-            depth = depth.checked_sub(1)?;
+            if stack.len() == 1 {
+                return None;
+            }
+            stack.pop();
         }
     }
-    if depth != 0 {
+    if stack.len() != 1 {
         return None;
     }
     if n == 0 {
         // only `!`s: "No filter found" at the end
         return Some(Err((TpErr::FILT_NO_FILTER, ptr)));
     }
-    Some(Ok(()))
+    prog.finish();
+    Some(Ok(prog))
+}
+
+/// predicate_parse()'s op-stack flags.
+const INVERT: u8 = 1;
+const PROCESS_AND: u8 = 2;
+const PROCESS_OR: u8 = 4;
+
+/// The program predicate_parse() builds, one entry per predicate: where it
+/// branches to and on which result. Only its shape is kept, to tell whether
+/// the third pass finds an entry that does not move forward.
+#[derive(Debug, Default)]
+struct Program {
+    target: Vec<isize>,
+    branch: Vec<bool>,
+    /// The kernel read an entry before the program (`prog[-1]`) or a
+    /// target does not move forward: its third pass refuses the program
+    /// with -EINVAL and no error of its own ("Error" at 0).
+    backwards: bool,
+}
+
+impl Program {
+    /// A predicate, its target the one before (#4).
+    fn push(&mut self) {
+        self.target.push(self.target.len() as isize - 1);
+        self.branch.push(false);
+    }
+
+    /// update_preds(); `None` where the kernel would index before the
+    /// program while building it (not decided here).
+    fn update(&mut self, n: usize, invert: bool) -> Option<()> {
+        let t = usize::try_from(self.target[n]).ok()?;
+        let s = self.target[t];
+        self.branch[t] = invert;
+        self.target[t] = n as isize;
+        self.target[n] = s;
+        Some(())
+    }
+
+    /// #13 and the second and third passes.
+    fn finish(&mut self) {
+        let n = self.target.len();
+        // prog[N] (TRUE) and prog[N+1] (FALSE)
+        self.target.extend([1, 0]);
+        self.branch.extend([false, false]);
+        self.target[n - 1] = n as isize;
+        self.branch[n - 1] = false;
+        for i in (0..n - 1).rev() {
+            let Ok(t) = usize::try_from(self.target[i]) else {
+                // prog[-1]: memory before the program; the kernel then
+                // fails the third pass (x86_64 7.2, `prev_pid >= -64 ||
+                // next_pid == 35 &&` and three more, all "Error" at 0)
+                self.backwards = true;
+                return;
+            };
+            if self.branch[i] == self.branch[t] {
+                self.target[i] = self.target[t];
+            }
+        }
+        self.backwards = (0..n).any(|i| self.target[i] <= i as isize);
+    }
 }
 /// The filter parser's verdict on `filter` (the words after `if` joined by
 /// single spaces): `Some(Ok(()))` accepted, `Some(Err((error, caret)))`
@@ -303,11 +399,32 @@ fn process_preds(
 /// `.ustring` suffix, a `CPUS{...}` value (6.6 and later), a cpumask
 /// field and a string of 256 bytes or more are left to the kernel, and
 /// with them whatever follows.
-pub fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, usize)>> {
+///
+/// A filter whose predicates all parse but that ends in `&&` or `||` is
+/// "Meaningless filter expression" at its end where `dangling_refused`
+/// (kernels before 6.16); later kernels build its program, and where that
+/// program would branch backwards they refuse it with "Error" at 0 (x86_64
+/// 7.2: `prev_pid == 1 &&` and `a || b ||` taken, `a || b &&` and `a && b
+/// || c &&` refused).
+pub fn check(
+    filter: &str,
+    fields: &[FieldDecl],
+    dangling_refused: bool,
+) -> Option<Result<(), (TpErr, usize)>> {
     if let Some(e) = calc_stack(filter.as_bytes()) {
         return Some(Err(e));
     }
-    process_preds(filter, &mut |s: &[u8], at| parse_pred(s, at + 1, fields))
+    let prog = process_preds_program(filter, &mut |s: &[u8], at| parse_pred(s, at + 1, fields))?;
+    Some(prog.and_then(|prog| {
+        let dangling = filter.trim_end_matches(' ');
+        if dangling_refused && (dangling.ends_with("&&") || dangling.ends_with("||")) {
+            return Err((TpErr::FILT_INVALID_FILTER, filter.len()));
+        }
+        if prog.backwards {
+            return Err((TpErr::FILT_ERRNO, 0));
+        }
+        Ok(())
+    }))
 }
 
 /// The operators parse_pred() knows, longest first where one is the
@@ -409,6 +526,53 @@ fn number_value(s: &[u8], v: usize, pos: usize, op: &[u8], field: &FieldDecl) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The verdict of a kernel that builds the program of a dangling
+    /// filter (6.16 and later).
+    fn check(filter: &str, fields: &[FieldDecl]) -> Option<Result<(), (TpErr, usize)>> {
+        super::check(filter, fields, false)
+    }
+
+    #[test]
+    fn a_dangling_operator_is_refused_where_the_program_runs_backwards() {
+        // x86_64 7.2, raw writes of `e:ez/a sched.sched_switch if FILTER`
+        // (tests/kernel explore, 28 Nov 2026, with next_pid for prev_state
+        // and prev_prio for flags); arm64 7.2, conform seed
+        // 20261128, index 195390: `nid >= -64||order == 35 &&`
+        let f = parse_format(SCHED_SWITCH);
+        let error = Some(Err((TpErr::FILT_ERRNO, 0)));
+        for taken in [
+            "prev_pid == 1 &&",
+            "prev_pid == 1 ||",
+            "prev_pid == 1 || prev_state == 2 ||",
+            "prev_pid == 1 && prev_state == 2 &&",
+            "prev_pid == 1 && prev_state == 2 ||",
+            "(prev_pid == 1) &&",
+            "prev_pid == 1 && prev_state == 2",
+            "prev_pid == 1 || prev_state == 2 && flags == 3",
+            "!(prev_pid == 1 || prev_state == 2) && (flags == 3 || !common_pid == 4)",
+        ] {
+            assert_eq!(check(taken, &f), Some(Ok(())), "{taken}");
+        }
+        for refused in [
+            "prev_pid >= -64||prev_state == 35 &&",
+            "prev_pid >= -64 || prev_state == 35 &&",
+            "prev_pid == 1||prev_state == 2&&",
+            "prev_pid == 1 || prev_state == 2 && flags == 3 &&",
+            "prev_pid == 1 && prev_state == 2 || flags == 3 &&",
+        ] {
+            assert_eq!(check(refused, &f), error, "{refused}");
+        }
+        // kernels before 6.16 refuse every dangling operator at the end
+        assert_eq!(
+            super::check("prev_pid == 1 &&", &f, true),
+            Some(Err((TpErr::FILT_INVALID_FILTER, 16)))
+        );
+        assert_eq!(
+            super::check("prev_pid == 1 || prev_state == 2 &&", &f, true),
+            Some(Err((TpErr::FILT_INVALID_FILTER, 35)))
+        );
+    }
 
     // tracefs events/sched/sched_switch/format (x86_64 6.1 guest), cut
     const SCHED_SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\

@@ -97,22 +97,14 @@ fn check_filter(
 ) -> Result<(), Fail> {
     if let Some(text) = filter
         && let Some(verdict) = match ctx.env.event_field_decls(system, sys_event) {
-            Some(decls) => crate::filter::check(text, &decls),
+            Some(decls) => crate::filter::check(
+                text,
+                &decls,
+                ctx.target.features().filter_dangling_op_refused,
+            ),
             None => crate::filter::no_field_name(text).map(Err),
         }
     {
-        // predicates that parse, then a dangling `&&`/`||`: refused by the
-        // kernels before 6.16 at the filter's end, taken by later ones
-        let dangling = text.trim_end_matches(' ');
-        let verdict = match verdict {
-            Ok(())
-                if ctx.target.features().filter_dangling_op_refused
-                    && (dangling.ends_with("&&") || dangling.ends_with("||")) =>
-            {
-                Err((TpErr::FILT_INVALID_FILTER, text.len()))
-            }
-            v => v,
-        };
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
         if let Err((e, pos)) = verdict {
             return Err(Fail::Err(ProbeError {
