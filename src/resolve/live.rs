@@ -299,7 +299,10 @@ impl Environment for LiveEnv<'_> {
 
     fn ftrace_matches(&self, pattern: &str) -> Option<bool> {
         let names = self.view?.ftrace_names()?;
-        if pattern.contains(['*', '?', '[']) {
+        // register_fprobe() hands the name to ftrace, which takes it as a
+        // glob when it holds `*?[\` (filter_parse_regex()): arm64 7.2 takes
+        // `f target\_store`.
+        if ktrace_symbols::glob::is_glob(pattern) {
             return Some(
                 names
                     .iter()
@@ -307,6 +310,20 @@ impl Environment for LiveEnv<'_> {
             );
         }
         Some(names.binary_search_by(|n| n.as_str().cmp(pattern)).is_ok())
+    }
+
+    fn ftrace_alias(&self, name: &str) -> Option<bool> {
+        let view = self.view?;
+        let names = view.ftrace_names()?;
+        let table = view.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        Some(table.by_name(name, None).iter().any(|sym| {
+            table.aliases(sym).iter().any(|a| {
+                a.name != name && names.binary_search_by(|n| n.as_str().cmp(&a.name)).is_ok()
+            })
+        }))
     }
 
     fn kprobe_entry(&self, symbol: &str, offset: u64) -> Option<Option<bool>> {
@@ -439,6 +456,9 @@ impl Environment for LiveEnv<'_> {
     fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
         self.btf?.function(name)
     }
+    fn btf_struct(&self, name: &str) -> Option<bool> {
+        btf_struct(self.btf?, name)
+    }
 }
 
 /// The architectures without `HAVE_KPROBES_ON_FTRACE` (a kprobe exactly on
@@ -475,6 +495,17 @@ impl Environment for SymbolsEnv<'_> {
     fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
         self.btf?.function(name)
     }
+    fn btf_struct(&self, name: &str) -> Option<bool> {
+        btf_struct(self.btf?, name)
+    }
+}
+
+/// Whether vmlinux's BTF has a struct or union `name` (`query_btf_struct()`
+/// of a typecast); `None` without vmlinux BTF.
+fn btf_struct(btf: &ktrace_symbols::btf_types::KernelBtf, name: &str) -> Option<bool> {
+    use ktrace_symbols::btf::Kind;
+    let b = btf.vmlinux()?;
+    Some(b.find(Kind::Struct, name).is_some() || b.find(Kind::Union, name).is_some())
 }
 
 /// Field names of an event's `format` file (`field:TYPE NAME[N];` lines).
@@ -610,6 +641,62 @@ mod entry_tests {
             env.kprobe_entry("io_sq_thread_finish", 0x70),
             Some(Some(true))
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// arm64 7.2 (conform seed 20261128): thermal_genl_event_threshold_up
+    /// shares its address with thermal_genl_event_threshold_down, the name
+    /// available_filter_functions lists; `f thermal_genl_event_threshold_up`
+    /// was taken and enabled. `f target\_store` is a glob to ftrace.
+    #[test]
+    fn fprobe_names_ftrace_lists_under_an_alias_or_as_a_glob() {
+        let dir = std::env::temp_dir().join(format!("ktrace_alias_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = dir.join("kallsyms");
+        std::fs::write(
+            &k,
+            "ffff800080010000 T _stext\n\
+             ffff8000807bf000 T thermal_genl_event_threshold_down\n\
+             ffff8000807bf000 t thermal_genl_event_threshold_up\n\
+             ffff8000807bf100 t target_store\n\
+             ffff8000807bf200 t notrace_fn\n\
+             ffff800080f00000 T _etext\n",
+        )
+        .unwrap();
+        let f = dir.join("available_filter_functions");
+        std::fs::write(&f, "thermal_genl_event_threshold_down\ntarget_store\n").unwrap();
+        let view = KernelView::running(None)
+            .with_kallsyms_file(&k)
+            .with_filter_functions_file(&f);
+        let env = LiveEnv {
+            symbols: None,
+            tracefs: Path::new("/nonexistent"),
+            btf: None,
+            view: Some(&view),
+            frozen: None,
+        };
+        assert_eq!(
+            env.ftrace_matches("thermal_genl_event_threshold_up"),
+            Some(false)
+        );
+        assert_eq!(
+            env.ftrace_alias("thermal_genl_event_threshold_up"),
+            Some(true)
+        );
+        assert_eq!(env.ftrace_alias("notrace_fn"), Some(false));
+        assert_eq!(env.ftrace_alias("nosuch"), Some(false));
+        assert_eq!(env.ftrace_matches("target\\_store"), Some(true));
+        assert_eq!(env.ftrace_matches("target\\_stor"), Some(false));
+        assert_eq!(env.ftrace_matches("notrace_fn"), Some(false));
+        let mut t = Target::new(Arch::Arm64);
+        t.kernel = KernelVersion::new(7, 2);
+        let taken = |line: &str, t| ktrace_probe::parse::check_line(line, t, &env).accepted();
+        assert!(taken("f thermal_genl_event_threshold_up", t));
+        assert!(taken("f target\\_store", t));
+        assert!(!taken("f notrace_fn", t));
+        // ftrace_set_filter() of 6.12 matches the listed name only
+        t.kernel = KernelVersion::new(6, 12);
+        assert!(!taken("f thermal_genl_event_threshold_up", t));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -91,6 +91,16 @@ impl<'e> BtfScope<'e> {
         );
     }
 
+    /// Whether the target's BTF has struct or union `name`; a BTF not known
+    /// here makes the scope's answer unknown.
+    pub(crate) fn has_struct(&mut self, name: &str) -> Option<bool> {
+        let found = self.env.btf_struct(name);
+        if found.is_none() {
+            self.unknown = true;
+        }
+        found
+    }
+
     /// Whether the attached event has field `name`; `None` when its fields
     /// are not known here.
     pub fn has_event_field(&self, name: &str) -> Option<bool> {

@@ -103,6 +103,17 @@ pub trait Environment {
     fn ftrace_matches(&self, _pattern: &str) -> Option<bool> {
         None
     }
+    /// Whether the target's vmlinux BTF has a struct or union named `name`
+    /// (a typecast's `(STRUCT)`); `None` when its BTF is not known here.
+    fn btf_struct(&self, _name: &str) -> Option<bool> {
+        None
+    }
+    /// Whether kallsyms puts the function `name` at an address ftrace lists
+    /// under another name (an alias of an attachable function). `None` when
+    /// that cannot be told here.
+    fn ftrace_alias(&self, _name: &str) -> Option<bool> {
+        None
+    }
     /// `kprobe_on_func_entry()` for `symbol`+`offset`: whether the address
     /// is the entry of the function it falls in (its start, or on x86 the
     /// `+4` after an `endbr64`, `arch_adjust_kprobe_addr()`); `Some(None)`

@@ -448,6 +448,9 @@ fn parse_probe_arg(
                 Some((Fetch::Imm(v), Op::Imm))
             }
         }
+        Some(b'(') if ctx.features.typecasts && ctx.flags.tpoint => {
+            return event_typecast(arg, offs, btf.as_deref_mut());
+        }
         Some(b'(') if ctx.features.typecasts => {
             // Typecasts (`(struct S)FIELD`) are for event probes only.
             return Err(ArgError::Logged(
@@ -484,6 +487,49 @@ fn parse_probe_arg(
         _ => None,
     };
     res.ok_or(ArgError::Logged(TpErr::BAD_FETCH_ARG, offs))
+}
+
+/// handle_typecast() of an event probe (6.16+): `(STRUCT)FIELD[->MEMBER…]`,
+/// as x86_64 7.2 answers raw writes of `e:ez/a sched.sched_switch a=ARG`:
+/// no `)` is "Dereference brace is not closed" at the end of the word
+/// (`(!|{:s8`, and `(struct` of `(struct task_struct)…`, which the
+/// blank splits); a name that is no struct or union in BTF is "This is not
+/// a pointer to union/structure." at the name (`(foo)prev_pid`, `(a)`);
+/// an empty name casts nothing; then the field after `)` must be the
+/// event's ("Attached event does not have this field" after the `)`:
+/// `()x`, `(task_struct)$comm->pid`, `(task_struct)(prev_pid)->pid`), and a
+/// `.` after it is "Non pointer structure/union argument is not
+/// supported." past the dot. `(task_struct)prev_pid->pid` is taken and
+/// read back as written; its members are left to the kernel.
+fn event_typecast(
+    arg: &str,
+    offs: usize,
+    mut btf: Option<&mut BtfScope>,
+) -> Result<(Fetch, Op), ArgError> {
+    let Some(close) = arg.find(')') else {
+        return Err(ArgError::Logged(TpErr::DEREF_OPEN_BRACE, offs + arg.len()));
+    };
+    let name = &arg[1..close];
+    if !name.is_empty() && btf.as_deref_mut().and_then(|b| b.has_struct(name)) == Some(false) {
+        return Err(ArgError::Logged(TpErr::NO_PTR_STRCT, offs + 1));
+    }
+    let rest = &arg[close + 1..];
+    let end = [rest.find('.'), rest.find("->")]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(rest.len());
+    let field = &rest[..end];
+    if btf.as_deref().and_then(|b| b.has_event_field(field)) == Some(false) {
+        return Err(ArgError::Logged(TpErr::BAD_ATTACH_ARG, offs + close + 1));
+    }
+    if rest[end..].starts_with('.') {
+        return Err(ArgError::Logged(
+            TpErr::NOSUP_DAT_ARG,
+            offs + close + 2 + end,
+        ));
+    }
+    Ok((Fetch::Field(arg.to_string()), Op::TpArg))
 }
 
 /// How far the kernel's parse offset moves for a dereference `+OFFS(…)`, `-OFFS(…)`

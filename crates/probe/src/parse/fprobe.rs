@@ -231,11 +231,25 @@ fn arguments(
 
 /// register_fprobe(): the symbol (or glob) must name functions ftrace
 /// can attach to.
+///
+/// The fprobe on fgraph (`fprobe_no_match_enoent`) looks a name up in
+/// kallsyms, so a name that shares its address with a function ftrace lists
+/// under another name attaches too (arm64 7.2, conform seed 20261128:
+/// `f thermal_genl_event_threshold_up`, an alias of
+/// thermal_genl_event_threshold_down, taken and enabled); ftrace's filter
+/// before it matches the listed name only.
 fn attachable(argv: &Argv, ctx: &mut Ctx, symbol: &str) -> Result<(), Fail> {
-    let exists = (!symbol.contains(':'))
+    let mut exists = (!symbol.contains(':'))
         .then(|| ctx.env.ftrace_matches(symbol))
         .flatten()
         .or_else(|| symbol_exists(ctx, symbol));
+    if exists == Some(false)
+        && ctx.target.features().fprobe_no_match_enoent
+        && !symbol.contains(':')
+        && ctx.env.ftrace_alias(symbol) == Some(true)
+    {
+        exists = Some(true);
+    }
     match exists {
         Some(false) if ctx.target.features().fprobe_no_match_enoent => {
             return Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0));

@@ -834,3 +834,72 @@ fn an_fprobe_named_as_an_existing_event_is_refused_before_its_function_is_looked
         .unwrap_err();
     assert_ne!(e.kind, ErrorKind::Logged(TpErr::EVENT_EXIST));
 }
+
+#[test]
+fn event_probe_typecasts_as_7_2_reads_them() {
+    // x86_64 7.2.13, raw writes of `e:ez/a sched.sched_switch a=ARG`
+    // (tests/kernel explore, 28 Nov 2026), and arm64 7.2, conform seed
+    // 20261128, index 145378: `a41=(!|{:s8`, where ktrace had answered
+    // "Typecasts are only for eprobe fields".
+    struct Env;
+    impl Environment for Env {
+        fn event_fields(&self, _: &str, _: &str) -> Option<Option<Vec<String>>> {
+            Some(Some(vec!["prev_comm".into(), "prev_pid".into()]))
+        }
+        fn btf_struct(&self, name: &str) -> Option<bool> {
+            Some(name == "task_struct")
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(7, 2);
+    let head = "e:ez/a sched.sched_switch ";
+    let body = head.len() + 2;
+    for (arg, want) in [
+        ("a=(!|{:s8", Some((TpErr::DEREF_OPEN_BRACE, 4))),
+        ("a=(task_struct", Some((TpErr::DEREF_OPEN_BRACE, 12))),
+        ("a=(", Some((TpErr::DEREF_OPEN_BRACE, 1))),
+        ("a=(foo)prev_pid", Some((TpErr::NO_PTR_STRCT, 1))),
+        ("a=(!|{)", Some((TpErr::NO_PTR_STRCT, 1))),
+        ("a=()x", Some((TpErr::BAD_ATTACH_ARG, 2))),
+        ("a=()", Some((TpErr::BAD_ATTACH_ARG, 2))),
+        ("a=(task_struct)x->pid", Some((TpErr::BAD_ATTACH_ARG, 13))),
+        (
+            "a=(task_struct)$comm->pid",
+            Some((TpErr::BAD_ATTACH_ARG, 13)),
+        ),
+        (
+            "a=(task_struct)(prev_pid)->pid",
+            Some((TpErr::BAD_ATTACH_ARG, 13)),
+        ),
+        (
+            "a=(task_struct)prev_pid.pid",
+            Some((TpErr::NOSUP_DAT_ARG, 22)),
+        ),
+        ("a=(task_struct)prev_pid", None),
+        ("a=(task_struct)prev_pid->pid", None),
+        ("a=(task_struct)prev_comm->pid", None),
+        ("a=(task_struct)prev_pid:u8", None),
+    ] {
+        let line = format!("{head}{arg}");
+        let c = check_line(&line, t, &Env);
+        match want {
+            None => assert!(c.accepted(), "{line}: {:?}", c.definition),
+            Some((e, at)) => {
+                let Err(got) = &c.definition else {
+                    panic!("{line} taken")
+                };
+                assert_eq!(
+                    (got.kind, got.pos),
+                    (ErrorKind::Logged(e), Some(body + at)),
+                    "{line}"
+                );
+            }
+        }
+    }
+    // a kprobe's typecast is still "only for eprobe fields"
+    let c = check_line("p vfs_read a=(task_struct)x", t, &Env);
+    assert_eq!(
+        c.definition.unwrap_err().kind,
+        ErrorKind::Logged(TpErr::TYPECAST_NOT_EVENT)
+    );
+}
