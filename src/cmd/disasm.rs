@@ -201,7 +201,7 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
     let core = args
         .kcore
         .clone()
-        .unwrap_or_else(|| PathBuf::from("/proc/kcore"));
+        .unwrap_or_else(|| PathBuf::from(ktrace_disasm::kcore::PATH));
     let (sym, bytes) = ktrace_symbols::code::kernel_function(&view, &core, name, module)?;
     let mut marks = Marks::default();
     marks.blacklist(&sym, bytes.len());

@@ -154,10 +154,7 @@ fn notrace_by_code(
     {
         return None;
     }
-    let sym = table
-        .by_name(symbol, None)
-        .into_iter()
-        .find(|s| s.module.is_none())?;
+    let sym = core_symbol(table, symbol)?;
     let at = table.lookup(sym.addr.checked_add(offset)?)?;
     let func = at.symbol;
     let namesakes = table
@@ -169,7 +166,8 @@ fn notrace_by_code(
     if func.module.is_some() || func.name.contains('.') || namesakes < 2 {
         return None;
     }
-    let code = ktrace_disasm::kcore::read(Path::new("/proc/kcore"), func.addr, 9).ok()?;
+    let code =
+        ktrace_disasm::kcore::read(Path::new(ktrace_disasm::kcore::PATH), func.addr, 9).ok()?;
     let body = ktrace_symbols::code::after_endbr(&code);
     let fentry = body.starts_with(&[0x0f, 0x1f, 0x44, 0x00, 0x00]) || body.first() == Some(&0xe8);
     (!fentry).then(|| {
@@ -179,6 +177,18 @@ fn notrace_by_code(
             func.name, func.addr
         )
     })
+}
+
+/// The first core (not module) symbol named `symbol`: modules sit below the
+/// image on arm64 and 32-bit arm, so only core symbols place an offset.
+fn core_symbol<'t>(
+    table: &'t ktrace_symbols::kallsyms::Kallsyms,
+    symbol: &str,
+) -> Option<&'t ktrace_symbols::kallsyms::KernelSymbol> {
+    table
+        .by_name(symbol, None)
+        .into_iter()
+        .find(|s| s.module.is_none())
 }
 
 /// check_kprobe_address_safe(): an address in a site the kernel patches
@@ -203,7 +213,8 @@ fn patched_site(
         .into_iter()
         .find(|s| s.module.is_none() && s.is_text())?;
     let addr = sym.addr.checked_add(offset)?;
-    let sites = ktrace_symbols::reserved::Sites::running(view, Path::new("/proc/kcore"), arch);
+    let sites =
+        ktrace_symbols::reserved::Sites::running(view, Path::new(ktrace_disasm::kcore::PATH), arch);
     let site = sites.at(addr, arch, |_| None)?;
     let at = table
         .lookup(addr)
@@ -370,11 +381,10 @@ impl Environment for LiveEnv<'_> {
         let table = view.kallsyms().ok()?;
         // (modules sit below the image on arm64 and 32-bit arm: only core
         // symbols count)
-        if !table.addresses_hidden()
-            && let Some(sym) = table
-                .by_name(symbol, None)
-                .into_iter()
-                .find(|s| s.module.is_none())
+        let core = (!table.addresses_hidden())
+            .then(|| core_symbol(table, symbol))
+            .flatten();
+        if let Some(sym) = core
             && let Some(start) = table
                 .by_name("_text", None)
                 .first()
@@ -389,11 +399,7 @@ impl Environment for LiveEnv<'_> {
         }
         // _kprobe_addr(): an address kallsyms cannot place is -ENOENT,
         // which a probe on a core symbol reports as a bad address.
-        if !table.addresses_hidden()
-            && let Some(sym) = table
-                .by_name(symbol, None)
-                .into_iter()
-                .find(|s| s.module.is_none())
+        if let Some(sym) = core
             && let Some(addr) = sym.addr.checked_add(offset)
             && !self.in_kernel(table, addr)
         {

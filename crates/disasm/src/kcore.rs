@@ -13,6 +13,9 @@ use std::path::Path;
 
 use crate::Error;
 
+/// Where the running kernel's core file is.
+pub const PATH: &str = "/proc/kcore";
+
 /// The ELF header fields that locate the program headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {

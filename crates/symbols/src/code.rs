@@ -43,7 +43,7 @@ pub enum Source<'a> {
 impl Source<'_> {
     /// The running kernel's code.
     pub fn live(view: &KernelView) -> Source<'_> {
-        Source::Live(view, PathBuf::from("/proc/kcore"))
+        Source::Live(view, PathBuf::from(ktrace_disasm::kcore::PATH))
     }
 
     /// The function the address `symbol`+`offset` falls in when that is past
