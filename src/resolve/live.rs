@@ -465,6 +465,10 @@ impl Environment for LiveEnv<'_> {
     fn btf_struct(&self, name: &str) -> Option<bool> {
         btf_struct(self.btf?, name)
     }
+
+    fn btf_vmlinux(&self) -> Option<&dyn BtfTypes> {
+        Some(self.btf?.vmlinux()?)
+    }
 }
 
 /// The architectures without `HAVE_KPROBES_ON_FTRACE` (a kprobe exactly on
@@ -503,6 +507,10 @@ impl Environment for SymbolsEnv<'_> {
     }
     fn btf_struct(&self, name: &str) -> Option<bool> {
         btf_struct(self.btf?, name)
+    }
+
+    fn btf_vmlinux(&self) -> Option<&dyn BtfTypes> {
+        Some(self.btf?.vmlinux()?)
     }
 }
 

@@ -91,6 +91,11 @@ impl<'e> BtfScope<'e> {
         );
     }
 
+    /// Something depended on BTF this environment could not tell.
+    pub(crate) fn mark_unknown(&mut self) {
+        self.unknown = true;
+    }
+
     /// Whether the target's BTF has struct or union `name`; a BTF not known
     /// here makes the scope's answer unknown.
     pub(crate) fn has_struct(&mut self, name: &str) -> Option<bool> {
@@ -99,6 +104,12 @@ impl<'e> BtfScope<'e> {
             self.unknown = true;
         }
         found
+    }
+
+    /// The target's vmlinux BTF, with the id of struct `name` in it.
+    pub(crate) fn vmlinux_struct(&self, name: &str) -> Option<(&'e dyn BtfTypes, TypeId)> {
+        let types = self.env.btf_vmlinux()?;
+        Some((types, types.find_struct(name)?))
     }
 
     /// Whether the attached event has field `name`; `None` when its fields
@@ -288,7 +299,7 @@ pub(crate) fn parse_btf_arg(
 /// `parse_btf_field()`: `fields` starts `offset` bytes into the word; `ty`
 /// is the pointer the first `->` goes through.
 #[allow(clippy::too_many_arguments)]
-fn parse_btf_field(
+pub(crate) fn parse_btf_field(
     scope: &mut BtfScope,
     types: &dyn BtfTypes,
     fields: &str,

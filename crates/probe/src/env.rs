@@ -103,6 +103,11 @@ pub trait Environment {
     fn ftrace_matches(&self, _pattern: &str) -> Option<bool> {
         None
     }
+    /// The target's vmlinux BTF (a typecast's members are looked up in it);
+    /// `None` when it is not known here.
+    fn btf_vmlinux(&self) -> Option<&dyn crate::btfarg::BtfTypes> {
+        None
+    }
     /// Whether the target's vmlinux BTF has a struct or union named `name`
     /// (a typecast's `(STRUCT)`); `None` when its BTF is not known here.
     fn btf_struct(&self, _name: &str) -> Option<bool> {

@@ -449,7 +449,7 @@ fn parse_probe_arg(
             }
         }
         Some(b'(') if ctx.features.typecasts && ctx.flags.tpoint => {
-            return event_typecast(arg, offs, btf.as_deref_mut());
+            return event_typecast(arg, offs, slot, btf.as_deref_mut());
         }
         Some(b'(') if ctx.features.typecasts => {
             // Typecasts (`(struct S)FIELD`) are for event probes only.
@@ -504,6 +504,7 @@ fn parse_probe_arg(
 fn event_typecast(
     arg: &str,
     offs: usize,
+    slot: &mut usize,
     mut btf: Option<&mut BtfScope>,
 ) -> Result<(Fetch, Op), ArgError> {
     let Some(close) = arg.find(')') else {
@@ -528,6 +529,32 @@ fn event_typecast(
             TpErr::NOSUP_DAT_ARG,
             offs + close + 2 + end,
         ));
+    }
+    // `->MEMBER…`: parse_btf_field() from the cast struct, which gives the
+    // argument its type (x86_64 7.2: `(task_struct)prev_pid->pid` is s32)
+    if let Some(members) = rest[end..].strip_prefix("->")
+        && let Some(scope) = btf
+    {
+        match scope.vmlinux_struct(name) {
+            Some((types, id)) => {
+                let mut out = crate::btfvar::Resolved {
+                    var: crate::ast::BtfVar::Unknown,
+                    derefs: Vec::new(),
+                    slots: 0,
+                };
+                crate::btfvar::parse_btf_field(
+                    scope,
+                    types,
+                    members,
+                    offs + close + 1 + end + 2,
+                    crate::btfarg::BtfKind::Ptr { target: id },
+                    slot,
+                    END_SLOT,
+                    &mut out,
+                )?;
+            }
+            None => scope.mark_unknown(),
+        }
     }
     Ok((Fetch::Field(arg.to_string()), Op::TpArg))
 }

@@ -841,6 +841,44 @@ fn event_probe_typecasts_as_7_2_reads_them() {
     // (tests/kernel explore, 28 Nov 2026), and arm64 7.2, conform seed
     // 20261128, index 145378: `a41=(!|{:s8`, where ktrace had answered
     // "Typecasts are only for eprobe fields".
+    use crate::btfarg::{BtfFunc, BtfKind, BtfMember, BtfTypes, TypeId};
+    /// struct task_struct (1) { int pid; } with int (2)
+    struct Types;
+    impl BtfTypes for Types {
+        fn function(&self, _: Option<&str>, _: &str) -> Option<BtfFunc> {
+            None
+        }
+        fn resolve(&self, id: TypeId) -> Option<(TypeId, BtfKind)> {
+            match id {
+                1 => Some((1, BtfKind::Struct)),
+                2 => Some((
+                    2,
+                    BtfKind::Int {
+                        bits: 32,
+                        signed: true,
+                        offset: 0,
+                    },
+                )),
+                _ => None,
+            }
+        }
+        fn members(&self, id: TypeId) -> Option<Vec<BtfMember>> {
+            (id == 1).then(|| {
+                vec![BtfMember {
+                    name: "pid".into(),
+                    bit_offset: 0x9c0 * 8,
+                    bitfield_size: 0,
+                    type_id: 2,
+                }]
+            })
+        }
+        fn find_struct(&self, name: &str) -> Option<TypeId> {
+            (name == "task_struct").then_some(1)
+        }
+        fn type_name(&self, _: TypeId) -> String {
+            String::new()
+        }
+    }
     struct Env;
     impl Environment for Env {
         fn event_fields(&self, _: &str, _: &str) -> Option<Option<Vec<String>>> {
@@ -848,6 +886,9 @@ fn event_probe_typecasts_as_7_2_reads_them() {
         }
         fn btf_struct(&self, name: &str) -> Option<bool> {
             Some(name == "task_struct")
+        }
+        fn btf_vmlinux(&self) -> Option<&dyn BtfTypes> {
+            Some(&Types)
         }
     }
     let mut t = Target::new(Arch::X86_64);
@@ -896,6 +937,14 @@ fn event_probe_typecasts_as_7_2_reads_them() {
             }
         }
     }
+    // the member gives the type (the kernel's format: `field:s32 a;`)
+    let c = check_line(&format!("{head}a=(task_struct)prev_pid->pid"), t, &Env);
+    let d = format!("{:?}", c.definition);
+    assert!(d.contains("base: S(32)"), "{d}");
+    let e = check_line(&format!("{head}a=(task_struct)prev_pid->nosuch"), t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Logged(TpErr::NO_BTF_FIELD));
     // a kprobe's typecast is still "only for eprobe fields"
     let c = check_line("p vfs_read a=(task_struct)x", t, &Env);
     assert_eq!(
