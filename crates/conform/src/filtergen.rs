@@ -38,11 +38,12 @@ pub fn filter(r: &mut Rng, fields: &[String]) -> String {
             _ => s.push_str(&format!("!({p})")),
         }
     }
-    match r.weighted(&[86, 6, 4, 2, 2]) {
+    match r.weighted(&[84, 6, 4, 2, 2, 2]) {
         0 => s,
         1 => format!("({s})"),
         2 => format!("{s} &&"),
         3 => format!("{s} )"),
+        4 => format!("{s} ||"),
         _ => format!("!{s}"),
     }
 }

@@ -496,7 +496,7 @@ impl<'a> Gen<'a> {
         };
         let mut words = vec![head, place];
         for _ in 0..arg_count(r) {
-            let body = match r.weighted(&[40, 15, 10, 10, 10, 5, 10]) {
+            let body = match r.weighted(&[40, 15, 10, 10, 10, 5, 10, 5]) {
                 0 => format!(
                     "${}",
                     r.pick(&tp.fields).map(String::as_str).unwrap_or("prev_pid")
@@ -513,7 +513,8 @@ impl<'a> Gen<'a> {
                     .cloned()
                     .unwrap_or_else(|| "prev_pid".into()),
                 5 => format!("\\{}", r.range(0, 1000)),
-                _ => self.fetch(r, ArgCtx::Eprobe, 0),
+                6 => self.fetch(r, ArgCtx::Eprobe, 0),
+                _ => typecast(r, &tp.fields),
             };
             let body = if r.chance(30) {
                 format!("{body}:{}", self.any_type(r))
@@ -543,7 +544,17 @@ impl<'a> Gen<'a> {
             1 => f.name.clone(),
             2 => self.symbol(r),
             3 => format!("{}+4", f.name),
-            _ => format!("{}*", f.name.get(..3).unwrap_or("vfs")),
+            4 => format!("{}*", f.name.get(..3).unwrap_or("vfs")),
+            // a glob by its backslash (ftrace's filter_parse_regex()): the
+            // name with one byte escaped, or a backslash at its end
+            _ => {
+                let at = r.below(f.name.len().max(1) + 1).min(f.name.len());
+                format!("{}\\{}", &f.name[..at], &f.name[at..])
+            }
+        };
+        let place = match (ret, place.ends_with("%return")) {
+            (true, false) if r.chance(50) && !place.contains('+') => format!("{place}%return"),
+            _ => place,
         };
         let mut words = vec![head, place];
         for _ in 0..r.range(0, 4) {
@@ -832,6 +843,31 @@ fn arg_name(r: &mut Rng) -> String {
     match r.weighted(&[75, 25]) {
         0 => format!("a{}", r.below(50)),
         _ => r.pick(WORDS).unwrap().to_string(),
+    }
+}
+
+/// An event probe's typecast `(STRUCT)FIELD[->MEMBER]` (6.16+): structs the
+/// kernel's BTF has and names it has not, an empty cast, no `)`, fields of
+/// the event and others, a member, a `.` member.
+fn typecast(r: &mut Rng, fields: &[String]) -> String {
+    let st = [
+        "task_struct",
+        "file",
+        "sk_buff",
+        "page",
+        "no_such_struct",
+        "",
+    ][r.weighted(&[30, 15, 10, 10, 25, 10])];
+    let field = match r.weighted(&[70, 15, 15]) {
+        0 => r.pick(fields).cloned().unwrap_or_else(|| "prev_pid".into()),
+        1 => "no_such_field".into(),
+        _ => "$comm".into(),
+    };
+    let member =
+        ["", "->pid", "->f_flags", "->len", ".x", "->"][r.weighted(&[30, 25, 10, 10, 15, 10])];
+    match r.weighted(&[90, 10]) {
+        0 => format!("({st}){field}{member}"),
+        _ => format!("({st}{field}"),
     }
 }
 
