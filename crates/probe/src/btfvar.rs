@@ -172,7 +172,10 @@ impl<'e> BtfScope<'e> {
 }
 
 /// `split_next_field()`: `(name, rest, is_arrow)`; an error at the lone `-`.
-fn split_next_field(var: &str, offset: usize) -> Result<(&str, Option<&str>, bool), ArgError> {
+pub(crate) fn split_next_field(
+    var: &str,
+    offset: usize,
+) -> Result<(&str, Option<&str>, bool), ArgError> {
     let Some(i) = var.find(['.', '-']) else {
         return Ok((var, None, false));
     };

@@ -515,21 +515,23 @@ fn event_typecast(
         return Err(ArgError::Logged(TpErr::NO_PTR_STRCT, offs + 1));
     }
     let rest = &arg[close + 1..];
-    let end = [rest.find('.'), rest.find("->")]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(rest.len());
-    let field = &rest[..end];
-    if btf.as_deref().and_then(|b| b.has_event_field(field)) == Some(false) {
-        return Err(ArgError::Logged(TpErr::BAD_ATTACH_ARG, offs + close + 1));
-    }
-    if rest[end..].starts_with('.') {
+    // parse_btf_arg() on what follows: split_next_field() first (a lone
+    // `-` is "Failed to parse single hyphen": x86_64 7.2, conform seed 777,
+    // `(file)__syscall_nr-&>`), a `.` member is no pointer's, then the field
+    let at = offs + close + 1;
+    let (field, next, arrow) = crate::btfvar::split_next_field(rest, at)?;
+    if let Some(n) = next
+        && !arrow
+    {
         return Err(ArgError::Logged(
             TpErr::NOSUP_DAT_ARG,
-            offs + close + 2 + end,
+            at + rest.len() - n.len(),
         ));
     }
+    if btf.as_deref().and_then(|b| b.has_event_field(field)) == Some(false) {
+        return Err(ArgError::Logged(TpErr::BAD_ATTACH_ARG, at));
+    }
+    let end = field.len();
     // `->MEMBER…`: parse_btf_field() from the cast struct, which gives the
     // argument its type (x86_64 7.2: `(task_struct)prev_pid->pid` is s32)
     if let Some(members) = rest[end..].strip_prefix("->")

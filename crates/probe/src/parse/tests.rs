@@ -916,6 +916,9 @@ fn event_probe_typecasts_as_7_2_reads_them() {
             "a=(task_struct)prev_pid.pid",
             Some((TpErr::NOSUP_DAT_ARG, 22)),
         ),
+        // the split comes before the field (seed 777: `(file)__syscall_nr-&>`)
+        ("a=(task_struct)x.pid", Some((TpErr::NOSUP_DAT_ARG, 15))),
+        ("a=(task_struct)prev_pid-&>", Some((TpErr::BAD_HYPHEN, 21))),
         ("a=(task_struct)prev_pid", None),
         ("a=(task_struct)prev_pid->pid", None),
         ("a=(task_struct)prev_comm->pid", None),
