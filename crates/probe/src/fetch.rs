@@ -534,9 +534,16 @@ fn event_typecast(
     let end = field.len();
     // `->MEMBER…`: parse_btf_field() from the cast struct, which gives the
     // argument its type (x86_64 7.2: `(task_struct)prev_pid->pid` is s32)
-    if let Some(members) = rest[end..].strip_prefix("->")
-        && let Some(scope) = btf
-    {
+    if let Some(members) = rest[end..].strip_prefix("->") {
+        // `()FIELD->M`: no struct to look `M` up in (x86_64 7.2, conform
+        // seed 778, index 5150: `()sq_thread->len`, "This field is not
+        // found." at `len`)
+        if name.is_empty() {
+            return Err(ArgError::Logged(TpErr::NO_BTF_FIELD, at + end + 2));
+        }
+        let Some(scope) = btf else {
+            return Ok((Fetch::Field(arg.to_string()), Op::TpArg));
+        };
         match scope.vmlinux_struct(name) {
             Some((types, id)) => {
                 let mut out = crate::btfvar::Resolved {
@@ -548,7 +555,7 @@ fn event_typecast(
                     scope,
                     types,
                     members,
-                    offs + close + 1 + end + 2,
+                    at + end + 2,
                     crate::btfarg::BtfKind::Ptr { target: id },
                     slot,
                     END_SLOT,

@@ -918,6 +918,8 @@ fn event_probe_typecasts_as_7_2_reads_them() {
         ),
         // the split comes before the field (seed 777: `(file)__syscall_nr-&>`)
         ("a=(task_struct)x.pid", Some((TpErr::NOSUP_DAT_ARG, 15))),
+        // no struct to find a member in (seed 778: `()sq_thread->len`)
+        ("a=()prev_pid->len", Some((TpErr::NO_BTF_FIELD, 12))),
         ("a=(task_struct)prev_pid-&>", Some((TpErr::BAD_HYPHEN, 21))),
         ("a=(task_struct)prev_pid", None),
         ("a=(task_struct)prev_pid->pid", None),
