@@ -19,6 +19,13 @@
 # kernel package's names change; a cell without one is held to 100%.
 . "$KTEST_LIB"
 
+# A filter ending in `&&`/`||` whose program runs backwards trips a
+# WARN_ON in process_preds() on the kernels that take dangling operators
+# (x86_64 and arm64 7.2: `prev_pid >= -64 || next_pid == 35 &&`): a kernel
+# bug any user can reach, which this script provokes on purpose; /init lets
+# it through (and counts it) instead of failing kernel_log.
+echo 'trace_events_filter\.c:[0-9]+ (at )?process_preds' >/tmp/ktest-expected-warnings
+
 count=${KTEST_CONFORM_COUNT:-2000}
 seed=${KTEST_CONFORM_SEED:-1}
 out=$KTEST_OUT/conform
