@@ -107,13 +107,24 @@ fn check_filter(
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
         if let Err((e, pos)) = verdict {
+            let dangling = text.trim_end_matches(' ');
+            // the program that runs backwards (filter::check) trips a WARN_ON
+            // in process_preds() first: the user finds a kernel warning in dmesg
+            let hint = (e == TpErr::FILT_ERRNO
+                && pos == 0
+                && (dangling.ends_with("&&") || dangling.ends_with("||")))
+            .then(|| {
+                "the filter ends in an operator: drop the trailing && or || (this kernel also \
+                 logs a WARNING from process_preds() for it, a kernel bug)"
+                    .to_string()
+            });
             return Err(Fail::Err(ProbeError {
                 kind: ErrorKind::Logged(e),
                 message: e.message(),
                 subsystem: Some("event filter parse error"),
                 pos: Some(pos),
                 command: text.clone(),
-                hint: None,
+                hint,
             }));
         }
     }
