@@ -24,9 +24,9 @@
 //!   version 6 file; [`Writer::recover`] reopens a killed recording to
 //!   finish it.
 //! - [`write_v7`]: a whole version 7 file from finished data (sections in
-//!   trace-cmd 3.1's order, uncompressed or zstd through ruzstd, CPU data in
-//!   chunks of ten pages each compressed on its own, as trace-cmd writes
-//!   them); recording goes through the version 6 [`Writer`], whose layout
+//!   trace-cmd 3.1's order, uncompressed or zstd through our own
+//!   compressor ([`zstd`]), CPU data in chunks of ten pages each
+//!   compressed on its own, as trace-cmd writes them); recording goes through the version 6 [`Writer`], whose layout
 //!   survives a kill, and [`Writer::finish_v7`] writes the version 7 file
 //!   from it (to another file: the recording stays readable until the new
 //!   file is complete). trace-cmd 3.1.6 does not check the zstd version
@@ -81,6 +81,7 @@ mod compress;
 mod read;
 mod write;
 mod write7;
+pub mod zstd;
 
 pub use ktrace_ring::Endian;
 pub use read::{Buffer, Compression, CpuData, Meta, Pages, System, TraceDat, TraceOption};

@@ -4,7 +4,7 @@
 //! flyrecord section with each CPU's pages page-aligned, a second options
 //! section with the BUFFER option, and the strings section, in the order
 //! trace-cmd 3.1 writes them. Uncompressed, or zstd (metadata sections
-//! compressed whole, CPU data in chunks) through ruzstd, or zlib through
+//! compressed whole, CPU data in chunks) through [`crate::zstd`], or zlib through
 //! miniz_oxide. Recording goes
 //! through the version 6 [`crate::Writer`] (its layout survives a kill);
 //! [`crate::Writer::finish_v7`] converts a recording to version 7 through
@@ -31,96 +31,49 @@ pub enum Compress7 {
 }
 
 /// The zstd version string ktrace writes: that of the libzstd format
-/// ruzstd's frames follow (trace-cmd writes its libzstd's version and
-/// checks only the name "zstd").
+/// [`crate::zstd`]'s frames follow (trace-cmd writes its libzstd's version
+/// and checks only the name "zstd").
 pub const ZSTD_VERSION: &str = "1.5.4";
 
-/// Compresses blocks, reusing one zstd compressor (and its buffers) for
+/// Compresses blocks, reusing one zstd compressor (and its tables) for
 /// every block of a file; each block is a whole zstd frame of its own, as
 /// trace-cmd's `ZSTD_compress2` writes them.
 struct Packer {
     comp: Compress7,
-    zstd: Option<ZstdCompressor>,
+    zstd: crate::zstd::Compressor,
 }
-
-type ZstdCompressor = ruzstd::encoding::FrameCompressor<
-    std::io::Cursor<Vec<u8>>,
-    Vec<u8>,
-    ruzstd::encoding::MatchGeneratorDriver,
->;
 
 impl Packer {
     fn new(comp: Compress7) -> Packer {
-        let zstd = matches!(comp, Compress7::Zstd(_)).then(|| {
-            ruzstd::encoding::FrameCompressor::new(ruzstd::encoding::CompressionLevel::Fastest)
-        });
-        Packer { comp, zstd }
+        Packer {
+            comp,
+            zstd: crate::zstd::Compressor::new(),
+        }
     }
 
     /// `parts` one after the other, compressed as one block (zstd: read
     /// in place, not gathered into one buffer first).
     fn compress_parts(&mut self, parts: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
         match self.comp {
-            Compress7::Zstd(_) => {
-                let mut out = Vec::new();
-                ruzstd::encoding::compress(
-                    Parts(parts, 0, 0),
-                    &mut out,
-                    ruzstd::encoding::CompressionLevel::Fastest,
-                );
-                out
-            }
+            Compress7::Zstd(_) => self.zstd.compress_parts(parts, &mut out),
             _ => {
-                let mut out = Vec::new();
                 self.compress(parts.concat(), &mut out);
-                out
             }
         }
+        out
     }
 
     /// `data` compressed into `out` (cleared first); `data` is handed back
     /// (its buffer is reused).
     fn compress(&mut self, data: Vec<u8>, out: &mut Vec<u8>) -> Vec<u8> {
         out.clear();
-        match (self.comp, self.zstd.as_mut()) {
-            (Compress7::Zstd(_), Some(z)) => {
-                z.set_source(std::io::Cursor::new(data));
-                z.set_drain(std::mem::take(out));
-                z.compress();
-                *out = z.take_drain().unwrap_or_default();
-                z.take_source().map(|c| c.into_inner()).unwrap_or_default()
-            }
-            (Compress7::Zlib(_), _) => {
-                *out = miniz_oxide::deflate::compress_to_vec_zlib(&data, 6);
-                data
-            }
-            _ => {
-                out.extend_from_slice(&data);
-                data
-            }
+        match self.comp {
+            Compress7::Zstd(_) => self.zstd.compress(&data, out),
+            Compress7::Zlib(_) => *out = miniz_oxide::deflate::compress_to_vec_zlib(&data, 6),
+            Compress7::None => out.extend_from_slice(&data),
         }
-    }
-}
-
-/// Byte slices read one after the other: the slices, the current one,
-/// the bytes of it already read.
-struct Parts<'a, 'b>(&'a [&'b [u8]], usize, usize);
-
-impl std::io::Read for Parts<'_, '_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while let Some(part) = self.0.get(self.1) {
-            let left = &part[self.2..];
-            if left.is_empty() {
-                self.1 += 1;
-                self.2 = 0;
-                continue;
-            }
-            let n = left.len().min(buf.len());
-            buf[..n].copy_from_slice(&left[..n]);
-            self.2 += n;
-            return Ok(n);
-        }
-        Ok(0)
+        data
     }
 }
 

@@ -1,0 +1,686 @@
+//! A zstd compressor (RFC 8878) written for trace.dat sections and CPU
+//! chunks: standard frames (single segment, content size stated, no
+//! checksum) that any zstd decoder reads. A hash-chain matcher over a
+//! window of up to 256 KiB with lazy matching and the format's
+//! three repeat offsets (fixed-size trace records repeat offsets all the
+//! time), Huffman-coded literals, and per block the cheapest of the
+//! predefined, RLE and custom FSE tables for each sequence code. It does
+//! not decompress (ruzstd's decoder does) and keeps no dictionary.
+
+mod bits;
+mod fse;
+mod huf;
+
+use bits::BitWriter;
+
+/// Largest distance a match reaches back (and the chain's size at most).
+pub(crate) const WINDOW: usize = 1 << 18;
+/// Largest block (the format's limit).
+const BLOCK: usize = 128 << 10;
+const HASH_LOG: u32 = 16;
+/// Chain candidates looked at per position.
+const DEPTH: u32 = 16;
+/// A match this long is taken without looking further.
+const NICE: usize = 96;
+const MIN_MATCH: usize = 4;
+
+const LL_BASE: [u32; 36] = [
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 28, 32, 40, 48, 64,
+    128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
+];
+const LL_BITS: [u8; 36] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 4, 6, 7, 8, 9, 10, 11,
+    12, 13, 14, 15, 16,
+];
+const ML_BASE: [u32; 53] = [
+    3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+    28, 29, 30, 31, 32, 33, 34, 35, 37, 39, 41, 43, 47, 51, 59, 67, 83, 99, 131, 259, 515, 1027,
+    2051, 4099, 8195, 16387, 32771, 65539,
+];
+const ML_BITS: [u8; 53] = [
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 1, 1, 2, 2, 3, 3, 4, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+];
+/// The predefined distributions (RFC 8878 3.1.1.3.2.2).
+const LL_DEFAULT: [i16; 36] = [
+    4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1,
+    -1, -1, -1, -1,
+];
+const ML_DEFAULT: [i16; 53] = [
+    1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1,
+];
+const OF_DEFAULT: [i16; 29] = [
+    1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
+];
+
+#[inline]
+fn highbit(x: u32) -> u32 {
+    31 - x.max(1).leading_zeros()
+}
+
+#[inline]
+fn ll_code(ll: u32) -> u8 {
+    if ll >= 64 {
+        (highbit(ll) + 19) as u8
+    } else {
+        (LL_BASE.partition_point(|&b| b <= ll) - 1) as u8
+    }
+}
+
+#[inline]
+fn ml_code(ml: u32) -> u8 {
+    if ml >= 131 {
+        (highbit(ml - 3) + 36) as u8
+    } else {
+        (ML_BASE.partition_point(|&b| b <= ml) - 1) as u8
+    }
+}
+
+/// One sequence: literals before it, match length, offset value as the
+/// format codes it (1-3 a repeat offset, else the distance + 3).
+#[derive(Clone, Copy)]
+struct Seq {
+    ll: u32,
+    ml: u32,
+    off: u32,
+}
+
+/// A reusable compressor: its hash head and chain tables are kept between
+/// frames (each frame still compresses on its own).
+pub struct Compressor {
+    head: Vec<u32>,
+    chain: Vec<u32>,
+    /// Number the next frame's first byte gets in the tables (earlier
+    /// frames' entries are below it and so ignored).
+    next: u32,
+    lits: Vec<u8>,
+    seqs: Vec<Seq>,
+    body: Vec<u8>,
+    tmp: Vec<u8>,
+    /// [`Compressor::compress_parts`]'s buffer.
+    window: Vec<u8>,
+}
+
+impl Default for Compressor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor").finish_non_exhaustive()
+    }
+}
+
+/// `src` compressed as one zstd frame.
+pub fn compress(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    Compressor::new().compress(src, &mut out);
+    out
+}
+
+struct Parse<'a> {
+    src: &'a [u8],
+    head: &'a mut [u32],
+    chain: &'a mut [u32],
+    mask: usize,
+    /// Number of `src[0]` in the tables.
+    base: u32,
+    /// Lowest number a match may start at (the frame's first byte, or the
+    /// oldest byte still in `src`).
+    lo: u32,
+    reps: [u32; 3],
+}
+
+#[inline]
+fn read32(src: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([src[i], src[i + 1], src[i + 2], src[i + 3]])
+}
+
+#[inline]
+fn hash(v: u32) -> usize {
+    (v.wrapping_mul(2_654_435_761) >> (32 - HASH_LOG)) as usize
+}
+
+/// Length of the common prefix of `src[a..]` and `src[b..end]` (a < b).
+#[inline]
+fn common(src: &[u8], a: usize, b: usize, end: usize) -> usize {
+    let mut n = 0;
+    while b + n + 8 <= end {
+        let x = u64::from_le_bytes(src[a + n..a + n + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(src[b + n..b + n + 8].try_into().unwrap_or([0; 8]));
+        let d = x ^ y;
+        if d != 0 {
+            return n + (d.trailing_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    while b + n < end && src[a + n] == src[b + n] {
+        n += 1;
+    }
+    n
+}
+
+/// How much a match is worth (libzstd's lazy heuristic: 4 per byte minus
+/// the offset value's bits).
+#[inline]
+fn gain(len: usize, off: u32) -> i64 {
+    len as i64 * 4 - i64::from(highbit(off))
+}
+
+impl Parse<'_> {
+    /// Enters position `p` in the hash chain.
+    #[inline]
+    fn insert(&mut self, p: usize) {
+        let h = hash(read32(self.src, p));
+        let g = self.base + p as u32;
+        self.chain[g as usize & self.mask] = self.head[h];
+        self.head[h] = g;
+    }
+
+    /// The best match at `p` (ending by `end`) as (length, offset value),
+    /// with `ll` literals before it; enters `p` in the chain.
+    fn find(&mut self, p: usize, end: usize, ll: usize) -> Option<(usize, u32)> {
+        let src = self.src;
+        let mut best: Option<(usize, u32)> = None;
+        let mut best_gain = 0i64;
+        let reps = if ll > 0 {
+            [self.reps[0], self.reps[1], self.reps[2]]
+        } else {
+            [self.reps[1], self.reps[2], self.reps[0].wrapping_sub(1)]
+        };
+        for (k, &r) in reps.iter().enumerate() {
+            let r = r as usize;
+            if r == 0 || r > p || r > self.mask {
+                continue;
+            }
+            let n = common(src, p - r, p, end);
+            if n >= MIN_MATCH {
+                let g = gain(n, k as u32 + 1);
+                if g > best_gain {
+                    best = Some((n, k as u32 + 1));
+                    best_gain = g;
+                }
+            }
+        }
+        let h = hash(read32(src, p));
+        let mut cand = self.head[h];
+        let here = self.base + p as u32;
+        self.chain[here as usize & self.mask] = cand;
+        self.head[h] = here;
+        if best.is_some_and(|(n, _)| n >= NICE) {
+            return best;
+        }
+        let lowest = here.saturating_sub(self.mask as u32).max(self.lo);
+        let mut depth = DEPTH;
+        while cand >= lowest && cand < here && depth > 0 {
+            depth -= 1;
+            let c = (cand - self.base) as usize;
+            let n = common(src, c, p, end);
+            if n >= MIN_MATCH {
+                let off = (p - c) as u32 + 3;
+                let g = gain(n, off);
+                if g > best_gain && g > 4 * MIN_MATCH as i64 - 12 {
+                    best = Some((n, off));
+                    best_gain = g;
+                    if n >= NICE {
+                        break;
+                    }
+                }
+            }
+            let next = self.chain[cand as usize & self.mask];
+            if next >= cand {
+                break;
+            }
+            cand = next;
+        }
+        best
+    }
+
+    /// The distance an offset value stands for with `ll` literals before,
+    /// and the repeat offsets updated as the decoder updates them.
+    fn take(&mut self, off: u32, ll: usize) -> u32 {
+        if off > 3 {
+            self.reps = [off - 3, self.reps[0], self.reps[1]];
+            return off - 3;
+        }
+        let k = if ll == 0 { off } else { off - 1 } as usize;
+        let d = match k {
+            0 => self.reps[0],
+            1 => self.reps[1],
+            2 => self.reps[2],
+            _ => self.reps[0].wrapping_sub(1),
+        };
+        match k {
+            0 => {}
+            1 => self.reps = [d, self.reps[0], self.reps[2]],
+            _ => self.reps = [d, self.reps[0], self.reps[1]],
+        }
+        d
+    }
+}
+
+impl Compressor {
+    /// A compressor with empty tables (they grow on first use).
+    pub fn new() -> Compressor {
+        Compressor {
+            head: Vec::new(),
+            chain: Vec::new(),
+            next: 1,
+            lits: Vec::new(),
+            seqs: Vec::new(),
+            body: Vec::new(),
+            tmp: Vec::new(),
+            window: Vec::new(),
+        }
+    }
+
+    /// Appends `src` compressed as one zstd frame to `out`.
+    pub fn compress(&mut self, src: &[u8], out: &mut Vec<u8>) {
+        frame_header(src.len(), out);
+        if src.is_empty() {
+            // one empty raw block, the last
+            out.extend_from_slice(&[1, 0, 0]);
+            return;
+        }
+        let frame = self.start_frame(src.len());
+        let mut reps = [1, 4, 8];
+        let mut start = 0;
+        while start < src.len() {
+            let end = (start + BLOCK).min(src.len());
+            self.block(
+                src,
+                frame,
+                frame,
+                start,
+                end,
+                end == src.len(),
+                &mut reps,
+                out,
+            );
+            start = end;
+        }
+    }
+
+    /// Appends `parts`, one after the other, compressed as one zstd frame
+    /// to `out`, without gathering them: a block at a time goes through a
+    /// buffer that keeps the window behind it.
+    pub fn compress_parts(&mut self, parts: &[&[u8]], out: &mut Vec<u8>) {
+        if let [one] = parts {
+            return self.compress(one, out);
+        }
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        frame_header(total, out);
+        if total == 0 {
+            out.extend_from_slice(&[1, 0, 0]);
+            return;
+        }
+        let frame = self.start_frame(total);
+        let keep = self.chain.len();
+        let mut buf = std::mem::take(&mut self.window);
+        buf.clear();
+        // number of buf[0] in the tables
+        let mut at = frame;
+        let mut done = 0usize;
+        let (mut part, mut off) = (0usize, 0usize);
+        let mut reps = [1, 4, 8];
+        while done < total {
+            if buf.len() > keep {
+                let drop = buf.len() - keep;
+                buf.drain(..drop);
+                at += drop as u32;
+            }
+            let start = buf.len();
+            let want = BLOCK.min(total - done);
+            while buf.len() - start < want {
+                let p = parts[part];
+                let n = (p.len() - off).min(want - (buf.len() - start));
+                buf.extend_from_slice(&p[off..off + n]);
+                off += n;
+                if off == p.len() {
+                    part += 1;
+                    off = 0;
+                }
+            }
+            done += want;
+            let end = buf.len();
+            self.block(&buf, at, at, start, end, done == total, &mut reps, out);
+        }
+        self.window = buf;
+    }
+
+    /// Makes the tables ready for a frame of `len` bytes; returns the
+    /// number of its first byte.
+    fn start_frame(&mut self, len: usize) -> u32 {
+        let size = len.next_power_of_two().clamp(1 << 12, WINDOW);
+        if self.chain.len() < size {
+            self.chain = vec![0; size];
+        }
+        if self.head.is_empty() {
+            self.head = vec![0; 1 << HASH_LOG];
+        }
+        if (u32::MAX - self.next) as usize <= len + 1 {
+            self.head.fill(0);
+            self.chain.fill(0);
+            self.next = 1;
+        }
+        let frame = self.next;
+        self.next += len as u32 + 1;
+        frame
+    }
+
+    /// Compresses `src[start..end]` as one block (`base`: number of
+    /// `src[0]`; `lo`: lowest number a match may reach) and appends it.
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &mut self,
+        src: &[u8],
+        base: u32,
+        lo: u32,
+        start: usize,
+        end: usize,
+        last: bool,
+        reps: &mut [u32; 3],
+        out: &mut Vec<u8>,
+    ) {
+        let block = &src[start..end];
+        let first = block[0];
+        let flag = u32::from(last);
+        if block.iter().all(|&b| b == first) {
+            let h = flag | (1 << 1) | ((block.len() as u32) << 3);
+            out.extend_from_slice(&h.to_le_bytes()[..3]);
+            out.push(first);
+            return;
+        }
+        let mut parse = Parse {
+            src,
+            mask: self.chain.len() - 1,
+            head: &mut self.head,
+            chain: &mut self.chain,
+            base,
+            lo,
+            reps: *reps,
+        };
+        self.lits.clear();
+        self.seqs.clear();
+        parse_block(&mut parse, start, end, &mut self.lits, &mut self.seqs);
+        let new_reps = parse.reps;
+        self.body.clear();
+        encode_block(&self.lits, &self.seqs, &mut self.body, &mut self.tmp);
+        if self.body.len() < block.len() {
+            *reps = new_reps;
+            let h = flag | (2 << 1) | ((self.body.len() as u32) << 3);
+            out.extend_from_slice(&h.to_le_bytes()[..3]);
+            out.extend_from_slice(&self.body);
+        } else {
+            // a raw block leaves the decoder's repeat offsets as they were
+            let h = flag | ((block.len() as u32) << 3);
+            out.extend_from_slice(&h.to_le_bytes()[..3]);
+            out.extend_from_slice(block);
+        }
+    }
+}
+
+/// The frame header: magic, descriptor (single segment, content size),
+/// content size.
+fn frame_header(len: usize, out: &mut Vec<u8>) {
+    out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    let len = len as u64;
+    if len < 256 {
+        out.push(0x20);
+        out.push(len as u8);
+    } else if len < 65536 + 256 {
+        out.push(0x60);
+        out.extend_from_slice(&((len - 256) as u16).to_le_bytes());
+    } else if len <= u64::from(u32::MAX) {
+        out.push(0xA0);
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+    } else {
+        out.push(0xE0);
+        out.extend_from_slice(&len.to_le_bytes());
+    }
+}
+
+/// Cuts `src[start..end]` into literals and sequences (lazy matching, up
+/// to two positions ahead).
+fn parse_block(
+    p: &mut Parse<'_>,
+    start: usize,
+    end: usize,
+    lits: &mut Vec<u8>,
+    seqs: &mut Vec<Seq>,
+) {
+    let src = p.src;
+    // positions whose four bytes can be hashed
+    let last = end.min(src.len().saturating_sub(3));
+    let mut anchor = start;
+    let mut i = start;
+    while i + MIN_MATCH <= last {
+        let Some((mut len, mut off)) = p.find(i, end, i - anchor) else {
+            i += 1 + ((i - anchor) >> 7);
+            continue;
+        };
+        let mut at = i;
+        let mut inserted = i + 1;
+        // lazy: a better match one or two bytes on
+        for _ in 0..2 {
+            if at + 1 + MIN_MATCH > last {
+                break;
+            }
+            let Some((l2, o2)) = p.find(at + 1, end, at + 1 - anchor) else {
+                inserted = at + 2;
+                break;
+            };
+            inserted = at + 2;
+            if gain(l2, o2) > gain(len, off) + 4 {
+                len = l2;
+                off = o2;
+                at += 1;
+            } else {
+                break;
+            }
+        }
+        let ll = at - anchor;
+        lits.extend_from_slice(&src[anchor..at]);
+        p.take(off, ll);
+        seqs.push(Seq {
+            ll: ll as u32,
+            ml: len as u32,
+            off,
+        });
+        let stop = (at + len).min(last);
+        for q in inserted.max(at + 1)..stop {
+            p.insert(q);
+        }
+        i = at + len;
+        anchor = i;
+    }
+    lits.extend_from_slice(&src[anchor..end]);
+}
+
+/// Table choice for one kind of sequence code.
+enum Coder {
+    Rle,
+    Fse(fse::Encoder),
+}
+
+/// Picks the cheapest mode for symbols `codes` (max symbol `max_sym`,
+/// table log at most `max_log`), writes its table, returns the mode
+/// number and the coder.
+fn choose(
+    codes: &[u8],
+    default: &[i16],
+    default_log: u32,
+    max_log: u32,
+    out: &mut Vec<u8>,
+) -> (u8, Coder) {
+    let mut counts = vec![0u32; default.len().max(64)];
+    for &c in codes {
+        counts[usize::from(c)] += 1;
+    }
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(0);
+    let present = counts.iter().filter(|&&c| c > 0).count();
+    if present == 1 {
+        out.push(last as u8);
+        return (1, Coder::Rle);
+    }
+    let counts = &counts[..=last];
+    let pre = fse::Norm {
+        log: default_log,
+        counts: default.to_vec(),
+    };
+    let pre_cost = pre.cost(counts);
+    let log = fse::table_log(codes.len(), last, max_log);
+    let norm = fse::normalize(counts, log);
+    let mut desc = Vec::new();
+    norm.write_description(&mut desc);
+    let custom = norm
+        .cost(counts)
+        .unwrap_or(u64::MAX)
+        .saturating_add(desc.len() as u64 * 8);
+    match pre_cost {
+        Some(c) if c <= custom => (0, Coder::Fse(pre.encoder())),
+        _ => {
+            out.extend_from_slice(&desc);
+            (2, Coder::Fse(norm.encoder()))
+        }
+    }
+}
+
+/// A compressed block's content: literals section, sequences section.
+fn encode_block(lits: &[u8], seqs: &[Seq], out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
+    encode_literals(lits, out, tmp);
+    let n = seqs.len();
+    if n < 128 {
+        out.push(n as u8);
+    } else if n < 0x7F00 {
+        out.push(((n >> 8) + 128) as u8);
+        out.push(n as u8);
+    } else {
+        out.push(255);
+        out.extend_from_slice(&((n - 0x7F00) as u16).to_le_bytes());
+    }
+    if n == 0 {
+        return;
+    }
+    let mut llc = Vec::with_capacity(n);
+    let mut mlc = Vec::with_capacity(n);
+    let mut ofc = Vec::with_capacity(n);
+    for s in seqs {
+        llc.push(ll_code(s.ll));
+        mlc.push(ml_code(s.ml));
+        ofc.push(highbit(s.off) as u8);
+    }
+    let modes_at = out.len();
+    out.push(0);
+    let (llm, ll_t) = choose(&llc, &LL_DEFAULT, 6, 9, out);
+    let (ofm, of_t) = choose(&ofc, &OF_DEFAULT, 5, 8, out);
+    let (mlm, ml_t) = choose(&mlc, &ML_DEFAULT, 6, 9, out);
+    out[modes_at] = (llm << 6) | (ofm << 4) | (mlm << 2);
+    let mut w = BitWriter::new(out);
+    let extra = |w: &mut BitWriter<'_>, i: usize| {
+        let s = seqs[i];
+        let (l, m, o) = (usize::from(llc[i]), usize::from(mlc[i]), u32::from(ofc[i]));
+        w.add(s.ll - LL_BASE[l], u32::from(LL_BITS[l]));
+        w.add(s.ml - ML_BASE[m], u32::from(ML_BITS[m]));
+        w.add(s.off - (1 << o), o);
+    };
+    let init = |t: &Coder, c: u8| match t {
+        Coder::Rle => 0,
+        Coder::Fse(e) => e.init(c),
+    };
+    let (mut sl, mut so, mut sm) = (
+        init(&ll_t, llc[n - 1]),
+        init(&of_t, ofc[n - 1]),
+        init(&ml_t, mlc[n - 1]),
+    );
+    extra(&mut w, n - 1);
+    for i in (0..n - 1).rev() {
+        if let Coder::Fse(e) = &of_t {
+            so = e.encode(&mut w, so, ofc[i]);
+        }
+        if let Coder::Fse(e) = &ml_t {
+            sm = e.encode(&mut w, sm, mlc[i]);
+        }
+        if let Coder::Fse(e) = &ll_t {
+            sl = e.encode(&mut w, sl, llc[i]);
+        }
+        extra(&mut w, i);
+    }
+    if let Coder::Fse(e) = &ml_t {
+        e.flush(&mut w, sm);
+    }
+    if let Coder::Fse(e) = &of_t {
+        e.flush(&mut w, so);
+    }
+    if let Coder::Fse(e) = &ll_t {
+        e.flush(&mut w, sl);
+    }
+    w.close();
+}
+
+/// The literals section: raw, RLE or Huffman-compressed, the smallest.
+fn encode_literals(lits: &[u8], out: &mut Vec<u8>, tmp: &mut Vec<u8>) {
+    let n = lits.len();
+    if n > 0 && lits.iter().all(|&b| b == lits[0]) {
+        literals_header(1, n, out);
+        out.push(lits[0]);
+        return;
+    }
+    if n >= 32 {
+        let mut counts = [0u32; 256];
+        for &b in lits {
+            counts[usize::from(b)] += 1;
+        }
+        if let Some(t) = huf::Table::new(&counts) {
+            let four = n >= 1024;
+            if t.cost(&counts) + t.description.len() + 6 < n {
+                tmp.clear();
+                tmp.extend_from_slice(&t.description);
+                t.encode(lits, four, tmp);
+                let c = tmp.len();
+                if c + 2 < n {
+                    let (hdr, kind) = if !four {
+                        (3, 0u64)
+                    } else if n < 1024 && c < 1024 {
+                        (3, 1)
+                    } else if n < 16384 && c < 16384 {
+                        (4, 2)
+                    } else {
+                        (5, 3)
+                    };
+                    let bits = if hdr == 3 {
+                        10
+                    } else if hdr == 4 {
+                        14
+                    } else {
+                        18
+                    };
+                    let v: u64 = 2 | (kind << 2) | ((n as u64) << 4) | ((c as u64) << (4 + bits));
+                    out.extend_from_slice(&v.to_le_bytes()[..hdr]);
+                    out.extend_from_slice(tmp);
+                    return;
+                }
+            }
+        }
+    }
+    literals_header(0, n, out);
+    out.extend_from_slice(lits);
+}
+
+/// A raw (0) or RLE (1) literals header for `n` bytes.
+fn literals_header(kind: u8, n: usize, out: &mut Vec<u8>) {
+    if n < 32 {
+        out.push(kind | ((n as u8) << 3));
+    } else if n < 4096 {
+        out.extend_from_slice(&((u16::from(kind) | (1 << 2)) | ((n as u16) << 4)).to_le_bytes());
+    } else {
+        let v = u32::from(kind) | (3 << 2) | ((n as u32) << 4);
+        out.extend_from_slice(&v.to_le_bytes()[..3]);
+    }
+}
+
+#[cfg(test)]
+mod tests;

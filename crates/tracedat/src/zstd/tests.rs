@@ -1,0 +1,322 @@
+//! Round trips through ruzstd's decoder and the zstd command line tool.
+
+use super::*;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn ruzstd_decode(z: &[u8], len: usize) -> Vec<u8> {
+    let mut out = vec![0u8; len + 64];
+    let mut dec = ruzstd::decoding::FrameDecoder::new();
+    let n = dec
+        .decode_all(z, &mut out)
+        .unwrap_or_else(|e| panic!("ruzstd rejects our frame ({len} bytes): {e}"));
+    out.truncate(n);
+    out
+}
+
+/// `zstd -d` of `z`, or `None` when the tool is absent.
+fn cli_decode(z: &[u8]) -> Option<Vec<u8>> {
+    if !std::path::Path::new("/usr/bin/zstd").exists() {
+        return None;
+    }
+    let mut child = Command::new("/usr/bin/zstd")
+        .args(["-d", "-c", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let z = z.to_vec();
+    let feed = std::thread::spawn(move || stdin.write_all(&z));
+    let out = child.wait_with_output().ok()?;
+    let _ = feed.join();
+    assert!(
+        out.status.success(),
+        "zstd -d rejects our frame: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(out.stdout)
+}
+
+fn check(name: &str, data: &[u8], c: &mut Compressor) -> usize {
+    let mut z = Vec::new();
+    c.compress(data, &mut z);
+    let back = ruzstd_decode(&z, data.len());
+    assert!(back == data, "{name}: ruzstd decodes something else");
+    match cli_decode(&z) {
+        Some(back) => assert!(back == data, "{name}: zstd -d decodes something else"),
+        None => eprintln!("{name}: /usr/bin/zstd absent, zstd -d check skipped"),
+    }
+    z.len()
+}
+
+/// A small deterministic generator (xorshift).
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Fixed-size records with a counter, a slowly changing timestamp and a
+/// few varying fields: what CPU pages look like.
+fn records(n: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut v = Vec::new();
+    let mut ts = 0u64;
+    for i in 0..n {
+        ts += rng.next() % 5000;
+        v.extend_from_slice(&(ts as u32).to_le_bytes());
+        v.extend_from_slice(&[0x2a, 0x05, 0, 0]);
+        v.extend_from_slice(&(i as u32 % 7).to_le_bytes());
+        v.extend_from_slice(&0xffff_ffff_8100_0000u64.to_le_bytes());
+        v.extend_from_slice(&(rng.next() % 300).to_le_bytes());
+        v.extend_from_slice(b"comm-name\0\0\0");
+    }
+    v
+}
+
+fn inputs() -> Vec<(String, Vec<u8>)> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut v: Vec<(String, Vec<u8>)> = Vec::new();
+    for n in [
+        0usize, 1, 2, 3, 4, 5, 8, 31, 32, 33, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025,
+    ] {
+        v.push((
+            format!("random {n}"),
+            (0..n).map(|_| rng.next() as u8).collect(),
+        ));
+        v.push((
+            format!("text {n}"),
+            b"abcabcd hello trace "
+                .iter()
+                .cycle()
+                .take(n)
+                .copied()
+                .collect(),
+        ));
+    }
+    let all: Vec<u8> = (0..=255u8).collect();
+    v.push(("all bytes".into(), all.clone()));
+    v.push(("all bytes x40".into(), all.repeat(40)));
+    v.push(("all bytes reversed and shuffled".into(), {
+        let mut a: Vec<u8> = all.repeat(300);
+        for i in (1..a.len()).rev() {
+            a.swap(i, rng.next() as usize % (i + 1));
+        }
+        a
+    }));
+    for n in [BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 17] {
+        v.push((
+            format!("records {n}"),
+            records(n / 40 + 1, &mut rng)[..n].to_vec(),
+        ));
+        v.push((format!("zeros {n}"), vec![0; n]));
+        v.push((
+            format!("incompressible {n}"),
+            (0..n).map(|_| rng.next() as u8).collect(),
+        ));
+    }
+    // runs of random lengths and bytes
+    let mut runs = Vec::new();
+    while runs.len() < 300_000 {
+        let b = rng.next() as u8;
+        let n = 1 + rng.next() as usize % 300;
+        runs.extend(std::iter::repeat_n(b, n));
+    }
+    v.push(("runs".into(), runs));
+    // skewed bytes: Huffman literals with long codes, few matches
+    let skew: Vec<u8> = (0..200_000)
+        .map(|_| {
+            let r = rng.next();
+            (r.trailing_zeros() as u8).wrapping_mul(37) ^ ((r >> 60) as u8 & 1)
+        })
+        .collect();
+    v.push(("skewed".into(), skew));
+    // text-like with distant repeats (beyond a small window)
+    let mut far = Vec::new();
+    let chunk: Vec<u8> = (0..50_000)
+        .map(|_| b'a' + (rng.next() % 26) as u8)
+        .collect();
+    for _ in 0..8 {
+        far.extend_from_slice(&chunk);
+        far.extend((0..20_000).map(|_| rng.next() as u8));
+    }
+    v.push(("far repeats".into(), far));
+    v.push(("records 1 MiB".into(), records(1 << 15, &mut rng)));
+    v
+}
+
+#[test]
+fn round_trip_generated() {
+    let mut c = Compressor::new();
+    for (name, data) in inputs() {
+        let z = check(&name, &data, &mut c);
+        if data.len() >= 4096 {
+            eprintln!("{name}: {} -> {z}", data.len());
+        }
+    }
+}
+
+#[test]
+fn compresses_what_repeats() {
+    let mut c = Compressor::new();
+    let mut rng = Rng(7);
+    let r = records(20_000, &mut rng);
+    let mut z = Vec::new();
+    c.compress(&r, &mut z);
+    let fastest =
+        ruzstd::encoding::compress_to_vec(&r[..], ruzstd::encoding::CompressionLevel::Fastest);
+    eprintln!(
+        "records: {} -> ours {} ruzstd fastest {}",
+        r.len(),
+        z.len(),
+        fastest.len()
+    );
+    assert!(z.len() < fastest.len());
+    let mut z = Vec::new();
+    c.compress(&vec![7u8; 1 << 20], &mut z);
+    assert!(
+        z.len() < 100,
+        "a run of one byte is RLE blocks: {}",
+        z.len()
+    );
+}
+
+/// The real recording the compressor was tuned on, when present: every
+/// 40 KiB chunk (as write7 cuts CPU data) and the whole file round trip;
+/// sizes against ruzstd Fastest and `zstd -1` / `-3` are printed.
+#[test]
+fn real_recording() {
+    let path = "/tmp/k/rec-200k.dat";
+    let Ok(data) = std::fs::read(path) else {
+        eprintln!("{path} absent: real recording round trip skipped");
+        return;
+    };
+    let mut c = Compressor::new();
+    let t = std::time::Instant::now();
+    let mut z = Vec::new();
+    c.compress(&data, &mut z);
+    let ours = t.elapsed();
+    let back = ruzstd_decode(&z, data.len());
+    assert!(back == data, "ruzstd decodes something else");
+    if let Some(back) = cli_decode(&z) {
+        assert!(back == data, "zstd -d decodes something else");
+    }
+    let t = std::time::Instant::now();
+    let fastest =
+        ruzstd::encoding::compress_to_vec(&data[..], ruzstd::encoding::CompressionLevel::Fastest);
+    let rz = t.elapsed();
+    let cli = |level: &str| -> Option<usize> {
+        let out = Command::new("/usr/bin/zstd")
+            .args([level, "-c", "-q", path])
+            .output()
+            .ok()?;
+        Some(out.stdout.len())
+    };
+    eprintln!(
+        "{path} {} bytes whole: ours {} ({ours:?}), ruzstd fastest {} ({rz:?}), zstd -1 {:?}, zstd -3 {:?}",
+        data.len(),
+        z.len(),
+        fastest.len(),
+        cli("-1"),
+        cli("-3")
+    );
+    // in 40 KiB chunks, each its own frame
+    let mut total = 0;
+    let mut all = Vec::new();
+    let t = std::time::Instant::now();
+    for chunk in data.chunks(40960) {
+        z.clear();
+        c.compress(chunk, &mut z);
+        total += z.len();
+        all.extend_from_slice(&z);
+    }
+    let took = t.elapsed();
+    let mut back = Vec::new();
+    for (chunk, frame) in data.chunks(40960).zip(split_frames(&all)) {
+        back.clear();
+        back.extend_from_slice(&ruzstd_decode(frame, chunk.len()));
+        assert!(back == chunk, "a 40 KiB chunk decodes to something else");
+    }
+    if let Some(b) = cli_decode(&all) {
+        assert!(
+            b == data,
+            "zstd -d of the chunk frames decodes something else"
+        );
+    }
+    eprintln!("{path} in 40 KiB frames: ours {total} ({took:?})");
+}
+
+/// Our frames one after the other, cut apart by walking their blocks.
+fn split_frames(mut all: &[u8]) -> Vec<&[u8]> {
+    let mut v = Vec::new();
+    while !all.is_empty() {
+        let fhd = all[4];
+        let fcs = match fhd >> 6 {
+            0 => 1,
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let mut at = 5 + fcs;
+        loop {
+            let h = u32::from_le_bytes([all[at], all[at + 1], all[at + 2], 0]);
+            let size = (h >> 3) as usize;
+            let body = if (h >> 1) & 3 == 1 { 1 } else { size };
+            at += 3 + body;
+            if h & 1 == 1 {
+                break;
+            }
+        }
+        v.push(&all[..at]);
+        all = &all[at..];
+    }
+    v
+}
+
+/// Parts compressed without gathering decode to their concatenation, over
+/// cuts at every awkward place (empty parts, tiny parts, a window's worth).
+#[test]
+fn parts_round_trip() {
+    let mut rng = Rng(99);
+    let big = records(30_000, &mut rng); // 1.2 MB: the buffer slides
+    let mut c = Compressor::new();
+    let cuts: Vec<Vec<usize>> = vec![
+        vec![],
+        vec![0],
+        vec![4],
+        vec![4, 4, 4],
+        vec![1, 2, 3, 100_000],
+        vec![WINDOW, WINDOW + BLOCK],
+        vec![BLOCK - 1, 2 * BLOCK + 1, 600_000],
+        vec![big.len()],
+    ];
+    for cut in cuts {
+        let mut parts = Vec::new();
+        let mut at = 0;
+        for &c in &cut {
+            parts.push(&big[at..c]);
+            at = c;
+        }
+        parts.push(&big[at..]);
+        let mut z = Vec::new();
+        c.compress_parts(&parts, &mut z);
+        assert!(
+            ruzstd_decode(&z, big.len()) == big,
+            "parts cut at {cut:?}: ruzstd"
+        );
+        if let Some(back) = cli_decode(&z) {
+            assert!(back == big, "parts cut at {cut:?}: zstd -d");
+        }
+        let mut whole = Vec::new();
+        c.compress(&big, &mut whole);
+        eprintln!("cut {cut:?}: parts {} whole {}", z.len(), whole.len());
+    }
+    let mut z = Vec::new();
+    c.compress_parts(&[&[], &[]], &mut z);
+    assert_eq!(ruzstd_decode(&z, 0), b"");
+}
