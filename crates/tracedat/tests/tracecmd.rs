@@ -432,3 +432,81 @@ fn larger_sub_buffers_report_identically() {
         report(&fixture("tc-v6.dat"))
     );
 }
+
+/// A real 200,000-event recording (when present on this machine) written
+/// as version 7 with zstd here and converted by `trace-cmd convert
+/// --compression zstd` (libzstd): trace-cmd reports both alike, and ours
+/// is no bigger (issue 24). Sizes and times are printed, not asserted.
+#[test]
+fn real_recording_as_zstd_v7_no_bigger_than_trace_cmds() {
+    let src = Path::new("/tmp/k/rec-200k.dat");
+    if !src.exists() {
+        eprintln!(
+            "SKIPPED: {} absent (a real ktrace recording)",
+            src.display()
+        );
+        return;
+    }
+    if !have_trace_cmd() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ktrace-tracedat-real-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut dat = TraceDat::open(Cursor::new(std::fs::read(src).unwrap())).unwrap();
+    let header = Header::from_meta(&dat.meta);
+    let mut cpus = Vec::new();
+    for i in 0..dat.meta.buffers[0].cpus.len() {
+        let b: Vec<u8> = dat.pages(0, i).unwrap().flat_map(Result::unwrap).collect();
+        cpus.push((dat.meta.buffers[0].cpus[i].cpu, b));
+    }
+    let stats: Vec<String> = dat.meta.cpu_stats().iter().map(|s| s.to_string()).collect();
+    let refs: Vec<(u32, &[u8])> = cpus.iter().map(|(c, b)| (*c, &b[..])).collect();
+    let t = std::time::Instant::now();
+    let ours = write_v7(
+        Cursor::new(Vec::new()),
+        &header,
+        &dat.meta.cmdlines,
+        &stats,
+        &refs,
+        Compress7::Zstd("1.5.4"),
+    )
+    .unwrap()
+    .into_inner();
+    let took = t.elapsed();
+    let ours_file = dir.join("ktrace-v7.dat");
+    std::fs::write(&ours_file, &ours).unwrap();
+    let theirs_file = dir.join("trace-cmd-v7.dat");
+    let t = std::time::Instant::now();
+    let r = Command::new("trace-cmd")
+        .args([
+            "convert",
+            "--file-version",
+            "7",
+            "--compression",
+            "zstd",
+            "-i",
+        ])
+        .arg(src)
+        .arg("-o")
+        .arg(&theirs_file)
+        .output()
+        .unwrap();
+    let their_took = t.elapsed();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let theirs = std::fs::metadata(&theirs_file).unwrap().len();
+    eprintln!(
+        "{}: {} bytes; as zstd v7: ktrace {} bytes ({took:?} in process), trace-cmd convert {theirs} bytes ({their_took:?} wall, whole command)",
+        src.display(),
+        std::fs::metadata(src).unwrap().len(),
+        ours.len()
+    );
+    let (a, b) = (report(&ours_file), report(&theirs_file));
+    assert!(a == b, "trace-cmd reports ktrace's v7 file differently");
+    assert!(a.lines().count() > 100_000);
+    assert!(
+        ours.len() as u64 <= theirs,
+        "ktrace's zstd v7 file ({}) is bigger than trace-cmd's ({theirs})",
+        ours.len()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
