@@ -27,8 +27,9 @@ const LAZY: usize = 2;
 /// Inside a match longer than twice this, only its first and last this
 /// many positions enter the chain.
 const SPARSE: usize = 16;
-/// A match this long is taken without looking further.
-const NICE: usize = 96;
+/// A match this long is taken without looking further (down the chain
+/// or at the next positions).
+const NICE: usize = 64;
 const MIN_MATCH: usize = 4;
 
 const LL_BASE: [u32; 36] = [
@@ -189,7 +190,7 @@ impl Parse<'_> {
 
     /// The best match at `p` (ending by `end`) as (length, offset value),
     /// with `ll` literals before it; enters `p` in the chain.
-    fn find(&mut self, p: usize, end: usize, ll: usize) -> Option<(usize, u32)> {
+    fn find(&mut self, p: usize, end: usize, ll: usize, depth: u32) -> Option<(usize, u32)> {
         let src = self.src;
         let mut best: Option<(usize, u32)> = None;
         let mut best_gain = 0i64;
@@ -222,7 +223,7 @@ impl Parse<'_> {
             return best;
         }
         let lowest = here.saturating_sub(self.mask as u32).max(self.lo);
-        let mut depth = DEPTH;
+        let mut depth = depth;
         // a candidate must match the first four bytes and, to beat the
         // best so far, the byte just past it
         let mut top = best.map_or(MIN_MATCH - 1, |(n, _)| n);
@@ -472,7 +473,7 @@ fn parse_block(
     let mut anchor = start;
     let mut i = start;
     while i + MIN_MATCH <= last {
-        let Some((mut len, mut off)) = p.find(i, end, i - anchor) else {
+        let Some((mut len, mut off)) = p.find(i, end, i - anchor, DEPTH) else {
             i += 1 + ((i - anchor) >> 7);
             continue;
         };
@@ -480,10 +481,10 @@ fn parse_block(
         let mut inserted = i + 1;
         // lazy: a better match one or two bytes on
         for _ in 0..LAZY {
-            if at + 1 + MIN_MATCH > last {
+            if at + 1 + MIN_MATCH > last || len >= NICE {
                 break;
             }
-            let Some((l2, o2)) = p.find(at + 1, end, at + 1 - anchor) else {
+            let Some((l2, o2)) = p.find(at + 1, end, at + 1 - anchor, DEPTH) else {
                 inserted = at + 2;
                 break;
             };
