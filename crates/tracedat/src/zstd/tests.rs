@@ -320,3 +320,67 @@ fn parts_round_trip() {
     c.compress_parts(&[&[], &[]], &mut z);
     assert_eq!(ruzstd_decode(&z, 0), b"");
 }
+
+/// Many small structured inputs (literal runs, copies from near and far,
+/// byte runs, repeated records) from a seeded generator: each frame is
+/// decoded by ruzstd, and all frames one after the other by one `zstd -d`.
+#[test]
+fn round_trip_random_structures() {
+    let mut rng = Rng(0x51ed_2701);
+    let mut c = Compressor::new();
+    let mut all_in = Vec::new();
+    let mut all_z = Vec::new();
+    for case in 0..400 {
+        let target = (rng.next() % 6000) as usize;
+        let mut v: Vec<u8> = Vec::with_capacity(target);
+        let alphabet = 1 + (rng.next() % 256) as u32;
+        while v.len() < target {
+            match rng.next() % 4 {
+                0 => {
+                    let n = 1 + rng.next() as usize % 40;
+                    v.extend((0..n).map(|_| (rng.next() % u64::from(alphabet)) as u8));
+                }
+                1 if !v.is_empty() => {
+                    let back = 1 + rng.next() as usize % v.len().min(3000);
+                    let n = 1 + rng.next() as usize % 70;
+                    for _ in 0..n {
+                        v.push(v[v.len() - back]);
+                    }
+                }
+                2 => {
+                    let n = 1 + rng.next() as usize % 20;
+                    v.extend(std::iter::repeat_n(rng.next() as u8, n));
+                }
+                _ => {
+                    // a record whose fields repeat at a fixed stride
+                    let stride = [8usize, 12, 16, 24, 32][rng.next() as usize % 5];
+                    if v.len() >= stride {
+                        let at = v.len() - stride;
+                        for k in 0..stride {
+                            let b = v[at + k];
+                            v.push(if rng.next().is_multiple_of(8) {
+                                b.wrapping_add(1)
+                            } else {
+                                b
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        v.truncate(target);
+        let mut z = Vec::new();
+        c.compress(&v, &mut z);
+        assert!(
+            ruzstd_decode(&z, v.len()) == v,
+            "case {case} ({} bytes): ruzstd",
+            v.len()
+        );
+        all_in.extend_from_slice(&v);
+        all_z.extend_from_slice(&z);
+    }
+    match cli_decode(&all_z) {
+        Some(back) => assert!(back == all_in, "zstd -d of the 400 frames differs"),
+        None => eprintln!("/usr/bin/zstd absent, zstd -d check skipped"),
+    }
+}
