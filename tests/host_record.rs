@@ -196,6 +196,34 @@ fn tracecmd_reads_compressed_ktrace_recording_alike() {
         pages > 0 && stored * 4 < pages,
         "{stored} bytes of CPU data in the file for {pages} bytes of pages"
     );
+    // issue 24: no bigger than libzstd makes the same recording, through
+    // trace-cmd's own `convert --compression zstd` (the same header,
+    // kallsyms and pages, compressed by trace-cmd)
+    let theirs = p.dir.join("tc-zstd.dat");
+    let out = Command::new("trace-cmd")
+        .args([
+            "convert",
+            "--file-version",
+            "7",
+            "--compression",
+            "zstd",
+            "-i",
+        ])
+        .arg(&file)
+        .arg("-o")
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "trace-cmd convert: {out:?}");
+    let (ours_len, theirs_len) = (
+        std::fs::metadata(&file).unwrap().len(),
+        std::fs::metadata(&theirs).unwrap().len(),
+    );
+    eprintln!("zstd v7 of 20000 events: ktrace {ours_len} bytes, trace-cmd convert {theirs_len}");
+    assert!(
+        ours_len <= theirs_len,
+        "ktrace's zstd v7 is {ours_len} bytes, trace-cmd's libzstd makes {theirs_len}"
+    );
 }
 
 /// KernelShark's own library (libkshark 2.x through libtracecmd, what the
