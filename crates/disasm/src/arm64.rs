@@ -228,6 +228,17 @@ pub fn mark_atomic_sequences(insns: &mut [Insn], bytes: &[u8]) {
 /// only from 6.12's stable updates on). For the checker: the kernel
 /// refuses a rejected word with "Failed to register probe event".
 pub fn kprobe_refusal_at(bytes: &[u8], offset: u64) -> Result<Option<&'static str>, &'static str> {
+    kprobe_refusal_with(bytes, offset, None)
+}
+
+/// [`kprobe_refusal_at`] for a kernel whose load/store-exclusive masks are
+/// known: `Some(true)` the older, wider ones (`ldar`/`stlr` match too),
+/// `Some(false)` the narrowed ones; `None` decides only where both agree.
+pub fn kprobe_refusal_with(
+    bytes: &[u8],
+    offset: u64,
+    wide_masks: Option<bool>,
+) -> Result<Option<&'static str>, &'static str> {
     let word = |n: usize| {
         bytes
             .get(n * 4..n * 4 + 4)
@@ -264,14 +275,15 @@ pub fn kprobe_refusal_at(bytes: &[u8], offset: u64) -> Result<Option<&'static st
     };
     let narrow_load = |i| is(i, 0x3fc0_0000, 0x0840_0000);
     let narrow_store = |i| is(i, 0x3fc0_0000, 0x0800_0000);
+    const INSIDE: &str = "inside an exclusive load/store sequence (is_probed_address_atomic)";
     match (
         atomic(is_load_ex, is_store_ex),
         atomic(narrow_load, narrow_store),
+        wide_masks,
     ) {
-        (true, true) => Ok(Some(
-            "inside an exclusive load/store sequence (is_probed_address_atomic)",
-        )),
-        (false, false) => Ok(None),
+        (true, true, _) => Ok(Some(INSIDE)),
+        (false, false, _) => Ok(None),
+        (wide, _, Some(true)) | (_, wide, Some(false)) => Ok(wide.then_some(INSIDE)),
         _ => Err(
             "inside a sequence only one generation of the kernel's load/store-exclusive masks sees",
         ),
@@ -444,6 +456,18 @@ mod tests {
         // after ldar only the older masks see a sequence: not decided
         let ldar = 0x88df_fc01;
         assert!(kprobe_refusal_at(&words(&[ldar, nop]), 4).is_err());
+        // a kernel with the older masks refuses it (6.12: psi_trigger_poll
+        // +0x80), one with the narrowed masks takes it
+        let after_ldar = words(&[ldar, nop]);
+        assert!(matches!(
+            kprobe_refusal_with(&after_ldar, 4, Some(true)),
+            Ok(Some(_))
+        ));
+        assert_eq!(kprobe_refusal_with(&after_ldar, 4, Some(false)), Ok(None));
+        assert!(matches!(
+            kprobe_refusal_with(&seq, 4, Some(false)),
+            Ok(Some(_))
+        ));
         // more than 32 words back: out of the kernel's window
         let mut far = vec![ldxr];
         far.extend(std::iter::repeat_n(nop, 32));

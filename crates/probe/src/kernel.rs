@@ -173,6 +173,13 @@ pub struct Features {
     /// function-entry check of a return probe: seen in 6.12 and 7.2's
     /// sources; 6.1 counts the symbol after that check. Gated at 6.12.
     pub validate_symbol_early: bool,
+    /// arm64's `is_probed_address_atomic()` finds a load-exclusive with the
+    /// older, wider `aarch64_insn_is_load_ex()` masks, which match `ldar`
+    /// too: 6.12.118 and 6.1.192 refuse `p psi_trigger_poll+0x80`, 0x5c
+    /// past an `ldar` with no exclusive pair between (conform seed
+    /// 20261128 at 200,000; `ktrace disasm` marks it). Later kernels
+    /// narrowed the masks. Gated at 6.16 (estimate).
+    pub arm64_wide_exclusive_masks: bool,
     /// Synthetic events in `dynamic_events` (`s:`, CONFIG_SYNTH_EVENTS; the
     /// README lists `s:[synthetic/]`): Debian's 5.10 and riscv64 6.12 have
     /// none and refuse every `s:` line without a log entry.
@@ -267,6 +274,7 @@ impl KernelVersion {
             filter_dangling_op_refused: !self.at_least(6, 16),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
+            arm64_wide_exclusive_masks: !self.at_least(6, 16),
             synthetic_events: self.at_least(5, 15),
             error_pos_u8: !self.at_least(5, 15),
         }

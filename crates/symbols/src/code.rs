@@ -340,7 +340,7 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     let (symbol, offset, is_return) = (symbol.clone(), *offset, *is_return);
     let probe = (symbol.clone(), offset);
     if arch == Arch::Arm64 && offset != 0 && !is_return {
-        arm64_decoder(checked, source, &symbol, offset);
+        arm64_decoder(checked, target, source, &symbol, offset);
         return None;
     }
     let open = |c: &Checked, u| c.unchecked.contains(&u);
@@ -599,7 +599,13 @@ fn check_x86(
 /// an exclusive sequence, ...): ktrace-disasm decides it from the code
 /// where every kernel decides alike. Code that cannot be read, or a word
 /// the kernels differ on, leaves the definition as it is.
-fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u64) {
+fn arm64_decoder(
+    checked: &mut Checked,
+    target: Target,
+    source: &Source,
+    symbol: &str,
+    offset: u64,
+) {
     let probe_offset = offset;
     let Ok(bytes) = source.read(symbol) else {
         return;
@@ -616,7 +622,9 @@ fn arm64_decoder(checked: &mut Checked, source: &Source, symbol: &str, offset: u
     if reserved(checked, source, Arch::Arm64, probe, (&fname, offset), &[]) {
         return;
     }
-    let Ok(Some(why)) = ktrace_disasm::arm64::kprobe_refusal_at(&bytes, offset) else {
+    let wide = target.features().arm64_wide_exclusive_masks;
+    let Ok(Some(why)) = ktrace_disasm::arm64::kprobe_refusal_with(&bytes, offset, Some(wide))
+    else {
         return;
     };
     let at = offset as usize;
