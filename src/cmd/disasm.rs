@@ -302,8 +302,8 @@ impl Marks {
     ) {
         let arch = isa.arch();
         let sites = ktrace_symbols::reserved::Sites::running(view, core, arch);
-        let (jumps, calls) = sites.counts();
-        if jumps + calls == 0 {
+        let (jumps, calls, extable) = sites.counts();
+        if jumps + calls + extable == 0 {
             self.notes.push(
                 "jump label sites not read (no __start___jump_table in kallsyms, or no kcore)"
                     .to_string(),
@@ -315,8 +315,14 @@ impl Marks {
         } else {
             String::new()
         };
-        self.notes
-            .push(format!("jump label sites read ({jumps}){calls_note}"));
+        let extable_note = if extable > 0 {
+            format!(", exception table instructions ({extable})")
+        } else {
+            String::new()
+        };
+        self.notes.push(format!(
+            "jump label sites read ({jumps}){calls_note}{extable_note}"
+        ));
         let insns = ktrace_disasm::decode(isa, bytes, 0);
         let len = |code: u64| {
             let off = code.checked_sub(sym.addr)?;

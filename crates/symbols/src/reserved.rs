@@ -30,6 +30,10 @@ pub enum Site {
     JumpLabel,
     /// An inline static call site.
     StaticCall,
+    /// An instruction of the exception table (arm64: a user access or
+    /// another instruction that may fault and be fixed up), which arm64's
+    /// `arch_prepare_kprobe()` refuses (`search_exception_tables()`).
+    ExceptionTable,
 }
 
 impl Site {
@@ -44,6 +48,10 @@ impl Site {
                 "a static call site, which the kernel patches itself \
                  (static_call_text_reserved())"
             }
+            Site::ExceptionTable => {
+                "an instruction of the exception table (one that may fault and is \
+                 fixed up), which arm64 kprobes refuse (search_exception_tables())"
+            }
         }
     }
 }
@@ -53,6 +61,8 @@ impl Site {
 pub struct Sites {
     jump: Vec<u64>,
     calls: Vec<u64>,
+    /// arm64: the instructions of vmlinux's exception table.
+    extable: Vec<u64>,
 }
 
 /// `CALL_INSN_SIZE` (x86): a static call site is a 5-byte call or jump.
@@ -96,7 +106,27 @@ impl Sites {
         } else {
             Vec::new()
         };
-        Some(Sites { jump, calls })
+        // arm64's entries are `{s32 insn; s32 fixup}` (8 bytes) or, since
+        // the fixup types, `{s32 insn; s32 fixup; s16 type; s16 data}` (12):
+        // the size whose every instruction lies aligned in the kernel's text
+        let extable = if arch == Arch::Arm64 {
+            let text = |n: &str| ks.by_name(n, None).first().map(|s| s.addr);
+            match (
+                table("__start___ex_table", "__stop___ex_table"),
+                text("_stext"),
+                text("_etext"),
+            ) {
+                (Some((a, b)), Some(lo), Some(hi)) => extable_sites(&b, a, lo..hi),
+                _ => Vec::new(),
+            }
+        } else {
+            Vec::new()
+        };
+        Some(Sites {
+            jump,
+            calls,
+            extable,
+        })
     }
 
     /// Whether `addr` falls in a site. `insn_len` gives the length of the
@@ -114,12 +144,16 @@ impl Sites {
         if covers(&self.calls, addr, |_| CALL_INSN_SIZE) {
             return Some(Site::StaticCall);
         }
+        if self.extable.binary_search(&addr).is_ok() {
+            return Some(Site::ExceptionTable);
+        }
         None
     }
 
-    /// How many sites were read (jump labels, static calls).
-    pub fn counts(&self) -> (usize, usize) {
-        (self.jump.len(), self.calls.len())
+    /// How many sites were read (jump labels, static calls, exception
+    /// table instructions).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.jump.len(), self.calls.len(), self.extable.len())
     }
 }
 
@@ -138,6 +172,20 @@ fn relative_sites(table: &[u8], base: u64, entry: usize) -> Vec<u64> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// The instructions of an arm64 exception table at `base`: entries of 12
+/// bytes (`{s32 insn; s32 fixup; s16 type; s16 data}`) or, before the
+/// fixup types, 8 (`{s32 insn; s32 fixup}`); the size whose every
+/// instruction lies 4-byte aligned in `text` is the table's. Empty when
+/// neither fits.
+fn extable_sites(table: &[u8], base: u64, text: std::ops::Range<u64>) -> Vec<u64> {
+    [12, 8]
+        .into_iter()
+        .filter(|&size| table.len().is_multiple_of(size))
+        .map(|size| relative_sites(table, base, size))
+        .find(|sites| !sites.is_empty() && sites.iter().all(|&i| i % 4 == 0 && text.contains(&i)))
+        .unwrap_or_default()
 }
 
 /// Whether a site of `sorted` covers `addr`: `code <= addr < code + size`
@@ -162,6 +210,35 @@ mod tests {
             out[i * entry..i * entry + 4].copy_from_slice(&rel.to_le_bytes());
         }
         out
+    }
+
+    #[test]
+    fn arm64_exception_tables_of_either_entry_size() {
+        let text = 0xffff_8000_8001_0000..0xffff_8000_8100_0000;
+        let insns = [
+            0xffff_8000_8002_0004,
+            0xffff_8000_8001_0100,
+            0xffff_8000_8003_0000,
+        ];
+        let base = 0xffff_8000_8200_0000;
+        let mut sorted = insns.to_vec();
+        sorted.sort_unstable();
+        for size in [12, 8] {
+            let t = table(base, size, &insns);
+            assert_eq!(extable_sites(&t, base, text.clone()), sorted, "{size}");
+            let s = Sites {
+                extable: extable_sites(&t, base, text.clone()),
+                ..Sites::default()
+            };
+            assert_eq!(
+                s.at(insns[0], Arch::Arm64, |_| None),
+                Some(Site::ExceptionTable)
+            );
+            assert_eq!(s.at(insns[0] + 4, Arch::Arm64, |_| None), None);
+        }
+        // a table whose instructions fall outside the text is not read
+        let t = table(base, 12, &[0x10]);
+        assert!(extable_sites(&t, base, text).is_empty());
     }
 
     #[test]
@@ -192,6 +269,7 @@ mod tests {
         let s = Sites {
             jump: vec![0x1000, 0x1010],
             calls: vec![0x2000],
+            extable: Vec::new(),
         };
         let len = |c: u64| (c == 0x1010).then_some(2);
         assert_eq!(s.at(0x1000, Arch::X86_64, len), Some(Site::JumpLabel));
