@@ -119,14 +119,28 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e) => return live::setup_failed(e),
     };
-    let header = header(&root, &run, &view, args.run.trigger.as_deref())?;
+    let header = header(&root, &run, args.run.trigger.as_deref())?;
     let cpus = run.inst.cpus()?.iter().max().map_or(1, |m| *m as usize + 1);
     let page_size = header.page_size as usize;
     // Tracing has started: the partial file is emptied and written.
     out.start()?;
     let name = out.name();
-    // the writer takes the header (kallsyms makes it megabytes: no copy)
-    let writer = match Writer::create_owned(out.file()?, header, cpus, WriterOptions::default()) {
+    // kallsyms: the kernel's addresses in kprobe headers and stacks,
+    // megabytes copied from /proc/kallsyms into the file, never held in
+    // memory (an unreadable kallsyms is written empty, as before)
+    let mut kallsyms: Box<dyn std::io::Read> = match File::open(view.kallsyms_path()) {
+        Ok(f) => Box::new(f),
+        Err(_) => Box::new(std::io::empty()),
+    };
+    let created = Writer::create_streaming(
+        out.file()?,
+        header,
+        &mut kallsyms,
+        cpus,
+        WriterOptions::default(),
+    );
+    drop(kallsyms);
+    let writer = match created {
         Ok(w) => w,
         Err(e) => {
             out.abandon();
@@ -234,12 +248,7 @@ fn trigger_events(trigger: &str) -> Vec<(String, String)> {
 }
 
 /// The file's metadata, read through ktrace-tracefs before the first page.
-fn header(
-    root: &Path,
-    run: &live::Run,
-    view: &KernelView,
-    trigger: Option<&str>,
-) -> anyhow::Result<Header> {
+fn header(root: &Path, run: &live::Run, trigger: Option<&str>) -> anyhow::Result<Header> {
     use ktrace_tracefs::buffers;
     let layout = run.stream.layout();
     // Each probe's format is read from the session's group and filed
@@ -292,10 +301,6 @@ fn header(
             ftrace_formats.push(f.into_bytes());
         }
     }
-    // kallsyms: the kernel's addresses in kprobe headers and stacks
-    let mut kallsyms = std::fs::read(view.kallsyms_path()).unwrap_or_default();
-    // /proc/kallsyms has no size: the read doubled its buffer
-    kallsyms.shrink_to_fit();
     let u = rustix::system::uname();
     let uname = format!(
         "{} {} {} {} {}",
@@ -319,7 +324,8 @@ fn header(
         header_event: buffers::header_event(root)?.into_bytes(),
         ftrace_formats,
         systems,
-        kallsyms,
+        // streamed into the file by Writer::create_streaming
+        kallsyms: Vec::new(),
         printk_formats: buffers::printk_formats(root)
             .map(String::into_bytes)
             .unwrap_or_default(),

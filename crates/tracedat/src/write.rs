@@ -248,7 +248,12 @@ pub(crate) struct Chunk {
 /// layout).
 pub struct Writer<F> {
     f: F,
+    /// The header, its kallsyms text left empty: that text is only in the
+    /// file, `ks_len` bytes from `ks_at` (megabytes not held in memory
+    /// while recording).
     header: Header,
+    ks_at: u64,
+    ks_len: u64,
     /// Offset of the first chunk.
     data_start: u64,
     /// The chunks in file order.
@@ -339,15 +344,29 @@ impl Tail<'_> {
 /// The version 6 header (`magic` and `version`: trace.dat's and "6", or
 /// those of an unfinished recording) with `tail` after the options;
 /// returns the bytes and the offset of the tail in them.
+/// The header is `head`, then the kallsyms text (`ks_len` bytes, not
+/// copied here: megabytes), then `rest`.
+struct V6 {
+    head: Vec<u8>,
+    rest: Vec<u8>,
+}
+
+impl V6 {
+    fn len(&self, ks_len: u64) -> u64 {
+        self.head.len() as u64 + ks_len + self.rest.len() as u64
+    }
+}
+
 fn encode_v6(
     h: &Header,
     (magic, version): (&[u8; 10], &str),
     cmdlines: &[u8],
     stats: &[String],
+    ks_len: u64,
     tail: Tail<'_>,
-) -> Result<(Vec<u8>, u64), Error> {
+) -> Result<V6, Error> {
     let mut o = Out {
-        b: Vec::with_capacity(h.kallsyms.len() + cmdlines.len() + 65536),
+        b: Vec::with_capacity(cmdlines.len() + 65536),
         e: h.endian,
     };
     o.b.extend_from_slice(magic);
@@ -360,16 +379,12 @@ fn encode_v6(
     o.b.push(h.long_size);
     o.u32(h.page_size);
     // the same pieces as version 7's sections, in version 6's order
-    let m = encode_metadata_v7(h, cmdlines)?;
-    for piece in [
-        &m.header_info[..],
-        &m.ftrace,
-        &m.events,
-        &m.kallsyms,
-        &h.kallsyms,
-        &m.printk,
-        &m.cmdlines,
-    ] {
+    let m = encode_metadata_v7(h, ks_len, cmdlines)?;
+    for piece in [&m.header_info[..], &m.ftrace, &m.events, &m.kallsyms] {
+        o.b.extend_from_slice(piece);
+    }
+    let head = std::mem::take(&mut o.b);
+    for piece in [&m.printk[..], &m.cmdlines] {
         o.b.extend_from_slice(piece);
     }
     o.u32(count32(tail.cpus(), "cpus")?);
@@ -394,18 +409,16 @@ fn encode_v6(
     match tail {
         Tail::Table(table) => {
             o.b.extend_from_slice(b"flyrecord\0");
-            let at = o.b.len() as u64;
             for &(off, size) in table {
                 o.u64(off);
                 o.u64(size);
             }
-            Ok((o.b, at))
+            Ok(V6 { head, rest: o.b })
         }
         Tail::Chunks { first, .. } => {
             o.b.extend_from_slice(KIND_CHUNKS);
-            let at = o.b.len() as u64;
             o.u64(first);
-            Ok((o.b, at))
+            Ok(V6 { head, rest: o.b })
         }
     }
 }
@@ -423,7 +436,11 @@ pub(crate) struct Metadata7 {
     pub(crate) cmdlines: Vec<u8>,
 }
 
-pub(crate) fn encode_metadata_v7(h: &Header, cmdlines: &[u8]) -> Result<Metadata7, Error> {
+pub(crate) fn encode_metadata_v7(
+    h: &Header,
+    ks_len: u64,
+    cmdlines: &[u8],
+) -> Result<Metadata7, Error> {
     let out = || Out {
         b: Vec::new(),
         e: h.endian,
@@ -455,7 +472,10 @@ pub(crate) fn encode_metadata_v7(h: &Header, cmdlines: &[u8]) -> Result<Metadata
         }
     }
     let mut ks = out();
-    ks.u32(count32(h.kallsyms.len(), "kallsyms bytes")?);
+    ks.u32(count32(
+        usize::try_from(ks_len).unwrap_or(usize::MAX),
+        "kallsyms bytes",
+    )?);
     let mut pk = out();
     pk.blob32(&h.printk_formats)?;
     let mut cl = out();
@@ -498,11 +518,28 @@ impl<F: Storage> Writer<F> {
     /// Like [`Writer::create`], taking the header (no copy of its
     /// kallsyms-sized texts is kept besides the writer's).
     pub fn create_owned(
-        mut f: F,
-        header: Header,
+        f: F,
+        mut header: Header,
         cpus: usize,
         opts: WriterOptions,
     ) -> Result<Writer<F>, Error> {
+        let ks = std::mem::take(&mut header.kallsyms);
+        Writer::create_streaming(f, header, &mut &ks[..], cpus, opts)
+    }
+
+    /// Like [`Writer::create_owned`], with the kallsyms text read from
+    /// `kallsyms` (e.g. `/proc/kallsyms`, which has no size) straight into
+    /// the file, in place of `header.kallsyms` (ignored): the text is never
+    /// held in memory, and the writer reads it back from the file when it
+    /// finishes.
+    pub fn create_streaming(
+        mut f: F,
+        mut header: Header,
+        kallsyms: &mut dyn Read,
+        cpus: usize,
+        opts: WriterOptions,
+    ) -> Result<Writer<F>, Error> {
+        header.kallsyms = Vec::new();
         let ps = header.page_size as u64;
         if !(64..=(1 << 24)).contains(&ps) {
             return Err(Error::Usage(format!("page size {ps} is implausible")));
@@ -517,18 +554,38 @@ impl<F: Storage> Writer<F> {
             return Err(Error::Usage(format!("{cpus} cpus")));
         }
         let tail = |first| Tail::Chunks { first, cpus };
-        // only its length is needed (kallsyms makes it megabytes)
-        let len = encode_v6(&header, RECORDING, &header.cmdlines, &[], tail(0))?
-            .0
-            .len();
-        let data_start = align_up(len as u64 + opts.slack, ps)
-            .ok_or_else(|| Error::Usage("slack too large".into()))?;
-        let (bytes, _) = encode_v6(&header, RECORDING, &header.cmdlines, &[], tail(data_start))?;
         f.set_len(0).map_err(Error::io("empty the file"))?;
+        // the text first, after the head (whose length does not depend on
+        // the text's), to learn its length
+        let ks_at = encode_v6(&header, RECORDING, &header.cmdlines, &[], 0, tail(0))?
+            .head
+            .len() as u64;
+        f.seek(SeekFrom::Start(ks_at))
+            .map_err(Error::io("write kallsyms"))?;
+        let ks_len = {
+            let mut w = std::io::BufWriter::with_capacity(64 << 10, &mut f);
+            let n = std::io::copy(kallsyms, &mut w).map_err(Error::io("write kallsyms"))?;
+            w.flush().map_err(Error::io("write kallsyms"))?;
+            n
+        };
+        let len =
+            encode_v6(&header, RECORDING, &header.cmdlines, &[], ks_len, tail(0))?.len(ks_len);
+        let data_start =
+            align_up(len + opts.slack, ps).ok_or_else(|| Error::Usage("slack too large".into()))?;
+        let v = encode_v6(
+            &header,
+            RECORDING,
+            &header.cmdlines,
+            &[],
+            ks_len,
+            tail(data_start),
+        )?;
         let first = pages_in(opts.first_chunk, ps);
         let mut w = Writer {
             f,
             header,
+            ks_at,
+            ks_len,
             data_start,
             chunks: Vec::new(),
             last: vec![None; cpus],
@@ -537,8 +594,18 @@ impl<F: Storage> Writer<F> {
             end: data_start,
             sizes: vec![0; cpus],
         };
-        w.write_at(0, &bytes, "write the header")?;
+        w.write_at(ks_at + ks_len, &v.rest, "write the header")?;
+        w.write_at(0, &v.head, "write the header")?;
         Ok(w)
+    }
+
+    /// The kallsyms text, read back from the file.
+    fn kallsyms_text(&mut self) -> Result<Vec<u8>, Error> {
+        let n = usize::try_from(self.ks_len)
+            .map_err(|_| Error::Usage("kallsyms does not fit in memory".into()))?;
+        let mut b = vec![0u8; n];
+        self.read_at(self.ks_at, &mut b, "read kallsyms back")?;
+        Ok(b)
     }
 
     /// Reopens a recording this writer left unfinished (its recorder was
@@ -554,18 +621,24 @@ impl<F: Storage> Writer<F> {
             return Err(not_ours("a finished file"));
         };
         let cpus = meta.cpus as usize;
-        let header = Header::from_meta(&meta);
+        let mut header = Header::from_meta(&meta);
         let ps = header.page_size as u64;
-        let (bytes, _) = encode_v6(
+        let ks = std::mem::take(&mut header.kallsyms);
+        let ks_len = ks.len() as u64;
+        let v = encode_v6(
             &header,
             RECORDING,
             &header.cmdlines,
             &[],
+            ks_len,
             Tail::Chunks {
                 first: data_start,
                 cpus,
             },
         )?;
+        let ks_at = v.head.len() as u64;
+        let bytes = [&v.head[..], &ks, &v.rest].concat();
+        drop(ks);
         let mut on_disk = vec![0u8; bytes.len()];
         f.seek(SeekFrom::Start(0)).map_err(Error::io("seek"))?;
         f.read_exact(&mut on_disk)
@@ -583,6 +656,8 @@ impl<F: Storage> Writer<F> {
         let mut w = Writer {
             f,
             header,
+            ks_at,
+            ks_len,
             data_start,
             chunks: Vec::new(),
             last: vec![None; cpus],
@@ -738,6 +813,9 @@ impl<F: Storage> Writer<F> {
             .enumerate()
             .map(|(c, &n)| (c as u32, n))
             .collect();
+        // the text comes back for the kallsyms section (held while the
+        // file is written, not while recording)
+        self.header.kallsyms = self.kallsyms_text()?;
         let f = &mut self.f;
         let out = crate::write7::write_v7_from(
             out,
@@ -778,18 +856,20 @@ impl<F: Storage> Writer<F> {
         let cmdlines = cmdlines.map_or_else(|| self.header.cmdlines.clone(), <[u8]>::to_vec);
         let cpus = self.sizes.len();
         let dummy = vec![(0u64, 0u64); cpus];
+        let ks_len = self.ks_len;
         // only its length is needed
         let len = encode_v6(
             &self.header,
             FINISHED,
             &cmdlines,
             cpu_stats,
+            ks_len,
             Tail::Table(&dummy),
         )?
-        .0
-        .len();
-        let start =
-            align_up(len as u64, ps).ok_or_else(|| Error::Usage("header too large".into()))?;
+        .len(ks_len);
+        let start = align_up(len, ps).ok_or_else(|| Error::Usage("header too large".into()))?;
+        // read before the pages move (they may land where it lies)
+        let ks = self.kallsyms_text()?;
         let mut table = Vec::with_capacity(cpus);
         let mut at = start;
         for &s in &self.sizes {
@@ -805,24 +885,30 @@ impl<F: Storage> Writer<F> {
             "mark the file as being finished",
         )?;
         self.compact(&table)?;
-        let (bytes, _) = encode_v6(
+        let v = encode_v6(
             &self.header,
             FINISHED,
             &cmdlines,
             cpu_stats,
+            ks_len,
             Tail::Table(&table),
         )?;
+        let len = v.len(ks_len);
         // zero the gap between the header and the data (old bytes may lie
         // there), cut the file, then the header: the version string last
-        let gap = vec![0u8; (start - bytes.len() as u64) as usize];
-        self.write_at(bytes.len() as u64, &gap, "write the header padding")?;
+        let gap = vec![0u8; (start - len) as usize];
+        self.write_at(len, &gap, "write the header padding")?;
         self.f
             .set_len(end.max(start))
             .map_err(Error::io("cut the file to length"))?;
         let head = MAGIC.len() + 2;
-        self.write_at(head as u64, &bytes[head..], "write the final header")?;
+        let ks_at = v.head.len() as u64;
+        self.write_at(head as u64, &v.head[head..], "write the final header")?;
+        self.write_at(ks_at, &ks, "write the final header")?;
+        drop(ks);
+        self.write_at(ks_at + ks_len, &v.rest, "write the final header")?;
         self.f.flush().map_err(Error::io("flush"))?;
-        self.write_at(0, &bytes[..head], "write the final header")?;
+        self.write_at(0, &v.head[..head], "write the final header")?;
         self.f.flush().map_err(Error::io("flush"))?;
         Ok(self.f)
     }

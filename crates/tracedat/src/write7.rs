@@ -367,7 +367,7 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     o.raw(&b)?;
     let first_opt_at = o.pos;
     o.raw(&[0; 8])?;
-    let m = encode_metadata_v7(header, cmdlines)?;
+    let m = encode_metadata_v7(header, header.kallsyms.len() as u64, cmdlines)?;
     let mut offsets = Vec::new();
     for (id, desc, parts) in [
         (option::HEADER_INFO, "headers", &[&m.header_info[..]][..]),
