@@ -449,6 +449,12 @@ fn parse_probe_arg(
             }
         }
         Some(b'(') if ctx.features.typecasts && ctx.flags.tpoint => {
+            // a kernel without BTF arguments (32-bit arm 7.2) has no cast to
+            // make: "BTF is not available or not supported" at the `(`
+            // (CI seed 40267353: `a33=(task_struct)ret->:u16`, caret 34)
+            if !btf_era(ctx) {
+                return Err(ArgError::Logged(TpErr::NOSUP_BTFARG, offs));
+            }
             return event_typecast(arg, offs, slot, btf.as_deref_mut());
         }
         Some(b'(') if ctx.features.typecasts => {

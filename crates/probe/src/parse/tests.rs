@@ -966,6 +966,20 @@ fn event_probe_typecasts_as_7_2_reads_them() {
         .definition
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Logged(TpErr::NO_BTF_FIELD));
+    // 32-bit arm 7.2 has no BTF arguments: every cast is "BTF is not
+    // available or not supported" at its `(` (CI seed 40267353, 5 lines)
+    let mut arm = Target::new(Arch::Arm);
+    arm.kernel = KernelVersion::new(7, 2);
+    for arg in ["a=(task_struct)prev_pid->pid", "a=(!|{:s8", "a=()x"] {
+        let e = check_line(&format!("{head}{arg}"), arm, &Env)
+            .definition
+            .unwrap_err();
+        assert_eq!(
+            (e.kind, e.pos),
+            (ErrorKind::Logged(TpErr::NOSUP_BTFARG), Some(body)),
+            "{arg}"
+        );
+    }
     // a kprobe's typecast is still "only for eprobe fields"
     let c = check_line("p vfs_read a=(task_struct)x", t, &Env);
     assert_eq!(
