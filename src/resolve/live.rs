@@ -104,14 +104,8 @@ impl LiveEnv<'_> {
         }
         let lo = bound(&["_stext", "_text", "_sinittext"]);
         // 32-bit arm 6.12 lists no `_end`: past the last core symbol then
-        let hi = bound(&["_end", "__bss_stop", "_ebss"]).or_else(|| {
-            table
-                .symbols()
-                .iter()
-                .filter(|s| s.module.is_none())
-                .map(|s| s.addr.saturating_add(1))
-                .max()
-        });
+        let hi = bound(&["_end", "__bss_stop", "_ebss"])
+            .or_else(|| table.core_last().map(|a| a.saturating_add(1)));
         match (lo, hi) {
             (Some(lo), Some(hi)) if addr >= lo && addr < hi => true,
             (Some(_), Some(_)) => in_module(),
@@ -232,10 +226,11 @@ impl Environment for LiveEnv<'_> {
         let Some(t) = self.table() else {
             return Vec::new();
         };
+        // similar() compares only names with the same first byte
+        let first = name.chars().next().map_or("", |c| &name[..c.len_utf8()]);
         ktrace_probe::similar::similar(
             name,
-            t.symbols()
-                .iter()
+            t.with_prefix(first)
                 .filter(|s| s.is_text() && s.module.is_none())
                 .map(|s| s.name.as_str()),
         )

@@ -101,6 +101,13 @@ pub struct Kallsyms {
     /// name sort was a third of `ktrace report`'s start (155 of 485
     /// million instructions for a 7.2 recording's saved kallsyms).
     by_name: std::sync::OnceLock<Vec<u32>>,
+    /// Whether the core kernel lists `d`/`b` symbols ([`Self::lists_data`]),
+    /// found while indexing: the checker asks for every address it places,
+    /// and the first data symbol is some 60,000 lines into a table.
+    lists_data: bool,
+    /// The highest address of a core kernel symbol, for tables without
+    /// `_end` ([`Self::core_last`]).
+    core_last: Option<u64>,
 }
 
 impl Kallsyms {
@@ -153,10 +160,15 @@ impl Kallsyms {
                 v.sort_unstable_by_key(|&i| (symbols[i].addr, i));
             }
         }
+        let core = symbols.iter().filter(|s| s.module.is_none());
+        let lists_data = core.clone().any(|s| matches!(s.kind, 'd' | 'b'));
+        let core_last = core.map(|s| s.addr).max();
         Kallsyms {
             symbols,
             sorted,
             by_name: std::sync::OnceLock::new(),
+            lists_data,
+            core_last,
         }
     }
 
@@ -197,6 +209,18 @@ impl Kallsyms {
             .collect()
     }
 
+    /// Symbols whose name starts with `prefix`, in name order (one range
+    /// of the name index: "did you mean" compares only names sharing the
+    /// first byte, a few thousand of a table's 100,000 and more).
+    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a KernelSymbol> {
+        let index = self.name_index();
+        let from = index.partition_point(|&i| self.symbols[i as usize].name.as_str() < prefix);
+        index[from..]
+            .iter()
+            .map(|&i| &self.symbols[i as usize])
+            .take_while(move |s| s.name.starts_with(prefix))
+    }
+
     /// The count `number_of_same_symbols()` in kernel/trace/trace_kprobe.c
     /// computes: without a module, every symbol of that name in the core
     /// kernel and in all modules; with `MOD:`, those of that module only.
@@ -216,9 +240,12 @@ impl Kallsyms {
     /// kernel text and init text (`is_ksym_addr()`), and lists a few data
     /// markers besides (32-bit arm and arm64 5.10: `D`/`R` section bounds).
     pub fn lists_data(&self) -> bool {
-        self.symbols
-            .iter()
-            .any(|s| s.module.is_none() && matches!(s.kind, 'd' | 'b'))
+        self.lists_data
+    }
+
+    /// The highest address of any core kernel symbol (not a module's).
+    pub fn core_last(&self) -> Option<u64> {
+        self.core_last
     }
 
     /// The symbol containing `addr`, as the kernel's lookup finds it: each
@@ -652,6 +679,24 @@ mod tests {
         assert!(x86.lists_data());
         let module_only = Kallsyms::parse("ffffffffc0000000 d modvar\t[m]\n").unwrap();
         assert!(!module_only.lists_data());
+    }
+
+    #[test]
+    fn core_last_and_prefix_ranges() {
+        let t = Kallsyms::parse(
+            "c0300000 T _stext\nc0400000 T vfs_read\nc0400100 t vfs_write\n\
+             c0380000 T vfat_x\nbf000000 t vfs_mod\t[m]\nc0500000 D _etext\n",
+        )
+        .unwrap();
+        // a module's symbol past the core (or before it) does not count
+        assert_eq!(t.core_last(), Some(0xc050_0000));
+        let names = |p: &str| t.with_prefix(p).map(|s| s.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names("vf"), ["vfat_x", "vfs_mod", "vfs_read", "vfs_write"]);
+        assert_eq!(names("vfs_"), ["vfs_mod", "vfs_read", "vfs_write"]);
+        assert_eq!(names("_"), ["_etext", "_stext"]);
+        assert!(names("x").is_empty());
+        assert_eq!(names("").len(), t.symbols().len());
+        assert_eq!(Kallsyms::parse("").unwrap().core_last(), None);
     }
 
     use super::*;
