@@ -9,10 +9,11 @@
 pub fn similar<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
     let limit = if wanted.len() <= 6 { 1 } else { 2 };
     let first = wanted.as_bytes().first().copied();
+    let mut rows = Vec::new();
     let mut found: Vec<(usize, &str)> = names
         .filter(|n| n.as_bytes().first().copied() == first)
         .filter(|n| n.len().abs_diff(wanted.len()) <= limit && *n != wanted)
-        .filter_map(|n| distance(wanted.as_bytes(), n.as_bytes(), limit).map(|d| (d, n)))
+        .filter_map(|n| distance(wanted.as_bytes(), n.as_bytes(), limit, &mut rows).map(|d| (d, n)))
         .collect();
     found.sort();
     found.dedup_by(|a, b| a.1 == b.1);
@@ -24,31 +25,47 @@ pub fn similar<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<St
 }
 
 /// The optimal-string-alignment distance of `a` and `b`, or `None` when it
-/// is above `limit`.
-fn distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
+/// is above `limit`. Only the band of cells within `limit` of the diagonal
+/// is computed (a cell further off is at least its distance from the
+/// diagonal), values are capped at `limit + 1`, and the three rows live in
+/// `rows`, reused from call to call: a guest checks misspelt names against
+/// thousands of kernel symbols each.
+fn distance(a: &[u8], b: &[u8], limit: usize, rows: &mut Vec<usize>) -> Option<usize> {
     let (n, m) = (a.len(), b.len());
-    let mut prev2 = vec![0usize; m + 1];
-    let mut prev: Vec<usize> = (0..=m).collect();
-    let mut cur = vec![0usize; m + 1];
+    if n.abs_diff(m) > limit {
+        return None;
+    }
+    let inf = limit + 1;
+    let w = m + 1;
+    rows.clear();
+    rows.resize(3 * w, inf);
+    // offsets of the rows i - 2, i - 1 and i
+    let (mut p2, mut p, mut c) = (0, w, 2 * w);
+    for j in 0..=m {
+        rows[p + j] = j.min(inf);
+    }
     for i in 1..=n {
-        cur[0] = i;
-        let mut row_min = cur[0];
-        for j in 1..=m {
+        rows[c..c + w].fill(inf);
+        rows[c] = i.min(inf);
+        let mut row_min = rows[c];
+        for j in i.saturating_sub(limit).max(1)..=(i + limit).min(m) {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            let mut v = (rows[p + j] + 1)
+                .min(rows[c + j - 1] + 1)
+                .min(rows[p + j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(prev2[j - 2] + 1);
+                v = v.min(rows[p2 + j - 2] + 1);
             }
-            cur[j] = v;
+            let v = v.min(inf);
+            rows[c + j] = v;
             row_min = row_min.min(v);
         }
         if row_min > limit {
             return None;
         }
-        std::mem::swap(&mut prev2, &mut prev);
-        std::mem::swap(&mut prev, &mut cur);
+        (p2, p, c) = (p, c, p2);
     }
-    (prev[m] <= limit).then_some(prev[m])
+    (rows[p + m] <= limit).then_some(rows[p + m])
 }
 
 /// `; did you mean A, B?` for an error's hint, or nothing.
@@ -63,6 +80,76 @@ pub fn did_you_mean(found: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The full optimal-string-alignment table, uncapped: the reference
+    /// the banded [`distance`] must agree with wherever it is within limit.
+    fn full_osa(a: &[u8], b: &[u8]) -> usize {
+        let (n, m) = (a.len(), b.len());
+        let mut d = vec![vec![0usize; m + 1]; n + 1];
+        for (i, row) in d.iter_mut().enumerate() {
+            row[0] = i;
+        }
+        d[0] = (0..=m).collect();
+        for i in 1..=n {
+            for j in 1..=m {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut v = (d[i - 1][j] + 1)
+                    .min(d[i][j - 1] + 1)
+                    .min(d[i - 1][j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    v = v.min(d[i - 2][j - 2] + 1);
+                }
+                d[i][j] = v;
+            }
+        }
+        d[n][m]
+    }
+
+    #[test]
+    fn banded_distance_agrees_with_the_full_table() {
+        // seeded edits of kernel-like names over a small alphabet (so
+        // transpositions and repeats happen), limits 0 to 3
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let alphabet = b"abc_de";
+        let mut rows = Vec::new();
+        let mut within = 0;
+        for _ in 0..20_000 {
+            let len = next(12) as usize;
+            let a: Vec<u8> = (0..len).map(|_| alphabet[next(6) as usize]).collect();
+            let mut b = a.clone();
+            for _ in 0..next(4) {
+                let at = next(b.len() as u64 + 1) as usize;
+                match next(4) {
+                    0 if at < b.len() => b[at] = alphabet[next(6) as usize],
+                    1 => b.insert(at, alphabet[next(6) as usize]),
+                    2 if at < b.len() => {
+                        b.remove(at);
+                    }
+                    _ if at + 1 < b.len() => b.swap(at, at + 1),
+                    _ => {}
+                }
+            }
+            let limit = next(4) as usize;
+            let want = full_osa(&a, &b);
+            let got = distance(&a, &b, limit, &mut rows);
+            assert_eq!(
+                got,
+                (want <= limit).then_some(want),
+                "{a:?} {b:?} limit {limit}"
+            );
+            within += usize::from(got.is_some());
+        }
+        assert!(
+            within > 5_000,
+            "the edits stay within the limits often enough: {within}"
+        );
+    }
 
     #[test]
     fn misspellings_find_the_name() {
