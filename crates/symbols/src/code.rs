@@ -519,6 +519,15 @@ fn check_riscv(checked: &mut Checked, bytes: &[u8], offset: u64, symbol: &str) -
     match riscv_boundary(bytes, offset) {
         Ok(()) => {
             checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+            // riscv_probe_decode_insn(): -EINVAL for what it rejects
+            let code = bytes.get(offset as usize..).unwrap_or_default();
+            if let Some(why) = ktrace_disasm::riscv::kprobe_refusal(code) {
+                reject(
+                    checked,
+                    TpErr::FAIL_REG_PROBE,
+                    format!("{symbol}+{offset:#x} is {why} (ktrace disasm {symbol} marks it)"),
+                );
+            }
             None
         }
         Err((before, after)) => {

@@ -8,11 +8,11 @@
 . "$KTEST_LIB"
 
 mkdir -p "$KTEST_OUT/disasm"
-# ktrace disasm knows the kprobe rules of x86_64 and arm64 only, and reads a
-# running kernel's code from /proc/kcore.
+# ktrace disasm knows the kprobe rules of x86_64, arm64 and riscv64 (not
+# 32-bit arm's), and reads a running kernel's code from /proc/kcore.
 why=
 case $KTEST_ARCH in
-    x86_64 | arm64) [ -r /proc/kcore ] || why="no /proc/kcore in this kernel (CONFIG_PROC_KCORE)" ;;
+    x86_64 | arm64 | riscv64) [ -r /proc/kcore ] || why="no /proc/kcore in this kernel (CONFIG_PROC_KCORE)" ;;
     *) why="ktrace disasm has no kprobe rules for $KTEST_ARCH (decoding only)" ;;
 esac
 if [ -n "$why" ]; then
@@ -94,11 +94,12 @@ check_function vfs_read
 
 ktest offset_check_exit_status
 # The second byte is never a boundary on x86 (do_sys_openat2 starts with a
-# 5-byte instruction) nor on arm64 (4-byte instructions).
+# 5-byte instruction), on arm64 (4-byte instructions) nor on riscv64 (2- or
+# 4-byte ones).
 out=$(ktrace disasm do_sys_openat2+1 2>&1 >/dev/null)
 st=$?
 expect_eq "exit status for +1" "$st" 1 &&
-    expect_match "says why and where to go" "$out" "is not an instruction boundary \\(nearest: \\+0x0 or \\+0x[458]\\); the kernel would answer \"$boundary_msg\"" &&
+    expect_match "says why and where to go" "$out" "is not an instruction boundary \\(nearest: \\+0x0 or \\+0x[2458]\\); the kernel would answer \"$boundary_msg\"" &&
     pass
 
 ktest mid_function_register
