@@ -446,6 +446,21 @@ fn parse_pred(s: &[u8], pos: usize, fields: &[FieldDecl]) -> Pred {
     let name = &s[..i];
     let Some(field) = fields.iter().find(|f| f.name.as_bytes() == name) else {
         if GENERIC_FIELDS.iter().any(|g| g.as_bytes() == name) {
+            // trace_find_event_field() finds the generic fields every
+            // kernel here has (`cpu`, `comm` and the upper-case ones), and
+            // the operator is checked the same way after them: an unknown
+            // one is decided (riscv64 6.12, seed 20261128: `comm=on_pid`
+            // is "Invalid operator" before an event probe's arguments are
+            // parsed); what follows a known one is left to the kernel
+            if !matches!(name, b"cpu" | b"CPU" | b"comm" | b"COMM") || s.get(i) == Some(&b'.') {
+                return Pred::Unknown;
+            }
+            while s.get(i).copied().is_some_and(is_space) {
+                i += 1;
+            }
+            if !OPS.iter().any(|op| s[i..].starts_with(op)) {
+                return Pred::Fail(TpErr::FILT_INVALID_OP, pos + i);
+            }
             return Pred::Unknown;
         }
         // (the field is looked up before any `.function` suffix is read)
@@ -608,6 +623,26 @@ mod tests {
             check("~ \"90", &f).map(|r| r.unwrap_err().0),
             Some(TpErr::FILT_MISSING_QUOTE)
         );
+    }
+
+    #[test]
+    fn an_unknown_operator_after_a_generic_field_is_decided() {
+        let f = parse_format(SCHED_SWITCH);
+        // riscv64 6.12 (seed 20261128, index 152744): the kernel's caret
+        // is one past the `=`, as for any field
+        assert_eq!(
+            check("comm=on_pid == \"x y\"", &f),
+            Some(Err((TpErr::FILT_INVALID_OP, 5)))
+        );
+        assert_eq!(
+            check("prev_pid == 1 && CPU  ? 2", &f),
+            Some(Err((TpErr::FILT_INVALID_OP, 23)))
+        );
+        // a known operator, a `.function` suffix or a newer generic name:
+        // left to the kernel as before
+        assert_eq!(check("comm == \"x\"", &f), None);
+        assert_eq!(check("cpu.x = 1", &f), None);
+        assert_eq!(check("common_comm = 1", &f), None);
     }
 
     #[test]
