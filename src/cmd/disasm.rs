@@ -214,6 +214,22 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
                 .to_string(),
         ));
     }
+    // riscv64 has no KPROBES_ON_FTRACE either (6.12 and 7.2 refuse
+    // `p do_sys_openat2+0`, the first of the two patchable nops): the
+    // sites are known by address from available_filter_functions_addrs
+    if isa == Isa::Riscv64
+        && let Some(ktrace_symbols::probeable::FtraceLocations::Addrs(sites)) = view.rules().ftrace
+    {
+        let end = sym.addr.saturating_add(bytes.len() as u64);
+        let from = sites.partition_point(|&a| a < sym.addr);
+        for &site in sites[from..].iter().take_while(|&&a| a < end) {
+            marks.extra.push((
+                site - sym.addr,
+                "the ftrace patch site (no KPROBES_ON_FTRACE on riscv64: check_ftrace_location)"
+                    .to_string(),
+            ));
+        }
+    }
     if arch.bits() == 64 && sym.module.is_none() {
         marks.reserved(&view, &core, isa, &sym, &bytes);
     }
