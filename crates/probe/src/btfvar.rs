@@ -61,6 +61,9 @@ pub struct BtfScope<'e> {
     pub(crate) end_offset: Option<usize>,
     /// `ctx->event`'s own fields, for an event probe (not the `common_` ones).
     event_fields: Option<Vec<String>>,
+    /// The BTF an event probe typecast resolved its members in (vmlinux's;
+    /// an event probe has no function prototype to take types from).
+    cast_types: Option<&'e dyn BtfTypes>,
 }
 
 impl<'e> BtfScope<'e> {
@@ -76,6 +79,7 @@ impl<'e> BtfScope<'e> {
             last: None,
             end_offset: None,
             event_fields: None,
+            cast_types: None,
         }
     }
 
@@ -166,8 +170,13 @@ impl<'e> BtfScope<'e> {
     fn types(&self) -> Option<&'e dyn BtfTypes> {
         match &self.proto {
             Some(Some((t, _))) => Some(*t),
-            _ => None,
+            _ => self.cast_types,
         }
+    }
+
+    /// An event probe typecast resolves its members in `types`.
+    pub(crate) fn set_cast_types(&mut self, types: &'e dyn BtfTypes) {
+        self.cast_types = Some(types);
     }
 }
 

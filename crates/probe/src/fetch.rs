@@ -538,8 +538,18 @@ fn event_typecast(
         return Err(ArgError::Logged(TpErr::BAD_ATTACH_ARG, at));
     }
     let end = field.len();
+    // the parse context's offset stays at the field after a cast, and every
+    // later error of the argument is logged there (riscv64 7.2, seed
+    // 20261128, index 189337: `(task_struct)new_snd_una:string`, "This type
+    // does not fit for string." at `new_snd_una`)
+    if !name.is_empty()
+        && let Some(scope) = btf.as_deref_mut()
+    {
+        scope.end_offset = Some(at);
+    }
     // `->MEMBER…`: parse_btf_field() from the cast struct, which gives the
-    // argument its type (x86_64 7.2: `(task_struct)prev_pid->pid` is s32)
+    // argument its type (x86_64 7.2: `(task_struct)prev_pid->pid` is s32);
+    // the offset is garbage after the last member, as for any BTF variable
     if let Some(members) = rest[end..].strip_prefix("->") {
         // `()FIELD->M`: no struct to look `M` up in (x86_64 7.2, conform
         // seed 778, index 5150: `()sq_thread->len`, "This field is not
@@ -552,6 +562,7 @@ fn event_typecast(
         };
         match scope.vmlinux_struct(name) {
             Some((types, id)) => {
+                scope.set_cast_types(types);
                 let mut out = crate::btfvar::Resolved {
                     var: crate::ast::BtfVar::Unknown,
                     derefs: Vec::new(),
@@ -894,6 +905,8 @@ fn parse_body(
     // from there.
     let btf_end = match (&fetch, btf.as_deref()) {
         (Fetch::Btf { .. }, Some(b)) => b.end_offset,
+        // an event probe typecast (event_typecast())
+        (Fetch::Field(f), Some(b)) if f.starts_with('(') => b.end_offset,
         _ => None,
     };
     let offset = match btf_end {
@@ -905,6 +918,16 @@ fn parse_body(
     // or a `char *` dereferenced once more for a string.
     let mut base = base;
     let mut btf_bits: Option<(u32, u32)> = None;
+    // a cast without members leaves the struct itself as the last type,
+    // which no string fits (riscv64 7.2, seed 20261128, index 189337)
+    if let (Some(scope), Fetch::Field(f)) = (btf.as_deref(), &fetch)
+        && scope.last.is_none()
+        && f.starts_with('(')
+        && !f.starts_with("()")
+        && type_name.is_some_and(|t| t.contains("string"))
+    {
+        return Err(ArgError::Logged(TpErr::BAD_TYPE4STR, offset));
+    }
     if let Some(scope) = btf
         && let Some(mut last) = scope.last
     {

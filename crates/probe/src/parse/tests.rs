@@ -958,6 +958,41 @@ fn event_probe_typecasts_as_7_2_reads_them() {
             }
         }
     }
+    // riscv64 7.2, seed 20261128: no string fits the cast struct itself,
+    // logged at the field after the cast (index 189337); nor an int member,
+    // logged, like any later error of a member chain, at a garbage offset
+    // (index 11578: 69 for a 68-byte command; index 36933, `:b31@12/32`:
+    // "Invalid bitfield" at 62723), which ktrace gives as no caret
+    for (arg, want, pos) in [
+        (
+            "a=(task_struct)prev_pid:string",
+            TpErr::BAD_TYPE4STR,
+            Some(body + 13),
+        ),
+        (
+            "a=(task_struct)prev_pid:ustring",
+            TpErr::BAD_TYPE4STR,
+            Some(body + 13),
+        ),
+        (
+            "a=(task_struct)prev_pid->pid:string",
+            TpErr::BAD_TYPE4STR,
+            None,
+        ),
+        (
+            "a=(task_struct)prev_pid->pid:b31@12/32",
+            TpErr::BAD_BITFIELD,
+            None,
+        ),
+    ] {
+        let e = check_line(&format!("{head}{arg}"), t, &Env)
+            .definition
+            .unwrap_err();
+        assert_eq!((e.kind, e.pos), (ErrorKind::Logged(want), pos), "{arg}");
+    }
+    // an empty cast casts nothing: a string field stays one
+    let c = check_line(&format!("{head}a=()prev_comm:string"), t, &Env);
+    assert!(c.accepted(), "{:?}", c.definition);
     // the member gives the type (the kernel's format: `field:s32 a;`)
     let c = check_line(&format!("{head}a=(task_struct)prev_pid->pid"), t, &Env);
     let d = format!("{:?}", c.definition);
