@@ -194,9 +194,12 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
         None => (None, spec),
     };
     // The kernel view reads kallsyms (the running kernel's, or --kallsyms).
+    // (the running kernel's tracefs, when mounted: its ftrace locations)
     let view = match &args.kallsyms {
         Some(p) => ktrace_symbols::KernelView::running(None).with_kallsyms_file(p),
-        None => ktrace_symbols::KernelView::running(None),
+        None => {
+            ktrace_symbols::KernelView::running(ktrace_tracefs::discover::find_mounted().as_deref())
+        }
     };
     let core = args
         .kcore
