@@ -109,8 +109,9 @@ fn record_with(p: &Prog, file: &Path, hits: u64, flags: &[&str]) -> String {
     err
 }
 
-/// trace-cmd reads a ktrace recording with the same event lines (time
-/// stamps, tasks, CPUs, arguments) as `ktrace report`, every event there.
+/// trace-cmd reads an `--uncompressed` ktrace recording (trace.dat version
+/// 6) with the same event lines (time stamps, tasks, CPUs, arguments) as
+/// `ktrace report`, every event there.
 #[test]
 fn tracecmd_reads_ktrace_recording_alike() {
     if tracefs().is_none() || !common::have_trace_cmd() {
@@ -119,8 +120,14 @@ fn tracecmd_reads_ktrace_recording_alike() {
     let _g = common::serial();
     let p = Prog::build("rec_tc");
     let file = p.dir.join("k.dat");
-    let err = record(&p, &file, 5000);
-    assert!(err.contains("wrote 5000 event(s)"), "record summary: {err}");
+    let err = record_with(&p, &file, 5000, &["--uncompressed"]);
+    assert!(
+        err.contains("wrote 5000 event(s)") && err.contains("(trace.dat version 6, uncompressed)"),
+        "record summary: {err}"
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.starts_with(b"\x17\x08Dtracing6\0"), "not version 6");
+    assert!(!p.dir.join("k.dat.partial.v7").exists());
     let (ours, summary) = report(&file, false);
     assert!(summary.contains("5000 event(s), 0 lost"), "{summary}");
     let ours = norm_all(&ours);
@@ -136,10 +143,10 @@ fn tracecmd_reads_ktrace_recording_alike() {
     assert_eq!(json.lines().filter(|l| l.starts_with('{')).count(), 5000);
 }
 
-/// `ktrace record --compress` writes trace.dat version 7 with zstd
-/// sections and CPU chunks (20,000 events: hundreds of compressed chunks),
-/// which trace-cmd reads with the same event lines as `ktrace report`,
-/// every event there; no temporary file is left.
+/// `ktrace record` writes trace.dat version 7 with zstd sections and CPU
+/// chunks by default (issue 24; 20,000 events: hundreds of compressed
+/// chunks), which trace-cmd reads with the same event lines as `ktrace
+/// report`, every event there; no temporary file is left.
 #[test]
 fn tracecmd_reads_compressed_ktrace_recording_alike() {
     if tracefs().is_none() || !common::have_trace_cmd() {
@@ -148,7 +155,7 @@ fn tracecmd_reads_compressed_ktrace_recording_alike() {
     let _g = common::serial();
     let p = Prog::build("rec_zstd");
     let file = p.dir.join("k.dat");
-    let err = record_with(&p, &file, 20000, &["--compress"]);
+    let err = record(&p, &file, 20000);
     assert!(
         err.contains("wrote 20000 event(s)") && err.contains("version 7, zstd"),
         "record summary: {err}"
@@ -226,10 +233,53 @@ fn tracecmd_reads_compressed_ktrace_recording_alike() {
     );
 }
 
+/// `--compress` (the flag that asked for version 7 before it was the
+/// default) still writes it; `--compress --uncompressed` is a usage error
+/// before anything starts (exit 2, no file, no probe).
+#[test]
+fn compress_is_the_default_and_uncompressed_excludes_it() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = common::serial();
+    let p = Prog::build("rec_flags");
+    let file = p.dir.join("k.dat");
+    let err = record_with(&p, &file, 30, &["--compress"]);
+    assert!(err.contains("(trace.dat version 7, zstd"), "{err}");
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.starts_with(b"\x17\x08Dtracing7\0"), "not version 7");
+    let (ours, _) = report(&file, false);
+    assert_eq!(norm_all(&ours).len(), 30);
+    let both = p.dir.join("both.dat");
+    let out = ktrace()
+        .args(["record", "--compress", "--uncompressed"])
+        .arg(format!("p:hit {} {ARGS}", p.place()))
+        .arg("-o")
+        .arg(&both)
+        .arg("--")
+        .arg(&p.bin)
+        .arg("3")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--uncompressed") && err.contains("--compress"),
+        "{err}"
+    );
+    assert!(!both.exists() && !p.dir.join("both.dat.partial").exists());
+    // the help names --uncompressed, not the alias
+    let help = ktrace().args(["record", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--uncompressed"), "{help}");
+    assert!(!help.contains("--compress "), "{help}");
+}
+
 /// KernelShark's own library (libkshark 2.x through libtracecmd, what the
-/// GUI loads a file with; tests/fixtures/kshark_read.c) reads a `record
-/// --compress` file: every event, the first one's task and fields as
-/// recorded. Skipped, loudly, without libkshark.
+/// GUI loads a file with; tests/fixtures/kshark_read.c) reads a recording
+/// of either format (the default version 7, zstd, and `--uncompressed`
+/// version 6): every event, the first one's task and fields as recorded.
+/// Skipped, loudly, without libkshark.
 #[test]
 fn kernelshark_reads_compressed_recording() {
     let lib = Path::new("/usr/lib/x86_64-linux-gnu/libkshark.so.2");
@@ -254,19 +304,25 @@ fn kernelshark_reads_compressed_recording() {
         .status()
         .unwrap();
     assert!(st.success(), "gcc {}", src.display());
-    let file = p.dir.join("k.dat");
-    record_with(&p, &file, 3000, &["--compress"]);
-    let out = Command::new(&reader).arg(&file).arg("1").output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
-    assert!(text.starts_with("entries 3000\n"), "{text}");
-    let first = text.lines().nth(1).unwrap_or("");
-    assert!(
-        first.starts_with("target ")
-            && first.contains("/hit ")
-            && first.ends_with("s=\"hello, ring0\""),
-        "{first}"
-    );
+    for (flags, magic) in [
+        (&[][..], &b"\x17\x08Dtracing7\0"[..]),
+        (&["--uncompressed"][..], &b"\x17\x08Dtracing6\0"[..]),
+    ] {
+        let file = p.dir.join("k.dat");
+        record_with(&p, &file, 3000, flags);
+        assert!(std::fs::read(&file).unwrap().starts_with(magic), "{flags:?}");
+        let out = Command::new(&reader).arg(&file).arg("1").output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{flags:?}: {out:?}");
+        assert!(text.starts_with("entries 3000\n"), "{flags:?}: {text}");
+        let first = text.lines().nth(1).unwrap_or("");
+        assert!(
+            first.starts_with("target ")
+                && first.contains("/hit ")
+                && first.ends_with("s=\"hello, ring0\""),
+            "{flags:?}: {first}"
+        );
+    }
 }
 
 /// `ktrace report` of a recording prints what live `ktrace trace` prints
@@ -404,26 +460,27 @@ fn ktrace_reads_tracecmd_recording_alike() {
 /// report` reads up to the last page written (trace-cmd refuses it rather
 /// than misread it), no larger than about its data (regression: 1.1 TB of
 /// apparent size, each CPU's region 1 TiB further into the file), and
-/// `k.dat` as it was; the next ktrace run reaps the session.
+/// `k.dat` as it was; the next ktrace run reaps the session. With
+/// `--uncompressed` (version 6 at the end).
 #[test]
 fn sigkill_leaves_a_readable_recording() {
-    sigkill_case(&[]);
+    sigkill_case(&["--uncompressed"]);
 }
 
-/// The same with `--compress`: the recording is the same uncompressed
-/// FILE.partial until the end, so a kill loses nothing more.
+/// The same by default (version 7 at the end): the recording is the same
+/// uncompressed FILE.partial until the end, so a kill loses nothing more.
 #[test]
 fn sigkill_leaves_a_readable_recording_compressed() {
-    sigkill_case(&["--compress"]);
+    sigkill_case(&[]);
 }
 
 fn sigkill_case(flags: &[&str]) {
     let Some(_root) = tracefs() else { return };
     let _g = common::serial();
     let p = Prog::build(if flags.is_empty() {
-        "rec_kill"
-    } else {
         "rec_killz"
+    } else {
+        "rec_kill"
     });
     let file = p.dir.join("k.dat");
     let partial = p.dir.join("k.dat.partial");
@@ -526,50 +583,53 @@ fn bad_files_are_refused_clearly() {
     }
     let _g = common::serial();
     let p = Prog::build("rec_bad");
-    let good = p.dir.join("k.dat");
-    record(&p, &good, 50);
-    let bytes = std::fs::read(&good).unwrap();
-    let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("empty", Vec::new()),
-        ("foreign", b"#!/bin/sh\necho not a trace\n".repeat(100)),
-        ("magic only", bytes[..10].to_vec()),
-        ("cut in the header", bytes[..200].to_vec()),
-        ("bad version", {
-            let mut b = bytes.clone();
-            b[10] = b'9';
-            b
-        }),
-        ("flipped bytes", {
-            let mut b = bytes.clone();
-            for i in (12..b.len().min(4000)).step_by(7) {
-                b[i] ^= 0x5a;
-            }
-            b
-        }),
-    ];
-    for (what, data) in cases {
-        let f = p.dir.join("bad.dat");
-        std::fs::write(&f, &data).unwrap();
-        let out = ktrace().arg("report").arg(&f).output().unwrap();
+    // both formats: the default version 7 (zstd) and --uncompressed (6)
+    for flags in [&[][..], &["--uncompressed"][..]] {
+        let good = p.dir.join("k.dat");
+        record_with(&p, &good, 50, flags);
+        let bytes = std::fs::read(&good).unwrap();
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("empty", Vec::new()),
+            ("foreign", b"#!/bin/sh\necho not a trace\n".repeat(100)),
+            ("magic only", bytes[..10].to_vec()),
+            ("cut in the header", bytes[..200].to_vec()),
+            ("bad version", {
+                let mut b = bytes.clone();
+                b[10] = b'9';
+                b
+            }),
+            ("flipped bytes", {
+                let mut b = bytes.clone();
+                for i in (12..b.len().min(4000)).step_by(7) {
+                    b[i] ^= 0x5a;
+                }
+                b
+            }),
+        ];
+        for (what, data) in cases {
+            let f = p.dir.join("bad.dat");
+            std::fs::write(&f, &data).unwrap();
+            let out = ktrace().arg("report").arg(&f).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{flags:?} {what}: {err}");
+            assert!(!err.contains("panicked"), "{flags:?} {what}: {err}");
+            assert!(
+                err.contains("bad.dat") || err.contains("trace.dat"),
+                "{flags:?} {what}: {err}"
+            );
+        }
+        // cut inside the pages: the whole pages before the cut print, then a
+        // warning; not an error
+        let cut = p.dir.join("cut.dat");
+        std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+        let out = ktrace().arg("report").arg(&cut).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
-        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
         assert!(
-            err.contains("bad.dat") || err.contains("trace.dat"),
-            "{what}: {err}"
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "{err}"
         );
     }
-    // cut inside the pages: the whole pages before the cut print, then a
-    // warning; not an error
-    let cut = p.dir.join("cut.dat");
-    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
-    let out = ktrace().arg("report").arg(&cut).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        out.status.code() == Some(0) || out.status.code() == Some(1),
-        "{err}"
-    );
 }
 
 /// `ktrace export --perfetto` of a recording of an entry and a return

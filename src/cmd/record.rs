@@ -1,5 +1,5 @@
 //! `ktrace record`: trace like `ktrace trace`, but write the raw per-CPU
-//! sub-buffers to a trace-cmd `trace.dat` file (version 6) instead of
+//! sub-buffers to a trace-cmd `trace.dat` file (version 7, zstd) instead of
 //! printing, for `ktrace report`, `trace-cmd report` or KernelShark later.
 //!
 //! The live run (probes, instance, filter, trigger, pid lists, the command,
@@ -18,12 +18,15 @@
 //! `-n` is refused: without decoding, the recorder cannot stop after
 //! exactly N events.
 //!
-//! `--compress` writes trace.dat version 7 with zstd sections and CPU data
-//! instead (trace-cmd 3.x's default format): the recording goes to
-//! FILE.partial exactly as without it (so a kill leaves the same readable
-//! file), and at the end Writer::finish_v7 compresses it into
-//! FILE.partial.v7, which is renamed to FILE before FILE.partial is
-//! removed.
+//! By default the file is trace.dat version 7 with zstd sections and CPU
+//! data (trace-cmd 3.x's default format): the recording goes to
+//! FILE.partial as version 6 (so a kill leaves a readable file, and
+//! `ktrace report FILE.partial` reads it while recording), and at the end
+//! Writer::finish_v7 compresses it into FILE.partial.v7, which is renamed
+//! to FILE before FILE.partial is removed. `--uncompressed` finishes
+//! FILE.partial as version 6 in place and renames it (for trace-cmd 2.x);
+//! `--compress`, the flag that asked for version 7 before it was the
+//! default, is still accepted.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -66,15 +69,21 @@ pub struct Args {
     /// writes it.
     #[arg(short = 'o', long, value_name = "FILE", required = true)]
     pub output: PathBuf,
-    /// Write trace.dat version 7 with zstd-compressed sections and CPU
-    /// data (chunks of ten pages, as trace-cmd 3.x writes by default; read
-    /// by trace-cmd 3.x and `ktrace report`, not by trace-cmd 2.x) instead
-    /// of the default uncompressed version 6. The pages are still recorded
-    /// uncompressed into FILE.partial (readable after a kill, as without
-    /// the flag) and compressed into FILE at the end, through
-    /// FILE.partial.v7: until then the disk holds the uncompressed
-    /// recording.
-    #[arg(long)]
+    /// Write uncompressed trace.dat version 6 instead of the default
+    /// version 7 with zstd sections.
+    ///
+    /// Version 6 is read by every trace-cmd, 2.x included, and
+    /// KernelShark; version 7 (zstd-compressed sections and CPU data in
+    /// chunks of ten pages, as trace-cmd 3.x writes by default) by
+    /// trace-cmd 3.x, KernelShark 2.x and `ktrace report`. Either way the pages are recorded
+    /// uncompressed into FILE.partial (version 6, readable while recording
+    /// and after a kill); the default compresses it into FILE at the end,
+    /// through FILE.partial.v7.
+    #[arg(long, conflicts_with = "compress")]
+    pub uncompressed: bool,
+    /// The default (trace.dat version 7, zstd), accepted for scripts
+    /// written when it was not.
+    #[arg(long, hide = true)]
     pub compress: bool,
 }
 
@@ -147,10 +156,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             anyhow::bail!("cannot write {name}: {}", tracedat_error(&e));
         }
     };
-    let v7 = if args.compress {
-        out.finished_path()
-    } else {
+    let v7 = if args.uncompressed {
         None
+    } else {
+        out.finished_path()
     };
     let mut sink = RecordSink {
         writer: Some(writer),
@@ -187,7 +196,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some((raw, file)) => {
                 format!(" (trace.dat version 7, zstd: {file} bytes for {raw} bytes of pages)")
             }
-            None => String::new(),
+            None => " (trace.dat version 6, uncompressed)".to_string(),
         };
         match committed {
             Ok(()) => crate::eline!(
@@ -347,9 +356,10 @@ fn header(root: &Path, run: &live::Run, trigger: Option<&str>) -> anyhow::Result
 /// The record sink: pages to the file as they come.
 struct RecordSink {
     writer: Option<Writer<File>>,
-    /// `--compress`: where the version 7 file is written at the end.
+    /// Where the version 7 file is written at the end (`None`:
+    /// `--uncompressed`, FILE.partial finished as version 6).
     v7: Option<PathBuf>,
-    /// `--compress`, once written: bytes of pages, bytes of the file.
+    /// Version 7, once written: bytes of pages, bytes of the file.
     sizes: Option<(u64, u64)>,
     page_size: usize,
     layout: ktrace_ring::PageLayout,
