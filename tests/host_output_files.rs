@@ -316,14 +316,26 @@ fn two_recorders_of_one_file_lost_a_recording() {
 /// (its region began 1 TiB into the file), and 42% of the events were
 /// lost. A real ext2 image, made with mkfs.ext2 -b 1024, mounted through
 /// a loop device in a private mount namespace; the traced program runs on
-/// both CPUs.
+/// both CPUs. The default version 7 finish (a new file written from the
+/// partial one) and `--uncompressed` (the partial file compacted in place
+/// into version 6).
 #[test]
 fn record_on_ext2_with_1k_blocks_failed() {
+    ext2_case("", "of_ext2");
+}
+
+/// [`record_on_ext2_with_1k_blocks_failed`] with `--uncompressed`.
+#[test]
+fn record_on_ext2_with_1k_blocks_uncompressed() {
+    ext2_case("--uncompressed", "of_ext2_v6");
+}
+
+fn ext2_case(flags: &str, name: &str) {
     if tracefs().is_none() {
         return;
     }
     let _g = serial();
-    let p = Prog::build("of_ext2");
+    let p = Prog::build(name);
     let mkfs = Command::new("mkfs.ext2").arg("-V").output();
     if mkfs.is_err() || !Path::new("/dev/loop-control").exists() {
         eprintln!("\n!!!!!! SKIP: no mkfs.ext2 or no loop devices !!!!!!\n");
@@ -353,7 +365,7 @@ fn record_on_ext2_with_1k_blocks_failed() {
     let script = format!(
         "mount -o loop {img} {mnt} || exit 90
         trap 'umount {mnt}' EXIT
-        {ktrace} record 'p:hit {place} {ARGS}' -o {mnt}/k.dat -- sh -c '{work} wait' 2> {dir}/rec.err
+        {ktrace} record {flags} 'p:hit {place} {ARGS}' -o {mnt}/k.dat -- sh -c '{work} wait' 2> {dir}/rec.err
         echo record=$?
         stat -c 'size=%s blocks=%b' {mnt}/k.dat
         {ktrace} report {mnt}/k.dat 2> /dev/null | grep -c ' hit: ' || true
@@ -366,6 +378,11 @@ fn record_on_ext2_with_1k_blocks_failed() {
         dir = p.dir.display(),
         total = 20000 * cpus,
     );
+    let version = if flags.is_empty() {
+        "version 7"
+    } else {
+        "version 6"
+    };
     let out = Command::new("unshare")
         .args(["-m", "--propagation", "private", "sh", "-c", &script])
         .output()
@@ -382,6 +399,7 @@ fn record_on_ext2_with_1k_blocks_failed() {
     assert_eq!(lines[n - 2], total, "ktrace report: {t}\n{err}");
     assert_eq!(lines[n - 1], total, "trace-cmd report: {t}\n{err}");
     assert!(err.contains(&format!("{total} event(s), 0 lost")), "{err}");
+    assert!(err.contains(&format!("(trace.dat {version}")), "{err}");
 }
 
 /// Regression (row 12): `ktrace record ... -o FIFO`, `-o /dev/stdout` (a
