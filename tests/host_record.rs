@@ -310,7 +310,10 @@ fn kernelshark_reads_compressed_recording() {
     ] {
         let file = p.dir.join("k.dat");
         record_with(&p, &file, 3000, flags);
-        assert!(std::fs::read(&file).unwrap().starts_with(magic), "{flags:?}");
+        assert!(
+            std::fs::read(&file).unwrap().starts_with(magic),
+            "{flags:?}"
+        );
         let out = Command::new(&reader).arg(&file).arg("1").output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{flags:?}: {out:?}");
