@@ -4,6 +4,8 @@
 # in a reference instance enabled on the recording session's events (the
 # lines compared byte for byte except the timestamp and the need-resched
 # flag, which each instance stamps on its own copy, as in 70-trace-output).
+# Both formats: the first recording is the default (trace.dat version 7,
+# zstd), the one with stacks --uncompressed (version 6).
 # The recording and both reports are shipped in $KTEST_OUT
 # (record-<arch>.dat, report-<arch>.txt) so the host can compare them with
 # `trace-cmd report`.
@@ -56,7 +58,7 @@ cp /tmp/rec.dat "$KTEST_OUT/record-$KTEST_ARCH.dat"
 cp /tmp/ours.raw "$KTEST_OUT/report-$KTEST_ARCH.txt"
 n=$(grep -c ' op: ' /tmp/kernel)
 expect_ge "kernel lines" "$n" 3 &&
-    expect_match "recorded" "$(cat /tmp/kt.err)" '^ktrace: wrote [0-9]+ event\(s\) in [0-9]+ page\(s\)' &&
+    expect_match "recorded" "$(cat /tmp/kt.err)" '^ktrace: wrote [0-9]+ event\(s\) in [0-9]+ page\(s\) to /tmp/rec.dat \(trace.dat version 7, zstd: ' &&
     expect_match "symbolized entry" "$(cat /tmp/ours)" " op: $(at_entry do_sys_openat2) dfd=-100 path=\"/ktest/env\"" &&
     expect_match "return arrow" "$(cat /tmp/ours)" ' opr: \([a-z_0-9.]+\+0x[0-9a-f]+/0x[0-9a-f]+ <- do_sys_openat2\) ret=' &&
     expect_eq "report == kernel" "$(same)" same &&
@@ -64,10 +66,11 @@ expect_ge "kernel lines" "$n" 3 &&
 [ "$(same)" = same ] || { echo "--- ours"; cat /tmp/ours; echo "--- kernel"; cat /tmp/kernel; cat /tmp/rep.err; }
 
 ktest report_stack_equals_kernel_trace
-rec_ref "$OPEN" --stack
+rec_ref "$OPEN" --stack --uncompressed
 cp /tmp/rec.dat "$KTEST_OUT/record-stack-$KTEST_ARCH.dat"
 cp /tmp/ours.raw "$KTEST_OUT/report-stack-$KTEST_ARCH.txt"
-expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
+expect_match "recorded" "$(cat /tmp/kt.err)" '^ktrace: wrote [0-9]+ event\(s\) in [0-9]+ page\(s\) to /tmp/rec.dat \(trace.dat version 6, uncompressed\)' &&
+    expect_match "stack header" "$(cat /tmp/ours)" ': <stack trace>$' &&
     expect_match "stack frame" "$(cat /tmp/ours)" '^ => [a-z_]' &&
     expect_eq "report == kernel" "$(same)" same &&
     pass "$(grep -c 'stack trace' /tmp/ours) stacks identical"
