@@ -444,7 +444,7 @@ impl OutFile {
 
 impl OutFile {
     /// Where a writer that converts the partial file at the end (`ktrace
-    /// record --compress`) writes the finished file: `NAME.partial.v7`
+    /// record`, by default: version 7) writes the finished file: `NAME.partial.v7`
     /// beside the partial file, handed to [`OutFile::commit_from`].
     pub fn finished_path(&self) -> Option<PathBuf> {
         let p = self.partial.as_ref()?;

@@ -28,7 +28,7 @@
 //! `--compress`, the flag that asked for version 7 before it was the
 //! default, is still accepted.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -168,7 +168,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         page_size,
         layout: run.stream.layout(),
         stack_ids: HashSet::new(),
-        names: Vec::new(),
+        names: BTreeMap::new(),
         per_id: Vec::new(),
         events: 0,
         pages: 0,
@@ -365,8 +365,10 @@ struct RecordSink {
     layout: ktrace_ring::PageLayout,
     /// Type ids of stack records (not counted as events).
     stack_ids: HashSet<u16>,
-    /// (system, name) by type id, for the per-probe counts.
-    names: Vec<Option<(String, String)>>,
+    /// (system, name) by type id, for the per-probe counts (a map: type
+    /// ids run into the thousands, and a vector indexed by them held
+    /// 110 KB of empty slots for one probe).
+    names: BTreeMap<u16, (String, String)>,
     /// Events per type id.
     per_id: Vec<u64>,
     events: u64,
@@ -386,7 +388,7 @@ impl RecordSink {
             .enumerate()
             .filter(|(_, n)| **n > 0)
             .filter_map(|(id, n)| {
-                let (s, e) = self.names.get(id)?.as_ref()?;
+                let (s, e) = self.names.get(&u16::try_from(id).ok()?)?;
                 Some((s.clone(), e.clone(), *n))
             })
             .collect()
@@ -401,11 +403,8 @@ impl Sink for RecordSink {
             .map(|i| i.id)
             .collect();
         for i in table.iter() {
-            let id = usize::from(i.id);
-            if self.names.len() <= id {
-                self.names.resize(id + 1, None);
-            }
-            self.names[id] = Some((i.system().to_string(), i.name().to_string()));
+            self.names
+                .insert(i.id, (i.system().to_string(), i.name().to_string()));
         }
         Ok(())
     }
