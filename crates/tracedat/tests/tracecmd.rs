@@ -321,7 +321,7 @@ fn version_7_written_here_reports_identically() {
 }
 
 /// A recording made with [`Writer`] and finished as version 7 with zstd
-/// (`Writer::finish_v7`, what `ktrace record --compress` does): trace-cmd
+/// (`Writer::finish_v7`, what `ktrace record` does by default): trace-cmd
 /// reports it exactly as it reports its own file.
 #[test]
 fn recording_finished_as_zstd_v7_reports_identically() {
