@@ -619,6 +619,17 @@ mod tests {
 mod entry_tests {
     use super::*;
 
+    /// The environment of a kernel view made of files only.
+    fn file_env(view: &KernelView) -> LiveEnv<'_> {
+        LiveEnv {
+            symbols: None,
+            tracefs: Path::new("/nonexistent"),
+            btf: None,
+            view: Some(view),
+            frozen: None,
+        }
+    }
+
     /// 32-bit arm 6.12's kallsyms has `_stext` but no `_end`: an offset
     /// into a function is still decided (it was left to registration).
     #[test]
@@ -633,13 +644,7 @@ mod entry_tests {
         )
         .unwrap();
         let view = KernelView::running(None).with_kallsyms_file(&k);
-        let env = LiveEnv {
-            symbols: None,
-            tracefs: Path::new("/nonexistent"),
-            btf: None,
-            view: Some(&view),
-            frozen: None,
-        };
+        let env = file_env(&view);
         assert_eq!(
             env.kprobe_entry("io_sq_thread_finish", 49),
             Some(Some(false))
@@ -677,13 +682,7 @@ mod entry_tests {
         let view = KernelView::running(None)
             .with_kallsyms_file(&k)
             .with_filter_functions_file(&f);
-        let env = LiveEnv {
-            symbols: None,
-            tracefs: Path::new("/nonexistent"),
-            btf: None,
-            view: Some(&view),
-            frozen: None,
-        };
+        let env = file_env(&view);
         assert_eq!(
             env.ftrace_matches("thermal_genl_event_threshold_up"),
             Some(false)
