@@ -64,12 +64,13 @@ impl Packer {
         out
     }
 
-    /// `data` compressed into `out` (cleared first); `data` is handed back
-    /// (its buffer is reused).
+    /// A chunk of CPU data, `data`, compressed into `out` (cleared first;
+    /// zstd: the fast strategy); `data` is handed back (its buffer is
+    /// reused).
     fn compress(&mut self, data: Vec<u8>, out: &mut Vec<u8>) -> Vec<u8> {
         out.clear();
         match self.comp {
-            Compress7::Zstd(_) => self.zstd.compress(&data, out),
+            Compress7::Zstd(_) => self.zstd.compress_fast(&data, out),
             Compress7::Zlib(_) => *out = miniz_oxide::deflate::compress_to_vec_zlib(&data, 6),
             Compress7::None => out.extend_from_slice(&data),
         }
