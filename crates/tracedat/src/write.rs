@@ -813,18 +813,30 @@ impl<F: Storage> Writer<F> {
             .enumerate()
             .map(|(c, &n)| (c as u32, n))
             .collect();
-        // the text comes back for the kallsyms section (held while the
-        // file is written, not while recording)
-        self.header.kallsyms = self.kallsyms_text()?;
+        // the kallsyms text is read back a block at a time into its
+        // section, never held whole
+        let (ks_at, ks_len) = (self.ks_at, self.ks_len);
         let f = &mut self.f;
         let out = crate::write7::write_v7_from(
             out,
             &self.header,
+            ks_len,
             &cmdlines,
             cpu_stats,
             &cpus,
             compress,
-            &mut |i, at, buf| {
+            &mut |src, at, buf| {
+                let i = match src {
+                    crate::write7::Source::Cpu(i) => i,
+                    crate::write7::Source::Kallsyms => {
+                        if at + buf.len() as u64 > ks_len {
+                            return Err(Error::Usage("kallsyms read past its end".into()));
+                        }
+                        f.seek(SeekFrom::Start(ks_at + at))
+                            .map_err(Error::io("read kallsyms back"))?;
+                        return f.read_exact(buf).map_err(Error::io("read kallsyms back"));
+                    }
+                };
                 let ext = &extents[i];
                 let mut k = ext.partition_point(|e| e.0 + e.2 <= at);
                 let mut filled = 0usize;
@@ -1297,6 +1309,46 @@ mod tests {
                 assert!(rm.unfinished.is_some());
                 let rgot: Vec<Vec<u8>> = rgot.into_iter().map(|p| p.concat()).collect();
                 assert_eq!(rgot, want, "seed {seed}");
+            }
+        }
+    }
+
+    /// A kallsyms text of several zstd blocks and more than a window
+    /// (read back from the recording a block at a time into its section)
+    /// comes out of `finish_v7` whole, compressed or not.
+    #[test]
+    fn finish_v7_streams_a_large_kallsyms() {
+        let mut h = header(Endian::Little);
+        let mut rng = Rng(77);
+        let mut ks = Vec::new();
+        while ks.len() < 700_000 {
+            let addr = 0xffff_ffff_8100_0000u64 + rng.next(1 << 24);
+            let t = [b'T', b't', b'D', b'b'][rng.next(4) as usize] as char;
+            let name: String = (0..4 + rng.next(20))
+                .map(|_| (b'a' + rng.next(26) as u8) as char)
+                .collect();
+            ks.extend_from_slice(format!("{addr:016x} {t} {name}\n").as_bytes());
+        }
+        h.kallsyms = ks;
+        for comp in [
+            crate::Compress7::Zstd(crate::ZSTD_VERSION),
+            crate::Compress7::None,
+        ] {
+            let mut w = Writer::create(Cursor::new(Vec::new()), &h, 2, small()).unwrap();
+            w.append_pages(1, &[page(7), page(8)].concat()).unwrap();
+            w.append_pages(0, &page(1)).unwrap();
+            let (_, out) = w
+                .finish_v7(Cursor::new(Vec::new()), None, &[], comp)
+                .unwrap();
+            let bytes = out.into_inner();
+            let (m, _) = read_back(bytes.clone());
+            assert!(m.kallsyms == h.kallsyms, "{comp:?}: kallsyms differs");
+            if comp != crate::Compress7::None {
+                assert!(
+                    bytes.len() < h.kallsyms.len() / 2,
+                    "{comp:?}: {}",
+                    bytes.len()
+                );
             }
         }
     }

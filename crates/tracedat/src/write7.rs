@@ -3,12 +3,15 @@
 //! printk formats, saved cmdlines), an options section, the buffer
 //! flyrecord section with each CPU's pages page-aligned, a second options
 //! section with the BUFFER option, and the strings section, in the order
-//! trace-cmd 3.1 writes them. Uncompressed, or zstd (metadata sections
-//! compressed whole, CPU data in chunks) through [`crate::zstd`], or zlib through
-//! miniz_oxide. Recording goes
+//! trace-cmd 3.1 writes them. Uncompressed, or zstd (each metadata section
+//! one frame, the kallsyms text read and compressed a block at a time;
+//! CPU data in chunks, with the compressor's fast strategy) through
+//! [`crate::zstd`], or zlib through miniz_oxide (sections gathered
+//! whole). Recording goes
 //! through the version 6 [`crate::Writer`] (its layout survives a kill);
 //! [`crate::Writer::finish_v7`] converts a recording to version 7 through
-//! the same code, reading each CPU's pages back a chunk at a time.
+//! the same code, reading the kallsyms text back a block at a time and
+//! each CPU's pages a chunk at a time.
 
 use crate::write::{Header, encode_metadata_v7};
 use crate::{Endian, Error, MAGIC, option};
@@ -49,19 +52,6 @@ impl Packer {
             comp,
             zstd: crate::zstd::Compressor::new(),
         }
-    }
-
-    /// `parts` one after the other, compressed as one block (zstd: read
-    /// in place, not gathered into one buffer first).
-    fn compress_parts(&mut self, parts: &[&[u8]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        match self.comp {
-            Compress7::Zstd(_) => self.zstd.compress_parts(parts, &mut out),
-            _ => {
-                self.compress(parts.concat(), &mut out);
-            }
-        }
-        out
     }
 
     /// A chunk of CPU data, `data`, compressed into `out` (cleared first;
@@ -147,30 +137,103 @@ impl<W: Write + Seek> Out<W> {
         pack: Option<&mut Packer>,
     ) -> Result<u64, Error> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut fill = |at: u64, buf: &mut [u8]| {
+            // the parts' bytes from `at` on
+            let mut at = at as usize;
+            let mut filled = 0;
+            for p in parts {
+                if at >= p.len() {
+                    at -= p.len();
+                    continue;
+                }
+                let n = (p.len() - at).min(buf.len() - filled);
+                buf[filled..filled + n].copy_from_slice(&p[at..at + n]);
+                filled += n;
+                at = 0;
+                if filled == buf.len() {
+                    break;
+                }
+            }
+            Ok(())
+        };
+        self.section_from(id, desc, len as u64, &mut fill, pack)
+    }
+
+    /// A section whose body is `len` bytes read a piece at a time through
+    /// `fill(at, buf)` (the body's bytes from `at` on, in order), written
+    /// as they come (zstd: one frame, compressed a block at a time; zlib
+    /// gathers the body first); returns its offset.
+    fn section_from(
+        &mut self,
+        id: u16,
+        desc: &str,
+        len: u64,
+        fill: &mut ReadAt<'_>,
+        pack: Option<&mut Packer>,
+    ) -> Result<u64, Error> {
         let at = self.pos;
         let sid = self.string_id(desc);
         let mut h = Vec::with_capacity(16);
         h.extend_from_slice(&self.n16(id));
         h.extend_from_slice(&self.n16(u16::from(pack.is_some())));
         h.extend_from_slice(&self.n32(sid));
-        if let Some(pack) = pack {
-            let c = pack.compress_parts(parts);
-            h.extend_from_slice(&self.n64(8 + c.len() as u64));
+        let Some(pack) = pack else {
+            h.extend_from_slice(&self.n64(len));
             self.raw(&h)?;
-            let (cl, ul) = (self.n32(len32(c.len())?), self.n32(len32(len)?));
-            self.raw(&cl)?;
-            self.raw(&ul)?;
-            self.raw(&c)?;
-        } else {
-            h.extend_from_slice(&self.n64(len as u64));
-            self.raw(&h)?;
-            for p in parts {
-                self.raw(p)?;
+            let mut buf = vec![0u8; (len as usize).min(COPY)];
+            let mut done = 0u64;
+            while done < len {
+                let n = (len - done).min(COPY as u64) as usize;
+                fill(done, &mut buf[..n])?;
+                self.raw(&buf[..n])?;
+                done += n as u64;
+            }
+            return Ok(at);
+        };
+        // sizes patched once the body is written
+        h.extend_from_slice(&[0; 8]);
+        self.raw(&h)?;
+        let size_at = self.pos - 8;
+        let ul = self.n32(len32(usize::try_from(len).unwrap_or(usize::MAX))?);
+        self.raw(&[0; 4])?;
+        self.raw(&ul)?;
+        let body_at = self.pos;
+        match pack.comp {
+            Compress7::Zstd(_) => {
+                let n = usize::try_from(len)
+                    .map_err(|_| Error::Usage(format!("{len} bytes do not fit in memory")))?;
+                let mut done = 0u64;
+                pack.zstd.compress_stream(
+                    n,
+                    |buf| {
+                        fill(done, buf)?;
+                        done += buf.len() as u64;
+                        Ok(())
+                    },
+                    |b| self.raw(b),
+                )?;
+            }
+            _ => {
+                let mut v = vec![0u8; len as usize];
+                fill(0, &mut v)?;
+                let mut c = Vec::new();
+                pack.compress(v, &mut c);
+                self.raw(&c)?;
             }
         }
+        let clen = self.pos - body_at;
+        self.patch_u64(size_at, 8 + clen)?;
+        let cl = self.n32(len32(usize::try_from(clen).unwrap_or(usize::MAX))?);
+        self.patch(size_at + 8, &cl)?;
         Ok(at)
     }
 }
+
+/// Bytes copied at a time into an uncompressed section.
+const COPY: usize = 64 << 10;
+
+/// Fills a buffer with a body's bytes from byte `at` on.
+type ReadAt<'a> = dyn FnMut(u64, &mut [u8]) -> Result<(), Error> + 'a;
 
 /// Each CPU's data, page-aligned, read a chunk at a time: compressed in
 /// chunks of [`CHUNK_PAGES`] pages (a count, then each chunk's compressed
@@ -182,7 +245,7 @@ fn write_cpu_data<W: Write + Seek>(
     cpus: &[(u32, u64)],
     pack: &mut Packer,
     zstd: bool,
-    read: &mut ReadCpu<'_>,
+    read: &mut Read7<'_>,
 ) -> Result<Vec<(u32, u64, u64)>, Error> {
     let mut table = Vec::with_capacity(cpus.len());
     // a chunk of CPU data as trace-cmd cuts them (PAGES_IN_CHUNK pages),
@@ -202,7 +265,7 @@ fn write_cpu_data<W: Write + Seek>(
         while done < size {
             let n = (size - done).min(chunk as u64) as usize;
             buf.resize(n, 0);
-            read(i, done, &mut buf)?;
+            read(Source::Cpu(i), done, &mut buf)?;
             if zstd {
                 buf = pack.compress(std::mem::take(&mut buf), &mut z);
                 let (cl, ul) = (o.n32(len32(z.len())?), o.n32(len32(n)?));
@@ -315,34 +378,52 @@ pub fn write_v7<W: Write + Seek>(
     write_v7_from(
         w,
         header,
+        header.kallsyms.len() as u64,
         cmdlines,
         cpu_stats,
         &sizes,
         compress,
-        &mut |i, at, buf| {
+        &mut |src, at, buf| {
             let at = at as usize;
-            buf.copy_from_slice(&cpus[i].1[at..at + buf.len()]);
+            let data = match src {
+                Source::Kallsyms => &header.kallsyms,
+                Source::Cpu(i) => cpus[i].1,
+            };
+            buf.copy_from_slice(&data[at..at + buf.len()]);
             Ok(())
         },
     )
 }
 
-/// Fills a buffer with CPU `i`'s data from byte `at` on.
-pub(crate) type ReadCpu<'a> = dyn FnMut(usize, u64, &mut [u8]) -> Result<(), Error> + 'a;
+/// What [`write_v7_from`] reads through its `read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// The kallsyms text.
+    Kallsyms,
+    /// CPU `cpus[i]`'s data.
+    Cpu(usize),
+}
 
-/// [`write_v7`] with each CPU's data read through `read(i, at, buf)`: fill
-/// `buf` with the bytes of `cpus[i]`'s data from byte `at` on. `cpus` holds
-/// each CPU's number and data size; every CPU's data is read once, in
-/// order, a chunk of pages at a time (what is held in memory is a chunk,
-/// not the data).
+/// Fills a buffer with a source's bytes from byte `at` on.
+pub(crate) type Read7<'a> = dyn FnMut(Source, u64, &mut [u8]) -> Result<(), Error> + 'a;
+
+/// [`write_v7`] with the kallsyms text (`ks_len` bytes; `header.kallsyms`
+/// is not read) and each CPU's data read through `read(source, at, buf)`:
+/// fill `buf` with the source's bytes from byte `at` on. `cpus` holds
+/// each CPU's number and data size; the kallsyms text and every CPU's
+/// data are read once, in order, a piece at a time (a block of at most
+/// 128 KiB of kallsyms, a chunk of pages: what is held in memory is a
+/// piece, not the data).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_v7_from<W: Write + Seek>(
     w: W,
     header: &Header,
+    ks_len: u64,
     cmdlines: &[u8],
     cpu_stats: &[String],
     cpus: &[(u32, u64)],
     compress: Compress7,
-    read: &mut ReadCpu<'_>,
+    read: &mut Read7<'_>,
 ) -> Result<W, Error> {
     let e = header.endian;
     let ps = header.page_size as u64;
@@ -368,22 +449,42 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
     o.raw(&b)?;
     let first_opt_at = o.pos;
     o.raw(&[0; 8])?;
-    let m = encode_metadata_v7(header, header.kallsyms.len() as u64, cmdlines)?;
+    let m = encode_metadata_v7(header, ks_len, cmdlines)?;
     let mut offsets = Vec::new();
     for (id, desc, parts) in [
         (option::HEADER_INFO, "headers", &[&m.header_info[..]][..]),
         (option::FTRACE_EVENTS, "ftrace events", &[&m.ftrace]),
         (option::EVENT_FORMATS, "events format", &[&m.events]),
-        (
-            option::KALLSYMS,
-            "kallsyms",
-            &[&m.kallsyms, &header.kallsyms],
-        ),
+        (option::KALLSYMS, "kallsyms", &[]),
         (option::PRINTK, "printk", &[&m.printk]),
         (option::CMDLINES, "command lines", &[&m.cmdlines]),
     ] {
         let p = zstd.then_some(&mut pack);
-        offsets.push((id, o.section(id, desc, parts, p)?));
+        let at = if id == option::KALLSYMS {
+            // its size field, then the text read a piece at a time
+            let head = &m.kallsyms;
+            let hl = head.len() as u64;
+            let mut fill = |at: u64, buf: &mut [u8]| {
+                let mut filled = 0;
+                if at < hl {
+                    let n = ((hl - at) as usize).min(buf.len());
+                    buf[..n].copy_from_slice(&head[at as usize..at as usize + n]);
+                    filled = n;
+                }
+                if filled < buf.len() {
+                    read(
+                        Source::Kallsyms,
+                        at + filled as u64 - hl,
+                        &mut buf[filled..],
+                    )?;
+                }
+                Ok(())
+            };
+            o.section_from(id, desc, hl + ks_len, &mut fill, p)?
+        } else {
+            o.section(id, desc, parts, p)?
+        };
+        offsets.push((id, at));
     }
     drop(m);
     // first options section: where the metadata is, clock, uname, stats

@@ -354,10 +354,45 @@ impl Compressor {
             return self.compress(one, out);
         }
         let total: usize = parts.iter().map(|p| p.len()).sum();
-        frame_header(total, out);
+        let (mut part, mut off) = (0usize, 0usize);
+        let read = |buf: &mut [u8]| {
+            let mut filled = 0;
+            while filled < buf.len() {
+                let p = parts[part];
+                let n = (p.len() - off).min(buf.len() - filled);
+                buf[filled..filled + n].copy_from_slice(&p[off..off + n]);
+                filled += n;
+                off += n;
+                if off == p.len() {
+                    part += 1;
+                    off = 0;
+                }
+            }
+            Ok::<(), std::convert::Infallible>(())
+        };
+        let write = |b: &[u8]| {
+            out.extend_from_slice(b);
+            Ok(())
+        };
+        let Ok(()) = self.compress_stream(total, read, write);
+    }
+
+    /// Compresses `total` bytes as one zstd frame (content size stated up
+    /// front), streaming: `read(buf)` must fill `buf` with the next bytes
+    /// (a block, at most 128 KiB, at a time), and the frame goes to
+    /// `write` a block at a time. What is held is the window behind the
+    /// block (at most 256 KiB), the block and its compressed form.
+    pub fn compress_stream<E>(
+        &mut self,
+        total: usize,
+        mut read: impl FnMut(&mut [u8]) -> Result<(), E>,
+        mut write: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut out = Vec::new();
+        frame_header(total, &mut out);
         if total == 0 {
             out.extend_from_slice(&[1, 0, 0]);
-            return;
+            return write(&out);
         }
         let frame = self.start_frame(total);
         let keep = self.chain.len();
@@ -366,7 +401,6 @@ impl Compressor {
         // number of buf[0] in the tables
         let mut at = frame;
         let mut done = 0usize;
-        let (mut part, mut off) = (0usize, 0usize);
         let mut reps = [1, 4, 8];
         while done < total {
             if buf.len() > keep {
@@ -376,15 +410,10 @@ impl Compressor {
             }
             let start = buf.len();
             let want = BLOCK.min(total - done);
-            while buf.len() - start < want {
-                let p = parts[part];
-                let n = (p.len() - off).min(want - (buf.len() - start));
-                buf.extend_from_slice(&p[off..off + n]);
-                off += n;
-                if off == p.len() {
-                    part += 1;
-                    off = 0;
-                }
+            buf.resize(start + want, 0);
+            if let Err(e) = read(&mut buf[start..]) {
+                self.window = buf;
+                return Err(e);
             }
             done += want;
             let end = buf.len();
@@ -397,10 +426,17 @@ impl Compressor {
                 done == total,
                 &mut reps,
                 Strategy::Chain,
-                out,
+                &mut out,
             );
+            let w = write(&out);
+            out.clear();
+            if let Err(e) = w {
+                self.window = buf;
+                return Err(e);
+            }
         }
         self.window = buf;
+        Ok(())
     }
 
     /// Makes the tables ready for a frame of `len` bytes; returns the
