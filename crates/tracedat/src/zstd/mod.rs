@@ -553,6 +553,10 @@ const FAST_REPS: usize = 2;
 /// Inside a match longer than twice this, only its first and last this
 /// many positions enter the table.
 const FAST_SPARSE: usize = 2;
+/// A repeat-offset match this long is taken without looking at the
+/// table's candidate (on real pages 24 against 64: 3% fewer
+/// instructions, 62 bytes more of 656 KB).
+const FAST_GOOD: usize = 24;
 
 #[inline]
 fn fast_hash(v: u32) -> usize {
@@ -609,7 +613,7 @@ impl Fast<'_> {
         let cand = self.table[h];
         let here = self.base + i as u32;
         self.table[h] = here;
-        if found.is_some_and(|(_, n, _)| n >= NICE)
+        if found.is_some_and(|(_, n, _)| n >= FAST_GOOD)
             || cand < self.lo
             || cand >= here
             || here - cand > WINDOW as u32
