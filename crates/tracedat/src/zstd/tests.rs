@@ -194,8 +194,8 @@ fn compresses_what_repeats() {
     );
     assert!(z.len() < fastest.len());
     // the fast strategy, on the same records cut as CPU data is (40 KiB
-    // frames), stays within 25% of the chain's size (these synthetic
-    // records: 21%; real pages: 6-7%, see real_recording) and well
+    // frames), stays within 20% of the chain's size (these synthetic
+    // records: 16%; real pages: -3% to 6%, see real_recording) and well
     // under ruzstd's Fastest
     let (mut chain, mut fast) = (0, 0);
     for chunk in r.chunks(40960) {
@@ -209,7 +209,7 @@ fn compresses_what_repeats() {
     }
     eprintln!("records in 40 KiB frames: chain {chain} fast {fast}");
     assert!(
-        fast * 100 <= chain * 125 && fast < fastest.len() * 2 / 3,
+        fast * 100 <= chain * 120 && fast < fastest.len() * 2 / 3,
         "fast {fast} against chain {chain}, ruzstd fastest {}",
         fastest.len()
     );
@@ -295,7 +295,7 @@ fn real_recording() {
         sizes.push(total);
     }
     // on real pages the fast strategy costs little (fixture: 12,445 ->
-    // 13,183 bytes, 6%)
+    // 13,163 bytes, 6%)
     assert!(
         sizes[1] * 100 <= sizes[0] * 110,
         "fast {} against chain {}",
