@@ -116,10 +116,10 @@ impl Isa {
     }
 
     /// Whether this crate knows which instructions the kernel refuses to
-    /// kprobe on this architecture (x86_64, arm64, riscv64); on 32-bit arm
-    /// only boundaries are known.
+    /// kprobe on this architecture (x86_64, arm64, 32-bit arm in ARM
+    /// state, riscv64); in Thumb state only boundaries are known.
     pub fn knows_kprobe_rules(self) -> bool {
-        matches!(self, Isa::X86_64 | Isa::Arm64 | Isa::Riscv64)
+        matches!(self, Isa::X86_64 | Isa::Arm64 | Isa::Arm | Isa::Riscv64)
     }
 
     /// What the kernel writes to error_log for a kprobe between instruction
