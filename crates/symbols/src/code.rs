@@ -15,7 +15,9 @@
 //! no bytes (4-byte instructions: the checker refuses a misaligned offset
 //! as the kernel does, with its own message), but its decoder refuses some
 //! words ("Failed to register probe event"): those every kernel refuses
-//! alike are decided from the code; 32-bit arm is not checked.
+//! alike are decided from the code. 32-bit arm's word at an aligned offset
+//! goes through the kernel's ARM-state decode table, when the code can be
+//! read (Debian's arm kernels have no /proc/kcore: `--vmlinux`).
 //! Nothing here writes to the kernel.
 
 use std::path::{Path, PathBuf};
@@ -349,11 +351,13 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     if !boundary && !entry {
         return None;
     }
-    // x86_64 code is decoded; riscv64's boundaries are walked.
+    // x86_64 code is decoded; riscv64's boundaries are walked; 32-bit arm's
+    // ARM-state word at the address is judged.
     let x86 = match arch {
         Arch::X86_64 => true,
         Arch::Riscv64 => false,
         Arch::Arm64 => return None,
+        Arch::Arm if !is_return => return check_arm(checked, source, &symbol, offset),
         other => return Some(format!("ktrace has no kprobe rules for {}", other.name())),
     };
     let bytes = match source.read(&symbol) {
@@ -648,6 +652,61 @@ fn arm64_decoder(
              (ktrace disasm {fname} marks what a probe can take)"
         ),
     );
+}
+
+/// 32-bit arm's `arch_prepare_kprobe()` in an ARM-state kernel (Debian's
+/// armmp; ktrace assumes no Thumb-2 kernel, as the alignment rule does):
+/// a misaligned address is refused before this (4-byte instructions);
+/// the word at an aligned one goes through `arm_probes_decode_insn()`,
+/// and what it rejects ([`ktrace_disasm::arm::kprobe_refusal`]: coprocessor
+/// and system instructions, barriers, exclusives, PC where it cannot be
+/// emulated, stores far below SP) is "Failed to register probe event" at
+/// the probe point. The code must be readable (`--vmlinux`, or
+/// /proc/kcore, which Debian's arm kernels do not have).
+fn check_arm(checked: &mut Checked, source: &Source, symbol: &str, offset: u64) -> Option<String> {
+    let bytes = match source.read(symbol) {
+        Ok(b) => b,
+        Err(why) => return Some(why),
+    };
+    let (fname, offset, bytes) = if offset >= bytes.len() as u64 {
+        match source.containing(symbol, offset) {
+            Ok(found) => found,
+            Err(why) => {
+                return Some(format!(
+                    "+{offset:#x} is past the end of {symbol} ({:#x} bytes): {why}",
+                    bytes.len()
+                ));
+            }
+        }
+    } else {
+        (symbol.to_string(), offset, bytes)
+    };
+    if offset % 4 != 0 {
+        // refused before the code is read (the checker's alignment rule)
+        return None;
+    }
+    let at = usize::try_from(offset).ok()?;
+    let Some(&[a, b, c, d]) = bytes.get(at..at + 4) else {
+        return Some(format!(
+            "{fname}+{offset:#x}: fewer than 4 bytes of code there"
+        ));
+    };
+    let word = u32::from_le_bytes([a, b, c, d]);
+    checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
+    if let Some(why) = ktrace_disasm::arm::kprobe_refusal(word) {
+        let text = ktrace_disasm::decode(Isa::Arm, &word.to_le_bytes(), 0)
+            .first()
+            .map_or_else(String::new, |i| i.text.clone());
+        reject(
+            checked,
+            TpErr::FAIL_REG_PROBE,
+            format!(
+                "{fname}+{offset:#x} is `{text}` ({word:08x}), which arm kprobes refuse: {why} \
+                 (ktrace disasm {fname} marks what a probe can take)"
+            ),
+        );
+    }
+    None
 }
 
 /// An x86 instruction at the probe address that the kernel refuses to
@@ -953,9 +1012,37 @@ mod tests {
         let e = c.definition.unwrap_err();
         assert_eq!(e.message, "Probe point is not an instruction boundary");
         assert!(e.hint.unwrap().contains("f+0x2 and f+0x6"));
-        let (c, why) = run("p:k/a vfs_read+8", Arch::Arm, &code);
+        // 32-bit arm (ARM state): kfree of Debian's 6.12.117 armmp, whose
+        // +16 (`mrc p15, 0, r3, c13, c0, 3`, reading the thread pointer)
+        // the kernel refused ("Failed to register probe event") and whose
+        // +20 and +24 it took; +12 is the ftrace site (the `bl` before
+        // boot patches it), which the checker refuses before the code.
+        let kfree: Vec<u8> = [
+            0xe92d_47f0u32,
+            0xe24d_d010,
+            0xe52d_e004,
+            0xebf4_a35d,
+            0xee1d_3f70,
+            0xe283_2e67,
+            0xe1a0_700e,
+        ]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+        let (c, why) = run("p:k/a kfree+16", Arch::Arm, &kfree);
+        let e = c.definition.unwrap_err();
+        assert_eq!(e.message, "Failed to register probe event");
+        assert!(e.hint.unwrap().contains("kfree+0x10 is `mrc"));
+        assert_eq!(why, None);
+        for ok in ["p:k/a kfree+20", "p:k/a kfree+24", "p:k/a kfree+4"] {
+            let (c, why) = run(ok, Arch::Arm, &kfree);
+            assert!(c.accepted(), "{ok}: {:?}", c.definition);
+            assert_eq!(why, None);
+            assert!(!c.unchecked.contains(&Unchecked::InsnBoundary), "{ok}");
+        }
+        let (c, why) = run("p:k/a kfree+0x100", Arch::Arm, &kfree);
         assert!(c.accepted());
-        assert_eq!(why.as_deref(), Some("ktrace has no kprobe rules for arm"));
+        assert!(why.unwrap().starts_with("+0x100 is past the end of kfree"));
         let mut c = check_line("p:k/a vfs_read+6", Target::new(Arch::X86_64), &Offline);
         let why = check(
             &mut c,
