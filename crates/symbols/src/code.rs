@@ -641,15 +641,31 @@ fn arm64_decoder(
         return;
     };
     let at = offset as usize;
-    let text = ktrace_disasm::arm64::decode(&bytes[at..at + 4], 0)
+    refuse_word(
+        checked,
+        Isa::Arm64,
+        (&fname, offset),
+        &bytes[at..at + 4],
+        why,
+    );
+}
+
+/// Refuses the kprobe at `at` (function, offset) on the 4-byte `word`
+/// there, which the kernel's decoder for `isa` rejects for `why`: the
+/// kernel's "Failed to register probe event", the instruction named.
+fn refuse_word(checked: &mut Checked, isa: Isa, at: (&str, u64), word: &[u8], why: &str) {
+    let (fname, offset) = at;
+    let text = ktrace_disasm::decode(isa, word, 0)
         .first()
         .map_or_else(String::new, |i| i.text.clone());
     reject(
         checked,
         TpErr::FAIL_REG_PROBE,
         format!(
-            "{fname}+{offset:#x} is `{text}`, which arm64 kprobes refuse: {why} \
-             (ktrace disasm {fname} marks what a probe can take)"
+            "{fname}+{offset:#x} is `{text}` ({}), which {} kprobes refuse: {why} \
+             (ktrace disasm {fname} marks what a probe can take)",
+            ktrace_disasm::hex_bytes(word),
+            isa.arch().name()
         ),
     );
 }
@@ -691,20 +707,9 @@ fn check_arm(checked: &mut Checked, source: &Source, symbol: &str, offset: u64) 
             "{fname}+{offset:#x}: fewer than 4 bytes of code there"
         ));
     };
-    let word = u32::from_le_bytes([a, b, c, d]);
     checked.unchecked.retain(|u| *u != Unchecked::InsnBoundary);
-    if let Some(why) = ktrace_disasm::arm::kprobe_refusal(word) {
-        let text = ktrace_disasm::decode(Isa::Arm, &word.to_le_bytes(), 0)
-            .first()
-            .map_or_else(String::new, |i| i.text.clone());
-        reject(
-            checked,
-            TpErr::FAIL_REG_PROBE,
-            format!(
-                "{fname}+{offset:#x} is `{text}` ({word:08x}), which arm kprobes refuse: {why} \
-                 (ktrace disasm {fname} marks what a probe can take)"
-            ),
-        );
+    if let Some(why) = ktrace_disasm::arm::kprobe_refusal(u32::from_le_bytes([a, b, c, d])) {
+        refuse_word(checked, Isa::Arm, (&fname, offset), &[a, b, c, d], why);
     }
     None
 }
