@@ -4,7 +4,8 @@
 //! flyrecord section with each CPU's pages page-aligned, a second options
 //! section with the BUFFER option, and the strings section, in the order
 //! trace-cmd 3.1 writes them. Uncompressed, or zstd (each metadata section
-//! one frame, the kallsyms text read and compressed a block at a time;
+//! one frame, the kallsyms text read and compressed a block at a time
+//! with the fast strategy;
 //! CPU data in chunks, with the compressor's fast strategy) through
 //! [`crate::zstd`], or zlib through miniz_oxide (sections gathered
 //! whole). Recording goes
@@ -156,13 +157,14 @@ impl<W: Write + Seek> Out<W> {
             }
             Ok(())
         };
-        self.section_from(id, desc, len as u64, &mut fill, pack)
+        self.section_from(id, desc, len as u64, &mut fill, pack, false)
     }
 
     /// A section whose body is `len` bytes read a piece at a time through
     /// `fill(at, buf)` (the body's bytes from `at` on, in order), written
     /// as they come (zstd: one frame, compressed a block at a time; zlib
-    /// gathers the body first); returns its offset.
+    /// gathers the body first; `fast`: zstd's fast strategy instead of
+    /// the chain); returns its offset.
     fn section_from(
         &mut self,
         id: u16,
@@ -170,6 +172,7 @@ impl<W: Write + Seek> Out<W> {
         len: u64,
         fill: &mut ReadAt<'_>,
         pack: Option<&mut Packer>,
+        fast: bool,
     ) -> Result<u64, Error> {
         let at = self.pos;
         let sid = self.string_id(desc);
@@ -203,15 +206,16 @@ impl<W: Write + Seek> Out<W> {
                 let n = usize::try_from(len)
                     .map_err(|_| Error::Usage(format!("{len} bytes do not fit in memory")))?;
                 let mut done = 0u64;
-                pack.zstd.compress_stream(
-                    n,
-                    |buf| {
-                        fill(done, buf)?;
-                        done += buf.len() as u64;
-                        Ok(())
-                    },
-                    |b| self.raw(b),
-                )?;
+                let read = |buf: &mut [u8]| {
+                    fill(done, buf)?;
+                    done += buf.len() as u64;
+                    Ok(())
+                };
+                if fast {
+                    pack.zstd.compress_stream_fast(n, read, |b| self.raw(b))?;
+                } else {
+                    pack.zstd.compress_stream(n, read, |b| self.raw(b))?;
+                }
             }
             _ => {
                 let mut v = vec![0u8; len as usize];
@@ -480,7 +484,10 @@ pub(crate) fn write_v7_from<W: Write + Seek>(
                 }
                 Ok(())
             };
-            o.section_from(id, desc, hl + ks_len, &mut fill, p)?
+            // the fast strategy: on a 6.18 host's 5.4 MB text 965,052
+            // bytes against the chain's 848,212, in 393 M instructions
+            // against 640 M
+            o.section_from(id, desc, hl + ks_len, &mut fill, p, true)?
         } else {
             o.section(id, desc, parts, p)?
         };

@@ -374,6 +374,81 @@ fn parts_round_trip() {
     assert_eq!(ruzstd_decode(&z, 0), b"");
 }
 
+/// A kallsyms-like text of `n` lines (addresses rising, names sharing
+/// prefixes, some with a module).
+fn kallsyms_text(n: usize, rng: &mut Rng) -> Vec<u8> {
+    let words = [
+        "vfs_", "read", "write", "_iter", "do_", "sys_", "ext4_", "inode", "_lock",
+    ];
+    let mut t = Vec::new();
+    let mut addr = 0xffff_ffff_8100_0000u64;
+    for i in 0..n {
+        addr += rng.next() % 0x400;
+        let kind = b"tTdDbr"[(rng.next() % 6) as usize] as char;
+        let mut name = String::new();
+        for _ in 0..1 + rng.next() % 4 {
+            name.push_str(words[(rng.next() % words.len() as u64) as usize]);
+        }
+        let module = if i % 7 == 0 { "\t[ext4]" } else { "" };
+        t.extend_from_slice(format!("{addr:016x} {kind} {name}{module}\n").as_bytes());
+    }
+    t
+}
+
+/// The streamed fast strategy (the kallsyms section's) on text, records
+/// and the generated inputs, read in uneven pieces, between CPU-chunk
+/// frames on the same compressor (their tables share its numbering):
+/// every frame decodes to its input with ruzstd and `zstd -d`.
+#[test]
+fn stream_fast_round_trip() {
+    let mut rng = Rng(7);
+    let mut all: Vec<(String, Vec<u8>)> = vec![
+        ("kallsyms".into(), kallsyms_text(40_000, &mut rng)),
+        ("records".into(), records(20_000, &mut rng)),
+    ];
+    all.extend(inputs());
+    let mut c = Compressor::new();
+    let chunk = records(1_000, &mut rng);
+    for (name, data) in &all {
+        let mut z = Vec::new();
+        c.compress_fast(&chunk, &mut z);
+        assert!(
+            ruzstd_decode(&z, chunk.len()) == chunk,
+            "{name}: chunk before"
+        );
+        let mut z = Vec::new();
+        let mut at = 0;
+        let Ok(()) = c.compress_stream_fast(
+            data.len(),
+            |buf| {
+                buf.copy_from_slice(&data[at..at + buf.len()]);
+                at += buf.len();
+                Ok::<(), std::convert::Infallible>(())
+            },
+            |b| {
+                z.extend_from_slice(b);
+                Ok(())
+            },
+        );
+        assert_eq!(at, data.len(), "{name}: read all");
+        assert!(ruzstd_decode(&z, data.len()) == *data, "{name}: ruzstd");
+        if let Some(back) = cli_decode(&z) {
+            assert!(back == *data, "{name}: zstd -d");
+        }
+        if name == "kallsyms" {
+            let mut chain = Vec::new();
+            c.compress(data, &mut chain);
+            eprintln!(
+                "kallsyms {} -> fast {} chain {}",
+                data.len(),
+                z.len(),
+                chain.len()
+            );
+            assert!(z.len() * 3 < data.len(), "kallsyms text barely compressed");
+        }
+    }
+}
+
 /// Many small structured inputs (literal runs, copies from near and far,
 /// byte runs, repeated records) from a seeded generator: each frame is
 /// decoded by ruzstd, and all frames one after the other by one `zstd -d`.
