@@ -1,6 +1,7 @@
 //! Decompression of trace.dat version 7 blocks: zlib (trace-cmd's "zlib",
 //! RFC 1950 streams as zlib's `compress2` writes them) and zstd (trace-cmd's
-//! "zstd", one or more frames), through pure-Rust decoders. Mirrors the
+//! "zstd", one or more frames), through miniz_oxide and our own zstd
+//! decoder ([`crate::zstd::decompress`]). Mirrors the
 //! compression framing of trace-cmd.dat.v7(5); it does not compress.
 
 use crate::Error;
@@ -31,13 +32,7 @@ pub(crate) fn decompress(
                 .map_err(|e| bad(format!("{:?}", e.status).to_lowercase()))?
         }
         crate::Compression::Zstd => {
-            let mut out = vec![0u8; size as usize];
-            let mut dec = ruzstd::decoding::FrameDecoder::new();
-            let n = dec
-                .decode_all(input, &mut out)
-                .map_err(|e| bad(e.to_string().to_lowercase()))?;
-            out.truncate(n);
-            out
+            crate::zstd::decompress(input, size as usize).map_err(|e| bad(e.to_string()))?
         }
     };
     if out.len() != size as usize {

@@ -9,12 +9,16 @@
 //! one table entry per hash and no chain, the repeat offsets tried first,
 //! one lazy step, few positions inside a match entered; streamed, with a
 //! larger table, for the kallsyms text
-//! ([`Compressor::compress_stream_fast`]). It does not decompress
-//! (ruzstd's decoder does) and keeps no dictionary.
+//! ([`Compressor::compress_stream_fast`]). Keeps no dictionary. The
+//! decompressor is [`decompress`] (`decode.rs`).
 
 mod bits;
+mod decode;
 mod fse;
 mod huf;
+mod xxhash;
+
+pub use decode::{DecodeError, decompress};
 
 use bits::BitWriter;
 
@@ -1018,5 +1022,7 @@ fn literals_header(kind: u8, n: usize, out: &mut Vec<u8>) {
     }
 }
 
+#[cfg(test)]
+mod decode_tests;
 #[cfg(test)]
 mod tests;

@@ -55,6 +55,11 @@ fn check(name: &str, data: &[u8], c: &mut Compressor) -> (usize, usize) {
             back == data,
             "{name} (fast {fast}): ruzstd decodes something else"
         );
+        let ours = decompress(&z, data.len()).unwrap_or_else(|e| panic!("{name}: ours: {e}"));
+        assert!(
+            ours == data,
+            "{name} (fast {fast}): our decoder decodes something else"
+        );
         match cli_decode(&z) {
             Some(back) => assert!(
                 back == data,
@@ -68,9 +73,9 @@ fn check(name: &str, data: &[u8], c: &mut Compressor) -> (usize, usize) {
 }
 
 /// A small deterministic generator (xorshift).
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -80,7 +85,7 @@ impl Rng {
 
 /// Fixed-size records with a counter, a slowly changing timestamp and a
 /// few varying fields: what CPU pages look like.
-fn records(n: usize, rng: &mut Rng) -> Vec<u8> {
+pub(super) fn records(n: usize, rng: &mut Rng) -> Vec<u8> {
     let mut v = Vec::new();
     let mut ts = 0u64;
     for i in 0..n {
@@ -95,7 +100,7 @@ fn records(n: usize, rng: &mut Rng) -> Vec<u8> {
     v
 }
 
-fn inputs() -> Vec<(String, Vec<u8>)> {
+pub(super) fn inputs() -> Vec<(String, Vec<u8>)> {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut v: Vec<(String, Vec<u8>)> = Vec::new();
     for n in [
