@@ -152,6 +152,9 @@ fn several_frames_and_skippable_ones() {
 #[test]
 fn ruzstd_frames_decode() {
     for (name, data) in inputs().into_iter().chain(real_inputs()) {
+        if data.len() > 300_000 && name != "tc-v6.dat" {
+            continue;
+        }
         let z = ruzstd::encoding::compress_to_vec(
             &data[..],
             ruzstd::encoding::CompressionLevel::Fastest,
@@ -203,6 +206,9 @@ fn checksum_is_verified() {
 /// Flips, inserts and deletes bytes of valid frames: ours must return
 /// (an error or output within the limit); where ruzstd also decodes,
 /// the outputs agree.
+/// Mutated copies tried per valid frame.
+const MUTATIONS: usize = 200;
+
 #[test]
 fn mutations_never_panic() {
     let mut rng = Rng(0x5eed_0f2a_u64);
@@ -221,7 +227,7 @@ fn mutations_never_panic() {
             }
         })
         .collect();
-    let skew: Vec<u8> = (0..30_000)
+    let skew: Vec<u8> = (0..20_000)
         .map(|_| (rng.next().trailing_zeros() as u8).wrapping_mul(29))
         .collect();
     for d in [&data, &text, &skew] {
@@ -237,7 +243,7 @@ fn mutations_never_panic() {
     let (mut ok, mut agree, mut errs) = (0, 0, 0);
     let t = std::time::Instant::now();
     for (z, len) in &frames {
-        for _ in 0..400 {
+        for _ in 0..MUTATIONS {
             let mut m = z.clone();
             for _ in 0..1 + rng.next() % 3 {
                 let at = (rng.next() as usize) % m.len().max(1);
@@ -271,7 +277,7 @@ fn mutations_never_panic() {
     }
     eprintln!(
         "{} mutations: {ok} decoded ({agree} compared with ruzstd), {errs} errors, {:?}",
-        frames.len() * 400,
+        frames.len() * MUTATIONS,
         t.elapsed()
     );
     assert!(errs > 0);
