@@ -163,7 +163,16 @@ fn notrace_by_code(
     let code =
         ktrace_disasm::kcore::read(Path::new(ktrace_disasm::kcore::PATH), func.addr, 9).ok()?;
     let body = ktrace_symbols::code::after_endbr(&code);
-    let fentry = body.starts_with(&[0x0f, 0x1f, 0x44, 0x00, 0x00]) || body.first() == Some(&0xe8);
+    // ftrace's patched site is the kernel's atomic 5-byte nop: P6's
+    // `0f 1f 44 00 00`, or K8's `66 66 66 66 90` where 5.10's ideal_nops
+    // chose it (x86_64 5.10 under QEMU TCG, seed 20261130: namesake
+    // `init_once` was taken as notrace, `r __x64_sys_syncfs+0x100000`
+    // refused); a `call __fentry__` before boot patching.
+    const NOP5: [[u8; 5]; 2] = [
+        [0x0f, 0x1f, 0x44, 0x00, 0x00],
+        [0x66, 0x66, 0x66, 0x66, 0x90],
+    ];
+    let fentry = NOP5.iter().any(|n| body.starts_with(n)) || body.first() == Some(&0xe8);
     (!fentry).then(|| {
         format!(
             "{} at {:#x} (one of {namesakes} functions of that name) does not start with an \
@@ -386,6 +395,12 @@ impl Environment for LiveEnv<'_> {
                 .or(table.by_name("_stext", None).first())
             && sym.addr.saturating_add(offset) < start.addr
         {
+            if sym.addr == 0 {
+                return Some(Some(Refusal::NotFound(format!(
+                    "{symbol} is at address 0 in kallsyms (a per-cpu variable): the kernel's \
+                     lookup of the name finds nothing; kprobes go on kernel text"
+                ))));
+            }
             return Some(Some(Refusal::Unresolved(format!(
                 "{symbol} ({:#x}) lies below the kernel image (a per-cpu variable?): \
                  kprobes go on kernel text",

@@ -31,6 +31,10 @@ pub enum Refusal {
     /// per-cpu variables): `register_kprobe()` fails with -ENOENT, "Invalid
     /// probed address or symbol", after the arguments' symbols.
     Unresolved(String),
+    /// A symbol kallsyms lists at address 0 (x86_64's `fixed_percpu_data`):
+    /// `kprobe_lookup_name()` returns 0, which `_kprobe_addr()` takes as not
+    /// found on every kernel: -ENOENT, "Invalid probed address or symbol".
+    NotFound(String),
 }
 
 /// What registration does with a kprobe on a raw address.

@@ -451,6 +451,14 @@ fn refused(
             }
             return Err(e);
         }
+        // (x86_64 5.10, seed 20261130: `p fixed_percpu_data+0`)
+        Some(Some(crate::env::Refusal::NotFound(why))) => {
+            let mut e = ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0);
+            if let Fail::Err(e) = &mut e {
+                e.hint = Some(why);
+            }
+            return Err(e);
+        }
         Some(Some(crate::env::Refusal::Address(why) | crate::env::Refusal::Unresolved(why))) => {
             let mut e = ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0);
             if let Fail::Err(e) = &mut e {

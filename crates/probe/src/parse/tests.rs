@@ -505,6 +505,34 @@ fn before_the_address_lookup_an_address_in_no_symbol_is_not_text() {
 }
 
 #[test]
+fn a_symbol_at_address_0_is_not_found_on_every_kernel() {
+    // x86_64 5.10.262, seed 20261130: `p:ev fixed_percpu_data+0` (kallsyms
+    // `0000000000000000 A fixed_percpu_data`) is "Invalid probed address or
+    // symbol": kprobe_lookup_name() returns 0, which _kprobe_addr() calls
+    // not found, before the address check 5.10 makes without a lookup.
+    struct Env;
+    impl Environment for Env {
+        fn kprobe_refusal(&self, _: &str, _: u64) -> Option<Option<crate::env::Refusal>> {
+            Some(Some(crate::env::Refusal::NotFound("at address 0".into())))
+        }
+    }
+    let mut old = Target::new(Arch::X86_64);
+    old.kernel = KernelVersion::with_sublevel(5, 10, 262);
+    for t in [old, Target::new(Arch::X86_64)] {
+        for line in ["p:ev fixed_percpu_data+0", "r fixed_percpu_data"] {
+            // (the caret under the symbol, as the kernel logged it)
+            let at = line.find('f');
+            assert_eq!(
+                err(line, t, &Env),
+                (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), at),
+                "{line} on {:?}",
+                t.kernel
+            );
+        }
+    }
+}
+
+#[test]
 fn arm_kernels_in_arm_mode_take_word_aligned_offsets() {
     // arm 6.12 (Debian armmp, no CONFIG_THUMB2_KERNEL): `fn_show_mem+0x1a`
     // and `vfs_read+0x2` are refused at registration, `+0x100000` taken.
