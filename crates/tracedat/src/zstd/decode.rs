@@ -15,7 +15,7 @@
 //! streaming decoder.
 
 use super::xxhash::xxh64;
-use super::{LL_BASE, LL_BITS, LL_DEFAULT, ML_BASE, ML_BITS, ML_DEFAULT, OF_DEFAULT};
+use super::{BLOCK, LL_BASE, LL_BITS, LL_DEFAULT, MAGIC, ML_BASE, ML_BITS, ML_DEFAULT, OF_DEFAULT};
 
 /// Why a zstd input does not decode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +35,6 @@ fn err<T>(msg: &'static str) -> Result<T> {
     Err(DecodeError(msg))
 }
 
-const MAGIC: u32 = 0xFD2F_B528;
-/// Largest block content (and compressed block) the format allows.
-const BLOCK_MAX: usize = 128 << 10;
 /// Bytes past the decoded content the output buffer keeps, so that short
 /// copies can move 16 or 32 bytes at a time and trim later.
 const SLACK: usize = 64;
@@ -221,7 +218,7 @@ impl Decoder {
             let size = (h >> 3) as usize;
             match (h >> 1) & 3 {
                 0 => {
-                    if size > BLOCK_MAX {
+                    if size > BLOCK {
                         return err("raw block larger than 128 KiB");
                     }
                     let Some(b) = src.get(at..at + size) else {
@@ -233,7 +230,7 @@ impl Decoder {
                     self.pos += size;
                 }
                 1 => {
-                    if size > BLOCK_MAX {
+                    if size > BLOCK {
                         return err("rle block larger than 128 KiB");
                     }
                     let Some(&b) = src.get(at) else {
@@ -245,7 +242,7 @@ impl Decoder {
                     self.pos += size;
                 }
                 2 => {
-                    if size > BLOCK_MAX {
+                    if size > BLOCK {
                         return err("compressed block larger than 128 KiB");
                     }
                     let Some(b) = src.get(at..at + size) else {
@@ -282,7 +279,7 @@ impl Decoder {
     /// Decodes one compressed block; `start` is where its frame's output
     /// began (matches reach no further back).
     fn block(&mut self, b: &[u8], start: usize) -> Result<()> {
-        self.reserve(BLOCK_MAX.min(self.limit - self.pos))?;
+        self.reserve(BLOCK.min(self.limit - self.pos))?;
         let (lits, at) = self.literals(b)?;
         let seqs = &b[at..];
         // literals come from the block (raw) or lit_buf (everything else)
@@ -317,7 +314,7 @@ impl Decoder {
                 },
             };
             let regen = regen as usize;
-            if regen > BLOCK_MAX {
+            if regen > BLOCK {
                 return err("literals larger than 128 KiB");
             }
             if ty == 0 {
@@ -357,7 +354,7 @@ impl Decoder {
             }
         };
         let (regen, comp) = (regen as usize, comp as usize);
-        if regen > BLOCK_MAX {
+        if regen > BLOCK {
             return err("literals larger than 128 KiB");
         }
         let Some(mut data) = b.get(hl..hl + comp) else {
@@ -516,7 +513,7 @@ impl Decoder {
         let mut mls = br.read(self.ml.log) as usize;
         let mut rep = self.rep;
         let mut lp = 0usize;
-        let block_end = self.pos + BLOCK_MAX.min(self.limit - self.pos);
+        let block_end = self.pos + BLOCK.min(self.limit - self.pos);
         let out = &mut self.out[..];
         let mut pos = self.pos;
         for i in 0..nseq {

@@ -24,8 +24,10 @@ use bits::BitWriter;
 
 /// Largest distance a match reaches back (and the chain's size at most).
 pub(crate) const WINDOW: usize = 1 << 18;
-/// Largest block (the format's limit).
+/// Largest block (the format's limit), for the encoder and the decoder.
 const BLOCK: usize = 128 << 10;
+/// A zstd frame's magic number (little-endian at its start).
+const MAGIC: u32 = 0xFD2F_B528;
 const HASH_LOG: u32 = 16;
 /// Chain candidates looked at per position (on a 16 MB recording, 8
 /// against 16 costs 1.7% in size and saves a fifth of the time).
@@ -325,7 +327,7 @@ impl Compressor {
     /// strategy: about twice the speed of [`Compressor::compress`]; on the
     /// CPU pages of ktrace's uprobe recordings in 40 KiB frames from 3%
     /// smaller to 6% larger, on data with distant repeats much larger
-    /// (see [`Strategy::Fast`]).
+    /// (see `Strategy::Fast`).
     pub fn compress_fast(&mut self, src: &[u8], out: &mut Vec<u8>) {
         self.compress_with(src, Strategy::Fast, out);
     }
@@ -404,7 +406,7 @@ impl Compressor {
 
     /// [`Compressor::compress_stream`] with the fast strategy and a larger
     /// table than CPU chunks get (see
-    /// [`Strategy::FastWide`]): for the kallsyms text, whose chain
+    /// `Strategy::FastWide`): for the kallsyms text, whose chain
     /// compression cost more than a 200,000-event recording's CPU data.
     pub fn compress_stream_fast<E>(
         &mut self,
@@ -756,7 +758,7 @@ impl Fast<'_> {
 /// The frame header: magic, descriptor (single segment, content size),
 /// content size.
 fn frame_header(len: usize, out: &mut Vec<u8>) {
-    out.extend_from_slice(&0xFD2F_B528u32.to_le_bytes());
+    out.extend_from_slice(&MAGIC.to_le_bytes());
     let len = len as u64;
     if len < 256 {
         out.push(0x20);
