@@ -35,6 +35,7 @@ trap 'rm -rf "$tmp"' EXIT
 "$bin" report "$dat" >"$tmp/k" 2>"$tmp/k.err" || { echo "KTEST $id FAIL ktrace report: $(tail -1 "$tmp/k.err")"; exit 0; }
 trace-cmd report -i "$dat" >"$tmp/t" 2>/dev/null
 trace-cmd report -N -i "$dat" >"$tmp/tn" 2>/dev/null
+trace-cmd dump --cmd-lines -i "$dat" >"$tmp/cmdlines" 2>/dev/null
 # the comparison (python3: lines hold tabs and any byte)
 python3 - "$tmp" <<'PY' >"$tmp/verdict"
 import collections, re, sys
@@ -62,15 +63,26 @@ def head(l, tc=False):
         ev = re.sub(r"^sys_(enter|exit)_", "sys_", ev)
     return (w[0], w[1], w[2], ev)
 def same_head(a, b):
-    # the task's name is the recording's saved_cmdlines, where both look:
-    # a pid missing there is `<...>` to ktrace (as to the kernel's own
-    # trace), while trace-cmd also learns names from the sched_switch
-    # events it has printed (`migration/1-20` on x86_64 6.1, rehearsal of
-    # 28 Nov 2026): then the pids are held alike, not the names
+    # the task's name: ktrace (as the kernel's own trace) prints the
+    # recording's saved_cmdlines, `<...>` for a pid missing there, while
+    # trace-cmd also learns names from the sched_switch events it has
+    # printed (`migration/1-20` on x86_64 6.1, rehearsal of 28 Nov 2026;
+    # `sh-3243` before its exec where saved_cmdlines holds `grep`, arm64
+    # 5.10, CI of 29 Nov 2026): where the names differ, ktrace's must be
+    # the saved_cmdlines name, and the pids are held alike
     ha, hb = head(a), head(b, True)
-    if ha[0].startswith("<...>-"):
-        return ha[0].rsplit("-", 1)[1] == hb[0].rsplit("-", 1)[-1] and ha[1:] == hb[1:]
-    return ha == hb
+    if ha == hb:
+        return True
+    ka, pa = ha[0].rsplit("-", 1) if "-" in ha[0] else (ha[0], "")
+    pb = hb[0].rsplit("-", 1)[-1]
+    want = cmdlines.get(pa, "<idle>" if pa == "0" else "<...>")
+    return pa == pb and ka == want and ha[1:] == hb[1:]
+cmdlines = {}
+with open(f"{d}/cmdlines", encoding="utf-8", errors="replace") as f:
+    for l in f:
+        w = l.rstrip("\n").split(" ", 1)
+        if len(w) == 2 and w[0].isdigit():
+            cmdlines[w[0]] = w[1]
 k = [x for x in map(kform, lines("k")) if x]
 t = [x for x in map(tform, lines("t")) if x]
 tn = [x for x in map(tform, lines("tn")) if x]
