@@ -41,6 +41,15 @@ pub struct Args {
     /// How many definitions to generate.
     #[arg(long, default_value_t = 1000)]
     pub count: u64,
+    /// Stop taking new definitions after SECS seconds of comparing, once
+    /// --min-count are done (a CI budget: the fast kernels get further;
+    /// the summary says where the run stopped). 0: no budget.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub budget: f64,
+    /// With --budget: how many definitions are compared however long they
+    /// take.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub min_count: u64,
     /// Only case INDEX of the run (with --seed): regenerate one definition.
     #[arg(long)]
     pub index: Option<u64>,
@@ -184,13 +193,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let (tally, check_secs, checking) =
         compare_all(&args, &cases, checkers, features, &mut kernel_side)?;
-    let summary = summary_text(
+    let mut summary = summary_text(
         &tally,
         seed,
         checking.elapsed().as_secs_f64(),
         check_secs,
         kernel_side.secs,
     );
+    if tally.total < cases.len() as u64 {
+        // on the first line, after the figures the rig's scripts read
+        let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
+        summary = format!(
+            "{first}; stopped at the {} s budget after {} of {}\n{rest}",
+            args.budget,
+            tally.total,
+            cases.len()
+        )
+        .trim_end()
+        .to_string();
+    }
     crate::oline!("{summary}");
     for (secs, family, line) in &kernel_side.slowest {
         crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
@@ -300,6 +321,12 @@ fn compare_all(
         }
     });
     for case in cases {
+        if args.budget > 0.0
+            && tally.total >= args.min_count
+            && checking.elapsed().as_secs_f64() >= args.budget
+        {
+            break;
+        }
         let Ok((ours, second, secs)) = rx.recv() else {
             bail!("the checking thread ended early");
         };
