@@ -373,6 +373,14 @@ impl Environment for LiveEnv<'_> {
         ))
     }
 
+    fn tracepoint_stub_registered(&self, name: &str) -> Option<bool> {
+        ktrace_symbols::tracepoint::stub_registered(
+            self.view?,
+            Path::new(ktrace_disasm::kcore::PATH),
+            name,
+        )
+    }
+
     fn dynamic_events(&self) -> Option<Vec<String>> {
         if let Some(f) = self.frozen {
             return Some(f.listing.clone());

@@ -85,6 +85,13 @@ pub trait Environment {
     fn event_fields(&self, _system: &str, _event: &str) -> Option<Option<Vec<String>>> {
         None
     }
+    /// Whether the tracepoint `name` already carries its own
+    /// `__probestub_NAME` although no listed event put it there (what a
+    /// failed tracepoint probe leaves behind on 6.12); `None` when that
+    /// cannot be read here.
+    fn tracepoint_stub_registered(&self, _name: &str) -> Option<bool> {
+        None
+    }
     /// The lines `dynamic_events` lists now (what a removal can match).
     fn dynamic_events(&self) -> Option<Vec<String>> {
         None

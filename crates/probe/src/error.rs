@@ -210,6 +210,9 @@ pub enum Silent {
     /// A tracepoint probe on a tracepoint that already has one, where the
     /// kernel registers at creation (`-EEXIST`, not logged).
     TracepointTaken,
+    /// A tracepoint probe that failed to register earlier left the
+    /// tracepoint's stub on it (6.12): EEXIST until the next boot.
+    TracepointStubLeft,
     /// Zero bytes consumed: the kernel returns `-EINVAL` without logging (e.g. a bad
     /// `%return` on an address, eprobe filter compile failures).
     Other,
@@ -236,6 +239,11 @@ impl Silent {
             Silent::TracepointTaken => {
                 "this tracepoint already has a tracepoint probe and this kernel takes one per \
                  tracepoint (it answers EEXIST, File exists, without an error_log entry)"
+            }
+            Silent::TracepointStubLeft => {
+                "an earlier tracepoint probe on this tracepoint failed to register and left its \
+                 stub on the tracepoint; this kernel answers EEXIST, File exists, without an \
+                 error_log entry, to every tracepoint probe on it until the next boot"
             }
             Silent::Other => "rejected by the kernel without an error_log entry",
             Silent::TooManyArgs => {

@@ -42,6 +42,7 @@ mod names;
 pub mod probeable;
 pub mod reserved;
 pub mod route;
+pub mod tracepoint;
 pub mod usersym;
 
 pub use error::{Error, Result};

@@ -269,6 +269,10 @@ fn attachable(argv: &Argv, ctx: &mut Ctx, symbol: &str) -> Result<(), Fail> {
 /// log -EEXIST (x86_64 6.12: `t:a2 sched_switch` beside `t:a1
 /// sched_switch` is "File exists", nothing logged; 7.2, which registers at
 /// enable, takes it). A probe of the same name goes the append path instead.
+/// The stub also stays there after a tracepoint probe failed to register
+/// on a stub ftrace cannot attach to (x86_64 6.12, seed 20261201: every
+/// later `t:` probe of `cpu_frequency` was "File exists", nothing logged),
+/// which only the tracepoint's own probe array shows.
 fn tracepoint_taken(
     argv: &Argv,
     ctx: &Ctx,
@@ -285,8 +289,14 @@ fn tracepoint_taken(
         let mut words = l.split_whitespace();
         words.next().is_some_and(|h| h.starts_with("t:")) && words.next() == Some(tracepoint)
     });
-    if taken && !same_name {
+    if same_name {
+        return Ok(());
+    }
+    if taken {
         return Err(Fail::Err(silent(Silent::TracepointTaken, &argv.joined)));
+    }
+    if ctx.env.tracepoint_stub_registered(tracepoint) == Some(true) {
+        return Err(Fail::Err(silent(Silent::TracepointStubLeft, &argv.joined)));
     }
     Ok(())
 }

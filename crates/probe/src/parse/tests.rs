@@ -784,6 +784,40 @@ fn a_second_tracepoint_probe_on_one_tracepoint_is_file_exists_where_registered_a
 }
 
 #[test]
+fn a_stub_left_on_its_tracepoint_by_a_failed_probe_is_file_exists_where_registered_at_creation() {
+    // x86_64 6.12.118, conform seed 20261201 at 20,000: after `t:...
+    // cpu_frequency` failed to register (its stub is notrace), the stub
+    // stays on the tracepoint and every later `t:` probe of it is EEXIST,
+    // nothing logged, though no event lists it; 7.2 registers at enable
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, name: &str) -> Option<usize> {
+            Some(usize::from(
+                name.ends_with("cpu_frequency") || name.ends_with("sched_switch"),
+            ))
+        }
+        fn ftrace_matches(&self, _: &str) -> Option<bool> {
+            Some(true)
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+        fn tracepoint_stub_registered(&self, name: &str) -> Option<bool> {
+            Some(name == "cpu_frequency")
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(6, 12);
+    let e = check_line("t:grp806/ cpu_frequency", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Silent(Silent::TracepointStubLeft));
+    assert!(check_line("t:a2 sched_switch", t, &Env).accepted());
+    t.kernel = KernelVersion::new(7, 2);
+    assert!(check_line("t:grp806/ cpu_frequency", t, &Env).accepted());
+}
+
+#[test]
 fn any_retval_prefix_is_the_return_value_of_a_return_uprobe_on_btf_era_parsers() {
     // parse_probe_vars() of 6.5+ takes `$retval…` with str_has_prefix():
     // the host's 6.18 took `r /bin/sh:0x10 $retvalx` (read back as written)
