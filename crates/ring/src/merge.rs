@@ -144,6 +144,8 @@ impl Merger {
             self.order.resize(cpu + 1, (0, 0));
         }
         let order = &mut self.order[cpu];
+        // the largest stamp, found on the way (one pass over the records)
+        let mut latest: Option<u64> = None;
         let (recs, missed) = match Page::parse(self.layout, &bytes) {
             Ok(p) => {
                 let base = bytes.as_ptr() as usize;
@@ -155,6 +157,7 @@ impl Merger {
                                 order.1 += 1;
                             }
                             order.0 = r.ts;
+                            latest = Some(latest.map_or(r.ts, |l| l.max(r.ts)));
                             let start = r.data.as_ptr() as usize - base;
                             recs.push((r.ts, start as u32, (start + r.data.len()) as u32));
                         }
@@ -171,7 +174,6 @@ impl Merger {
                 (Vec::new(), Missed::None)
             }
         };
-        let latest = recs.iter().map(|r| r.0).max();
         self.queues[cpu].push_back(Decoded {
             bytes,
             recs,

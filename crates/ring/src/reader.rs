@@ -72,20 +72,17 @@ impl CpuReader {
     /// full one when the kernel has one, else what is committed on the page
     /// being written. Returns false when there is nothing now.
     pub fn read_page(&mut self, buf: &mut Vec<u8>) -> Result<bool, Error> {
-        // a reused buffer keeps its old bytes; the read overwrites them
-        if buf.len() < self.subbuf_size {
-            buf.resize(self.subbuf_size, 0);
-        }
-        buf.truncate(self.subbuf_size);
-        match rustix::io::read(&self.fd, &mut buf[..]) {
+        // the read fills the buffer's spare capacity (no zeroing first); a
+        // read of trace_pipe_raw hands over at most one sub-buffer however
+        // large the buffer is (tracing_buffers_read())
+        buf.clear();
+        buf.reserve_exact(self.subbuf_size);
+        match rustix::io::read(&self.fd, rustix::buffer::spare_capacity(buf)) {
             Ok(0) | Err(Errno::AGAIN) | Err(Errno::INTR) => {
                 buf.clear();
                 Ok(false)
             }
-            Ok(n) => {
-                buf.truncate(n);
-                Ok(true)
-            }
+            Ok(_) => Ok(true),
             Err(e) => Err(io_err(&self.path, e)),
         }
     }
