@@ -44,6 +44,75 @@ pub(crate) fn decompress(
     Ok(out)
 }
 
+/// Blocks decompressed one after another (a CPU's chunks) into buffers
+/// kept between them: no allocation per block.
+#[derive(Default)]
+pub(crate) struct Blocks {
+    zstd: crate::zstd::Decompressor,
+    /// The last block decompressed through zlib.
+    zlib: Vec<u8>,
+    /// Where the last block is: in `zlib` (true) or the zstd decoder.
+    in_zlib: bool,
+    /// The last block's length (0 after an error).
+    len: usize,
+}
+
+impl Blocks {
+    /// Decompresses one block as [`decompress`] does; the bytes stay in
+    /// [`Blocks::last`] until the next call.
+    pub(crate) fn decompress(
+        &mut self,
+        algo: crate::Compression,
+        input: &[u8],
+        size: u32,
+        offset: u64,
+    ) -> Result<(), Error> {
+        self.len = 0;
+        let name = algo.name();
+        let bad = |msg: String| Error::Decompress {
+            algo: name,
+            offset,
+            msg,
+        };
+        if size > MAX_BLOCK {
+            return Err(bad(format!("uncompressed size {size} is implausible")));
+        }
+        let n = match algo {
+            crate::Compression::Zlib => {
+                self.zlib = decompress(algo, input, size, offset)?;
+                self.in_zlib = true;
+                self.zlib.len()
+            }
+            crate::Compression::Zstd => {
+                self.in_zlib = false;
+                self.zstd
+                    .decompress(input, size as usize)
+                    .map_err(|e| bad(e.to_string()))?
+                    .len()
+            }
+        };
+        if n != size as usize {
+            return Err(bad(format!(
+                "decompressed to {n} bytes, the header says {size}"
+            )));
+        }
+        self.len = n;
+        Ok(())
+    }
+
+    /// The last block decompressed (empty before the first or after an
+    /// error).
+    pub(crate) fn last(&self) -> &[u8] {
+        if self.len == 0 {
+            &[]
+        } else if self.in_zlib {
+            &self.zlib[..self.len]
+        } else {
+            self.zstd.last(self.len)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 //! on a bad file: every length is checked against the file before it is
 //! used, every count is bounded by the bytes that must follow it.
 
-use crate::compress::{MAX_BLOCK, decompress};
+use crate::compress::{Blocks, MAX_BLOCK, decompress};
 use crate::write::{
     CHUNK_HEADER, CHUNK_MAGIC, Chunk, KIND_CHUNKS, UNFINISHED_MAGIC, VERSION_FINISHING,
     VERSION_RECORDING,
@@ -1012,8 +1012,12 @@ pub struct Pages<'a, R> {
     /// recording), last first.
     runs: Vec<(u64, u64)>,
     chunks_left: u32,
-    chunk: Vec<u8>,
+    /// The chunk being read (compressed data), decompressed into buffers
+    /// reused from chunk to chunk.
+    chunk: Blocks,
     chunk_pos: usize,
+    /// What [`Read`] has still to give of the current page, in `chunk`.
+    in_chunk: std::ops::Range<usize>,
     done: bool,
     pending: Option<Error>,
 }
@@ -1039,8 +1043,9 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
             end,
             runs,
             chunks_left: 0,
-            chunk: Vec::new(),
+            chunk: Blocks::default(),
             chunk_pos: 0,
+            in_chunk: 0..0,
             done: empty,
             pending: None,
         };
@@ -1084,18 +1089,19 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
         Some(r)
     }
 
-    fn next_chunked(&mut self, algo: Compression) -> Option<Result<Vec<u8>, Error>> {
+    /// The next page of compressed data: where it is in `chunk`.
+    fn next_chunked(&mut self, algo: Compression) -> Option<Result<std::ops::Range<usize>, Error>> {
         let ps = self.page_size as usize;
-        if self.chunk_pos + ps <= self.chunk.len() {
-            let p = self.chunk[self.chunk_pos..self.chunk_pos + ps].to_vec();
+        let len = self.chunk.last().len();
+        if self.chunk_pos + ps <= len {
+            let p = self.chunk_pos..self.chunk_pos + ps;
             self.chunk_pos += ps;
             return Some(Ok(p));
         }
-        if self.chunk_pos < self.chunk.len() {
+        if self.chunk_pos < len {
             return Some(Err(Error::Format(format!(
-                "cpu {}: a chunk of {} bytes is not a whole number of {ps}-byte pages",
+                "cpu {}: a chunk of {len} bytes is not a whole number of {ps}-byte pages",
                 self.data.cpu,
-                self.chunk.len()
             ))));
         }
         if self.chunks_left == 0 {
@@ -1128,11 +1134,11 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
                 .read_at(at, csize as u64, "chunk")
                 .map_err(|e| self.trunc(e))?;
             self.pos = at + csize as u64;
-            decompress(algo, &data, usize_, at)
-        })();
+            Ok((data, usize_, at))
+        })()
+        .and_then(|(data, usize_, at)| self.chunk.decompress(algo, &data, usize_, at));
         match r {
-            Ok(c) => {
-                self.chunk = c;
+            Ok(()) => {
                 self.chunk_pos = 0;
                 self.next_chunked(algo)
             }
@@ -1153,10 +1159,14 @@ impl<'a, R: Read + Seek> Pages<'a, R> {
     }
 }
 
-impl<R: Read + Seek> Iterator for Pages<'_, R> {
-    type Item = Result<Vec<u8>, Error>;
+/// A page: read from the file (uncompressed data) or in the current chunk.
+enum Page {
+    Owned(Vec<u8>),
+    InChunk(std::ops::Range<usize>),
+}
 
-    fn next(&mut self) -> Option<Self::Item> {
+impl<R: Read + Seek> Pages<'_, R> {
+    fn next_page(&mut self) -> Option<Result<Page, Error>> {
         if self.done {
             return None;
         }
@@ -1165,8 +1175,8 @@ impl<R: Read + Seek> Iterator for Pages<'_, R> {
             return Some(Err(e));
         }
         let r = match self.compression {
-            None => self.next_plain(),
-            Some(a) => self.next_chunked(a),
+            None => self.next_plain().map(|r| r.map(Page::Owned)),
+            Some(a) => self.next_chunked(a).map(|r| r.map(Page::InChunk)),
         };
         if !matches!(r, Some(Ok(_))) {
             self.done = true;
@@ -1175,19 +1185,39 @@ impl<R: Read + Seek> Iterator for Pages<'_, R> {
     }
 }
 
+impl<R: Read + Seek> Iterator for Pages<'_, R> {
+    type Item = Result<Vec<u8>, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_page()?.map(|p| match p {
+            Page::Owned(v) => v,
+            Page::InChunk(r) => self.chunk.last()[r].to_vec(),
+        }))
+    }
+}
+
 impl<R: Read + Seek> Read for Pages<'_, R> {
     /// The pages as one byte stream (for ktrace-ring's `merge_streams`); a
     /// bad or truncated page is an `io::Error` carrying the [`Error`].
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.rpos == self.rbuf.len() {
-            match self.next() {
-                Some(Ok(p)) => {
+        if self.rpos == self.rbuf.len() && self.in_chunk.is_empty() {
+            match self.next_page() {
+                Some(Ok(Page::Owned(p))) => {
                     self.rbuf = p;
                     self.rpos = 0;
                 }
+                // straight from the decompressed chunk, not copied first
+                Some(Ok(Page::InChunk(r))) => self.in_chunk = r,
                 Some(Err(e)) => return Err(std::io::Error::other(e)),
                 None => return Ok(0),
             }
+        }
+        if !self.in_chunk.is_empty() {
+            let r = self.in_chunk.clone();
+            let n = buf.len().min(r.len());
+            buf[..n].copy_from_slice(&self.chunk.last()[r.start..r.start + n]);
+            self.in_chunk.start += n;
+            return Ok(n);
         }
         let n = buf.len().min(self.rbuf.len() - self.rpos);
         buf[..n].copy_from_slice(&self.rbuf[self.rpos..self.rpos + n]);

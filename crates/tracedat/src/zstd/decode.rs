@@ -48,15 +48,46 @@ const OF_MAX_CODE: usize = 31;
 /// one buffer of at most `limit` bytes: more is an error.
 pub fn decompress(src: &[u8], limit: usize) -> Result<Vec<u8>> {
     let mut d = Decoder::new(limit);
-    let mut rest = src;
-    if rest.is_empty() {
-        return err("no zstd frame");
-    }
-    while !rest.is_empty() {
-        rest = d.frame(rest)?;
-    }
+    d.frames(src)?;
     d.out.truncate(d.pos);
     Ok(d.out)
+}
+
+/// A decoder kept from one input to the next (a CPU's chunks, one after
+/// another): its output buffer, literal buffer and tables are allocated
+/// once and reused, so a chunk costs neither an allocation nor the zeroing
+/// of fresh memory.
+pub struct Decompressor {
+    d: Decoder,
+}
+
+impl Default for Decompressor {
+    fn default() -> Decompressor {
+        Decompressor::new()
+    }
+}
+
+impl Decompressor {
+    /// A decoder with nothing allocated yet.
+    pub fn new() -> Decompressor {
+        Decompressor { d: Decoder::new(0) }
+    }
+
+    /// Decompresses every frame of `src` as [`decompress`] does (at most
+    /// `limit` bytes) into the buffer this decoder keeps; the bytes stay
+    /// valid until the next call.
+    pub fn decompress(&mut self, src: &[u8], limit: usize) -> Result<&[u8]> {
+        self.d.pos = 0;
+        self.d.limit = limit;
+        self.d.frames(src)?;
+        Ok(&self.d.out[..self.d.pos])
+    }
+
+    /// The first `n` bytes the last [`Decompressor::decompress`] wrote
+    /// (`n` at most what it returned).
+    pub fn last(&self, n: usize) -> &[u8] {
+        &self.d.out[..n.min(self.d.pos)]
+    }
 }
 
 /// One FSE decoding table entry for a sequence code: the value's base and
@@ -112,6 +143,18 @@ impl Decoder {
             rep: [1, 4, 8],
             syms: Vec::new(),
         }
+    }
+
+    /// Decodes every frame of `src` (at least one) after `pos`.
+    fn frames(&mut self, src: &[u8]) -> Result<()> {
+        let mut rest = src;
+        if rest.is_empty() {
+            return err("no zstd frame");
+        }
+        while !rest.is_empty() {
+            rest = self.frame(rest)?;
+        }
+        Ok(())
     }
 
     /// Makes room for `n` more bytes past `pos` (plus slack), within the
@@ -953,16 +996,10 @@ impl<'a> BackBits<'a> {
     fn refill(&mut self) {
         if self.pos >= 8 {
             let p = self.pos;
-            let x = u64::from_le_bytes([
-                self.src[p - 8],
-                self.src[p - 7],
-                self.src[p - 6],
-                self.src[p - 5],
-                self.src[p - 4],
-                self.src[p - 3],
-                self.src[p - 2],
-                self.src[p - 1],
-            ]);
+            // one 8-byte load (bounds checked once), not eight
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&self.src[p - 8..p]);
+            let x = u64::from_le_bytes(w);
             // n is 0..=63 here: the bytes below the valid bits, whole
             // bytes counted (a partial one is loaded again next time)
             self.acc |= x >> self.n;

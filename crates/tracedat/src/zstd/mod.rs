@@ -10,7 +10,8 @@
 //! one lazy step, few positions inside a match entered; streamed, with a
 //! larger table, for the kallsyms text
 //! ([`Compressor::compress_stream_fast`]). Keeps no dictionary. The
-//! decompressor is [`decompress`] (`decode.rs`).
+//! decompressor is [`decompress`] (`decode.rs`), or [`Decompressor`] to
+//! reuse its buffers from one input to the next.
 
 mod bits;
 mod decode;
@@ -18,7 +19,7 @@ mod fse;
 mod huf;
 mod xxhash;
 
-pub use decode::{DecodeError, decompress};
+pub use decode::{DecodeError, Decompressor, decompress};
 
 use bits::BitWriter;
 
