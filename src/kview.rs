@@ -107,11 +107,15 @@ fn symbol_at(table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> Option<Sy
 }
 
 /// Kernel symbols from kallsyms text kept in a recording, parsed at the
-/// first lookup (a report of uprobes never parses it), and the kernel
-/// strings of its `printk_formats`.
+/// first lookup of an address that may be code (a report of uprobes never
+/// parses it, even where the format cannot say user from kernel), and the
+/// kernel strings of its `printk_formats`.
 pub struct SavedSymbols {
     text: Vec<u8>,
     table: std::sync::OnceLock<Option<ktrace_symbols::kallsyms::Kallsyms>>,
+    /// Below this address no lookup finds code (one scan of `text`, the
+    /// first lookup's): user-space addresses need no table.
+    lowest_text: OnceLock<u64>,
     printk: Vec<u8>,
     strings: OnceLock<KernelStrings>,
 }
@@ -122,6 +126,7 @@ impl SavedSymbols {
         Self {
             text,
             table: std::sync::OnceLock::new(),
+            lowest_text: OnceLock::new(),
             printk: Vec::new(),
             strings: OnceLock::new(),
         }
@@ -144,6 +149,12 @@ impl Symbolizer for SavedSymbols {
     }
 
     fn lookup(&self, addr: u64) -> Option<Symbol<'_>> {
+        let lowest = *self
+            .lowest_text
+            .get_or_init(|| ktrace_symbols::kallsyms::lowest_text(&self.text).unwrap_or(0));
+        if addr < lowest {
+            return None;
+        }
         let table = self.table.get_or_init(|| {
             if self.text.is_empty() {
                 return None;

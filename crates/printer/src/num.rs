@@ -180,6 +180,17 @@ pub fn hex_case(out: &mut Vec<u8>, v: u64, upper: bool) {
     out.truncate(len + n);
 }
 
+/// Appends `v` in lower-case hex, zero-padded to at least `width` digits
+/// (`%0*lx`; `width` at most 16).
+#[inline]
+pub fn hex_zero(out: &mut Vec<u8>, v: u64, width: usize) {
+    let (x, n) = hex_ascii(v, false);
+    fill(out, b'0', width.saturating_sub(n));
+    let len = out.len();
+    out.extend_from_slice(&(x << (8 * (16 - n))).to_be_bytes());
+    out.truncate(len + n);
+}
+
 /// Appends `s` right-aligned in `width` columns.
 #[inline]
 pub fn right(out: &mut Vec<u8>, s: &[u8], width: usize) {
@@ -189,6 +200,17 @@ pub fn right(out: &mut Vec<u8>, s: &[u8], width: usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hex_zero_pads_as_format_does() {
+        for v in [0u64, 1, 0xf, 0x401136, 0x1234_5678, 0x1_0000_0000, u64::MAX] {
+            for w in [0, 1, 8, 16] {
+                let mut got = b"x".to_vec();
+                super::hex_zero(&mut got, v, w);
+                assert_eq!(got, format!("x{v:0w$x}").into_bytes(), "{v:#x} {w}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

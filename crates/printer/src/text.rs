@@ -820,7 +820,8 @@ impl<'a> TextPrinter<'a> {
                 num::hex(out, addr);
             }
             None => {
-                let _ = write!(out, "0x{addr:08x}");
+                out.extend_from_slice(b"0x");
+                num::hex_zero(out, addr, 8);
             }
         }
     }

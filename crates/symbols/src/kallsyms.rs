@@ -366,6 +366,45 @@ pub fn check_format(text: &str, path: &std::path::Path) -> Result<()> {
     })
 }
 
+/// The lowest address of a text symbol (`t`, `T`, `w`, `W`) in kallsyms
+/// `text`, found by one scan that builds nothing: an address below it is in
+/// no symbol [`Kallsyms::lookup`] would call code, so a reader can answer
+/// "no symbol" for user-space addresses without parsing the table (a
+/// report of uprobes in a recording that keeps kallsyms). `u64::MAX` when
+/// there is no text symbol; `None` when a line is not in the canonical
+/// form (`ADDR TYPE ...` with single spaces) and only the full parse can
+/// tell.
+pub fn lowest_text(text: &[u8]) -> Option<u64> {
+    let mut lowest = u64::MAX;
+    let mut rest = text;
+    while !rest.is_empty() {
+        // only a line's first bytes are looked at: memchr skips the rest
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        rest = rest.get(end + 1..).unwrap_or(&[]);
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        let sp = line.iter().take(17).position(|&c| c == b' ')?;
+        if sp == 0 || line.get(sp + 2) != Some(&b' ') {
+            return None;
+        }
+        let kind = line[sp + 1];
+        if !kind.is_ascii_graphic() {
+            return None;
+        }
+        if !matches!(kind, b't' | b'T' | b'w' | b'W') {
+            continue;
+        }
+        let mut addr = 0u64;
+        for &c in &line[..sp] {
+            addr = (addr << 4) | u64::from((c as char).to_digit(16)?);
+        }
+        lowest = lowest.min(addr);
+    }
+    Some(lowest)
+}
+
 /// Splits one line of kallsyms: `Ok(None)` for blank and `#` lines (the
 /// kernel never prints them; they let fixtures carry the command that
 /// captured them), `Err(reason)` for a line that is not `ADDR TYPE
@@ -575,6 +614,34 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lowest_text_answers_for_addresses_below_every_code_symbol() {
+        use super::{Kallsyms, lowest_text};
+        let text = "# cat /proc/kallsyms\n0000000000000000 A fixed_percpu_data\n\
+                    0000000000001000 D cpu_number\nffffffff81000000 T _stext\n\
+                    ffffffff81000010 t helper\nffffffff82000000 D data\n\
+                    ffffffffc0000000 t mod_fn\t[m]\nffffffffa0000000 W weak\n";
+        let low = lowest_text(text.as_bytes()).unwrap();
+        assert_eq!(low, 0xffffffffa0000000);
+        // what the full table says of addresses below it: no code symbol
+        let table = Kallsyms::parse(text).unwrap();
+        for addr in [0, 0x1000, 0x401136, 0x7fff_ffff_f000, low - 1] {
+            assert!(addr < low);
+            assert!(table.lookup(addr).is_none_or(|l| !l.symbol.is_text()));
+        }
+        assert!(table.lookup(low).unwrap().symbol.is_text());
+        // no code symbol at all; and lines only the full parse can read
+        assert_eq!(lowest_text(b"0 A a\n10 D b\n"), Some(u64::MAX));
+        assert_eq!(lowest_text(b""), Some(u64::MAX));
+        assert_eq!(lowest_text(b"ffffffff81000000  T x\n"), None);
+        assert_eq!(lowest_text(b"ffffffff81000000\tT x\n"), None);
+        assert_eq!(lowest_text(b"ffffffff8100000g T x\n"), None);
+        assert_eq!(
+            lowest_text(b"ffffffff81000000 T x\r\n"),
+            Some(0xffffffff81000000)
+        );
+    }
+
     #[test]
     fn counts_pass_over_other_lengths_only() {
         // names of 63 bytes and more share one bit of the length mask
