@@ -81,8 +81,24 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
     let name = path.display();
     let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
     let dat = TraceDat::open(BufReader::new(f)).with_context(|| format!("cannot read {name}"))?;
-    let meta = dat.meta.clone();
-    drop(dat);
+    let TraceDat { mut meta, .. } = dat;
+    // what the page streams need of the metadata (not the big texts,
+    // which are not copied to leave them out)
+    let big = (
+        std::mem::take(&mut meta.kallsyms),
+        std::mem::take(&mut meta.printk_formats),
+        std::mem::take(&mut meta.cmdlines),
+        std::mem::take(&mut meta.systems),
+        std::mem::take(&mut meta.ftrace_formats),
+    );
+    let slim = meta.clone();
+    (
+        meta.kallsyms,
+        meta.printk_formats,
+        meta.cmdlines,
+        meta.systems,
+        meta.ftrace_formats,
+    ) = big;
     if meta.latency {
         anyhow::bail!("{name} holds a latency (text) trace, not recorded pages");
     }
@@ -132,15 +148,6 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
             .summary_mut()
             .add_stats(cpu, &ktrace_tracefs::CpuStats::parse(text));
     }
-    // what the page streams need of the metadata (not the big texts)
-    let slim = Meta {
-        kallsyms: Vec::new(),
-        printk_formats: Vec::new(),
-        cmdlines: Vec::new(),
-        systems: Vec::new(),
-        ftrace_formats: Vec::new(),
-        ..meta.clone()
-    };
     let mut streams: Vec<CpuPages> = Vec::new();
     for (i, c) in buffer.cpus.iter().enumerate() {
         let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
@@ -287,11 +294,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let Recording {
-        meta,
+        mut meta,
         mut decoder,
         streams,
     } = open(file)?;
-    let symbols = SavedSymbols::with_strings(meta.kallsyms.clone(), meta.printk_formats.clone());
+    // moved, not copied: the kallsyms text is megabytes
+    let symbols = SavedSymbols::with_strings(
+        std::mem::take(&mut meta.kallsyms),
+        std::mem::take(&mut meta.printk_formats),
+    );
     if args.folded {
         return folded(file, &mut decoder, streams, &symbols);
     }

@@ -137,6 +137,17 @@ impl Decoder {
     /// Hands the records up to time stamp `limit` to `sink` in order;
     /// later ones stay queued.
     pub fn flush(&mut self, limit: u64, sink: &mut dyn Sink) -> Result<Status, Error> {
+        self.hand_out(limit, sink, true)
+    }
+
+    /// [`Decoder::flush`], flushing `sink` afterwards only when `flush_sink`
+    /// (a live run shows what it has; a replay fills the sink's buffer).
+    fn hand_out(
+        &mut self,
+        limit: u64,
+        sink: &mut dyn Sink,
+        flush_sink: bool,
+    ) -> Result<Status, Error> {
         let Decoder {
             merger,
             table,
@@ -194,7 +205,9 @@ impl Decoder {
             self.stopped = true;
             return Err(Error::Output(e));
         }
-        sink.flush().map_err(Error::Output)?;
+        if flush_sink {
+            sink.flush().map_err(Error::Output)?;
+        }
         if self.opts.limit.is_some_and(|n| self.counted >= n) {
             self.stopped = true;
         }
@@ -397,7 +410,9 @@ pub fn replay(
                 .min()
                 .unwrap_or(u64::MAX)
         };
-        if dec.flush(limit, sink)? == Status::Stopped || live.is_empty() {
+        // the sink writes out when its buffer fills, and at the end
+        // (finish): not after every page as a live run must
+        if dec.hand_out(limit, sink, false)? == Status::Stopped || live.is_empty() {
             break 'run;
         }
     }
