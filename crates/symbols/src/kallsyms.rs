@@ -622,7 +622,7 @@ mod tests {
                     ffffffff81000010 t helper\nffffffff82000000 D data\n\
                     ffffffffc0000000 t mod_fn\t[m]\nffffffffa0000000 W weak\n";
         let low = lowest_text(text.as_bytes()).unwrap();
-        assert_eq!(low, 0xffffffffa0000000);
+        assert_eq!(low, 0xffffffff81000000);
         // what the full table says of addresses below it: no code symbol
         let table = Kallsyms::parse(text).unwrap();
         for addr in [0, 0x1000, 0x401136, 0x7fff_ffff_f000, low - 1] {
