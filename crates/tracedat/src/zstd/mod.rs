@@ -79,12 +79,43 @@ fn highbit(x: u32) -> u32 {
     31 - x.max(1).leading_zeros()
 }
 
+/// The literal length code of each length below 64.
+const LL_CODE: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut ll = 0;
+    while ll < 64 {
+        let mut c = 0;
+        while c + 1 < LL_BASE.len() && LL_BASE[c + 1] <= ll as u32 {
+            c += 1;
+        }
+        t[ll] = c as u8;
+        ll += 1;
+    }
+    t
+};
+
+/// The match length code of each length from 3 to 130 (index: length - 3).
+const ML_CODE: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < 128 {
+        let ml = i as u32 + 3;
+        let mut c = 0;
+        while c + 1 < ML_BASE.len() && ML_BASE[c + 1] <= ml {
+            c += 1;
+        }
+        t[i] = c as u8;
+        i += 1;
+    }
+    t
+};
+
 #[inline]
 fn ll_code(ll: u32) -> u8 {
     if ll >= 64 {
         (highbit(ll) + 19) as u8
     } else {
-        (LL_BASE.partition_point(|&b| b <= ll) - 1) as u8
+        LL_CODE[ll as usize]
     }
 }
 
@@ -93,7 +124,7 @@ fn ml_code(ml: u32) -> u8 {
     if ml >= 131 {
         (highbit(ml - 3) + 36) as u8
     } else {
-        (ML_BASE.partition_point(|&b| b <= ml) - 1) as u8
+        ML_CODE[ml.saturating_sub(3) as usize]
     }
 }
 
@@ -176,9 +207,8 @@ fn common(src: &[u8], a: usize, b: usize, end: usize) -> usize {
     // a < b: src[a..a + limit] lies before end
     let (x, y) = (&src[a..a + limit], &src[b..end]);
     let mut n = 0;
-    for (cx, cy) in x.chunks_exact(8).zip(y.chunks_exact(8)) {
-        let d = u64::from_le_bytes(cx.try_into().unwrap_or([0; 8]))
-            ^ u64::from_le_bytes(cy.try_into().unwrap_or([0; 8]));
+    while n + 8 <= limit {
+        let d = read64(x, n) ^ read64(y, n);
         if d != 0 {
             return n + (d.trailing_zeros() / 8) as usize;
         }
@@ -188,6 +218,29 @@ fn common(src: &[u8], a: usize, b: usize, end: usize) -> usize {
         n += 1;
     }
     n
+}
+
+#[inline]
+fn read64(src: &[u8], i: usize) -> u64 {
+    match src.get(i..i + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])),
+        None => 0,
+    }
+}
+
+/// Appends `src[from..to]` to `lits`: a short run (most of them, between
+/// matches) as one 16-byte copy cut back, without a call to memcpy.
+#[inline]
+fn push_lits(lits: &mut Vec<u8>, src: &[u8], from: usize, to: usize) {
+    let n = to - from;
+    match src.get(from..from + 16) {
+        Some(b) if n <= 16 => {
+            let len = lits.len();
+            lits.extend_from_slice(&<[u8; 16]>::try_from(b).unwrap_or([0; 16]));
+            lits.truncate(len + n);
+        }
+        _ => lits.extend_from_slice(&src[from..to]),
+    }
 }
 
 /// How much a match is worth (libzstd's lazy heuristic: 4 per byte minus
@@ -539,10 +592,10 @@ impl Compressor {
                 parse.reps
             }
             Strategy::Fast | Strategy::FastWide => {
-                let (table, log) = if strategy == Strategy::Fast {
-                    (&mut self.fast, FAST_LOG)
+                let (table, log, lazy) = if strategy == Strategy::Fast {
+                    (&mut self.fast, FAST_LOG, NICE)
                 } else {
-                    (&mut self.meta, META_LOG)
+                    (&mut self.meta, META_LOG, WIDE_LAZY)
                 };
                 if table.is_empty() {
                     *table = vec![0; 1 << log];
@@ -554,6 +607,7 @@ impl Compressor {
                     base,
                     lo,
                     reps: *reps,
+                    lazy,
                 };
                 parse.block(start, end, &mut self.lits, &mut self.seqs);
                 parse.reps
@@ -581,15 +635,20 @@ enum Strategy {
     /// Hash chains, [`DEPTH`] candidates, lazy matching: the smaller
     /// output (metadata sections, written once).
     Chain,
-    /// One candidate per hash, the repeat offsets tried first, no lazy
-    /// step, a stride growing over literal runs: CPU data chunks.
+    /// One candidate per hash, the repeat offsets tried first (the last
+    /// distance alone, taken at once when it matches), one lazy step
+    /// past a table match, a stride growing over literal runs: CPU data
+    /// chunks.
     Fast,
-    /// The fast strategy with a [`META_LOG`]-bit table: streamed sections
-    /// (the kallsyms text). On a 6.18 host's 5,414,658 bytes of it:
-    /// 965,052 bytes in 393 M instructions, the chain 848,212 bytes in
-    /// 640 M (without the lazy step 1,016,981 bytes in 327 M, which made
-    /// a 20,000-event recording larger than trace-cmd convert's libzstd
-    /// one: 1,130,723 bytes against 1,120,139).
+    /// The fast strategy with a [`META_LOG`]-bit table and the lazy step
+    /// only past table matches shorter than [`WIDE_LAZY`]: streamed
+    /// sections (the kallsyms text). On a 6.18 host's 5,414,658 bytes of
+    /// it (zbench under callgrind): 986,764 bytes in 313 M instructions;
+    /// before the last distance was tried alone and the lazy step cut,
+    /// 965,052 bytes in 388 M; the chain 848,212 bytes in 640 M (without
+    /// any lazy step 1,016,981 bytes in 327 M, which made a 20,000-event
+    /// recording larger than trace-cmd convert's libzstd one: 1,130,723
+    /// bytes against 1,120,139).
     FastWide,
 }
 
@@ -613,9 +672,17 @@ const FAST_SPARSE: usize = 2;
 /// instructions, 62 bytes more of 656 KB).
 const FAST_GOOD: usize = 24;
 
+/// [`Strategy::FastWide`] looks one byte on (lazy matching) only past a
+/// table match shorter than this ([`Strategy::Fast`]: [`NICE`]). On a
+/// 6.18 host's kallsyms text (5,414,658 bytes): 16 bytes 975,120 bytes in
+/// 328 M instructions, 8 bytes 986,764 in 313 M, [`NICE`] 969,968 in
+/// 352 M. CPU pages need the lazy step: on a 200,000-event recording's,
+/// 16 made them 20% larger (728,476 bytes against 605,601) and slower.
+const WIDE_LAZY: usize = 8;
+
 /// Hash bits of [`Strategy::FastWide`]'s table. On a 6.18 host's
-/// kallsyms text (5,414,658 bytes): 12 bits 965,052
-/// bytes, 14 bits 962,693, 16 bits 962,078.
+/// kallsyms text (5,414,658 bytes), before [`WIDE_LAZY`]: 12 bits
+/// 965,052 bytes, 14 bits 962,693, 16 bits 962,078.
 const META_LOG: u32 = 12;
 
 #[inline]
@@ -634,6 +701,8 @@ struct Fast<'a> {
     /// Lowest number a match may start at.
     lo: u32,
     reps: [u32; 3],
+    /// A table match shorter than this gets the lazy step.
+    lazy: usize,
 }
 
 impl Fast<'_> {
@@ -652,23 +721,32 @@ impl Fast<'_> {
         let src = self.src;
         let low = (self.lo - self.base) as usize;
         let cur = read32(src, i);
-        let ll = i - anchor;
-        let reps = if ll > 0 {
-            [self.reps[0], self.reps[1], self.reps[2]]
+        // the distances offset values 1 and 2 stand for
+        let (r1, r2) = if i > anchor {
+            (self.reps[0], self.reps[1])
         } else {
-            [self.reps[1], self.reps[2], self.reps[0].wrapping_sub(1)]
+            (self.reps[1], self.reps[2])
         };
         let mut found: Option<(usize, usize, u32)> = None;
         let mut best = 0;
-        for (k, &r) in reps.iter().enumerate().take(FAST_REPS) {
-            let r = r as usize;
-            if r > 0 && i >= low + r && read32(src, i - r) == cur {
-                let n = MIN_MATCH + common(src, i - r + MIN_MATCH, i + MIN_MATCH, end);
-                let g = gain(n, k as u32 + 1);
-                if g > best {
-                    found = Some((i, n, k as u32 + 1));
-                    best = g;
-                }
+        let r = r1 as usize;
+        if r > 0 && i >= low + r && read32(src, i - r) == cur {
+            let n = MIN_MATCH + common(src, i - r + MIN_MATCH, i + MIN_MATCH, end);
+            found = Some((i, n, 1));
+            best = gain(n, 1);
+        }
+        let r = r2 as usize;
+        if FAST_REPS > 1
+            && found.is_none_or(|(_, n, _)| n < FAST_GOOD)
+            && r > 0
+            && i >= low + r
+            && read32(src, i - r) == cur
+        {
+            let n = MIN_MATCH + common(src, i - r + MIN_MATCH, i + MIN_MATCH, end);
+            let g = gain(n, 2);
+            if g > best {
+                found = Some((i, n, 2));
+                best = g;
             }
         }
         let h = fast_hash(cur, self.shift);
@@ -701,10 +779,13 @@ impl Fast<'_> {
         found
     }
 
-    /// Cuts `src[start..end]` into literals and sequences: at each
-    /// position a [`Fast::probe`], and when it finds a match not long
-    /// enough to take at once, one at the next position too (the better
-    /// is taken); over literals the step grows.
+    /// Cuts `src[start..end]` into literals and sequences. At each
+    /// position, when the distance offset value 1 stands for (the last
+    /// one, or with no literals before, the one before it) matches, that
+    /// match is taken at once, without the table or a lazy step; otherwise
+    /// a [`Fast::probe`], and when it finds a table match shorter than
+    /// `lazy`, one at the next position too (the better is taken); over
+    /// literals the step grows.
     fn block(&mut self, start: usize, end: usize, lits: &mut Vec<u8>, seqs: &mut Vec<Seq>) {
         let src = self.src;
         let last = end.min(src.len().saturating_sub(3));
@@ -712,24 +793,33 @@ impl Fast<'_> {
         let mut anchor = start;
         let mut i = start;
         while i + MIN_MATCH <= last {
-            let Some(mut m) = self.probe(i, anchor, end) else {
-                i += 1 + ((i - anchor) >> FAST_SKIP);
-                continue;
-            };
-            // lazy: a better match one byte on (starting later costs
-            // the literals it leaves)
-            if m.1 < NICE
-                && i + 1 + MIN_MATCH <= last
-                && let Some(m2) = self.probe(i + 1, anchor, end)
-            {
-                let rel = |m: (usize, usize, u32)| gain(m.1, m.2) - 4 * (m.0 as i64);
-                if rel(m2) > rel(m) + 4 {
-                    m = m2;
+            let cur = read32(src, i);
+            let ll = i - anchor;
+            let r = if ll > 0 { self.reps[0] } else { self.reps[1] } as usize;
+            let m = if r > 0 && i >= low + r && read32(src, i - r) == cur {
+                let n = MIN_MATCH + common(src, i - r + MIN_MATCH, i + MIN_MATCH, end);
+                self.table[fast_hash(cur, self.shift)] = self.base + i as u32;
+                (i, n, 1)
+            } else {
+                let Some(mut m) = self.probe(i, anchor, end) else {
+                    i += 1 + ((i - anchor) >> FAST_SKIP);
+                    continue;
+                };
+                if m.1 < self.lazy
+                    && m.2 > 3
+                    && i + 1 + MIN_MATCH <= last
+                    && let Some(m2) = self.probe(i + 1, anchor, end)
+                {
+                    let rel = |m: (usize, usize, u32)| gain(m.1, m.2) - 4 * (m.0 as i64);
+                    if rel(m2) > rel(m) + 4 {
+                        m = m2;
+                    }
                 }
-            }
+                m
+            };
             let (at, len, off) = m;
             let ll = at - anchor;
-            lits.extend_from_slice(&src[anchor..at]);
+            push_lits(lits, src, anchor, at);
             let d = take_rep(&mut self.reps, off, ll);
             debug_assert!(d as usize <= at - low);
             seqs.push(Seq {
@@ -816,7 +906,7 @@ fn parse_block(
             }
         }
         let ll = at - anchor;
-        lits.extend_from_slice(&src[anchor..at]);
+        push_lits(lits, src, anchor, at);
         p.take(off, ll);
         seqs.push(Seq {
             ll: ll as u32,
@@ -923,13 +1013,14 @@ fn encode_block(lits: &[u8], seqs: &[Seq], out: &mut Vec<u8>, tmp: &mut Vec<u8>)
     let (mlm, ml_t) = choose(&mlc, &ML_DEFAULT, 6, 9, out);
     out[modes_at] = (llm << 6) | (ofm << 4) | (mlm << 2);
     let mut w = BitWriter::new(out);
-    let extra = |w: &mut BitWriter<'_>, i: usize| {
+    #[inline(always)]
+    fn extra(w: &mut BitWriter<'_>, seqs: &[Seq], llc: &[u8], mlc: &[u8], ofc: &[u8], i: usize) {
         let s = seqs[i];
         let (l, m, o) = (usize::from(llc[i]), usize::from(mlc[i]), u32::from(ofc[i]));
         w.add(s.ll - LL_BASE[l], u32::from(LL_BITS[l]));
         w.add(s.ml - ML_BASE[m], u32::from(ML_BITS[m]));
         w.add(s.off - (1 << o), o);
-    };
+    }
     let init = |t: &Coder, c: u8| match t {
         Coder::Rle => 0,
         Coder::Fse(e) => e.init(c),
@@ -939,7 +1030,7 @@ fn encode_block(lits: &[u8], seqs: &[Seq], out: &mut Vec<u8>, tmp: &mut Vec<u8>)
         init(&of_t, ofc[n - 1]),
         init(&ml_t, mlc[n - 1]),
     );
-    extra(&mut w, n - 1);
+    extra(&mut w, seqs, &llc, &mlc, &ofc, n - 1);
     for i in (0..n - 1).rev() {
         if let Coder::Fse(e) = &of_t {
             so = e.encode(&mut w, so, ofc[i]);
@@ -950,7 +1041,7 @@ fn encode_block(lits: &[u8], seqs: &[Seq], out: &mut Vec<u8>, tmp: &mut Vec<u8>)
         if let Coder::Fse(e) = &ll_t {
             sl = e.encode(&mut w, sl, llc[i]);
         }
-        extra(&mut w, i);
+        extra(&mut w, seqs, &llc, &mlc, &ofc, i);
     }
     if let Coder::Fse(e) = &ml_t {
         e.flush(&mut w, sm);

@@ -550,3 +550,17 @@ fn numbering_wraps() {
     }
     assert!(c.next < 1 << 20, "the numbering started over");
 }
+
+#[test]
+fn length_codes_match_the_base_tables() {
+    // the lookup tables against the RFC's baselines, every length each
+    // covers and the first past them
+    for ll in 0..200u32 {
+        let want = (LL_BASE.partition_point(|&b| b <= ll) - 1) as u8;
+        assert_eq!(ll_code(ll), want, "literal length {ll}");
+    }
+    for ml in 3..300u32 {
+        let want = (ML_BASE.partition_point(|&b| b <= ml) - 1) as u8;
+        assert_eq!(ml_code(ml), want, "match length {ml}");
+    }
+}
