@@ -10,6 +10,48 @@ use crate::Error;
 /// a chunk of some pages; this bounds what a corrupt size can allocate).
 pub(crate) const MAX_BLOCK: u32 = 256 << 20;
 
+/// One block's framing: what its errors say, and the size the file states,
+/// checked before decompressing (a bound on what a corrupt size allocates)
+/// and after.
+struct Framing {
+    name: &'static str,
+    offset: u64,
+    size: u32,
+}
+
+impl Framing {
+    fn new(algo: crate::Compression, size: u32, offset: u64) -> Result<Framing, Error> {
+        let f = Framing {
+            name: algo.name(),
+            offset,
+            size,
+        };
+        if size > MAX_BLOCK {
+            return Err(f.bad(format!("uncompressed size {size} is implausible")));
+        }
+        Ok(f)
+    }
+
+    fn bad(&self, msg: String) -> Error {
+        Error::Decompress {
+            algo: self.name,
+            offset: self.offset,
+            msg,
+        }
+    }
+
+    /// The stated size against the `n` bytes decompressed.
+    fn check(&self, n: usize) -> Result<(), Error> {
+        if n != self.size as usize {
+            return Err(self.bad(format!(
+                "decompressed to {n} bytes, the header says {}",
+                self.size
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Decompresses one block whose uncompressed size the file states.
 pub(crate) fn decompress(
     algo: crate::Compression,
@@ -17,30 +59,17 @@ pub(crate) fn decompress(
     size: u32,
     offset: u64,
 ) -> Result<Vec<u8>, Error> {
-    let name = algo.name();
-    let bad = |msg: String| Error::Decompress {
-        algo: name,
-        offset,
-        msg,
-    };
-    if size > MAX_BLOCK {
-        return Err(bad(format!("uncompressed size {size} is implausible")));
-    }
+    let f = Framing::new(algo, size, offset)?;
     let out = match algo {
         crate::Compression::Zlib => {
             miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(input, size as usize)
-                .map_err(|e| bad(format!("{:?}", e.status).to_lowercase()))?
+                .map_err(|e| f.bad(format!("{:?}", e.status).to_lowercase()))?
         }
         crate::Compression::Zstd => {
-            crate::zstd::decompress(input, size as usize).map_err(|e| bad(e.to_string()))?
+            crate::zstd::decompress(input, size as usize).map_err(|e| f.bad(e.to_string()))?
         }
     };
-    if out.len() != size as usize {
-        return Err(bad(format!(
-            "decompressed to {} bytes, the header says {size}",
-            out.len()
-        )));
-    }
+    f.check(out.len())?;
     Ok(out)
 }
 
@@ -68,15 +97,7 @@ impl Blocks {
         offset: u64,
     ) -> Result<(), Error> {
         self.len = 0;
-        let name = algo.name();
-        let bad = |msg: String| Error::Decompress {
-            algo: name,
-            offset,
-            msg,
-        };
-        if size > MAX_BLOCK {
-            return Err(bad(format!("uncompressed size {size} is implausible")));
-        }
+        let f = Framing::new(algo, size, offset)?;
         let n = match algo {
             crate::Compression::Zlib => {
                 self.zlib = decompress(algo, input, size, offset)?;
@@ -87,15 +108,11 @@ impl Blocks {
                 self.in_zlib = false;
                 self.zstd
                     .decompress(input, size as usize)
-                    .map_err(|e| bad(e.to_string()))?
+                    .map_err(|e| f.bad(e.to_string()))?
                     .len()
             }
         };
-        if n != size as usize {
-            return Err(bad(format!(
-                "decompressed to {n} bytes, the header says {size}"
-            )));
-        }
+        f.check(n)?;
         self.len = n;
         Ok(())
     }
