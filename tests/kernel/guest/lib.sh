@@ -21,7 +21,11 @@ _kt_open=0
 _kt_ntests=0
 
 # ------------------------------------------------------------ verdicts
+_kt_uptime() { read -r _kt_up _ </proc/uptime 2>/dev/null && echo "$_kt_up"; }
 _kt_verdict() { # VERDICT MESSAGE
+    # the test's duration goes to the console (KTEST-TIME: not a verdict),
+    # for finding where a cell's minutes go
+    echo "KTEST-TIME $KTEST_SUITE/$_kt_name $(awk -v a="${_kt_t0:-0}" -v b="$(_kt_uptime)" 'BEGIN { printf "%.1f", b - a }')"
     echo "KTEST $KTEST_SUITE/$_kt_name $1 $2"
     echo "$KTEST_SUITE/$_kt_name $1" >>"$KTEST_RESULTS"
     _kt_open=0
@@ -34,6 +38,7 @@ ktest() {
         _kt_verdict FAIL "no verdict (test ended without pass/fail)"
     fi
     _kt_name=$1
+    _kt_t0=$(_kt_uptime)
     _kt_open=1
     _kt_ntests=$((_kt_ntests + 1))
     echo "KTEST-BEGIN $KTEST_SUITE/$_kt_name"
