@@ -91,7 +91,10 @@ out=$(cat /tmp/kt.out)
 nev=$(grep -c ' p_do_sys_openat2: ' /tmp/kt.out)
 nst=$(grep -c ': <stack trace>$' /tmp/kt.out)
 # each event line and the line after it: a stack of the same pid (the
-# TASK-PID column; the name is not compared: it is looked up separately)
+# TASK-PID column; the name is not compared: a cat gone before ktrace reads
+# its record is named from saved_cmdlines, which can lack it -- an arm64
+# 6.12 run under load had neither event named cat-; the pass message shows
+# the names)
 pairs=$(awk '/ p_do_sys_openat2: / { ev = $0; next }
     ev != "" { a = ev; b = $0; sub(/^ */, "", a); sub(/^ */, "", b)
         split(a, x, " "); split(b, y, " "); pa = x[1]; pb = y[1]
@@ -102,7 +105,6 @@ expect_eq "exit status" "$code" 0 &&
     expect_ge "events" "$nev" 2 &&
     expect_eq "one stack per kept event" "$nst" "$nev" &&
     expect_eq "each stack follows its event, same pid ($(printf '%s\n' "$pairs" | grep -m2 '^bad' | tr '\n' ' '))" "$after" "$nev" &&
-    expect_match "events by cat" "$(grep ' p_do_sys_openat2: ' /tmp/kt.out)" '^ *cat-[0-9]+ ' &&
     # (on arm the kernel's unwinder stops at an optimized probe's trampoline:
     # "unwind: Index not found" -- the stack then ends in optimized_callback)
     expect_match "stack frames" "$out" '^ => .*(sys_openat|do_syscall|el0_svc|invoke_syscall|handle_exception|do_trap_ecall_u|optimized_callback)' &&
