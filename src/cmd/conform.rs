@@ -302,11 +302,22 @@ fn compare_all(
     // asks the kernel: the two halves overlap on a guest's two CPUs. The
     // kernel is left as it was after each definition, but not during one,
     // so the checkers answer from the events as they were at set-up
-    // (`Options::frozen`). The answers come in case order.
+    // (`Options::frozen`). The answers come in case order. A tracepoint
+    // probe's answer also depends on a stub that an earlier case's
+    // registration can leave on its tracepoint (tracepoint_stub_registered,
+    // read live): its check waits until the kernel has answered every case
+    // before it.
     let (tx, rx) = std::sync::mpsc::sync_channel::<(Answer, bool, f64)>(256);
     let to_check: Vec<(File, String)> = cases.iter().map(|c| (c.file, c.line.clone())).collect();
+    let asked = Asked::default();
+    let asked_by_checker = asked.clone();
+    // (an error below returns early: the checking thread is let go then too)
+    let _release = Release(asked.clone());
     let checker_thread = std::thread::spawn(move || {
-        for (file, line) in to_check {
+        for (i, (file, line)) in to_check.into_iter().enumerate() {
+            if names_a_tracepoint(&line) {
+                asked_by_checker.wait_for(i);
+            }
             let t0 = Instant::now();
             let (ours, second) = match checkers.get_mut(&file) {
                 Some(checker) => {
@@ -332,6 +343,7 @@ fn compare_all(
         };
         check_secs += secs;
         let (kernel, captured) = kernel_side.ask(case)?;
+        asked.advance();
         let found = ktrace_conform::compare(&kernel, &ours);
         tally.total += 1;
         tally.kernel_accepted += u64::from(kernel.accepted);
@@ -394,8 +406,65 @@ fn compare_all(
         }
     }
     drop(rx);
+    asked.finish();
     let _ = checker_thread.join();
     Ok((tally, check_secs, checking))
+}
+
+/// Finishes an [`Asked`] when dropped.
+struct Release(Asked);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+/// A tracepoint probe (`t:`, fprobe.rs's tracepoint_taken): its answer reads
+/// the tracepoint's live state, which earlier cases change.
+fn names_a_tracepoint(line: &str) -> bool {
+    line.trim_start().starts_with('t')
+}
+
+/// How many cases the kernel has answered, for the checking thread to wait
+/// on. Dropped or finished, it lets every wait go (an error or the budget
+/// ends the comparing before every case is asked).
+#[derive(Clone, Default)]
+struct Asked(std::sync::Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>);
+
+impl Asked {
+    /// Blocks until at least `n` cases have been answered (or the
+    /// comparing ended).
+    fn wait_for(&self, n: usize) {
+        let (count, cv) = &*self.0;
+        let mut g = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *g < n {
+            g = cv
+                .wait(g)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn set(&self, f: impl FnOnce(usize) -> usize) {
+        let (count, cv) = &*self.0;
+        let mut g = count
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *g = f(*g);
+        cv.notify_all();
+    }
+
+    /// One more case answered.
+    fn advance(&self) {
+        self.set(|n| n.saturating_add(1));
+    }
+
+    /// No more cases will be answered: every wait ends.
+    fn finish(&self) {
+        self.set(|_| usize::MAX);
+    }
 }
 
 fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> String {
@@ -756,6 +825,35 @@ fn add_tracepoints(pool: &mut Pool, root: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tracepoint_check_waits_for_the_cases_before_it() {
+        let asked = Asked::default();
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (a, s) = (asked.clone(), seen.clone());
+        let t = std::thread::spawn(move || {
+            a.wait_for(2);
+            s.store(1, std::sync::atomic::Ordering::SeqCst);
+        });
+        asked.advance();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            seen.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "one of two asked"
+        );
+        asked.advance();
+        t.join().unwrap();
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // a guard dropped early (an error) lets a waiting check go
+        let asked = Asked::default();
+        let a = asked.clone();
+        let t = std::thread::spawn(move || a.wait_for(1000));
+        drop(Release(asked));
+        t.join().unwrap();
+        assert!(names_a_tracepoint("  t:g/e sched_switch"));
+        assert!(!names_a_tracepoint("p:g/e vfs_read"));
+    }
 
     #[test]
     fn lines_name_their_file_and_line_number() {
