@@ -324,7 +324,7 @@ impl Marks {
         let (jumps, calls, extable) = sites.counts();
         if jumps + calls + extable == 0 {
             self.notes.push(
-                "jump label sites not read (no __start___jump_table in kallsyms, or no kcore)"
+                "jump label sites not read (no __start___jump_table in kallsyms nor a table of its shape, or no kcore)"
                     .to_string(),
             );
             return;
@@ -339,8 +339,13 @@ impl Marks {
         } else {
             String::new()
         };
+        let how = if sites.scanned() {
+            "; the tables found by their shape in the kernel image (kallsyms does not name them)"
+        } else {
+            ""
+        };
         self.notes.push(format!(
-            "jump label sites read ({jumps}){calls_note}{extable_note}"
+            "jump label sites read ({jumps}){calls_note}{extable_note}{how}"
         ));
         let insns = ktrace_disasm::decode(isa, bytes, 0);
         let len = |code: u64| {

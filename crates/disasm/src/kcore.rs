@@ -109,15 +109,23 @@ pub fn file_offset(segments: &[Segment], addr: u64, len: u64) -> Option<u64> {
     })
 }
 
-/// Reads `len` bytes of kernel memory at `addr` from a kcore file
-/// (normally /proc/kcore).
-pub fn read(path: &Path, addr: u64, len: usize) -> Result<Vec<u8>, Error> {
-    use std::os::unix::fs::FileExt;
-    let err = |reason: String| Error::Kcore {
+/// The `PT_LOAD` segments of a kcore file (normally /proc/kcore): which
+/// kernel addresses it holds.
+pub fn segments(path: &Path) -> Result<Vec<Segment>, Error> {
+    let file = std::fs::File::open(path).map_err(|e| kcore_error(path, e.to_string()))?;
+    file_segments(&file, path)
+}
+
+fn kcore_error(path: &Path, reason: String) -> Error {
+    Error::Kcore {
         path: path.display().to_string(),
         reason,
-    };
-    let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    }
+}
+
+fn file_segments(file: &std::fs::File, path: &Path) -> Result<Vec<Segment>, Error> {
+    use std::os::unix::fs::FileExt;
+    let err = |reason: String| kcore_error(path, reason);
     let mut head = [0u8; 64];
     file.read_exact_at(&mut head, 0)
         .map_err(|e| err(format!("reading the elf header: {e}")))?;
@@ -125,7 +133,16 @@ pub fn read(path: &Path, addr: u64, len: usize) -> Result<Vec<u8>, Error> {
     let mut phdrs = vec![0u8; usize::from(header.phnum) * usize::from(header.phentsize)];
     file.read_exact_at(&mut phdrs, header.phoff)
         .map_err(|e| err(format!("reading the program headers: {e}")))?;
-    let segments = parse_segments(&phdrs, &header).map_err(err)?;
+    parse_segments(&phdrs, &header).map_err(err)
+}
+
+/// Reads `len` bytes of kernel memory at `addr` from a kcore file
+/// (normally /proc/kcore).
+pub fn read(path: &Path, addr: u64, len: usize) -> Result<Vec<u8>, Error> {
+    use std::os::unix::fs::FileExt;
+    let err = |reason: String| kcore_error(path, reason);
+    let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    let segments = file_segments(&file, path)?;
     let offset = file_offset(&segments, addr, len as u64)
         .ok_or_else(|| err(format!("no segment holds {len} bytes at {addr:#x}")))?;
     let mut out = vec![0u8; len];

@@ -16,6 +16,24 @@
 //! s32 target; long key}` (16 bytes), a static call site `{s32 addr; s32
 //! key}` (8 bytes). Modules' tables are not visible this way: their sites
 //! are left to the kernel. Nothing here writes to the kernel.
+//!
+//! arm64 kernels without `CONFIG_KALLSYMS_ALL` (Debian's 5.10 and 6.1)
+//! name no table. There the jump table is found by its shape in the
+//! kernel image after `_etext` (/proc/kcore's segment for `[_text, _end)`):
+//! the longest run of 16-byte entries, 8-byte aligned, whose code and
+//! target lie 4-byte aligned in the kernel's text and whose key (less its
+//! two flag bits) is an 8-byte aligned address in the image. Random data
+//! passes one entry's test about once in 10^7; the table is thousands of
+//! entries in a row. The exception table likewise: the longest run of
+//! 12-byte entries (4-byte aligned) or 8-byte ones (8-byte aligned, 5.10)
+//! whose instruction and fixup lie in the text, in instruction order. On
+//! arm64 6.12 both scans find the named tables' sites exactly (11,172 and
+//! 850); on arm64 7.2 the jump table's does (10,872), but a longer run of
+//! something else (27,560 entries) passes the exception table's test, so
+//! that one is trusted only where kallsyms names no table, on the kernels
+//! it was checked on (5.10, 6.1: each refusal sampled was the kernel's).
+//! `KTRACE_SCAN_JUMP_TABLE=1` scans for the jump table even where kallsyms
+//! names it, so a test can hold the scan against it.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -60,6 +78,8 @@ impl Site {
 #[derive(Debug, Default)]
 pub struct Sites {
     jump: Vec<u64>,
+    /// A table was found by its shape, not by kallsyms' names.
+    scanned: bool,
     calls: Vec<u64>,
     /// arm64: the instructions of vmlinux's exception table.
     extable: Vec<u64>,
@@ -96,9 +116,35 @@ impl Sites {
             let bytes = ktrace_disasm::kcore::read(core, a, len).ok()?;
             Some((a, bytes))
         };
-        let jump = table("__start___jump_table", "__stop___jump_table")
-            .map(|(a, b)| relative_sites(&b, a, 16))
-            .unwrap_or_default();
+        // (the exception table's scan is not forced: on arm64 7.2 a longer
+        // run of ordered text pairs than its 947-entry table passes it)
+        let force_scan = std::env::var_os("KTRACE_SCAN_JUMP_TABLE").is_some_and(|v| v == "1");
+        let named_jump = if force_scan {
+            None
+        } else {
+            table("__start___jump_table", "__stop___jump_table")
+        };
+        let named_extable = if arch == Arch::Arm64 {
+            table("__start___ex_table", "__stop___ex_table")
+        } else {
+            None
+        };
+        // arm64 without the names: both tables found by their shape
+        let image = if arch == Arch::Arm64 && (named_jump.is_none() || named_extable.is_none()) {
+            Image::read(ks, core)
+        } else {
+            None
+        };
+        let mut scanned = false;
+        let jump = match (named_jump, &image) {
+            (Some((a, b)), _) => relative_sites(&b, a, 16),
+            (None, Some(image)) => {
+                let sites = image.jump_table();
+                scanned |= !sites.is_empty();
+                sites
+            }
+            (None, None) => Vec::new(),
+        };
         let calls = if arch == Arch::X86_64 {
             table("__start_static_call_sites", "__stop_static_call_sites")
                 .map(|(a, b)| relative_sites(&b, a, 8))
@@ -109,21 +155,23 @@ impl Sites {
         // arm64's entries are `{s32 insn; s32 fixup}` (8 bytes) or, since
         // the fixup types, `{s32 insn; s32 fixup; s16 type; s16 data}` (12):
         // the size whose every instruction lies aligned in the kernel's text
-        let extable = if arch == Arch::Arm64 {
-            let text = |n: &str| ks.by_name(n, None).first().map(|s| s.addr);
-            match (
-                table("__start___ex_table", "__stop___ex_table"),
-                text("_stext"),
-                text("_etext"),
-            ) {
-                (Some((a, b)), Some(lo), Some(hi)) => extable_sites(&b, a, lo..hi),
+        let text = |n: &str| ks.by_name(n, None).first().map(|s| s.addr);
+        let extable = match (named_extable, &image) {
+            _ if arch != Arch::Arm64 => Vec::new(),
+            (Some((a, b)), _) => match (text("_stext"), text("_etext")) {
+                (Some(lo), Some(hi)) => extable_sites(&b, a, lo..hi),
                 _ => Vec::new(),
+            },
+            (None, Some(image)) => {
+                let sites = image.exception_table();
+                scanned |= !sites.is_empty();
+                sites
             }
-        } else {
-            Vec::new()
+            (None, None) => Vec::new(),
         };
         Some(Sites {
             jump,
+            scanned,
             calls,
             extable,
         })
@@ -155,6 +203,204 @@ impl Sites {
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.jump.len(), self.calls.len(), self.extable.len())
     }
+
+    /// Whether a table was found by its shape (kallsyms does not name it)
+    /// rather than between its `__start_`/`__stop_` symbols.
+    pub fn scanned(&self) -> bool {
+        self.scanned
+    }
+}
+
+/// At most this much of the image after `_etext` is read for the scan
+/// (arm64 6.1's cloud image: about 13 MiB).
+const IMAGE_SCAN_MAX: u64 = 64 << 20;
+
+/// Fewer entries in a row than this are no jump table (arm64 6.1's has
+/// thousands).
+const MIN_JUMP_ENTRIES: usize = 64;
+
+/// Fewer entries in a row than this are no exception table (arm64 6.1's
+/// has thousands).
+const MIN_EXTABLE_ENTRIES: usize = 64;
+
+/// arm64 without `CONFIG_KALLSYMS_ALL`: the kernel image after `_etext`
+/// (read through /proc/kcore), where the tables are found by their shape.
+struct Image {
+    /// The address of `bytes[0]` (8-byte aligned).
+    base: u64,
+    bytes: Vec<u8>,
+    text: std::ops::Range<u64>,
+    init: Option<std::ops::Range<u64>>,
+    /// The whole image, `[_text, _end)`.
+    all: std::ops::Range<u64>,
+}
+
+impl Image {
+    fn read(ks: &crate::kallsyms::Kallsyms, core: &Path) -> Option<Image> {
+        let addr = |n: &str| ks.by_name(n, None).first().map(|s| s.addr);
+        let (stext, etext) = (addr("_stext")?, addr("_etext")?);
+        let init = addr("_sinittext")
+            .zip(addr("_einittext"))
+            .map(|(lo, hi)| lo..hi);
+        let segments = ktrace_disasm::kcore::segments(core).ok()?;
+        // the image's own segment (fs/proc/kcore.c's KCORE_TEXT, [_text,
+        // _end)): the smallest that holds _etext (vmalloc's holds it too)
+        let image = segments
+            .iter()
+            .filter(|s| s.vaddr <= etext && etext - s.vaddr < s.size)
+            .min_by_key(|s| s.size)?;
+        let end = image.vaddr.checked_add(image.size)?;
+        let base = etext.checked_add(7)? & !7;
+        let len = usize::try_from(end.checked_sub(base)?.min(IMAGE_SCAN_MAX)).ok()?;
+        let bytes = ktrace_disasm::kcore::read(core, base, len).ok()?;
+        Some(Image {
+            base,
+            bytes,
+            text: stext..etext,
+            init,
+            all: image.vaddr..end,
+        })
+    }
+
+    /// A 4-byte aligned address in the kernel's text or init text.
+    fn is_code(&self, a: u64) -> bool {
+        a.is_multiple_of(4)
+            && (self.text.contains(&a) || self.init.as_ref().is_some_and(|r| r.contains(&a)))
+    }
+
+    /// The address an `s32` at `o` points at (relative to itself).
+    fn rel32(&self, o: usize) -> u64 {
+        let b = &self.bytes[o..o + 4];
+        let v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        self.base
+            .wrapping_add(o as u64)
+            .wrapping_add_signed(i64::from(v))
+    }
+
+    /// Whether the `s32` at `o` points at code from outside it. The freed
+    /// init text reads as zeros through /proc/kcore, and a zero there
+    /// "points at" its own address, init text: arm64 6.12's 480 KiB of it
+    /// looked like 30,927 jump entries before this rule.
+    fn points_to_code(&self, o: usize) -> bool {
+        let field = self.base.wrapping_add(o as u64);
+        self.bytes[o..o + 4] != [0; 4] && !self.is_code(field & !3) && self.is_code(self.rel32(o))
+    }
+
+    /// The sites of the longest run of jump entries (`{s32 code; s32
+    /// target; s64 key}`, 8-byte aligned) whose key, less the branch and
+    /// init flags, is an 8-byte aligned address in the image and whose
+    /// code and target are 4-byte aligned addresses in the image other
+    /// than their own field; at least [`MIN_JUMP_ENTRIES`] of them, and
+    /// nine in ten, with code and target in the text or init text (arm64
+    /// 6.12's named table: 2 of its 11,172 entries point at `.exit.text`,
+    /// after `_einittext`, which kallsyms does not bound).
+    fn jump_table(&self) -> Vec<u64> {
+        const ENTRY: usize = 16;
+        let in_image = |o: usize| {
+            let field = self.base.wrapping_add(o as u64);
+            let a = self.rel32(o);
+            a != field && a.is_multiple_of(4) && self.all.contains(&a)
+        };
+        let valid = |o: usize, _prev: Option<usize>| {
+            let mut k = [0u8; 8];
+            k.copy_from_slice(&self.bytes[o + 8..o + 16]);
+            let key = self
+                .base
+                .wrapping_add(o as u64 + 8)
+                .wrapping_add_signed(i64::from_le_bytes(k))
+                & !3;
+            in_image(o) && in_image(o + 4) && key.is_multiple_of(8) && self.all.contains(&key)
+        };
+        let (at, n) = longest_run(self.bytes.len(), ENTRY, &[0, 8], valid);
+        let in_code = (0..n)
+            .filter(|i| {
+                let o = at + i * ENTRY;
+                self.points_to_code(o) && self.points_to_code(o + 4)
+            })
+            .count();
+        if in_code < MIN_JUMP_ENTRIES || in_code * 10 < n * 9 {
+            return Vec::new();
+        }
+        let table = &self.bytes[at..at + n * ENTRY];
+        relative_sites(table, self.base.wrapping_add(at as u64), ENTRY)
+    }
+
+    /// The instructions of the longest run of exception table entries
+    /// (12 bytes `{s32 insn; s32 fixup; s16 type; s16 data}`, 4-byte
+    /// aligned, or 8 bytes `{s32 insn; s32 fixup}`, 8-byte aligned) whose
+    /// instruction and fixup are code (and the 12-byte entry's type is
+    /// under 32: `EX_TYPE_*`), in the table's order (sorted by instruction, as
+    /// the build and `sort_main_extable()` leave it); none under
+    /// [`MIN_EXTABLE_ENTRIES`].
+    fn exception_table(&self) -> Vec<u64> {
+        let mut best: Option<(usize, usize, usize)> = None;
+        for size in [12usize, 8] {
+            let valid = |o: usize, prev: Option<usize>| {
+                let insn = self.rel32(o);
+                // the fixup type (EX_TYPE_*) is a small number
+                let typed =
+                    size == 8 || u16::from_le_bytes([self.bytes[o + 8], self.bytes[o + 9]]) < 32;
+                typed
+                    && self.points_to_code(o)
+                    && self.points_to_code(o + 4)
+                    && prev.is_none_or(|p| self.rel32(p) <= insn)
+            };
+            // 8-byte entries are 8-byte aligned (5.10's `.align 3`): read
+            // 4 bytes on, (fixup, next instruction) pairs would pass too
+            let phases: Vec<usize> = if size == 8 {
+                vec![0]
+            } else {
+                (0..size).step_by(4).collect()
+            };
+            let (at, n) = longest_run(self.bytes.len(), size, &phases, valid);
+            if best.is_none_or(|(_, _, m)| n > m) {
+                best = Some((size, at, n));
+            }
+        }
+        match best {
+            Some((size, at, n)) if n >= MIN_EXTABLE_ENTRIES => {
+                let table = &self.bytes[at..at + n * size];
+                relative_sites(table, self.base.wrapping_add(at as u64), size)
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The (start offset, entries) of the longest run of consecutive entries
+/// of `entry` bytes within `len` bytes, starting at each of `phases`, that
+/// pass `valid(offset, previous entry's offset in the run)`.
+fn longest_run(
+    len: usize,
+    entry: usize,
+    phases: &[usize],
+    valid: impl Fn(usize, Option<usize>) -> bool,
+) -> (usize, usize) {
+    let mut best = (0usize, 0usize);
+    for &phase in phases {
+        let (mut run_start, mut n) = (phase, 0usize);
+        let mut o = phase;
+        while o + entry <= len {
+            let prev = (n > 0).then(|| o - entry);
+            if valid(o, prev) {
+                if n == 0 {
+                    run_start = o;
+                }
+                n += 1;
+                if n > best.1 {
+                    best = (run_start, n);
+                }
+            } else if n > 0 && valid(o, None) {
+                // out of order: a new run starts here
+                run_start = o;
+                n = 1;
+            } else {
+                n = 0;
+            }
+            o += entry;
+        }
+    }
+    best
 }
 
 /// The addresses a table of self-relative entries points at: each entry's
@@ -264,10 +510,155 @@ mod tests {
         assert_eq!(got, vec![0xffff_ffff_912f_be56, 0xffff_ffff_912f_be74]);
     }
 
+    /// A jump table of `codes` at `at` in `image` (at `base`), each entry
+    /// `{s32 code; s32 target; s64 key}` relative to its own field, the
+    /// key with its branch flag set on odd entries.
+    fn put_jump_table(image: &mut [u8], base: u64, at: usize, codes: &[u64], key: u64) {
+        for (i, &c) in codes.iter().enumerate() {
+            let o = at + i * 16;
+            let e = base + o as u64;
+            let code = (c as i64 - e as i64) as i32;
+            let target = ((c + 8) as i64 - (e + 4) as i64) as i32;
+            let k = (key | (i as u64 & 1)) as i64 - (e + 8) as i64;
+            image[o..o + 4].copy_from_slice(&code.to_le_bytes());
+            image[o + 4..o + 8].copy_from_slice(&target.to_le_bytes());
+            image[o + 8..o + 16].copy_from_slice(&k.to_le_bytes());
+        }
+    }
+
+    /// arm64 6.1-like layout: text below the scanned data, which is
+    /// noise from a fixed xorshift (words that are not entries).
+    fn noisy_image() -> Image {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let bytes: Vec<u8> = (0..1 << 16)
+            .flat_map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x.to_le_bytes()
+            })
+            .collect();
+        Image {
+            base: 0xffff_8000_0900_0000,
+            bytes,
+            text: 0xffff_8000_0801_0000..0xffff_8000_0900_0000,
+            init: None,
+            all: 0xffff_8000_0800_0000..0xffff_8000_0a00_0000,
+        }
+    }
+
+    /// 300 instructions spread over the text, in order.
+    fn codes(image: &Image) -> Vec<u64> {
+        (0..300u64)
+            .map(|i| image.text.start + 0x40 + i * 0x1234 * 4)
+            .collect()
+    }
+
+    #[test]
+    fn a_jump_table_is_found_by_its_shape_among_other_data() {
+        let mut image = noisy_image();
+        let codes = codes(&image);
+        let key = image.all.start + 0x0180_0000;
+        // the table at an odd multiple of 8 (the second phase), and a
+        // decoy of three valid entries elsewhere
+        put_jump_table(&mut image.bytes, image.base, 0x1_0008, &codes, key);
+        put_jump_table(&mut image.bytes, image.base, 0x200, &codes[..3], key + 0x40);
+        assert_eq!(image.jump_table(), codes);
+        // two entries at .exit.text (in the image, not the text) are part
+        // of the table, not its end
+        let mut exits = noisy_image();
+        let mut with_exits = codes.clone();
+        with_exits[100] = exits.text.end + 0x100;
+        with_exits[200] = exits.text.end + 0x200;
+        put_jump_table(&mut exits.bytes, exits.base, 0x1_0008, &with_exits, key);
+        with_exits.sort_unstable();
+        assert_eq!(exits.jump_table(), with_exits);
+        // a run shorter than MIN_JUMP_ENTRIES is none
+        let mut short = noisy_image();
+        short.bytes = image.bytes.clone();
+        for i in [40, 80, 120, 180, 240] {
+            let o = 0x1_0008 + i * 16;
+            short.bytes[o..o + 16].copy_from_slice(&[0u8; 16]);
+        }
+        assert!(short.jump_table().is_empty());
+        // keys outside the image, or codes outside the text: no table
+        let mut keys_out = noisy_image();
+        let end = keys_out.all.end;
+        put_jump_table(
+            &mut keys_out.bytes,
+            keys_out.base,
+            0x1_0008,
+            &codes,
+            end + 0x1000,
+        );
+        assert!(keys_out.jump_table().is_empty());
+        image.text = image.text.end..image.text.end + 0x1000;
+        assert!(image.jump_table().is_empty());
+    }
+
+    #[test]
+    fn freed_init_text_read_as_zeros_is_no_table() {
+        // arm64 6.12: the unmapped init text inside the scanned part of
+        // the image reads as zeros, each of which "points at" itself
+        let mut image = noisy_image();
+        let (lo, hi) = (0x8000usize, 0x4_0000usize);
+        image.bytes[lo..hi].fill(0);
+        image.init = Some(image.base + lo as u64..image.base + hi as u64);
+        assert!(image.jump_table().is_empty());
+        assert!(image.exception_table().is_empty());
+        // and a real table beside it is still found
+        let codes = codes(&image);
+        let key = image.all.start + 0x0180_0000;
+        put_jump_table(&mut image.bytes, image.base, 0x4_0008, &codes, key);
+        assert_eq!(image.jump_table(), codes);
+    }
+
+    #[test]
+    fn an_exception_table_is_found_by_its_shape_of_either_size() {
+        for size in [12usize, 8] {
+            let mut image = noisy_image();
+            let codes = codes(&image);
+            // the fixup: the next instruction (arm64 6.1's continuations)
+            let fixups: Vec<u64> = codes.iter().map(|c| c + 4).collect();
+            let (base, at) = (image.base, 0x2_0008);
+            for (i, (c, f)) in codes.iter().zip(&fixups).enumerate() {
+                let o = at + i * size;
+                let e = base + o as u64;
+                let insn = (*c as i64 - e as i64) as i32;
+                let fixup = (*f as i64 - (e + 4) as i64) as i32;
+                image.bytes[o..o + 4].copy_from_slice(&insn.to_le_bytes());
+                image.bytes[o + 4..o + 8].copy_from_slice(&fixup.to_le_bytes());
+                if size == 12 {
+                    // EX_TYPE_UACCESS_ERR_ZERO, registers 0 and 1
+                    image.bytes[o + 8..o + 12].copy_from_slice(&[3, 0, 0x20, 0]);
+                }
+            }
+            assert_eq!(image.exception_table(), codes, "{size}");
+            // a jump table is not taken for one
+            let mut jumps = noisy_image();
+            let key = jumps.all.start + 0x0180_0000;
+            put_jump_table(&mut jumps.bytes, jumps.base, 0x1_0008, &codes, key);
+            assert!(jumps.exception_table().is_empty(), "{size}");
+            // entries out of order end a run: every tenth swapped with its
+            // neighbour leaves runs of at most 9
+            let mut unsorted = noisy_image();
+            unsorted.bytes = image.bytes.clone();
+            for i in (0..codes.len() - 1).step_by(10) {
+                let (a, b) = (at + i * size, at + (i + 1) * size);
+                let insn_a = (codes[i + 1] as i64 - (base + a as u64) as i64) as i32;
+                let insn_b = (codes[i] as i64 - (base + b as u64) as i64) as i32;
+                unsorted.bytes[a..a + 4].copy_from_slice(&insn_a.to_le_bytes());
+                unsorted.bytes[b..b + 4].copy_from_slice(&insn_b.to_le_bytes());
+            }
+            assert!(unsorted.exception_table().is_empty(), "{size}");
+        }
+    }
+
     #[test]
     fn a_site_covers_its_instruction_and_no_more() {
         let s = Sites {
             jump: vec![0x1000, 0x1010],
+            scanned: false,
             calls: vec![0x2000],
             extable: Vec::new(),
         };

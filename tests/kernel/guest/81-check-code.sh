@@ -186,6 +186,47 @@ else
     skip "the kernel's jump table is not readable ($(ktrace disasm vfs_read 2>&1 | grep -m1 'jump label'))"
 fi
 
+# arm64 without CONFIG_KALLSYMS_ALL (Debian's 5.10, 6.1): ktrace finds the
+# jump table and the exception table by their shape in the kernel image
+# (crates/symbols reserved.rs), and the agree_* tests above hold their
+# sites against the kernel's refusals. Where kallsyms names the jump
+# table, KTRACE_SCAN_JUMP_TABLE=1 makes ktrace scan for it anyway: the scan
+# must find the named table's sites (the exception table's scan is not
+# forced: on arm64 7.2 another structure passes it).
+ktest table_scan_matches_the_named_tables
+# "jump label sites read (N), ..., exception table instructions (M)"
+sites_counts() {
+    _sc=$(cat)
+    echo "$(printf '%s\n' "$_sc" | sed -n 's/.*jump label sites read (\([0-9]*\)).*/\1/p')" \
+        "$(printf '%s\n' "$_sc" | sed -n 's/.*exception table instructions (\([0-9]*\)).*/\1/p')"
+}
+named_note=$(ktrace disasm vfs_read 2>&1 | grep -m1 'jump label sites')
+if [ "$KTEST_ARCH" != arm64 ]; then
+    skip "the scan is for arm64 (this is $KTEST_ARCH)"
+elif printf '%s\n' "$named_note" | grep -q 'found by their shape'; then
+    set -- $(printf '%s\n' "$named_note" | sites_counts)
+    expect_gt "jump label sites found by the scan" "${1:-}" 1000 &&
+        expect_gt "exception table instructions found by the scan" "${2:-}" 100 &&
+        pass "kallsyms names neither table here; the scan found them: $named_note"
+elif ! printf '%s\n' "$named_note" | grep -q 'jump label sites read'; then
+    skip "the kernel's jump table is not readable ($named_note)"
+else
+    scan_note=$(KTRACE_SCAN_JUMP_TABLE=1 ktrace disasm vfs_read 2>&1 | grep -m1 'jump label sites')
+    named=$(printf '%s\n' "$named_note" | sites_counts)
+    scanned=$(printf '%s\n' "$scan_note" | sites_counts)
+    diffs="" refused_words=0
+    for f in do_sys_openat2 vfs_read async_run_entry_fn strncpy_from_user; do
+        a=$(ktrace disasm "$f" --offsets 2>/dev/null)
+        b=$(KTRACE_SCAN_JUMP_TABLE=1 ktrace disasm "$f" --offsets 2>/dev/null)
+        [ -n "$a" ] && [ "$a" = "$b" ] || diffs="$diffs $f"
+        refused_words=$((refused_words + $(printf '%s\n' "$a" | grep -c ' refused')))
+    done
+    expect_match "the forced scan's note" "$scan_note" "found by their shape" &&
+        expect_eq "jump label sites found by the scan, exception table instructions as named" "$scanned" "$named" &&
+        expect_empty "functions whose listing differs between the two" "$diffs" &&
+        pass "the scan found the named tables' sites, $named (jump labels, exception table instructions); listings of 4 functions equal ($refused_words refused words)"
+fi
+
 state() { cat "$TRACEFS/dynamic_events"; ls "$TRACEFS/instances"; }
 
 ktest trace_refuses_before_writing
