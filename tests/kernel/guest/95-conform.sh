@@ -8,7 +8,7 @@
 # saved as a corpus block in $KTEST_OUT/conform/disagreements.txt.
 #   KTEST_CONFORM_COUNT: that many definitions, however long they take
 #   (scripts/conform's long runs). Unset (CI): up to 20,000 within a budget
-#   of KTEST_CONFORM_BUDGET seconds of comparing (default 25) but never
+#   of KTEST_CONFORM_BUDGET seconds of comparing (default 15) but never
 #   fewer than 2,000 — the kernel side costs 1.5 ms (x86_64 6.1) to 20+ ms
 #   (x86_64 5.10, whose kallsyms lookups scan) per write under TCG, so 20,000
 #   on every cell would take the matrix past its 60-minute budget; the
@@ -35,7 +35,7 @@ if [ -n "${KTEST_CONFORM_COUNT:-}" ]; then
     volume="--count $KTEST_CONFORM_COUNT"
     [ -n "${KTEST_CONFORM_BUDGET:-}" ] && volume="$volume --budget $KTEST_CONFORM_BUDGET"
 else
-    volume="--count 20000 --budget ${KTEST_CONFORM_BUDGET:-25} --min-count 2000"
+    volume="--count 20000 --budget ${KTEST_CONFORM_BUDGET:-15} --min-count 2000"
 fi
 seed=${KTEST_CONFORM_SEED:-1}
 out=$KTEST_OUT/conform
