@@ -22,6 +22,7 @@ use ktrace_event::{
 };
 use ktrace_ring::Missed;
 use ktrace_stream::Comms;
+use std::cell::RefCell;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -65,6 +66,21 @@ pub struct TextPrinter<'a> {
     ctx_key: Option<(i32, usize, u64, u8, u8, bool)>,
     /// The whole seconds `ctx` ends with (` %5lu.` is appended to it).
     ctx_secs: u64,
+    /// [`TextPrinter::write_ip_sym`]'s texts by address.
+    sym_cache: RefCell<Vec<SymSlot>>,
+}
+
+/// Entries of [`TextPrinter`]'s symbol text cache.
+const SYM_SLOTS: usize = 256;
+
+/// An address's text as [`TextPrinter::write_ip_sym`] printed it (`addr`
+/// 0: empty; 0 is never looked up).
+#[derive(Default)]
+struct SymSlot {
+    addr: u64,
+    offset: bool,
+    found: bool,
+    text: Vec<u8>,
 }
 
 /// What [`TextPrinter::write_event`] needs to know about one event before
@@ -406,6 +422,7 @@ impl<'a> TextPrinter<'a> {
             ctx: Vec::new(),
             ctx_key: None,
             ctx_secs: 0,
+            sym_cache: RefCell::default(),
         }
     }
 
@@ -595,13 +612,13 @@ impl<'a> TextPrinter<'a> {
                 ProbeKind::Kretprobe => {
                     out.push(b'(');
                     let ret_ip = u(plan.ret_ip);
-                    self.write_ip_sym(out, ret_ip, true);
+                    let found = self.write_ip_sym(out, ret_ip, true);
                     out.extend_from_slice(b" <- ");
                     // a kernel return address always has a symbol; one
                     // without is a uretprobe's (trace-cmd files do not
                     // say which kind a probe outside the `uprobes` group
                     // is), printed as print_uprobe_event() does
-                    if ret_ip != 0 && self.symbols.lookup(ret_ip).is_none() {
+                    if ret_ip != 0 && !found {
                         out.extend_from_slice(b"0x");
                         num::hex(out, u(plan.func));
                     } else {
@@ -796,11 +813,33 @@ impl<'a> TextPrinter<'a> {
     /// offset (sprint_symbol()'s fallback) and `0x%08lx` without
     /// (trace_seq_print_sym()'s). A uprobe's `(0x%lx)` header read as a
     /// kprobe's (trace-cmd files do not say which) thus prints alike.
-    fn write_ip_sym(&self, out: &mut Vec<u8>, addr: u64, offset: bool) {
+    fn write_ip_sym(&self, out: &mut Vec<u8>, addr: u64, offset: bool) -> bool {
         if addr == 0 {
             out.push(b'0');
-            return;
+            return false;
         }
+        // the same few addresses come back event after event (a probe's
+        // own address, its function): their text is kept, in a table of
+        // SYM_SLOTS entries (direct-mapped; a clash formats again)
+        let mut cache = self.sym_cache.borrow_mut();
+        if cache.is_empty() {
+            cache.resize_with(SYM_SLOTS, SymSlot::default);
+        }
+        let i = (addr.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize ^ usize::from(offset);
+        let slot = &mut cache[i % SYM_SLOTS];
+        if slot.addr != addr || slot.offset != offset {
+            slot.text.clear();
+            slot.found = self.format_ip_sym(&mut slot.text, addr, offset);
+            slot.addr = addr;
+            slot.offset = offset;
+        }
+        append(out, &slot.text);
+        slot.found
+    }
+
+    /// What [`TextPrinter::write_ip_sym`] prints for `addr` (not 0);
+    /// whether a symbol holds it.
+    fn format_ip_sym(&self, out: &mut Vec<u8>, addr: u64, offset: bool) -> bool {
         match self.symbols.lookup(addr) {
             Some(s) if offset => {
                 append(out, s.name.as_bytes());
@@ -813,15 +852,21 @@ impl<'a> TextPrinter<'a> {
                     append(out, m.as_bytes());
                     out.push(b']');
                 }
+                true
             }
-            Some(s) => append(out, s.name.as_bytes()),
+            Some(s) => {
+                append(out, s.name.as_bytes());
+                true
+            }
             None if offset => {
                 out.extend_from_slice(b"0x");
                 num::hex(out, addr);
+                false
             }
             None => {
                 out.extend_from_slice(b"0x");
                 num::hex_zero(out, addr, 8);
+                false
             }
         }
     }
@@ -1027,6 +1072,116 @@ print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
             let mut out = Vec::new();
             p.write_event(&mut out, events.get(1).unwrap(), &r);
             assert_eq!(String::from_utf8_lossy(&out), want);
+        }
+    }
+
+    /// The symbol texts kept between events (`write_ip_sym`'s cache):
+    /// a printer that has printed thousands of records over more
+    /// addresses than the cache has entries prints each as a new printer
+    /// does, for kretprobe headers (`sym+0xoff/0xsize [mod]`, a return
+    /// address without a symbol) and function records (names alone).
+    #[test]
+    fn cached_symbol_texts_print_as_fresh_lookups() {
+        const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\n\
+print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
+        const KRET: &str = "name: myret\nID: 2\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned long __probe_func;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long __probe_ret_ip;\toffset:16;\tsize:8;\tsigned:0;\n\n\
+print fmt: \"(%lx <- %lx)\", REC->__probe_func, REC->__probe_ret_ip\n";
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("ftrace", FUNCTION, ProbeKind::Other)
+            .unwrap();
+        events
+            .add_with_kind("kprobes", KRET, ProbeKind::Kretprobe)
+            .unwrap();
+        // 600 functions of 0x100 bytes from 0xffff_0000_0000_0000, every
+        // seventh in a module; addresses past them have no symbol
+        let base = 0xffff_0000_0000_0000u64;
+        let syms = crate::TableSymbols::new(
+            (0..600u64)
+                .map(|i| {
+                    (
+                        base + i * 0x100,
+                        0x100,
+                        format!("func_{i}"),
+                        (i % 7 == 0).then(|| format!("mod{}", i % 3)),
+                    )
+                })
+                .collect(),
+        );
+        let new = || {
+            TextPrinter::new(
+                &events,
+                Endian::Little,
+                FlagStyle::Lazy,
+                &syms,
+                Comms::new(),
+            )
+        };
+        let kept = new();
+        // a kernel return address, and a user one (a uretprobe's, whose
+        // function prints as the number print_uprobe_event() prints)
+        for (ret, func, want) in [
+            (
+                base + 64 * 0x100 + 8,
+                base + 36 * 0x100,
+                "myret: (func_64+0x8/0x100 <- func_36)",
+            ),
+            (
+                base + 63 * 0x100 + 8,
+                base + 35 * 0x100,
+                "myret: (func_63+0x8/0x100 [mod0] <- func_35)",
+            ),
+            (
+                0x401136,
+                base + 0x4010,
+                "myret: (0x401136 <- 0xffff000000004010)",
+            ),
+        ] {
+            let mut r = vec![2, 0, 0, 0, 1, 0, 0, 0];
+            r.extend_from_slice(&func.to_le_bytes());
+            r.extend_from_slice(&ret.to_le_bytes());
+            let mut got = Vec::new();
+            kept.write_event(&mut got, events.get(2).unwrap(), &r);
+            assert_eq!(String::from_utf8_lossy(&got), want);
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut addr = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // mostly a few hot addresses, the rest anywhere (or nowhere)
+            match x % 4 {
+                0 => base + 0x4010,
+                1 => base + (x >> 8) % (700 * 0x100),
+                2 => base + (x >> 8) % 40 * 0x100 + 8,
+                _ => (x >> 8) % 0x1_0000_0000,
+            }
+        };
+        for n in 0..20_000 {
+            let id = 1 + n % 2;
+            let mut r = vec![id as u8, 0, 0, 0, 1, 0, 0, 0];
+            r.extend_from_slice(&addr().to_le_bytes());
+            r.extend_from_slice(&addr().to_le_bytes());
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            kept.write_event(&mut got, events.get(id as u16).unwrap(), &r);
+            new().write_event(&mut want, events.get(id as u16).unwrap(), &r);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "record {n}"
+            );
         }
     }
 

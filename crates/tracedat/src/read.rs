@@ -194,6 +194,11 @@ impl<R: Read + Seek> std::fmt::Debug for TraceDat<R> {
 struct Src<R> {
     r: R,
     len: u64,
+    /// Where `r` is, when known: reads that follow on from the last one
+    /// skip the seek, which would drop a `BufReader`'s buffer (a
+    /// compressed file's chunks are read as a header, then the data after
+    /// it: two seeks and two 64 KiB refills of the same bytes per chunk).
+    at: Option<u64>,
 }
 
 impl<R: Read + Seek> Src<R> {
@@ -206,13 +211,17 @@ impl<R: Read + Seek> Src<R> {
                 len: self.len,
             });
         }
-        self.r
-            .seek(SeekFrom::Start(offset))
-            .map_err(Error::io(format!("seek to {what}")))?;
+        if self.at != Some(offset) {
+            self.at = None;
+            self.r
+                .seek(SeekFrom::Start(offset))
+                .map_err(Error::io(format!("seek to {what}")))?;
+        }
         let mut buf = vec![0u8; n as usize];
         self.r
             .read_exact(&mut buf)
             .map_err(Error::io(format!("read {what}")))?;
+        self.at = Some(offset + n);
         Ok(buf)
     }
 }
@@ -378,7 +387,7 @@ impl<R: Read + Seek> TraceDat<R> {
         let len = r
             .seek(SeekFrom::End(0))
             .map_err(Error::io("seek to the end of the file"))?;
-        let mut src = Src { r, len };
+        let mut src = Src { r, len, at: None };
         if len < MAGIC.len() as u64 {
             return Err(Error::NotTraceDat);
         }
@@ -486,7 +495,7 @@ impl<R: Read + Seek> TraceDat<R> {
             .seek(SeekFrom::End(0))
             .map_err(Error::io("seek to the end of the file"))?;
         Ok(TraceDat {
-            src: Src { r, len },
+            src: Src { r, len, at: None },
             meta,
         })
     }
@@ -644,6 +653,8 @@ fn unfinished_buffer<R: Read + Seek>(i: &mut FileIn<'_, R>, meta: &mut Meta) -> 
         )));
     }
     let len = i.src.len;
+    // walk_chunks moves the reader on its own
+    i.src.at = None;
     let chunks = walk_chunks(
         &mut i.src.r,
         len,
