@@ -213,6 +213,31 @@ mod tests {
 
     use super::*;
 
+    /// Every hex form against core::fmt over generated values of every
+    /// digit count (the two halves meet at 8 and 9 digits).
+    #[test]
+    fn hex_forms_match_core_fmt_at_every_length() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..200_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x >> (i % 64);
+            let mut o = b"ab".to_vec();
+            hex(&mut o, v);
+            assert_eq!(o, format!("ab{v:x}").into_bytes());
+            let mut o = Vec::new();
+            hex_case(&mut o, v, true);
+            assert_eq!(o, format!("{v:X}").into_bytes());
+            let w = (i % 18) as usize;
+            let mut o = Vec::new();
+            hex_zero(&mut o, v, w.min(16));
+            assert_eq!(o, format!("{v:0w$x}", w = w.min(16)).into_bytes());
+            let mut b = [0; 24];
+            assert_eq!(digits(&mut b, v, 16, false), format!("{v:x}").as_bytes());
+        }
+    }
+
     #[test]
     fn matches_core_fmt() {
         for v in [
