@@ -1019,11 +1019,9 @@ mod tests {
     }
 
     /// Stack records as the kernel prints them, with the format files of
-    /// The function tracer's record as the kernel's `trace` prints it
-    /// (format read from this host's events/ftrace/function/format, 6.18).
-    #[test]
-    fn function_records_print_like_print_fn_trace() {
-        const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
+    /// ftrace's `function` event (format read from this host's
+    /// events/ftrace/function/format, 6.18).
+    const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
 \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
 \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
@@ -1032,6 +1030,11 @@ mod tests {
 \tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\
 \tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n\n\
 print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
+
+    /// The function tracer's record as the kernel's `trace` prints it
+    /// (format read from this host's events/ftrace/function/format, 6.18).
+    #[test]
+    fn function_records_print_like_print_fn_trace() {
         let mut events = Events::new(8);
         events
             .add_with_kind("ftrace", FUNCTION, ProbeKind::Other)
@@ -1082,14 +1085,6 @@ print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
     /// address without a symbol) and function records (names alone).
     #[test]
     fn cached_symbol_texts_print_as_fresh_lookups() {
-        const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
-\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
-\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n\n\
-print fmt: \" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip\n";
         const KRET: &str = "name: myret\nID: 2\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
 \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
