@@ -1018,7 +1018,6 @@ mod tests {
         }
     }
 
-    /// Stack records as the kernel prints them, with the format files of
     /// ftrace's `function` event (format read from this host's
     /// events/ftrace/function/format, 6.18).
     const FUNCTION: &str = "name: function\nID: 1\nformat:\n\
