@@ -211,8 +211,8 @@ impl<R: Read + Seek> Src<R> {
                 len: self.len,
             });
         }
-        if self.at != Some(offset) {
-            self.at = None;
+        // unknown until the read below has succeeded
+        if self.at.take() != Some(offset) {
             self.r
                 .seek(SeekFrom::Start(offset))
                 .map_err(Error::io(format!("seek to {what}")))?;
