@@ -25,15 +25,17 @@
 //! two flag bits) is an 8-byte aligned address in the image. Random data
 //! passes one entry's test about once in 10^7; the table is thousands of
 //! entries in a row. The exception table likewise: the longest run of
-//! 12-byte entries (4-byte aligned) or 8-byte ones (8-byte aligned, 5.10)
-//! whose instruction and fixup lie in the text, in instruction order. On
-//! arm64 6.12 both scans find the named tables' sites exactly (11,172 and
-//! 850); on arm64 7.2 the jump table's does (10,872), but a longer run of
-//! something else (27,560 entries) passes the exception table's test, so
-//! that one is trusted only where kallsyms names no table, on the kernels
-//! it was checked on (5.10, 6.1: each refusal sampled was the kernel's).
-//! `KTRACE_SCAN_JUMP_TABLE=1` scans for the jump table even where kallsyms
-//! names it, so a test can hold the scan against it.
+//! 12-byte entries (4-byte aligned; type under 32, data under 0x400) or,
+//! when there is none, of 8-byte ones (8-byte aligned, 5.10), whose
+//! instruction and fixup lie in the text, in instruction order. Checked
+//! against the tables of Debian's arm64 vmlinux files (their -dbg
+//! packages): 5.10, 6.1, 6.12 and 7.2 each give their named table exactly
+//! (881, 778, 850 and 947 entries); read 8 bytes at a time, the sorted
+//! `kallsyms_offsets` pass for longer runs (27,596 entries on 7.2), which
+//! is why a 12-byte run wins. In guests both scans find the named tables'
+//! sites on arm64 6.12 and 7.2. `KTRACE_SCAN_TABLES=1` scans for both
+//! tables even where kallsyms names them, so a test can hold the scans
+//! against the names.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -116,15 +118,15 @@ impl Sites {
             let bytes = ktrace_disasm::kcore::read(core, a, len).ok()?;
             Some((a, bytes))
         };
-        // (the exception table's scan is not forced: on arm64 7.2 a longer
-        // run of ordered text pairs than its 947-entry table passes it)
-        let force_scan = std::env::var_os("KTRACE_SCAN_JUMP_TABLE").is_some_and(|v| v == "1");
-        let named_jump = if force_scan {
+        // a test hook: both tables found by their shape even where
+        // kallsyms names them (arm64), to hold the scan against the names
+        let force_scan = std::env::var_os("KTRACE_SCAN_TABLES").is_some_and(|v| v == "1");
+        let named_jump = if force_scan && arch == Arch::Arm64 {
             None
         } else {
             table("__start___jump_table", "__stop___jump_table")
         };
-        let named_extable = if arch == Arch::Arm64 {
+        let named_extable = if arch == Arch::Arm64 && !force_scan {
             table("__start___ex_table", "__stop___ex_table")
         } else {
             None
@@ -328,18 +330,29 @@ impl Image {
     /// The instructions of the longest run of exception table entries
     /// (12 bytes `{s32 insn; s32 fixup; s16 type; s16 data}`, 4-byte
     /// aligned, or 8 bytes `{s32 insn; s32 fixup}`, 8-byte aligned) whose
-    /// instruction and fixup are code (and the 12-byte entry's type is
-    /// under 32: `EX_TYPE_*`), in the table's order (sorted by instruction, as
-    /// the build and `sort_main_extable()` leave it); none under
+    /// instruction and fixup are code, in the table's order (sorted by
+    /// instruction, as the build and `sort_main_extable()` leave it); a
+    /// 12-byte entry's type is under 32 (`EX_TYPE_*`) and its data under
+    /// 0x400 (`EX_DATA_REG_*`: two 5-bit register numbers). A run of
+    /// 12-byte entries wins over any of 8-byte ones: read 8 bytes at a
+    /// time, `kallsyms_offsets` (sorted, and relative to `_text`) passes
+    /// for long runs of ordered pairs pointing into the init text, 27,596
+    /// entries on arm64 7.2 against its 947-entry table (719 and 541 on
+    /// 6.1 and 6.12, against 778 and 850: Debian's vmlinux files of those
+    /// kernels, from their -dbg packages, scanned as this does); 5.10's
+    /// table is of 8-byte entries, and its image no run of 12-byte ones
+    /// with the data rule (562 without it). None under
     /// [`MIN_EXTABLE_ENTRIES`].
     fn exception_table(&self) -> Vec<u64> {
         let mut best: Option<(usize, usize, usize)> = None;
         for size in [12usize, 8] {
             let valid = |o: usize, prev: Option<usize>| {
                 let insn = self.rel32(o);
-                // the fixup type (EX_TYPE_*) is a small number
-                let typed =
-                    size == 8 || u16::from_le_bytes([self.bytes[o + 8], self.bytes[o + 9]]) < 32;
+                // the fixup type (EX_TYPE_*) is a small number, its data
+                // two register numbers
+                let typed = size == 8
+                    || (u16::from_le_bytes([self.bytes[o + 8], self.bytes[o + 9]]) < 32
+                        && u16::from_le_bytes([self.bytes[o + 10], self.bytes[o + 11]]) < 0x400);
                 typed
                     && self.points_to_code(o)
                     && self.points_to_code(o + 4)
@@ -353,12 +366,13 @@ impl Image {
                 (0..size).step_by(4).collect()
             };
             let (at, n) = longest_run(self.bytes.len(), size, &phases, valid);
-            if best.is_none_or(|(_, _, m)| n > m) {
+            if n >= MIN_EXTABLE_ENTRIES {
                 best = Some((size, at, n));
+                break;
             }
         }
         match best {
-            Some((size, at, n)) if n >= MIN_EXTABLE_ENTRIES => {
+            Some((size, at, n)) => {
                 let table = &self.bytes[at..at + n * size];
                 relative_sites(table, self.base.wrapping_add(at as u64), size)
             }
@@ -652,6 +666,50 @@ mod tests {
             }
             assert!(unsorted.exception_table().is_empty(), "{size}");
         }
+    }
+
+    /// An exception table of `codes` at `at`: entries of `size` bytes,
+    /// the fixup the next instruction, 12-byte ones typed
+    /// EX_TYPE_UACCESS_ERR_ZERO with `data`.
+    fn put_extable(image: &mut Image, at: usize, size: usize, codes: &[u64], data: u16) {
+        let base = image.base;
+        for (i, c) in codes.iter().enumerate() {
+            let o = at + i * size;
+            let e = base + o as u64;
+            let insn = (*c as i64 - e as i64) as i32;
+            let fixup = ((c + 4) as i64 - (e + 4) as i64) as i32;
+            image.bytes[o..o + 4].copy_from_slice(&insn.to_le_bytes());
+            image.bytes[o + 4..o + 8].copy_from_slice(&fixup.to_le_bytes());
+            if size == 12 {
+                image.bytes[o + 8..o + 10].copy_from_slice(&3u16.to_le_bytes());
+                image.bytes[o + 10..o + 12].copy_from_slice(&data.to_le_bytes());
+            }
+        }
+    }
+
+    /// arm64 7.2: read 8 bytes at a time, the sorted `kallsyms_offsets`
+    /// are a run of ordered code pairs 29 times longer than the 12-byte
+    /// table; the 12-byte table is the one. Entries whose data is more
+    /// than two register numbers (`.altinstructions`-like lengths, 0x404)
+    /// are no 12-byte table, and the 8-byte run is then taken.
+    #[test]
+    fn a_typed_table_wins_over_a_longer_run_of_pairs() {
+        let mut image = noisy_image();
+        let codes = codes(&image);
+        let pairs: Vec<u64> = (0..900u64)
+            .map(|i| image.text.start + 0x80 + i * 0x100)
+            .collect();
+        put_extable(&mut image, 0x3_0000, 8, &pairs, 0);
+        put_extable(&mut image, 0x2_0004, 12, &codes, 0x20);
+        assert_eq!(image.exception_table(), codes);
+        let mut untyped = noisy_image();
+        put_extable(&mut untyped, 0x3_0000, 8, &pairs, 0);
+        put_extable(&mut untyped, 0x2_0004, 12, &codes, 0x404);
+        assert_eq!(untyped.exception_table(), pairs);
+        // with the data rule alone: no table of either size
+        let mut none = noisy_image();
+        put_extable(&mut none, 0x2_0004, 12, &codes, 0x404);
+        assert!(none.exception_table().is_empty());
     }
 
     #[test]

@@ -189,10 +189,9 @@ fi
 # arm64 without CONFIG_KALLSYMS_ALL (Debian's 5.10, 6.1): ktrace finds the
 # jump table and the exception table by their shape in the kernel image
 # (crates/symbols reserved.rs), and the agree_* tests above hold their
-# sites against the kernel's refusals. Where kallsyms names the jump
-# table, KTRACE_SCAN_JUMP_TABLE=1 makes ktrace scan for it anyway: the scan
-# must find the named table's sites (the exception table's scan is not
-# forced: on arm64 7.2 another structure passes it).
+# sites against the kernel's refusals. Where kallsyms names the tables,
+# KTRACE_SCAN_TABLES=1 makes ktrace scan for them anyway: the scans must
+# find the named tables' sites.
 ktest table_scan_matches_the_named_tables
 # "jump label sites read (N), ..., exception table instructions (M)"
 sites_counts() {
@@ -211,7 +210,7 @@ elif printf '%s\n' "$named_note" | grep -q 'found by their shape'; then
 elif ! printf '%s\n' "$named_note" | grep -q 'jump label sites read'; then
     skip "the kernel's jump table is not readable ($named_note)"
 else
-    scan_note=$(KTRACE_SCAN_JUMP_TABLE=1 ktrace disasm vfs_read 2>&1 | grep -m1 'jump label sites')
+    scan_note=$(KTRACE_SCAN_TABLES=1 ktrace disasm vfs_read 2>&1 | grep -m1 'jump label sites')
     named=$(printf '%s\n' "$named_note" | sites_counts)
     scanned=$(printf '%s\n' "$scan_note" | sites_counts)
     diffs="" refused_words=0
@@ -219,12 +218,12 @@ else
     # under TCG; the counts above cover the whole table)
     for f in vfs_read strncpy_from_user; do
         a=$(ktrace disasm "$f" --offsets 2>/dev/null)
-        b=$(KTRACE_SCAN_JUMP_TABLE=1 ktrace disasm "$f" --offsets 2>/dev/null)
+        b=$(KTRACE_SCAN_TABLES=1 ktrace disasm "$f" --offsets 2>/dev/null)
         [ -n "$a" ] && [ "$a" = "$b" ] || diffs="$diffs $f"
         refused_words=$((refused_words + $(printf '%s\n' "$a" | grep -c ' refused')))
     done
     expect_match "the forced scan's note" "$scan_note" "found by their shape" &&
-        expect_eq "jump label sites found by the scan, exception table instructions as named" "$scanned" "$named" &&
+        expect_eq "jump label sites and exception table instructions found by the scans" "$scanned" "$named" &&
         expect_empty "functions whose listing differs between the two" "$diffs" &&
         pass "the scan found the named tables' sites, $named (jump labels, exception table instructions); listings of vfs_read and strncpy_from_user equal ($refused_words refused words)"
 fi
