@@ -160,7 +160,17 @@ impl Kallsyms {
         if let Some((m, v)) = run {
             sorted.entry(m.clone()).or_default().extend(v);
         }
-        for v in sorted.values_mut() {
+        for (m, v) in sorted.iter_mut() {
+            // a module's mapping symbols (arm64's `$x`, `$d`) place no
+            // address: the kernel's lookup by address skips them
+            // (is_mapping_symbol() in find_kallsyms_symbol()); taken as
+            // functions they cut the one they sit in short (arm64 7.2,
+            // autofs4: `$x` at autofs_expire_multi+0x98 made that offset a
+            // notrace `$x`). Its lookup by name counts them: `p
+            // autofs4:$x` is "The symbol is not unique".
+            if m.is_some() {
+                v.retain(|&i| !is_mapping_symbol(&symbols[i].name));
+            }
             // the core kernel's part is already in address order
             if !v.is_sorted_by_key(|&i| symbols[i].addr) {
                 v.sort_unstable_by_key(|&i| (symbols[i].addr, i));
@@ -318,6 +328,20 @@ impl Kallsyms {
         let idx = self.sorted.get(&sym.module)?;
         let pos = idx.partition_point(|&i| self.symbols[i].addr <= sym.addr);
         idx.get(pos).map(|&i| self.symbols[i].addr - sym.addr)
+    }
+}
+
+/// A mapping symbol, as the kernel's `is_mapping_symbol()` tells one:
+/// `$a`, `$d`, `$t`, `$x` (alone or followed by `.`), or a local label
+/// (`.L…`, `L0…`).
+fn is_mapping_symbol(name: &str) -> bool {
+    let b = name.as_bytes();
+    match b {
+        [b'.', b'L', ..] | [b'L', b'0', ..] => true,
+        [b'$', k, rest @ ..] => {
+            matches!(k, b'a' | b'd' | b't' | b'x') && (rest.is_empty() || rest[0] == b'.')
+        }
+        _ => false,
     }
 }
 
@@ -614,6 +638,35 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_modules_mapping_symbols_are_no_functions() {
+        use super::Kallsyms;
+        // arm64 7.2 with autofs4 loaded (/proc/kallsyms, sorted)
+        let text = "ffffc2ff9351d488 t autofs_expire_multi\t[autofs4]\n\
+                    ffffc2ff9351d520 t $x\t[autofs4]\n\
+                    ffffc2ff9351d528 t autofs_dev_ioctl_version\t[autofs4]\n\
+                    ffffc2ff9351d600 t $d.12\t[autofs4]\n\
+                    ffffc2ff9351d700 t $xyz\t[autofs4]\n\
+                    ffff800080010000 T $x_core\n";
+        let t = Kallsyms::parse(text).unwrap();
+        let l = t.lookup(0xffffc2ff9351d520).unwrap();
+        assert_eq!(
+            (l.symbol.name.as_str(), l.offset),
+            ("autofs_expire_multi", 0x98)
+        );
+        assert_eq!(t.extent(l.symbol), Some(0xa0));
+        // found by name, as the kernel's lookup by name finds them
+        assert_eq!(t.by_name("$x", Some("autofs4")).len(), 1);
+        assert_eq!(t.by_name("$d.12", None).len(), 1);
+        assert_eq!(
+            t.lookup(0xffffc2ff9351d600).unwrap().symbol.name,
+            "autofs_dev_ioctl_version"
+        );
+        // not mapping symbols: a longer name, and a core symbol
+        assert_eq!(t.lookup(0xffffc2ff9351d700).unwrap().symbol.name, "$xyz");
+        assert_eq!(t.lookup(0xffff800080010000).unwrap().symbol.name, "$x_core");
+    }
+
     #[test]
     fn lowest_text_answers_for_addresses_below_every_code_symbol() {
         use super::{Kallsyms, lowest_text};
