@@ -429,6 +429,20 @@ impl Environment for LiveEnv<'_> {
         if let Some(why) = notrace_by_code(view, table, symbol, offset) {
             return Some(Some(Refusal::Notrace(why)));
         }
+        // past a module's text the kernel refuses, but how differs (arm64
+        // 7.2: "Invalid probed address or symbol", x86_64 6.1: "Failed to
+        // register probe event"): left to it, as the code check says
+        if view.is_running()
+            && let Some((m, name)) = symbol.split_once(':')
+            && let Some(sym) = table
+                .by_name(name, Some(m))
+                .into_iter()
+                .find(|s| s.is_text())
+            && let Some(end) = ktrace_symbols::reserved::module_text_end(m, sym.addr)
+            && sym.addr.saturating_add(offset) >= end
+        {
+            return None;
+        }
         match ktrace_symbols::probeable::kprobe_refusal_on(
             table,
             &view.rules(),

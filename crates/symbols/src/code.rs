@@ -55,10 +55,7 @@ impl Source<'_> {
         let Source::Live(view, core) = self else {
             return Err("only the running kernel's symbols tell which function is there".into());
         };
-        let (module, name) = match symbol.split_once(':') {
-            Some((m, n)) => (Some(m), n),
-            None => (None, symbol),
-        };
+        let (module, name) = split_module(symbol);
         let ks = view.kallsyms().map_err(|e| e.to_string())?;
         let sym = ks
             .by_name(name, module)
@@ -83,10 +80,7 @@ impl Source<'_> {
     /// The bytes of kernel function `symbol` (`NAME` or `MOD:NAME`), or
     /// why they cannot be read.
     fn read(&self, symbol: &str) -> Result<Vec<u8>, String> {
-        let (module, name) = match symbol.split_once(':') {
-            Some((m, n)) => (Some(m), n),
-            None => (None, symbol),
-        };
+        let (module, name) = split_module(symbol);
         match self {
             Source::Live(view, core) => kernel_function(view, core, name, module)
                 .map(|(_, b)| b)
@@ -163,6 +157,13 @@ fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Result<Vec
             "the size of {name} is unknown (it is the last symbol of its region)"
         ))
     })?;
+    // a module's last function ends where its text does, not at the
+    // read-only data kallsyms names next
+    let size = match (&sym.module, view.is_running()) {
+        (Some(m), true) => crate::reserved::module_text_end(m, sym.addr)
+            .map_or(size, |end| size.min(end - sym.addr)),
+        _ => size,
+    };
     let size = usize::try_from(size.min(1 << 20)).unwrap_or(1 << 20);
     ktrace_disasm::kcore::read(core, sym.addr, size).map_err(|e| {
         within(
@@ -307,10 +308,7 @@ pub fn after_endbr(bytes: &[u8]) -> &[u8] {
 /// from /proc/kcore; `None` when its code cannot be read.
 pub fn starts_with_endbr(view: &KernelView, symbol: &str) -> Option<bool> {
     // A symbol that is not a function (data): its bytes are no endbr64.
-    let (module, name) = match symbol.split_once(':') {
-        Some((m, n)) => (Some(m), n),
-        None => (None, symbol),
-    };
+    let (module, name) = split_module(symbol);
     if let Ok(ks) = view.kallsyms() {
         let found = ks.by_name(name, module);
         if !found.is_empty() && found.iter().all(|s| !s.is_text()) {
@@ -332,21 +330,30 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
         return None;
     };
     let ProbeKind::Kprobe {
-        place: KprobePlace::Symbol { symbol, offset },
-        is_return,
-        ..
+        place, is_return, ..
     } = &p.kind
     else {
         return None;
     };
-    let (symbol, offset, is_return) = (symbol.clone(), *offset, *is_return);
+    // a raw address is judged as the function and offset it falls in
+    // (x86_64 5.10, seed 20261130 #115975: `p 0xffffffffb610b600`, inside
+    // an instruction, was accepted unjudged)
+    let (symbol, offset, is_return, by_address) = match place {
+        KprobePlace::Symbol { symbol, offset } => (symbol.clone(), *offset, *is_return, false),
+        &KprobePlace::Address(addr) if arch == Arch::X86_64 && !*is_return => {
+            match address_symbol(source, addr) {
+                Some((name, off)) if off != 0 => (name, off, false, true),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
     let probe = (symbol.clone(), offset);
     if arch == Arch::Arm64 && offset != 0 && !is_return {
-        arm64_decoder(checked, target, source, &symbol, offset);
-        return None;
+        return arm64_decoder(checked, target, source, &symbol, offset);
     }
     let open = |c: &Checked, u| c.unchecked.contains(&u);
-    let boundary = open(checked, Unchecked::InsnBoundary);
+    let boundary = by_address || open(checked, Unchecked::InsnBoundary);
     let entry = open(checked, Unchecked::FunctionEntry);
     if !boundary && !entry {
         return None;
@@ -387,6 +394,9 @@ pub fn check(checked: &mut Checked, target: Target, source: &Source) -> Option<S
     // Past the function's end the address is in another function: the
     // kernel checks the boundary there, from that function's start.
     let (fname, offset, bytes) = if offset >= len {
+        if let Some(why) = past_module_text(source, &symbol, offset) {
+            return Some(why);
+        }
         match source.containing(&symbol, offset) {
             Ok((f, o, b)) => (f, o, b),
             Err(why) => {
@@ -455,14 +465,14 @@ fn reserved(
         return false;
     };
     let ((symbol, offset), (fname, foff)) = (probe, at);
-    if symbol.contains(':') || fname.contains(':') {
-        return false;
-    }
     let Ok(ks) = view.kallsyms() else {
         return false;
     };
+    // `MOD:SYM`: a loaded module's function, whose own tables the sites
+    // include
+    let (module, name) = split_module(symbol);
     let Some(addr) = ks
-        .by_name(symbol, None)
+        .by_name(name, module)
         .into_iter()
         .find(|s| s.is_text())
         .and_then(|s| s.addr.checked_add(offset))
@@ -611,34 +621,38 @@ fn check_x86(
 /// what it can neither single-step nor simulate (`autiasp`, `msr`, `brk`,
 /// an exclusive sequence, ...): ktrace-disasm decides it from the code
 /// where every kernel decides alike. Code that cannot be read, or a word
-/// the kernels differ on, leaves the definition as it is.
+/// the kernels differ on, leaves the definition as it is; an offset past
+/// a module's text too, and says why (returned).
 fn arm64_decoder(
     checked: &mut Checked,
     target: Target,
     source: &Source,
     symbol: &str,
     offset: u64,
-) {
+) -> Option<String> {
     let probe_offset = offset;
     let Ok(bytes) = source.read(symbol) else {
-        return;
+        return None;
     };
     let (fname, offset, bytes) = if offset >= bytes.len() as u64 {
+        if let Some(why) = past_module_text(source, symbol, offset) {
+            return Some(why);
+        }
         match source.containing(symbol, offset) {
             Ok(found) => found,
-            Err(_) => return,
+            Err(_) => return None,
         }
     } else {
         (symbol.to_string(), offset, bytes)
     };
     let probe = (symbol, probe_offset);
     if reserved(checked, source, Arch::Arm64, probe, (&fname, offset), &[]) {
-        return;
+        return None;
     }
     let wide = target.features().arm64_wide_exclusive_masks;
     let Ok(Some(why)) = ktrace_disasm::arm64::kprobe_refusal_with(&bytes, offset, Some(wide))
     else {
-        return;
+        return None;
     };
     let at = offset as usize;
     refuse_word(
@@ -648,6 +662,7 @@ fn arm64_decoder(
         &bytes[at..at + 4],
         why,
     );
+    None
 }
 
 /// Refuses the kprobe at `at` (function, offset) on the 4-byte `word`
@@ -852,6 +867,64 @@ fn riscv_boundary(bytes: &[u8], offset: u64) -> Result<(), (Option<u64>, Option<
     Err((before, Some(at).filter(|a| (*a as usize) < bytes.len())))
 }
 
+/// A module's function probed past the end of the module's text (into the
+/// data after it, or the gap before its next allocation): the kernel
+/// refuses it, but how differs (x86_64 6.1: "Failed to register probe
+/// event", `__module_text_address()`; 6.12: "Invalid probed address or
+/// symbol", kallsyms cannot place the address), so the verdict is left to
+/// it, and why is said. `None` when the address is in the text or this
+/// cannot be told.
+fn past_module_text(source: &Source, symbol: &str, offset: u64) -> Option<String> {
+    let Source::Live(view, _) = source else {
+        return None;
+    };
+    if !view.is_running() {
+        return None;
+    }
+    let (module, name) = split_module(symbol);
+    let ks = view.kallsyms().ok()?;
+    let sym = ks.by_name(name, module).into_iter().find(|s| s.is_text())?;
+    let m = sym.module.as_deref()?;
+    let end = crate::reserved::module_text_end(m, sym.addr)?;
+    let addr = sym.addr.checked_add(offset)?;
+    (addr >= end).then(|| {
+        format!(
+            "{symbol}+{offset:#x} ({addr:#x}) is past the end of {m}'s text ({end:#x}, where its \
+             data starts): the kernel refuses it"
+        )
+    })
+}
+
+/// The function of the running kernel (`NAME` or `MOD:NAME`, a name
+/// kallsyms gives one function) that `addr` falls in, and the offset.
+fn address_symbol(source: &Source, addr: u64) -> Option<(String, u64)> {
+    let Source::Live(view, _) = source else {
+        return None;
+    };
+    let ks = view.kallsyms().ok()?;
+    if ks.addresses_hidden() {
+        return None;
+    }
+    let at = ks.lookup(addr)?;
+    let sym = at.symbol;
+    if !sym.is_text() || ks.by_name(&sym.name, sym.module.as_deref()).len() != 1 {
+        return None;
+    }
+    let name = match &sym.module {
+        Some(m) => format!("{m}:{}", sym.name),
+        None => sym.name.clone(),
+    };
+    Some((name, at.offset))
+}
+
+/// `MOD:NAME` as (Some(MOD), NAME); `NAME` as (None, NAME).
+pub(crate) fn split_module(symbol: &str) -> (Option<&str>, &str) {
+    match symbol.split_once(':') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, symbol),
+    }
+}
+
 /// Replaces an accepted definition with the kernel's logged error `err`,
 /// the caret on the probe point as `trace_kprobe_create()` logs it.
 fn reject(checked: &mut Checked, err: TpErr, hint: String) {
@@ -871,15 +944,23 @@ fn reject(checked: &mut Checked, err: TpErr, hint: String) {
 /// The checks left open, described for a report; the instruction boundary
 /// (and function entry) with `why` they stayed open.
 pub fn not_checked(c: &Checked, why: Option<&str>) -> Vec<String> {
-    c.unchecked
+    let code = |u: &Unchecked| matches!(u, Unchecked::InsnBoundary | Unchecked::FunctionEntry);
+    let mut out: Vec<String> = c
+        .unchecked
         .iter()
-        .map(|u| match (u, why) {
-            (Unchecked::InsnBoundary | Unchecked::FunctionEntry, Some(w)) => {
-                format!("{} ({w})", u.describe())
-            }
+        .map(|u| match why {
+            Some(w) if code(u) => format!("{} ({w})", u.describe()),
             _ => u.describe().to_string(),
         })
-        .collect()
+        .collect();
+    // a why without a code check it belongs to (arm64, whose offsets the
+    // parser leaves no boundary check: past a module's text)
+    if let Some(w) = why
+        && !c.unchecked.iter().any(code)
+    {
+        out.push(format!("the probe point ({w})"));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -335,7 +335,11 @@ pub fn kprobe_refusal_on(
     if ks.addresses_hidden() {
         return None;
     }
-    let sym = *ks.by_name(symbol, None).first()?;
+    // `MOD:SYM`: the module's own symbol (x86_64 6.1: `p
+    // autofs4:exit_autofs_fs`, an `__exit` function and so notrace, went
+    // unjudged and the kernel refused it)
+    let (module, name) = crate::code::split_module(symbol);
+    let sym = *ks.by_name(name, module).first()?;
     let addr = sym.addr.checked_add(offset)?;
     refusal_at(ks, rules, sym, symbol, offset, addr, no_kprobes_on_ftrace)
 }
@@ -703,6 +707,29 @@ ffffffffc0001100 t other\t[foo]
                 "foo:vfs_modfn"
             ]
         );
+    }
+
+    #[test]
+    fn a_module_function_named_with_its_module() {
+        let ks = Kallsyms::parse(TABLE).unwrap();
+        let ft = FtraceLocations::parse("vfs_read\nvfs_modfn [foo]\n");
+        let rules = Rules {
+            ftrace: Some(&ft),
+            notrace_refused: true,
+            ..Rules::default()
+        };
+        // `other [foo]` has no ftrace location (an __exit function)
+        for sym in ["foo:other", "other"] {
+            assert!(
+                matches!(kprobe_refusal(&ks, &rules, sym, 0), Some(Err(ref w)) if w.contains("notrace")),
+                "{sym}"
+            );
+        }
+        assert_eq!(
+            kprobe_refusal(&ks, &rules, "foo:vfs_modfn", 4),
+            Some(Ok(None))
+        );
+        assert_eq!(kprobe_refusal(&ks, &rules, "bar:vfs_modfn", 0), None);
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //! tables hold offsets relative to each entry's own field
 //! (`CONFIG_HAVE_ARCH_JUMP_LABEL_RELATIVE`): a jump entry is `{s32 code;
 //! s32 target; long key}` (16 bytes), a static call site `{s32 addr; s32
-//! key}` (8 bytes). Modules' tables are not visible this way: their sites
-//! are left to the kernel. Nothing here writes to the kernel.
+//! key}` (8 bytes). Loaded modules' tables are found through their
+//! section addresses in /sys/module/NAME/sections (`Sites::add_module`)
+//! and read the same way. Nothing here writes to the kernel.
 //!
 //! arm64 kernels without `CONFIG_KALLSYMS_ALL` (Debian's 5.10 and 6.1)
 //! name no table. There the jump table is found by its shape in the
@@ -88,6 +89,157 @@ pub struct Sites {
     calls: Vec<u64>,
     /// arm64: the instructions of vmlinux's exception table.
     extable: Vec<u64>,
+    /// How many of the sites above are loaded modules' (jump labels,
+    /// static calls, exception table instructions).
+    modules: (usize, usize, usize),
+}
+
+/// Where the loaded modules' section addresses are.
+const MODULES_DIR: &str = "/sys/module";
+
+/// At most this much of a module's table is read.
+const MODULE_TABLE_MAX: u64 = 256 << 10;
+
+/// One module's sections by address.
+struct ModuleSections {
+    addrs: Vec<(u64, String)>,
+}
+
+impl ModuleSections {
+    /// The sections of `dir` (`/sys/module/NAME/sections`) by address;
+    /// `None` when it cannot be read or shows no addresses.
+    fn read(dir: &Path) -> Option<ModuleSections> {
+        let mut addrs: Vec<(u64, String)> = std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let text = std::fs::read_to_string(e.path()).ok()?;
+                let addr = u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()?;
+                (addr != 0).then_some((addr, name))
+            })
+            .collect();
+        addrs.sort_unstable();
+        (!addrs.is_empty()).then_some(ModuleSections { addrs })
+    }
+
+    /// Whether a section is the module's code: any that is not one of the
+    /// data sections modules carry (`.rodata*`, `.data*`, `.bss`, the
+    /// `__*` tables, notes, ...). Unknown names count as code (arm64's
+    /// `.plt` lies between `.text` and `.exit.text`): a section taken for
+    /// code only makes the text look longer, never a probe refused.
+    fn is_text(name: &str) -> bool {
+        const DATA: [&str; 22] = [
+            ".rodata",
+            ".data",
+            ".bss",
+            ".note",
+            ".gnu.linkonce",
+            "__",
+            "_ftrace",
+            ".orc_",
+            ".symtab",
+            ".strtab",
+            ".init.data",
+            ".exit.data",
+            ".ref.data",
+            ".altinstructions",
+            ".parainstructions",
+            ".return_sites",
+            ".retpoline_sites",
+            ".call_sites",
+            ".ibt_endbr_seal",
+            ".smp_locks",
+            ".static_call_sites",
+            ".printk_index",
+        ];
+        !DATA.iter().any(|d| name.starts_with(d))
+    }
+
+    /// The module's text sections (`.text`, `.text.*`, `.init.text`,
+    /// `.exit.text`, `.plt`, ...), each up to the next section's address.
+    fn text(&self) -> Vec<std::ops::Range<u64>> {
+        self.addrs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, n))| ModuleSections::is_text(n))
+            .map(|(i, &(a, _))| a..self.next(i).unwrap_or(a + MODULE_TABLE_MAX))
+            .collect()
+    }
+
+    /// The address of the section after the `i`th.
+    fn next(&self, i: usize) -> Option<u64> {
+        let a = self.addrs[i].0;
+        self.addrs[i + 1..].iter().map(|s| s.0).find(|&b| b > a)
+    }
+
+    /// The address and bytes of section `name`, read up to the next
+    /// section (at most [`MODULE_TABLE_MAX`]) page by page, ending at the
+    /// first page kcore does not hold.
+    fn table(&self, name: &str, core: &Path) -> Option<(u64, Vec<u8>)> {
+        let i = self.addrs.iter().position(|(_, n)| n == name)?;
+        let start = self.addrs[i].0;
+        let end = self
+            .next(i)
+            .unwrap_or(u64::MAX)
+            .min(start.saturating_add(MODULE_TABLE_MAX));
+        let mut bytes = Vec::new();
+        let mut at = start;
+        while at < end {
+            let page_end = (at | 0xfff).saturating_add(1).min(end);
+            let len = usize::try_from(page_end - at).ok()?;
+            match ktrace_disasm::kcore::read(core, at, len) {
+                Ok(b) => bytes.extend_from_slice(&b),
+                Err(_) => break,
+            }
+            at = page_end;
+        }
+        (!bytes.is_empty()).then_some((start, bytes))
+    }
+}
+
+/// Where the text of loaded module `module` that holds `addr` ends, as
+/// far as its sections show: the first data section after `addr`
+/// (`/sys/module/NAME/sections`, root only). The kernel bounds a
+/// module's last function by its text's end (`find_kallsyms_symbol()`)
+/// and refuses a probe past it (`__module_text_address()`); kallsyms'
+/// next symbol there is read-only data (`_note_*`). `None` when the
+/// sections cannot be read.
+pub fn module_text_end(module: &str, addr: u64) -> Option<u64> {
+    if module.is_empty() || module.contains('/') || module.starts_with('.') {
+        return None;
+    }
+    let mods = ModuleSections::read(&Path::new(MODULES_DIR).join(module).join("sections"))?;
+    mods.addrs
+        .iter()
+        .find(|(a, n)| *a > addr && !ModuleSections::is_text(n))
+        .map(|&(a, _)| a)
+}
+
+/// The sites (each entry's first field, relative to itself) of the
+/// entries of `size` bytes at the start of `table` (at `base`) that pass
+/// `valid(entry, field address)`, up to the first that does not.
+fn entries(
+    table: &[u8],
+    base: u64,
+    size: usize,
+    valid: impl Fn(&[u8], &dyn Fn(&[u8], usize) -> u64) -> bool,
+) -> Vec<u64> {
+    let mut out = Vec::new();
+    for (i, e) in table.chunks_exact(size).enumerate() {
+        let entry = base.wrapping_add((i * size) as u64);
+        let at = |e: &[u8], o: usize| {
+            let rel = i32::from_le_bytes([e[o], e[o + 1], e[o + 2], e[o + 3]]);
+            entry
+                .wrapping_add(o as u64)
+                .wrapping_add_signed(i64::from(rel))
+        };
+        if !valid(e, &at) {
+            break;
+        }
+        out.push(at(e, 0));
+    }
+    out
 }
 
 /// `CALL_INSN_SIZE` (x86): a static call site is a 5-byte call or jump.
@@ -174,12 +326,80 @@ impl Sites {
             }
             (None, None) => Vec::new(),
         };
-        Some(Sites {
+        let mut sites = Sites {
             jump,
             scanned,
             calls,
             extable,
-        })
+            modules: (0, 0, 0),
+        };
+        if let Ok(dir) = std::fs::read_dir(MODULES_DIR) {
+            for m in dir.flatten() {
+                sites.add_module(&m.path().join("sections"), core, arch);
+            }
+        }
+        Some(sites)
+    }
+
+    /// Adds the sites of one loaded module's tables, found through its
+    /// section addresses (`/sys/module/NAME/sections/`, root only: zeros
+    /// otherwise) and read through /proc/kcore. A module's tables hold
+    /// self-relative entries like vmlinux's (relocated at load), and the
+    /// kernel refuses probes on them alike (`jump_label_text_reserved()`
+    /// and `static_call_text_reserved()` walk every module's;
+    /// `search_exception_tables()` too). The sections' sizes are not shown:
+    /// a table is read up to the next section's address and ends at its
+    /// first entry whose code is not in the module's text (the zeros the
+    /// kernel leaves between sections point at themselves).
+    fn add_module(&mut self, sections: &Path, core: &Path, arch: Arch) {
+        let Some(mods) = ModuleSections::read(sections) else {
+            return;
+        };
+        let text = mods.text();
+        if text.is_empty() {
+            return;
+        }
+        let in_text = |a: u64| text.iter().any(|r| r.contains(&a));
+        // (arm64 code is 4-byte aligned; riscv64 jumps to 2-byte aligned targets)
+        let code = |a: u64| in_text(a) && (arch != Arch::Arm64 || a.is_multiple_of(4));
+        let added = |into: &mut Vec<u64>, found: Vec<u64>| {
+            let n = found.len();
+            into.extend(found);
+            into.sort_unstable();
+            into.dedup();
+            n
+        };
+        if let Some(t) = mods.table("__jump_table", core) {
+            // {s32 code; s32 target; long key}
+            let found = entries(&t.1, t.0, 16, |e, at| code(at(e, 0)) && code(at(e, 4)));
+            self.modules.0 += added(&mut self.jump, found);
+        }
+        if arch == Arch::X86_64
+            && let Some(t) = mods.table(".static_call_sites", core)
+        {
+            // {s32 addr; s32 key}
+            let found = entries(&t.1, t.0, 8, |e, at| code(at(e, 0)));
+            self.modules.1 += added(&mut self.calls, found);
+        }
+        if arch == Arch::Arm64
+            && let Some(t) = mods.table("__ex_table", core)
+        {
+            // the kernel's entry size: the one whose entries read on
+            // longest (12 on a tie; a 12-byte entry's type and data small)
+            let twelve = entries(&t.1, t.0, 12, |e, at| {
+                code(at(e, 0))
+                    && code(at(e, 4))
+                    && u16::from_le_bytes([e[8], e[9]]) < 32
+                    && u16::from_le_bytes([e[10], e[11]]) < 0x400
+            });
+            let eight = entries(&t.1, t.0, 8, |e, at| code(at(e, 0)) && code(at(e, 4)));
+            let found = if twelve.len() >= eight.len() {
+                twelve
+            } else {
+                eight
+            };
+            self.modules.2 += added(&mut self.extable, found);
+        }
     }
 
     /// Whether `addr` falls in a site. `insn_len` gives the length of the
@@ -207,6 +427,12 @@ impl Sites {
     /// table instructions).
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.jump.len(), self.calls.len(), self.extable.len())
+    }
+
+    /// How many of [`Sites::counts`] are loaded modules' (read from
+    /// their tables through /sys/module and /proc/kcore).
+    pub fn module_counts(&self) -> (usize, usize, usize) {
+        self.modules
     }
 
     /// Whether a table was found by its shape (kallsyms does not name it)
@@ -716,12 +942,48 @@ mod tests {
     }
 
     #[test]
+    fn a_module_table_ends_at_its_first_entry_outside_the_text() {
+        // x86_64 6.1, autofs4: text at 0xffffffffc02d0000, __jump_table
+        // at ...9000 followed by the zeros the kernel leaves before
+        // __bug_table (no size is shown for a module's section)
+        let text = 0xffff_ffff_c02d_0000..0xffff_ffff_c02d_5000;
+        let base = 0xffff_ffff_c02d_9000;
+        let codes = [
+            0xffff_ffff_c02d_0123,
+            0xffff_ffff_c02d_4652,
+            0xffff_ffff_c02d_0010,
+        ];
+        let mut t = table(base, 16, &codes);
+        // each target 8 bytes after its code
+        for i in 0..codes.len() {
+            let rel = (codes[i] as i64 + 8 - (base + (i * 16) as u64 + 4) as i64) as i32;
+            t[i * 16 + 4..i * 16 + 8].copy_from_slice(&rel.to_le_bytes());
+        }
+        t.extend_from_slice(&[0u8; 48]);
+        // what follows: one entry that would pass were the zeros not read
+        let after = base + t.len() as u64;
+        let mut e = table(after, 16, &[codes[0]]);
+        let rel = (codes[0] as i64 + 8 - (after + 4) as i64) as i32;
+        e[4..8].copy_from_slice(&rel.to_le_bytes());
+        t.extend_from_slice(&e);
+        let code = |a: u64| text.contains(&a);
+        let got = entries(&t, base, 16, |e, at| code(at(e, 0)) && code(at(e, 4)));
+        assert_eq!(got, codes);
+        // a target outside the text ends it too
+        let got = entries(&t[16..], base + 16, 16, |e, at| {
+            code(at(e, 0)) && code(at(e, 4)) && at(e, 0) != codes[2]
+        });
+        assert_eq!(got, [codes[1]]);
+    }
+
+    #[test]
     fn a_site_covers_its_instruction_and_no_more() {
         let s = Sites {
             jump: vec![0x1000, 0x1010],
             scanned: false,
             calls: vec![0x2000],
             extable: Vec::new(),
+            modules: (0, 0, 0),
         };
         let len = |c: u64| (c == 0x1010).then_some(2);
         assert_eq!(s.at(0x1000, Arch::X86_64, len), Some(Site::JumpLabel));

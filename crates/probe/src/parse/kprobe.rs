@@ -368,9 +368,10 @@ fn unresolved(ctx: &mut Ctx, place: &KprobePlace, missing_symbol: bool) -> bool 
 /// `Some(None)` none, `None` not known here.
 fn refusal(ctx: &Ctx, place: &KprobePlace, is_return: bool) -> Option<Option<crate::env::Refusal>> {
     match place {
-        KprobePlace::Symbol { symbol, offset } if !symbol.contains(':') => {
-            ctx.env.kprobe_refusal(symbol, *offset)
-        }
+        // (`MOD:SYM` too: a loaded module's function is refused as a core
+        // one is, its notrace `__exit` functions among them; a module not
+        // loaded is not known here, and the kernel defers the probe)
+        KprobePlace::Symbol { symbol, offset } => ctx.env.kprobe_refusal(symbol, *offset),
         // _kprobe_addr(): neither a symbol nor an address is -EINVAL, on
         // every kernel, whatever the kernel holds (x86_64 7.2, seed 59: `r:ev
         // 0`; the corpora's `p:addrev 0`)
@@ -394,7 +395,6 @@ fn refusal(ctx: &Ctx, place: &KprobePlace, is_return: bool) -> Option<Option<cra
             Some(_) => Some(None),
             None => None,
         },
-        _ => None,
     }
 }
 
