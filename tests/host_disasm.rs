@@ -137,3 +137,36 @@ fn bad_input_is_a_clear_error() {
     assert_eq!(st, 1);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn several_targets_list_each_as_alone() {
+    // each function's listing, in the order asked, as `ktrace disasm` of
+    // it alone prints it; a target that fails is said, the others listed,
+    // and the exit status is 1
+    let alone: Vec<String> = ["libc:getenv", "libc:strlen"]
+        .iter()
+        .map(|t| {
+            let (st, out, err) = ktrace(&["disasm", t]);
+            assert_eq!(st, 0, "{t}: {err}");
+            out
+        })
+        .collect();
+    let (st, out, err) = ktrace(&["disasm", "libc:getenv", "libc:strlen"]);
+    assert_eq!(st, 0, "{err}");
+    assert_eq!(out, format!("{}\n{}", alone[0], alone[1]));
+    let (st, offs, err) = ktrace(&[
+        "disasm",
+        "libc:getenv",
+        "libc:no_such_function_here",
+        "libc:strlen",
+        "--offsets",
+    ]);
+    assert_eq!(st, 1);
+    assert!(err.contains("no_such_function_here"), "{err}");
+    let (_, getenv, _) = ktrace(&["disasm", "libc:getenv", "--offsets"]);
+    let (_, strlen, _) = ktrace(&["disasm", "libc:strlen", "--offsets"]);
+    assert_eq!(
+        offs,
+        format!("# libc:getenv\n{getenv}# libc:no_such_function_here\n# libc:strlen\n{strlen}")
+    );
+}

@@ -37,8 +37,11 @@ const LD_SO_CACHE: &str = "/etc/ld.so.cache";
 pub struct Args {
     /// `SYM[+OFF]` or `MOD:SYM[+OFF]` (kernel), or `PATH:SYM[+OFF]` /
     /// `LIB:SYM[+OFF]` (user code; PATH contains a `/`, LIB starts with
-    /// `lib`).
-    pub target: String,
+    /// `lib`). Several: each listed in turn, the kernel's symbols and
+    /// tables read once (with --offsets, each list after a `# TARGET`
+    /// line).
+    #[arg(required = true, num_args = 1..)]
+    pub target: Vec<String>,
     /// Decode as this architecture (x86_64, arm64, arm, thumb, riscv64);
     /// default: the ELF file's, or this machine's for the running kernel.
     #[arg(long, value_name = "ARCH")]
@@ -63,7 +66,7 @@ pub struct Args {
 }
 
 /// One function's code and how to name addresses around it.
-struct Function {
+struct Function<'v> {
     /// What to call it in the header.
     title: String,
     /// Its first address.
@@ -87,18 +90,60 @@ struct Function {
     kernel_says: Vec<(u64, &'static str)>,
     /// Notes for the header.
     notes: Vec<String>,
-    names: Box<dyn Fn(u64) -> Option<String>>,
+    names: Box<dyn Fn(u64) -> Option<String> + 'v>,
 }
 
 /// Runs `ktrace disasm`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let isa = args.arch.as_deref().map(Isa::parse).transpose()?;
-    let f = if is_user_target(&args.target) {
-        user_function(&args, isa)?
-    } else if let Some(vmlinux) = &args.vmlinux {
-        vmlinux_function(&args, vmlinux, isa)?
+    if let [target] = args.target.as_slice() {
+        return run_one(&args, target, isa, &mut None);
+    }
+    // several: each in turn, one kernel view for all; a target that
+    // fails is said and the others listed
+    let mut view = None;
+    let mut failed = false;
+    for (i, target) in args.target.iter().enumerate() {
+        if args.offsets {
+            println!("# {target}");
+        } else if i > 0 {
+            println!();
+        }
+        match run_one(&args, target, isa, &mut view) {
+            Ok(code) => failed |= code != ExitCode::SUCCESS,
+            Err(e) => {
+                crate::say!("{target}: {e:#}");
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
     } else {
-        kernel_function(&args, isa)?
+        ExitCode::SUCCESS
+    })
+}
+
+/// One target of `ktrace disasm`; `view`: the kernel's, read at the first
+/// kernel target and kept for the next.
+fn run_one(
+    args: &Args,
+    target: &str,
+    isa: Option<Isa>,
+    view: &mut Option<ktrace_symbols::KernelView>,
+) -> anyhow::Result<ExitCode> {
+    let f = if is_user_target(target) {
+        user_function(args, target, isa)?
+    } else if let Some(vmlinux) = &args.vmlinux {
+        vmlinux_function(target, vmlinux, isa)?
+    } else {
+        let view = view.get_or_insert_with(|| match &args.kallsyms {
+            Some(p) => ktrace_symbols::KernelView::running(None).with_kallsyms_file(p),
+            None => ktrace_symbols::KernelView::running(
+                ktrace_tracefs::discover::find_mounted().as_deref(),
+            ),
+        });
+        kernel_function(args, target, isa, view)?
     };
     let insns = ktrace_disasm::decode(f.isa, &f.bytes, f.addr);
     let verdicts: Vec<Option<String>> = insns.iter().map(|i| verdict(&f, i)).collect();
@@ -182,30 +227,29 @@ fn verdict(f: &Function, insn: &Insn) -> Option<String> {
     None
 }
 
-fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
+fn kernel_function<'v>(
+    args: &Args,
+    target: &str,
+    isa: Option<Isa>,
+    view: &'v ktrace_symbols::KernelView,
+) -> anyhow::Result<Function<'v>> {
     let isa = match isa {
         Some(i) => i,
         None => Isa::host().context("unknown machine architecture: pass --arch")?,
     };
     let arch = isa.arch();
-    let (spec, offset) = split_offset(&args.target)?;
+    let (spec, offset) = split_offset(target)?;
     let (module, name) = match spec.split_once(':') {
         Some((m, n)) => (Some(m), n),
         None => (None, spec),
     };
-    // The kernel view reads kallsyms (the running kernel's, or --kallsyms).
-    // (the running kernel's tracefs, when mounted: its ftrace locations)
-    let view = match &args.kallsyms {
-        Some(p) => ktrace_symbols::KernelView::running(None).with_kallsyms_file(p),
-        None => {
-            ktrace_symbols::KernelView::running(ktrace_tracefs::discover::find_mounted().as_deref())
-        }
-    };
+    // (the view reads kallsyms, the running kernel's or --kallsyms, and
+    // the running kernel's tracefs when mounted: its ftrace locations)
     let core = args
         .kcore
         .clone()
         .unwrap_or_else(|| PathBuf::from(ktrace_disasm::kcore::PATH));
-    let (sym, bytes) = ktrace_symbols::code::kernel_function(&view, &core, name, module)?;
+    let (sym, bytes) = ktrace_symbols::code::kernel_function(view, &core, name, module)?;
     let mut marks = Marks::default();
     marks.blacklist(&sym, bytes.len());
     if isa == Isa::Arm64
@@ -233,11 +277,11 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
             ));
         }
     }
-    if arch.bits() == 64 && sym.module.is_none() {
-        marks.reserved(&view, &core, isa, &sym, &bytes);
+    if arch.bits() == 64 {
+        marks.reserved(view, &core, isa, &sym, &bytes);
     }
     if isa == Isa::X86_64 {
-        let target = crate::resolve::live::live_target(arch, &view);
+        let target = crate::resolve::live::live_target(arch, view);
         marks.exceptions(target, isa, &bytes, name);
     }
     let Marks {
@@ -245,7 +289,7 @@ fn kernel_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
         extra,
         kernel_says,
     } = marks;
-    if let Some(line) = btf_prototype(name, isa) {
+    if let Some(line) = btf_prototype(name, isa, view) {
         notes.push(line);
     }
     let names = move |addr: u64| {
@@ -344,8 +388,14 @@ impl Marks {
         } else {
             ""
         };
+        let (mj, mc, me) = sites.module_counts();
+        let modules_note = if mj + mc + me > 0 {
+            format!("; of them in loaded modules' tables: {mj}, {mc}, {me}")
+        } else {
+            String::new()
+        };
         self.notes.push(format!(
-            "jump label sites read ({jumps}){calls_note}{extable_note}{how}"
+            "jump label sites read ({jumps}){calls_note}{extable_note}{how}{modules_note}"
         ));
         let insns = ktrace_disasm::decode(isa, bytes, 0);
         let len = |code: u64| {
@@ -389,8 +439,9 @@ impl Marks {
 /// `prototype: long do_sys_openat2(int dfd, ...) with dfd=%di ...` from the
 /// running kernel's BTF, when it has BTF and the function (not for
 /// module functions, whose types are in split BTF).
-fn btf_prototype(name: &str, isa: Isa) -> Option<String> {
-    let btf = ktrace_symbols::btf::open(Path::new(ktrace_symbols::kernel::VMLINUX_BTF)).ok()?;
+fn btf_prototype(name: &str, isa: Isa, view: &ktrace_symbols::KernelView) -> Option<String> {
+    // (the view's BTF, read once for every function listed)
+    let btf = view.btf().ok()?;
     let (ret, params) = btf.func_params(name)?;
     // the probe language's argument registers (32-bit arm and riscv64
     // pass some arguments in register pairs: not shown)
@@ -451,7 +502,11 @@ fn blacklisted(
     out.into_iter().collect()
 }
 
-fn vmlinux_function(args: &Args, path: &Path, isa: Option<Isa>) -> anyhow::Result<Function> {
+fn vmlinux_function(
+    target: &str,
+    path: &Path,
+    isa: Option<Isa>,
+) -> anyhow::Result<Function<'static>> {
     let image = elf::open(path)?;
     let isa = match isa.or_else(|| elf_isa(&image)) {
         Some(a) => a,
@@ -461,7 +516,7 @@ fn vmlinux_function(args: &Args, path: &Path, isa: Option<Isa>) -> anyhow::Resul
             image.machine
         ),
     };
-    let target = image.resolve(&args.target)?;
+    let target = image.resolve(target)?;
     let mut f = elf_function(path, image, target, isa)?;
     f.kernel = true;
     f.file_offset = None;
@@ -478,8 +533,8 @@ fn vmlinux_function(args: &Args, path: &Path, isa: Option<Isa>) -> anyhow::Resul
     Ok(f)
 }
 
-fn user_function(args: &Args, isa: Option<Isa>) -> anyhow::Result<Function> {
-    let probe = library::resolve_user_probe(&args.target, args.pid, Path::new(LD_SO_CACHE))?;
+fn user_function(args: &Args, target: &str, isa: Option<Isa>) -> anyhow::Result<Function<'static>> {
+    let probe = library::resolve_user_probe(target, args.pid, Path::new(LD_SO_CACHE))?;
     let image = elf::open_with_debug(&probe.path)?;
     let isa = match isa.or_else(|| elf_isa(&image)) {
         Some(a) => a,
@@ -509,7 +564,7 @@ fn elf_function(
     image: elf::ElfImage,
     target: elf::UprobeTarget,
     isa: Isa,
-) -> anyhow::Result<Function> {
+) -> anyhow::Result<Function<'static>> {
     let sym = &target.symbol;
     let (start, bytes) = ktrace_symbols::code::symbol_bytes(path, &image, sym)?;
     let title = sym.display_name();
@@ -621,15 +676,19 @@ mod tests {
     fn prototype_from_the_host_btf() {
         // The host kernel (6.18) has BTF; do_sys_openat2 takes
         // (int dfd, const char *filename, struct open_how *how).
-        let line = btf_prototype("do_sys_openat2", Isa::X86_64).expect("host BTF");
+        let view = ktrace_symbols::KernelView::running(None);
+        let line = btf_prototype("do_sys_openat2", Isa::X86_64, &view).expect("host BTF");
         assert!(line.contains("do_sys_openat2(int dfd, "), "{line}");
         assert!(
             line.ends_with("at +0x0: dfd=%di filename=%si how=%dx"),
             "{line}"
         );
-        let arm = btf_prototype("do_sys_openat2", Isa::Arm64).unwrap();
+        let arm = btf_prototype("do_sys_openat2", Isa::Arm64, &view).unwrap();
         assert!(arm.ends_with("dfd=%x0 filename=%x1 how=%x2"), "{arm}");
-        assert_eq!(btf_prototype("no_such_function_xyz", Isa::X86_64), None);
+        assert_eq!(
+            btf_prototype("no_such_function_xyz", Isa::X86_64, &view),
+            None
+        );
     }
 
     #[test]
