@@ -251,16 +251,16 @@ impl Environment for LiveEnv<'_> {
             .or_else(|| Some(self.table()?.count_same(name, None)))
     }
 
-    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+    fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {
         self.symbols
-            .and_then(|s| s.module_symbol(module, name))
+            .and_then(|s| s.module_symbol_count(module, name))
             .or_else(|| {
                 let t = self.table()?;
                 let loaded = !ktrace_symbols::kallsyms::is_pseudo_module(module)
                     && t.symbols()
                         .iter()
                         .any(|s| s.module.as_deref() == Some(module));
-                Some(loaded.then(|| t.count_same(name, Some(module)) > 0))
+                Some(loaded.then(|| t.count_same(name, Some(module))))
             })
     }
 
@@ -530,8 +530,8 @@ impl Environment for SymbolsEnv<'_> {
         self.symbols?.count(name)
     }
 
-    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.symbols?.module_symbol(module, name)
+    fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {
+        self.symbols?.module_symbol_count(module, name)
     }
 
     fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {

@@ -55,9 +55,17 @@ pub trait Environment {
     fn symbol_count(&self, _name: &str) -> Option<usize> {
         None
     }
-    /// Whether `MOD:SYM` resolves; `Some(None)` when the module is not loaded.
-    fn module_symbol(&self, _module: &str, _name: &str) -> Option<Option<bool>> {
+    /// How many symbols of module `module` are named `name`, as the kernel's
+    /// `module_kallsyms_on_each_symbol()` counts them (arm's and arm64's
+    /// mapping symbols `$a`, `$d`, `$x` included); `Some(None)` when the
+    /// module is not loaded.
+    fn module_symbol_count(&self, _module: &str, _name: &str) -> Option<Option<usize>> {
         None
+    }
+    /// Whether `MOD:SYM` resolves; `Some(None)` when the module is not loaded.
+    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.module_symbol_count(module, name)
+            .map(|loaded| loaded.map(|n| n > 0))
     }
     /// The kind of `path`.
     fn file_kind(&self, _path: &str) -> Option<FileKind> {
@@ -223,11 +231,11 @@ impl Environment for Kallsyms {
         crate::similar::similar(name, self.counts.keys().map(String::as_str))
     }
 
-    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+    fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {
         Some(
             self.modules
                 .get(module)
-                .map(|syms| syms.iter().any(|s| s == name)),
+                .map(|syms| syms.iter().filter(|s| *s == name).count()),
         )
     }
 }

@@ -93,8 +93,8 @@ impl Environment for Guest {
     fn symbol_count(&self, name: &str) -> Option<usize> {
         self.syms.as_ref()?.symbol_count(name)
     }
-    fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
-        self.syms.as_ref()?.module_symbol(module, name)
+    fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {
+        self.syms.as_ref()?.module_symbol_count(module, name)
     }
     fn file_kind(&self, path: &str) -> Option<FileKind> {
         Some(match path {

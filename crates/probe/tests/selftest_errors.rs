@@ -19,7 +19,7 @@ impl Environment for SelftestKernel {
             "vfs_read" | "do_exit" | "kernel_clone"
         )))
     }
-    fn module_symbol(&self, _m: &str, _n: &str) -> Option<Option<bool>> {
+    fn module_symbol_count(&self, _m: &str, _n: &str) -> Option<Option<usize>> {
         Some(None)
     }
     fn event_fields(&self, system: &str, event: &str) -> Option<Option<Vec<String>>> {

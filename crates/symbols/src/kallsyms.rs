@@ -612,11 +612,20 @@ impl SymbolCounts {
     /// Whether module `module` has symbol `name`: `None` when `name` was not
     /// asked for, `Some(None)` when the module has no symbols (not loaded).
     pub fn module_symbol(&self, module: &str, name: &str) -> Option<Option<bool>> {
+        self.module_symbol_count(module, name)
+            .map(|loaded| loaded.map(|n| n > 0))
+    }
+
+    /// How many symbols of module `module` are named `name`: `None` when
+    /// `name` was not asked for, `Some(None)` when the module has no symbols
+    /// (not loaded).
+    pub fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {
         self.counts.get(name)?;
         Some(self.modules.contains(module).then(|| {
             self.in_module
                 .get(&(module.to_string(), name.to_string()))
-                .is_some_and(|&n| n > 0)
+                .copied()
+                .unwrap_or(0)
         }))
     }
 }

@@ -204,8 +204,8 @@ fn symbol_place(
     }
     *missing_symbol |= impossible;
     let validate = |ctx: &mut Ctx, missing: &mut bool| -> Result<(), Fail> {
-        if sym.contains(':') {
-            return Ok(());
+        if let Some((module, name)) = sym.split_once(':') {
+            return validate_module_symbol(argv, ctx, module, name);
         }
         match ctx.env.symbol_count(sym) {
             Some(0) if !counts => {
@@ -327,6 +327,32 @@ fn arguments(
     let env = ctx.env;
     let mut scope = BtfScope::new(env, ctx.target.arch, func.as_deref());
     parse_args(argv, 2, &actx, ctx, Some(&mut scope))
+}
+
+/// validate_probe_symbol() on `MOD:SYM`: where the kernel counts before
+/// the entry check (6.12 and later), a loaded module's symbols of that name
+/// are counted, its mapping symbols (`$a`, `$d`, `$x`) among them, and
+/// none or more than one is refused (arm 7.2 with romfs loaded: `p
+/// romfs:$d`, "The symbol is not unique"). A module that is not loaded
+/// defers the probe. 6.1's count skips `MOD:SYM` altogether.
+fn validate_module_symbol(
+    argv: &Argv,
+    ctx: &mut Ctx,
+    module: &str,
+    name: &str,
+) -> Result<(), Fail> {
+    if !ctx.target.features().validate_symbol_early {
+        return Ok(());
+    }
+    match ctx.env.module_symbol_count(module, name) {
+        Some(Some(0)) => Err(ctx.logged(argv, TpErr::BAD_PROBE_ADDR, 1, 0)),
+        Some(Some(n)) if n > 1 => Err(ctx.logged(argv, TpErr::NON_UNIQ_SYMBOL, 1, 0)),
+        Some(_) => Ok(()),
+        None => {
+            ctx.note(Unchecked::SymbolExists);
+            Ok(())
+        }
+    }
 }
 
 /// Whether the probe waits for its module (or, for an address, for a

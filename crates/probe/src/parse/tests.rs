@@ -208,6 +208,53 @@ fn kallsyms_decides_symbols() {
 }
 
 #[test]
+fn a_loaded_modules_symbol_is_counted_with_its_mapping_symbols() {
+    // arm 7.2 with romfs loaded (conform seed 258342346): `p romfs:$d`
+    // and `r romfs:$a%return` are "The symbol is not unique" first, its
+    // mapping symbols counted like any other; 6.1 counts no `MOD:SYM`.
+    let k = Kallsyms::parse(
+        "c0008000 T vfs_read\nbf000000 t $a\t[romfs]\nbf000010 t romfs_fill\t[romfs]\n\
+         bf000040 t $d\t[romfs]\nbf000050 t $a\t[romfs]\nbf000080 t $d\t[romfs]\n\
+         bf000100 t romfs_once\t[romfs]\n",
+    );
+    let at = |kernel| Target {
+        kernel,
+        ..Target::new(Arch::Arm)
+    };
+    let logged = |e| ErrorKind::Logged(e);
+    for kernel in [KernelVersion::new(6, 12), KernelVersion::new(7, 2)] {
+        let t = at(kernel);
+        for l in [
+            "p romfs:$d",
+            "p romfs:$a+4",
+            "r romfs:$a",
+            "p:e romfs:$d a=%r0",
+        ] {
+            assert_eq!(
+                err(l, t, &k).0,
+                logged(TpErr::NON_UNIQ_SYMBOL),
+                "{kernel:?} {l}"
+            );
+        }
+        assert_eq!(
+            err("p romfs:nosuch", t, &k),
+            (logged(TpErr::BAD_PROBE_ADDR), Some(2)),
+            "{kernel:?}"
+        );
+        assert!(check_line("p romfs:romfs_fill", t, &k).accepted());
+        assert!(check_line("p nosuchmod:$d", t, &k).accepted(), "deferred");
+    }
+    let t = at(KernelVersion::new(6, 1));
+    assert_ne!(
+        check_line("p romfs:$d", t, &k)
+            .definition
+            .err()
+            .map(|e| e.kind),
+        Some(logged(TpErr::NON_UNIQ_SYMBOL))
+    );
+}
+
+#[test]
 fn module_symbol_starting_with_a_digit_waits_for_its_module() {
     // arm 6.12, seed 41: the kernel took the symbol (a module that is not
     // loaded defers it) and refused the immediate string's bitfield type.
@@ -723,7 +770,7 @@ fn a_probe_waiting_for_its_module_still_fails_on_a_bad_argument_offset() {
         fn symbol_count(&self, name: &str) -> Option<usize> {
             Some(usize::from(name == "rcu_tasks_pregp_step"))
         }
-        fn module_symbol(&self, _: &str, _: &str) -> Option<Option<bool>> {
+        fn module_symbol_count(&self, _: &str, _: &str) -> Option<Option<usize>> {
             Some(None)
         }
         fn dynamic_events(&self) -> Option<Vec<String>> {
