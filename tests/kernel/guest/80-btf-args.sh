@@ -149,13 +149,25 @@ else
             kcmdcol=$(sed -n '2p' "$TRACEFS/error_log" | awk '{print index($0,"Command: ") + 9}')
             kcaret=$(sed -n '3p' "$TRACEFS/error_log" | awk '{print index($0,"^")}')
             kpos=$((kcaret - kcmdcol + 1))
-            if [ "$kpos" -gt $((${#kcmd} + 2)) ]; then
-                # 6.12 computes the caret of a type error after a member chain
-                # from a NULL pointer (parse_btf_field leaves ctx->offset past
-                # the end): ktrace points at the last member instead.
-                echo "kernel caret past the command (col $kpos): message compared only" >>"$KTEST_OUT/btf-errors.txt"
-                kpos=$ocol
-            fi
+            case $d in
+            *'file->f_flags:string')
+                # A type error after a member chain: the kernel computes its
+                # caret from a NULL pointer (parse_btf_field() adds `NULL -
+                # fieldname` to ctx->offset), so it lands anywhere, past the
+                # command (col 38741, arm64 7.2) or inside it (col 21, the
+                # same kernel in CI); ktrace prints none. Any other
+                # definition without ktrace's caret is a mismatch.
+                echo "kernel caret from a stale offset (col $kpos): message compared only" >>"$KTEST_OUT/btf-errors.txt"
+                [ -z "$ocol" ] || echo "ktrace printed a caret (col $ocol) the kernel cannot place" >>"$KTEST_OUT/btf-errors.txt"
+                [ -z "$ocol" ] && kpos=$ocol
+                ;;
+            *)
+                if [ "$kpos" -gt $((${#kcmd} + 2)) ]; then
+                    echo "kernel caret past the command (col $kpos): message compared only" >>"$KTEST_OUT/btf-errors.txt"
+                    kpos=$ocol
+                fi
+                ;;
+            esac
             if [ "$omsg" != "$kmsg" ] || [ "$kpos" != "$ocol" ]; then
                 echo "MISMATCH ours='$omsg' col $ocol kernel='$kmsg' col $kpos ($kcmd)" >>"$KTEST_OUT/btf-errors.txt"
                 bad=$((bad + 1))
