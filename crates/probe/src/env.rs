@@ -189,6 +189,27 @@ impl Kallsyms {
     pub fn parse(text: &str) -> Kallsyms {
         let mut k = Kallsyms::default();
         for line in text.lines() {
+            // `ADDR TYPE NAME\t[MODULE]`: a module's name ends at the tab
+            // and may end in a space (riscv64's ".L0 " labels)
+            if let Some((main, rest)) = line.split_once('\t')
+                && let Some(m) = rest
+                    .trim()
+                    .strip_prefix('[')
+                    .and_then(|r| r.strip_suffix(']'))
+                && let [addr, kind, name] = main.splitn(3, ' ').collect::<Vec<_>>().as_slice()
+                && !addr.is_empty()
+                && addr.bytes().all(|c| c.is_ascii_hexdigit())
+                && kind.len() == 1
+                && !name.is_empty()
+                && !name.starts_with(' ')
+            {
+                *k.counts.entry(name.to_string()).or_default() += 1;
+                k.modules
+                    .entry(m.to_string())
+                    .or_default()
+                    .push(name.to_string());
+                continue;
+            }
             let words: Vec<&str> = line.split_whitespace().collect();
             let (name, module) = match words.as_slice() {
                 [_, _, name, module, ..] => (
@@ -256,6 +277,12 @@ mod tests {
         assert_eq!(k.module_symbol("ext4", "ext4_foo"), Some(Some(true)));
         assert_eq!(k.module_symbol("ext4", "x"), Some(Some(false)));
         assert_eq!(k.module_symbol("xfs", "x"), Some(None));
+        // riscv64's ".L0 " labels keep their space (the kernel's name)
+        let k = Kallsyms::parse(
+            "ffffffff01000010 t .L0 \t[autofs4]\nffffffff01000020 t .L0 \t[autofs4]\n",
+        );
+        assert_eq!(k.symbol_count(".L0"), Some(0));
+        assert_eq!(k.module_symbol_count("autofs4", ".L0 "), Some(Some(2)));
         assert_eq!(Offline.symbol_count("x"), None);
     }
 }

@@ -339,7 +339,10 @@ impl Kallsyms {
 /// (alone or followed by `.`), the only `$` names arm's and arm64's
 /// assemblers write, so the wider rule reads their modules the same.
 fn is_mapping_symbol(name: &str) -> bool {
-    matches!(name.as_bytes(), [b'.', b'L', ..] | [b'L', b'0', ..] | [b'$', ..])
+    matches!(
+        name.as_bytes(),
+        [b'.', b'L', ..] | [b'L', b'0', ..] | [b'$', ..]
+    )
 }
 
 /// One kallsyms line split into its fields, borrowing the text.
@@ -493,7 +496,20 @@ fn parse_canonical(line: &str) -> Option<Line<'_>> {
         None => (tail, None),
     };
     let plain = |t: &str| !t.is_empty() && !t.bytes().any(|c| c.is_ascii_whitespace());
-    if !plain(name) || !module.is_none_or(plain) {
+    // A module's name ends at the tab and may hold spaces: GNU as names its
+    // local labels ".L0 " (FAKE_LABEL_NAME, trailing space), which riscv64
+    // modules keep (6.12's autofs4: 862 of them). The kernel counts and
+    // looks up ".L0 ", so `p .L0` finds nothing there.
+    let module_name = |t: &str| {
+        !t.is_empty()
+            && !t.starts_with(' ')
+            && !t.bytes().any(|c| c != b' ' && c.is_ascii_whitespace())
+    };
+    let name_ok = match module {
+        Some(m) => module_name(name) && plain(m),
+        None => plain(name),
+    };
+    if !name_ok {
         return None;
     }
     Some(Line {
@@ -677,6 +693,30 @@ mod tests {
             ("autofs_dev_ioctl_version", 0x1d8)
         );
         assert_eq!(t.lookup(0xffff800080010000).unwrap().symbol.name, "$x_core");
+    }
+
+    #[test]
+    fn a_modules_local_label_keeps_its_trailing_space() {
+        use super::{Kallsyms, SymbolCounts, parse_line};
+        // riscv64 6.12 with autofs4 loaded: GNU as's ".L0 " labels; the
+        // kernel answers `p .L0` with "Invalid probed address or symbol"
+        let text = "ffffffff01000000 t autofs_mount\t[autofs4]\n\
+                    ffffffff01000010 t .L0 \t[autofs4]\n\
+                    ffffffff01000020 t .L0 \t[autofs4]\n\
+                    ffffffff81000000 T vfs_read\n";
+        let l = parse_line("ffffffff01000010 t .L0 \t[autofs4]")
+            .unwrap()
+            .unwrap();
+        assert_eq!((l.name, l.module), (".L0 ", Some("autofs4")));
+        let t = Kallsyms::parse(text).unwrap();
+        assert_eq!(t.count_same(".L0", None), 0);
+        assert_eq!(t.count_same(".L0 ", Some("autofs4")), 2);
+        let c = SymbolCounts::scan(text, [".L0", ".L0 "]);
+        assert_eq!(c.count(".L0"), Some(0));
+        assert_eq!(c.module_symbol_count("autofs4", ".L0 "), Some(Some(2)));
+        // a core line's trailing space is no part of its name
+        let l = parse_line("ffffffff81000000 T vfs_read ").unwrap().unwrap();
+        assert_eq!(l.name, "vfs_read");
     }
 
     #[test]
