@@ -306,10 +306,22 @@ impl Environment for LiveEnv<'_> {
                 ))));
             }
         }
-        Some(match refusal {
-            Ok(Some(why)) => AddressFate::Refused(Refusal::Address(why)),
-            _ => AddressFate::Registered,
-        })
+        if let Ok(Some(why)) = refusal {
+            return Some(AddressFate::Refused(Refusal::Address(why)));
+        }
+        // arch_prepare_kprobe(): arm64 instructions are 4 bytes, aligned, as
+        // are 32-bit arm's in ARM state (Debian's armmp; `SYM+OFF` is held
+        // to the same in the parser): -EINVAL, "Failed to register probe
+        // event" (arm64 5.10, 6.1 and 6.12, conform seed 20261202 #2492:
+        // `p 0xffffd00fec5fd61a`)
+        if matches!(Arch::native(), Some(Arch::Arm64 | Arch::Arm)) && !addr.is_multiple_of(4) {
+            return Some(AddressFate::Refused(Refusal::Address(format!(
+                "{addr:#x} ({name}+{:#x}) is not 4-byte aligned, as every instruction \
+                 of this kernel is",
+                at.offset
+            ))));
+        }
+        Some(AddressFate::Registered)
     }
 
     fn ftrace_matches(&self, pattern: &str) -> Option<bool> {
