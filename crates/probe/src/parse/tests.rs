@@ -255,6 +255,38 @@ fn a_loaded_modules_symbol_is_counted_with_its_mapping_symbols() {
 }
 
 #[test]
+fn a_probe_that_waits_for_its_module_is_refused_by_nothing() {
+    // arm64 7.2, seed 168729981 #1391: kallsyms lists `kprobe_insn_page`
+    // under the pseudo-module `__builtin__kprobes`; no module has that
+    // name, so the kernel defers the probe and takes the line
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, name: &str) -> Option<usize> {
+            Some(usize::from(name == "kprobe_insn_page"))
+        }
+        fn module_symbol_count(&self, _: &str, _: &str) -> Option<Option<usize>> {
+            Some(None)
+        }
+        fn kprobe_refusal(&self, _: &str, _: u64) -> Option<Option<crate::env::Refusal>> {
+            Some(Some(crate::env::Refusal::Notrace("blacklisted".into())))
+        }
+    }
+    let t = Target {
+        kernel: KernelVersion::new(7, 2),
+        ..Target::new(Arch::Arm64)
+    };
+    for l in [
+        "p:ev.x __builtin__kprobes:kprobe_insn_page%return $stack",
+        "p __builtin__kprobes:kprobe_insn_page",
+    ] {
+        let c = check_line(l, t, &Env);
+        assert!(c.accepted(), "{l}: {:?}", c.definition.err());
+    }
+    // loaded or core, the same refusal stands
+    assert!(!check_line("p kprobe_insn_page", t, &Env).accepted());
+}
+
+#[test]
 fn module_symbol_starting_with_a_digit_waits_for_its_module() {
     // arm 6.12, seed 41: the kernel took the symbol (a module that is not
     // loaded defers it) and refused the immediate string's bitfield type.
