@@ -117,6 +117,7 @@ struct Tally {
     kernel_accepted: u64,
     ktrace_second: u64,
     filter_undecided: u64,
+    filter_by_chance: u64,
 }
 
 /// Runs `ktrace conform`.
@@ -349,6 +350,7 @@ fn compare_all(
         tally.kernel_accepted += u64::from(kernel.accepted);
         tally.ktrace_second += u64::from(second);
         tally.filter_undecided += u64::from(ours.filter_undecided);
+        tally.filter_by_chance += u64::from(ours.filter_by_chance);
         let fam = tally.by_family.entry(case.family).or_default();
         fam.0 += 1;
         if found.is_empty() {
@@ -471,7 +473,7 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
     let mut s = format!(
         "conform: seed {seed}: {} definitions, {} agree, {} disagree ({} syntax, {} registration); \
          kernel accepted {}; ktrace's own reading differs on {}; {:.1} s (ktrace {:.1} s, kernel {:.1} s); \
-         {} event probe filters left to the kernel\n",
+         {} event probe filters left to the kernel, {} decided by the kernel by chance\n",
         t.total,
         t.agree,
         t.total - t.agree,
@@ -482,7 +484,8 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
         secs,
         check,
         kernel,
-        t.filter_undecided
+        t.filter_undecided,
+        t.filter_by_chance
     );
     for ((level, field), n) in &t.by_field {
         s.push_str(&format!("  {level:<12} {field:<9} {n}\n"));
@@ -532,6 +535,10 @@ fn answer_of(
             .kernel
             .unchecked
             .contains(&ktrace_probe::Unchecked::Filter),
+        filter_by_chance: r
+            .kernel
+            .unchecked
+            .contains(&ktrace_probe::Unchecked::FilterByChance),
     }
 }
 

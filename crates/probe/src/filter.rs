@@ -344,10 +344,13 @@ const PROCESS_OR: u8 = 4;
 struct Program {
     target: Vec<isize>,
     branch: Vec<bool>,
-    /// The kernel read an entry before the program (`prog[-1]`) or a
-    /// target does not move forward: its third pass refuses the program
+    /// A target does not move forward: the third pass refuses the program
     /// with -EINVAL and no error of its own ("Error" at 0).
     backwards: bool,
+    /// The second pass read the entry before the program (`prog[-1]`,
+    /// slab memory that is not the program's): the verdict depends on
+    /// what that memory holds.
+    before_start: bool,
 }
 
 impl Program {
@@ -378,10 +381,14 @@ impl Program {
         self.branch[n - 1] = false;
         for i in (0..n - 1).rev() {
             let Ok(t) = usize::try_from(self.target[i]) else {
-                // prog[-1]: memory before the program; the kernel then
-                // fails the third pass (x86_64 7.2, `prev_pid >= -64 ||
-                // next_pid == 35 &&` and three more, all "Error" at 0)
-                self.backwards = true;
+                // prog[-1]: memory before the program. Where its
+                // `when_to_branch` is not 0, or its `target` is not past
+                // entry i, the third pass refuses the program (x86_64 7.2,
+                // `prev_pid >= -64 || next_pid == 35 &&` and three more,
+                // all "Error" at 0); where it is, the kernel takes it
+                // (riscv64 7.2, CI conform seed 168729981: `__syscall_nr
+                // <= 61 || __syscall_nr == 0 &&`)
+                self.before_start = true;
                 return;
             };
             if self.branch[i] == self.branch[t] {
@@ -404,8 +411,10 @@ impl Program {
 /// "Meaningless filter expression" at its end where `dangling_refused`
 /// (kernels before 6.16); later kernels build its program, and where that
 /// program would branch backwards they refuse it with "Error" at 0 (x86_64
-/// 7.2: `prev_pid == 1 &&` and `a || b ||` taken, `a || b &&` and `a && b
-/// || c &&` refused).
+/// 7.2: `prev_pid == 1 &&` and `a || b ||` taken, `a && b || c &&`
+/// refused). Where building it reads memory before the program (`a || b
+/// &&`: [`reads_before_program`]) the kernel's verdict is chance, and it
+/// is not decided here.
 pub fn check(
     filter: &str,
     fields: &[FieldDecl],
@@ -414,17 +423,41 @@ pub fn check(
     if let Some(e) = calc_stack(filter.as_bytes()) {
         return Some(Err(e));
     }
-    let prog = process_preds_program(filter, &mut |s: &[u8], at| parse_pred(s, at + 1, fields))?;
-    Some(prog.and_then(|prog| {
-        let dangling = filter.trim_end_matches(' ');
-        if dangling_refused && (dangling.ends_with("&&") || dangling.ends_with("||")) {
-            return Err((TpErr::FILT_INVALID_FILTER, filter.len()));
-        }
-        if prog.backwards {
-            return Err((TpErr::FILT_ERRNO, 0));
-        }
-        Ok(())
-    }))
+    let prog =
+        match process_preds_program(filter, &mut |s: &[u8], at| parse_pred(s, at + 1, fields))? {
+            Ok(prog) => prog,
+            Err(e) => return Some(Err(e)),
+        };
+    let dangling = filter.trim_end_matches(' ');
+    if dangling_refused && (dangling.ends_with("&&") || dangling.ends_with("||")) {
+        return Some(Err((TpErr::FILT_INVALID_FILTER, filter.len())));
+    }
+    if prog.before_start {
+        return None;
+    }
+    if prog.backwards {
+        return Some(Err((TpErr::FILT_ERRNO, 0)));
+    }
+    Some(Ok(()))
+}
+
+/// Whether the kernel, building `filter`'s program, reads the entry before
+/// it (`prog[-1]` in predicate_parse()'s second pass): a filter that ends in
+/// `&&` after an `||` whose `&&` chain was never closed (`a || b &&`). That
+/// memory belongs to another slab object, so the kernel takes or refuses the
+/// filter ("Error" at 0) by chance, and a filter it takes may branch
+/// anywhere. Kernels that refuse every dangling operator (`dangling_refused`)
+/// never build the program.
+pub fn reads_before_program(filter: &str, fields: &[FieldDecl], dangling_refused: bool) -> bool {
+    !dangling_refused
+        && calc_stack(filter.as_bytes()).is_none()
+        && matches!(
+            process_preds_program(filter, &mut |s: &[u8], at| parse_pred(s, at + 1, fields)),
+            Some(Ok(Program {
+                before_start: true,
+                ..
+            }))
+        )
 }
 
 /// The operators parse_pred() knows, longest first where one is the
@@ -549,13 +582,12 @@ mod tests {
     }
 
     #[test]
-    fn a_dangling_operator_is_refused_where_the_program_runs_backwards() {
+    fn a_dangling_operator_after_an_or_is_decided_by_chance() {
         // x86_64 7.2, raw writes of `e:ez/a sched.sched_switch if FILTER`
         // (tests/kernel explore, 28 Nov 2026, with next_pid for prev_state
         // and prev_prio for flags); arm64 7.2, conform seed
         // 20261128, index 195390: `nid >= -64||order == 35 &&`
         let f = parse_format(SCHED_SWITCH);
-        let error = Some(Err((TpErr::FILT_ERRNO, 0)));
         for taken in [
             "prev_pid == 1 &&",
             "prev_pid == 1 ||",
@@ -569,14 +601,25 @@ mod tests {
         ] {
             assert_eq!(check(taken, &f), Some(Ok(())), "{taken}");
         }
-        for refused in [
+        // building the program reads prog[-1]: x86_64 7.2 refused these
+        // ("Error" at 0), riscv64 7.2 took `__syscall_nr <= 61 ||
+        // __syscall_nr == 0 &&` (CI conform seed 168729981): chance, not
+        // decided
+        for chance in [
             "prev_pid >= -64||prev_state == 35 &&",
             "prev_pid >= -64 || prev_state == 35 &&",
             "prev_pid == 1||prev_state == 2&&",
             "prev_pid == 1 || prev_state == 2 && flags == 3 &&",
             "prev_pid == 1 && prev_state == 2 || flags == 3 &&",
         ] {
-            assert_eq!(check(refused, &f), error, "{refused}");
+            assert_eq!(check(chance, &f), None, "{chance}");
+            assert!(reads_before_program(chance, &f, false), "{chance}");
+            // kernels before 6.16 never build it
+            assert!(!reads_before_program(chance, &f, true), "{chance}");
+        }
+        for taken in ["prev_pid == 1 ||", "prev_pid == 1 && prev_state == 2 ||"] {
+            assert_eq!(check(taken, &f), Some(Ok(())), "{taken}");
+            assert!(!reads_before_program(taken, &f, false), "{taken}");
         }
         // kernels before 6.16 refuse every dangling operator at the end
         assert_eq!(

@@ -95,36 +95,32 @@ fn check_filter(
     system: &str,
     sys_event: &str,
 ) -> Result<(), Fail> {
-    if let Some(text) = filter
-        && let Some(verdict) = match ctx.env.event_field_decls(system, sys_event) {
-            Some(decls) => crate::filter::check(
-                text,
-                &decls,
-                ctx.target.features().filter_dangling_op_refused,
-            ),
-            None => crate::filter::no_field_name(text).map(Err),
-        }
+    let Some(text) = filter else {
+        return Ok(());
+    };
+    let decls = ctx.env.event_field_decls(system, sys_event);
+    let dangling_refused = ctx.target.features().filter_dangling_op_refused;
+    let verdict = match &decls {
+        Some(decls) => crate::filter::check(text, decls, dangling_refused),
+        None => crate::filter::no_field_name(text).map(Err),
+    };
+    if verdict.is_none()
+        && let Some(decls) = &decls
+        && crate::filter::reads_before_program(text, decls, dangling_refused)
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
+        ctx.note(Unchecked::FilterByChance);
+    }
+    if let Some(verdict) = verdict {
+        ctx.unchecked.retain(|u| *u != Unchecked::Filter);
         if let Err((e, pos)) = verdict {
-            let dangling = text.trim_end_matches(' ');
-            // the program that runs backwards (filter::check) trips a WARN_ON
-            // in process_preds() first: the user finds a kernel warning in dmesg
-            let hint = (e == TpErr::FILT_ERRNO
-                && pos == 0
-                && (dangling.ends_with("&&") || dangling.ends_with("||")))
-            .then(|| {
-                "the filter ends in an operator: drop the trailing && or || (this kernel also \
-                 logs a WARNING from process_preds() for it, a kernel bug)"
-                    .to_string()
-            });
             return Err(Fail::Err(ProbeError {
                 kind: ErrorKind::Logged(e),
                 message: e.message(),
                 subsystem: Some("event filter parse error"),
                 pos: Some(pos),
                 command: text.clone(),
-                hint,
+                hint: None,
             }));
         }
     }

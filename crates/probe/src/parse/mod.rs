@@ -109,6 +109,10 @@ pub enum Unchecked {
     AttachedEvent,
     /// The event probe filter's syntax.
     Filter,
+    /// The event probe filter's verdict, which the kernel decides by chance:
+    /// building its program reads memory before it (`a || b &&`, kernels that
+    /// take a dangling operator).
+    FilterByChance,
     /// Whether a removal matches any event.
     RemoveTarget,
     /// How an address probe reads back, and the name generated for it: the kernel
@@ -138,6 +142,11 @@ impl Unchecked {
             Unchecked::EventName => "whether the event name is already taken",
             Unchecked::AttachedEvent => "existence of the attached event and its fields",
             Unchecked::Filter => "event probe filter syntax",
+            Unchecked::FilterByChance => {
+                "the event probe filter: it ends in && after ||, and this kernel's filter \
+                 parser then reads memory before its program (a kernel bug), so it takes the \
+                 filter or refuses it with \"Error\" by chance; drop the trailing &&"
+            }
             Unchecked::RemoveTarget => "whether any event matches the removal",
             Unchecked::AddressName => {
                 "the address as read back and any generated name (the kernel hashes %p)"
