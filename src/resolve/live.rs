@@ -79,10 +79,20 @@ impl LiveEnv<'_> {
                 .iter()
                 .find_map(|n| table.by_name(n, None).first().map(|s| s.addr))
         };
+        // __module_address(): kallsyms bounds no module's last symbol, so
+        // an address far past every module is told by where modules' memory
+        // may lie (`ModuleSpans`; a running kernel only)
         let in_module = || {
-            table
-                .lookup(addr)
-                .is_some_and(|l| l.symbol.module.is_some())
+            if self
+                .module_spans()
+                .is_some_and(|spans| !spans.may_hold(addr))
+            {
+                return false;
+            }
+            self.module_holds(addr)
+                || table
+                    .lookup(addr)
+                    .is_some_and(|l| l.symbol.module.is_some())
         };
         // is_ksym_addr(): without CONFIG_KALLSYMS_ALL only kernel text and
         // init text are placed (32-bit arm and arm64 5.10: `SYM+1MiB` past
@@ -111,6 +121,24 @@ impl LiveEnv<'_> {
             (Some(_), Some(_)) => in_module(),
             _ => true,
         }
+    }
+
+    /// Whether `addr` is known to lie in a module's memory although kallsyms
+    /// may show no symbol after it: in a module that is one allocation
+    /// (`ModuleSpans::holding`, before 6.4). kallsyms then places it after
+    /// the module's last symbol below it.
+    fn module_holds(&self, addr: u64) -> bool {
+        self.module_spans()
+            .is_some_and(|s| s.holding(addr).is_some())
+    }
+
+    /// Where the running kernel's modules may lie (`None`: not the running
+    /// kernel, or not readable).
+    fn module_spans(&self) -> Option<&'static ktrace_symbols::reserved::ModuleSpans> {
+        self.view
+            .is_some_and(|v| v.is_running())
+            .then(ktrace_symbols::reserved::ModuleSpans::running)
+            .flatten()
     }
 
     /// The whole kallsyms table, when a count or a check needs more than the
@@ -369,6 +397,12 @@ impl Environment for LiveEnv<'_> {
             return Some(None);
         }
         let Some(at) = table.lookup(addr) else {
+            // past a module's last symbol, in its memory: kallsyms places it
+            // after that symbol, so it is no entry (x86_64 6.1: `r
+            // romfs:romfs_fill_super+0x4000`, in romfs's data)
+            if self.module_holds(addr) {
+                return Some(Some(false));
+            }
             return Some(None);
         };
         let x86 = matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386));
@@ -441,15 +475,48 @@ impl Environment for LiveEnv<'_> {
         if let Some(why) = notrace_by_code(view, table, symbol, offset) {
             return Some(Some(Refusal::Notrace(why)));
         }
-        // past a module's text the kernel refuses, but how differs (arm64
-        // 7.2: "Invalid probed address or symbol", x86_64 6.1: "Failed to
-        // register probe event"): left to it, as the code check says
+        // a module's function with an offset past every module's memory:
+        // -ENOENT, as for a core symbol (seed 20261202 with romfs and
+        // autofs4 loaded, on every architecture: `+0x100000`, `+39896`)
+        let module_sym = match symbol.split_once(':') {
+            Some((m, name)) => table.by_name(name, Some(m)).first().copied(),
+            None => table.by_name(symbol, None).first().copied(),
+        }
+        .filter(|s| s.module.is_some());
+        if core.is_none()
+            && !table.addresses_hidden()
+            && let Some(sym) = module_sym
+            && let Some(addr) = sym.addr.checked_add(offset)
+            && self
+                .module_spans()
+                .is_some_and(|spans| !spans.may_hold(addr))
+            && !self.in_kernel(table, addr)
+        {
+            return Some(Some(Refusal::Unresolved(format!(
+                "{symbol}+{offset:#x} ({addr:#x}) is past the memory of every loaded module \
+                 (/proc/modules, /sys/module/*/sections): kallsyms places no function there"
+            ))));
+        }
+        // in a module's data, its own or another's (/proc/modules and the
+        // sections say so): no text (-EINVAL, x86_64 6.1:
+        // `romfs:romfs_fill_super+0x4000` in romfs's data,
+        // `exit_romfs_fs+0x10000` in autofs4's)
+        if let Some(sym) = module_sym.filter(|s| s.is_text())
+            && let Some(addr) = sym.addr.checked_add(offset)
+            && let Some((owner, false)) = self.module_spans().and_then(|s| s.holding(addr))
+        {
+            return Some(Some(Refusal::Address(format!(
+                "{symbol}+{offset:#x} ({addr:#x}) is in the data of module {owner}: kprobes go \
+                 on text"
+            ))));
+        }
+        // past a module's text, where nothing tells what is there: the
+        // kernel refuses, but how differs (arm64 7.2: "Invalid probed
+        // address or symbol", x86_64 6.1: "Failed to register probe
+        // event"): left to it, as the code check says
         if view.is_running()
-            && let Some((m, name)) = symbol.split_once(':')
-            && let Some(sym) = table
-                .by_name(name, Some(m))
-                .into_iter()
-                .find(|s| s.is_text())
+            && let Some(sym) = module_sym.filter(|s| s.is_text())
+            && let Some(m) = sym.module.as_deref()
             && let Some(end) = ktrace_symbols::reserved::module_text_end(m, sym.addr)
             && sym.addr.saturating_add(offset) >= end
         {
