@@ -344,7 +344,15 @@ else
     # leaves to the kernel ("open"), and every answer it gives must be the
     # kernel's
     ktest module_offsets_agree
-    first=$(head -n 1 /tmp/mod-syms.txt | awk '{ print $3 }')
+    # the first function of autofs4's `.text`: in CI's x86_64 5.10 run
+    # (seed 38105671, after 47-module-unload had loaded and unloaded romfs)
+    # kallsyms also listed an `__init` function below it,
+    # autofs_dev_ioctl_init, which the kernel did not find ("Invalid probed
+    # address or symbol" at +0x10; ktrace: "Failed to register probe
+    # event"), as with romfs's init_romfs_fs in the last stop: not explained
+    text_at=$(sed 's/^0x//' /sys/module/autofs4/sections/.text 2>/dev/null)
+    first=$(awk -v t="$text_at" '$1 >= t { print $3; exit }' /tmp/mod-syms.txt)
+    [ -n "$first" ] || first=$last
     # one allocation (before 6.4): every section but the init ones within
     # [base, base + size) of /proc/modules; then ktrace knows the module's
     # text and data exactly. Otherwise it knows only what lies farther than
