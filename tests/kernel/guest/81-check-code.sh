@@ -334,69 +334,6 @@ else
         expect_match "the module's tables were read" "$note" "in loaded modules' tables: [1-9]" &&
         expect_gt "refusals the kernel made" "$refused" 0 &&
         pass "$n definitions in autofs4's functions, $refused refused by the kernel and by ktrace with its message and caret, $opened past the module's text left to the kernel; $note"
-
-    # a module function plus an offset past the module: in its data, in
-    # another module, or in no module's memory (-ENOENT), as the generator
-    # draws them (seed 20261202: `+39896`, `+0x100000`); `MOD:SYM` and the
-    # bare name, `p` and `r`. ktrace reads where modules lie from
-    # /proc/modules and their sections: exact where a module is one
-    # allocation (before 6.4), bounded otherwise; what it cannot place it
-    # leaves to the kernel ("open"), and every answer it gives must be the
-    # kernel's
-    ktest module_offsets_agree
-    # the first function of autofs4's `.text`: in CI's x86_64 5.10 run
-    # (seed 38105671, after 47-module-unload had loaded and unloaded romfs)
-    # kallsyms also listed an `__init` function below it,
-    # autofs_dev_ioctl_init, which the kernel did not find ("Invalid probed
-    # address or symbol" at +0x10; ktrace: "Failed to register probe
-    # event"), as with romfs's init_romfs_fs in the last stop: not explained
-    text_at=$(sed 's/^0x//' /sys/module/autofs4/sections/.text 2>/dev/null)
-    first=$(awk -v t="$text_at" '$1 >= t { print $3; exit }' /tmp/mod-syms.txt)
-    [ -n "$first" ] || first=$last
-    # one allocation (before 6.4): every section but the init ones within
-    # [base, base + size) of /proc/modules; then ktrace knows the module's
-    # text and data exactly. Otherwise it knows only what lies farther than
-    # the module's size from all its sections: the far offsets
-    read -r _ size _ _ _ base <<EOF_MOD
-$(grep '^autofs4 ' /proc/modules)
-EOF_MOD
-    layout=one
-    for f in /sys/module/autofs4/sections/.* /sys/module/autofs4/sections/*; do
-        case ${f##*/} in .|..|.init*|.symtab|.strtab|.data..percpu) continue ;; esac
-        [ -f "$f" ] || continue
-        a=$(cat "$f")
-        [ $((a)) -ge $((base)) ] && [ $((a - base)) -lt "$size" ] || layout=split
-    done
-    # (only the far offsets in CI: CI's x86_64 5.10 run, after other
-    # modules were loaded and unloaded, disagreed near autofs4's functions,
-    # 27 of 54, where a run of this script alone agreed on all 54: not
-    # explained, see tests/kernel/README)
-    offs="0x100000 0x400000"
-    : >/tmp/check-offs.txt
-    for f in "autofs4:$first" "autofs4:$last" "$last"; do
-        for off in $offs; do
-            echo "p:ktcheck/k $f+$off" >>/tmp/check-offs.txt
-            echo "r:ktcheck/k $f+$off" >>/tmp/check-offs.txt
-        done
-    done
-    ktrace_verdicts </tmp/check-offs.txt >/tmp/check-offs-verdicts.txt
-    n=0 same=0 opened=0 bad=""
-    while read -r def && read -r v <&3; do
-        n=$((n + 1))
-        kernel_verdict "$def"
-        tmsg=${v%%	*} tcaret=${v#*	}
-        if [ "$tmsg" = open ]; then
-            opened=$((opened + 1))
-        elif [ "$tmsg" = "$kmsg" ]; then
-            same=$((same + 1))
-        else
-            bad="$bad $def: kernel '$kmsg', ktrace '$tmsg';"
-        fi
-    done </tmp/check-offs.txt 3</tmp/check-offs-verdicts.txt
-    echo "autofs4 offsets ($layout allocation): $n definitions, $same answered as the kernel did, $opened left to it" >>"$KTEST_OUT/check-code.txt"
-    expect_empty "disagreements with the kernel" "$bad" &&
-        expect_gt "definitions ktrace decided" "$same" $((n / 2)) &&
-        pass "$n definitions past autofs4's functions ($layout allocation): $same answered as the kernel did, $opened left to it"
     rmmod autofs4 2>/dev/null
 fi
 
