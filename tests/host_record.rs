@@ -672,7 +672,39 @@ fn export_perfetto_threads_slices_fields() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("exported 80 event(s)"), "{err}");
-    check_perfetto(&pf, &p.place());
+    let report = ktrace().arg("report").arg(&file).output().unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let names = report_names(&String::from_utf8_lossy(&report.stdout));
+    check_perfetto(&pf, &p.place(), Some(&names));
+}
+
+/// The name `ktrace report` gives each pid (its TASK-PID column).
+fn report_names(report: &str) -> std::collections::BTreeMap<u64, String> {
+    report
+        .lines()
+        .filter_map(|l| l.split_whitespace().next()?.rsplit_once('-'))
+        .filter_map(|(name, pid)| Some((pid.parse().ok()?, name.to_string())))
+        .collect()
+}
+
+/// The thread tracks of an expanded Perfetto trace: tid and name.
+fn thread_names(text: &str) -> std::collections::BTreeMap<u64, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let (mut inside, mut tid) = (false, None);
+    for l in text.lines().map(str::trim) {
+        if l == "thread {" {
+            (inside, tid) = (true, None);
+        } else if inside && let Some(t) = l.strip_prefix("tid: ") {
+            tid = t.parse::<u64>().ok();
+        } else if inside && let Some(n) = l.strip_prefix("thread_name: ") {
+            if let Some(t) = tid {
+                out.insert(t, n.trim_matches('"').to_string());
+            }
+        } else if l == "}" {
+            inside = false;
+        }
+    }
+    out
 }
 
 /// Regression (issue 24 item 4): the export of a two-field uprobe
@@ -731,7 +763,7 @@ fn live_trace_perfetto() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    check_perfetto(&pf, &p.place());
+    check_perfetto(&pf, &p.place(), None);
 }
 
 /// `protoc --decode` of the Perfetto trace `pf`, interning and time
@@ -861,11 +893,16 @@ const PROBE_FRAMES: [&str; 6] = [
 ];
 
 /// Decodes `pf` with protoc against Perfetto's field numbers and checks
-/// two thread tracks named `target`, 40 balanced slices named by the entry
+/// two thread tracks, named as `names_by_pid` says (else `target` or
+/// `<...>`), 40 balanced slices named by the entry
 /// event (`ent`, not the probed `place`: issue 24), every field of both
 /// probes an annotation but the probe's own address, names interned, time
 /// never going back.
-fn check_perfetto(pf: &Path, place: &str) {
+fn check_perfetto(
+    pf: &Path,
+    place: &str,
+    names_by_pid: Option<&std::collections::BTreeMap<u64, String>>,
+) {
     let proto = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/perfetto/tests");
     let Ok(child) = Command::new("protoc")
         .arg(format!("-I{}", proto.display()))
@@ -894,7 +931,19 @@ fn check_perfetto(pf: &Path, place: &str) {
     assert_eq!(raw.matches("name: \"a\"").count(), 1, "{raw}");
     let text = ktrace_perfetto::protoc_text::expand(&raw);
     assert_eq!(text.matches("thread {").count(), 2, "one track per process");
-    assert_eq!(text.matches("thread_name: \"target\"").count(), 2);
+    // each thread named as the recording names its pid: `target`, or
+    // `<...>` for a process that exited before the kernel saved its comm
+    // (saved_cmdlines is written at a sched_switch after an event on the
+    // same CPU; the first `target` here runs for microseconds)
+    let names = thread_names(&text);
+    assert_eq!(names.len(), 2, "{names:?}");
+    match names_by_pid {
+        Some(want) => assert_eq!(&names, want, "the threads' names, against the report"),
+        None => assert!(
+            names.values().all(|n| n == "target" || n == "<...>"),
+            "{names:?}"
+        ),
+    }
     assert_eq!(text.matches("type: TYPE_SLICE_BEGIN").count(), 40);
     assert_eq!(text.matches("type: TYPE_SLICE_END").count(), 40);
     assert_eq!(text.matches("type: TYPE_INSTANT").count(), 0);
