@@ -108,6 +108,13 @@ pub struct Kallsyms {
     /// The highest address of a core kernel symbol, for tables without
     /// `_end` ([`Self::core_last`]).
     core_last: Option<u64>,
+    /// Where the core kernel's lookup by address stops (`_end`, else
+    /// `__bss_stop` or `_ebss`): is_ksym_addr() places nothing past it in
+    /// the core kernel (5.10 takes `_end` itself, 6.x not), although
+    /// kallsyms lists symbols there
+    /// (x86_64: `__init_scratch_begin` and `__init_scratch_end`, 2 and 6
+    /// MiB past `_end` on 5.10 and 7.2).
+    core_end: Option<u64>,
     /// The lowest address of any symbol: below it every lookup fails
     /// without searching each region (a report of uprobes read as kprobes
     /// looks up one user-space address per event; with a region per
@@ -178,7 +185,10 @@ impl Kallsyms {
         }
         let core = symbols.iter().filter(|s| s.module.is_none());
         let lists_data = core.clone().any(|s| matches!(s.kind, 'd' | 'b'));
-        let core_last = core.map(|s| s.addr).max();
+        let core_last = core.clone().map(|s| s.addr).max();
+        let core_end = ["_end", "__bss_stop", "_ebss"]
+            .iter()
+            .find_map(|&end| core.clone().find(|s| s.name == end).map(|s| s.addr));
         let lowest = symbols.iter().map(|s| s.addr).min().unwrap_or(u64::MAX);
         Kallsyms {
             lowest,
@@ -187,6 +197,7 @@ impl Kallsyms {
             by_name: std::sync::OnceLock::new(),
             lists_data,
             core_last,
+            core_end,
         }
     }
 
@@ -273,16 +284,30 @@ impl Kallsyms {
         if addr < self.lowest {
             return None;
         }
-        let mut best: Option<Lookup<'_>> = None;
-        for idx in self.sorted.values() {
-            if let Some(l) = self.lookup_in(idx, addr) {
-                // Prefer the region whose symbol is closest to the address.
-                if best.as_ref().is_none_or(|b| l.offset < b.offset) {
-                    best = Some(l);
-                }
+        // (the region of the closest symbol, and its answer)
+        let mut best: Option<(u64, Option<Lookup<'_>>)> = None;
+        for (module, idx) in &self.sorted {
+            // past the core kernel's end only modules are searched (x86_64
+            // 7.2: `r exit_autofs_fs+1`, past autofs4's last symbol, was
+            // judged as `__init_scratch_end`, a core symbol above `_end`)
+            if module.is_none() && self.core_end.is_some_and(|end| addr > end) {
+                continue;
+            }
+            let pos = idx.partition_point(|&i| self.symbols[i].addr <= addr);
+            let Some(&i) = pos.checked_sub(1).and_then(|p| idx.get(p)) else {
+                continue;
+            };
+            let at = self.symbols[i].addr;
+            // The region whose symbol is closest to the address; past a
+            // module's last symbol that is no answer, not another region's
+            // farther symbol (since 6.4 a module's text and data are apart:
+            // `exit_romfs_fs+4`, past romfs's text, was placed in autofs4's
+            // data, which lies below)
+            if best.as_ref().is_none_or(|(b, _)| at > *b) {
+                best = Some((at, self.lookup_in(idx, addr)));
             }
         }
-        best
+        best.and_then(|(_, l)| l)
     }
 
     fn lookup_in(&self, idx: &[usize], addr: u64) -> Option<Lookup<'_>> {
@@ -869,6 +894,64 @@ mod tests {
         assert!(x86.lists_data());
         let module_only = Kallsyms::parse("ffffffffc0000000 d modvar\t[m]\n").unwrap();
         assert!(!module_only.lists_data());
+    }
+
+    #[test]
+    fn a_module_address_past_its_last_symbol_is_not_the_core_kernels() {
+        // x86_64 7.2 with romfs and autofs4 loaded (tests/kernel/run
+        // --script modexit.sh: the lines of /proc/kallsyms): the core kernel
+        // lists `__init_scratch_*` 6 MiB past `_end`, and autofs4's text,
+        // its highest memory since 6.4, ends in `exit_autofs_fs`
+        let t = Kallsyms::parse(
+            "ffffffff9e200000 T _stext\n\
+             ffffffffa1430000 B _end\n\
+             ffffffffa1600000 D __init_scratch_begin\n\
+             ffffffffa1a00000 D __init_scratch_end\n\
+             ffffffffc058f000 r autofs_ops\t[autofs4]\n\
+             ffffffffc0602000 t autofs_mount\t[autofs4]\n\
+             ffffffffc0607960 t exit_autofs_fs\t[autofs4]\n",
+        )
+        .unwrap();
+        // the kernel's lookup places it nowhere: not in the core kernel
+        // (is_ksym_addr() stops at `_end`), not past the module's last
+        // symbol, whose size is unknown
+        assert!(t.lookup(0xffff_ffff_c060_7961).is_none());
+        let at = t.lookup(0xffff_ffff_c060_7960).unwrap();
+        assert_eq!((at.symbol.name.as_str(), at.offset), ("exit_autofs_fs", 0));
+        // inside the image, and `_end` itself (5.10's is_kernel()), as before
+        let at = t.lookup(0xffff_ffff_a143_0000).unwrap();
+        assert_eq!(at.symbol.name, "_end");
+        assert_eq!(
+            t.lookup(0xffff_ffff_a000_0000).unwrap().symbol.name,
+            "_stext"
+        );
+        // past `_end` in the core kernel: nothing
+        assert!(t.lookup(0xffff_ffff_a1a0_0010).is_none());
+        // romfs's text (its last function `exit_romfs_fs`) lies above
+        // autofs4's data and below autofs4's text, as the 7.2 guest had
+        // them: past romfs's last function is not in autofs4's data
+        let t = Kallsyms::parse(
+            "ffffffff9e200000 T _stext\n\
+             ffffffffa1430000 B _end\n\
+             ffffffffc0244100 d romfs_fs_type\t[romfs]\n\
+             ffffffffc0248000 d autofs_fs_type\t[autofs4]\n\
+             ffffffffc0400000 t romfs_read_folio\t[romfs]\n\
+             ffffffffc04011e0 t exit_romfs_fs\t[romfs]\n\
+             ffffffffc0402000 t autofs_mount\t[autofs4]\n\
+             ffffffffc0402100 t autofs_kill_sb\t[autofs4]\n",
+        )
+        .unwrap();
+        assert!(t.lookup(0xffff_ffff_c040_11e4).is_none());
+        let at = t.lookup(0xffff_ffff_c040_2010).unwrap();
+        assert_eq!((at.symbol.name.as_str(), at.offset), ("autofs_mount", 0x10));
+        let at = t.lookup(0xffff_ffff_c024_8010).unwrap();
+        assert_eq!(
+            (at.symbol.name.as_str(), at.offset),
+            ("autofs_fs_type", 0x10)
+        );
+        // without `_end`, the core's last symbol still runs on
+        let t = Kallsyms::parse("c0300000 T _stext\nc0400000 T last\n").unwrap();
+        assert_eq!(t.lookup(0xc050_0000).unwrap().symbol.name, "last");
     }
 
     #[test]
