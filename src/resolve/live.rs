@@ -393,6 +393,28 @@ impl Environment for LiveEnv<'_> {
         };
         let sym = *table.by_name(name, module).first()?;
         let addr = sym.addr.checked_add(offset)?;
+        let x86 = matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386));
+        let entry = |func: &str, offset: u64| {
+            offset == 0
+                || (x86
+                    && offset == 4
+                    && ktrace_symbols::code::starts_with_endbr(view, func) == Some(true))
+        };
+        // in a module's last function, to the end of the page its code
+        // surely reaches, which kallsyms does not bound (x86_64 7.2: `r
+        // exit_autofs_fs+1` and `+0x400` are not at an entry, `r
+        // exit_romfs_fs+4` after its endbr64 is)
+        if let Some(m) = sym.module.as_deref()
+            && table.lookup(addr).is_none()
+            && ktrace_symbols::code::last_function_span(
+                view,
+                Path::new(ktrace_disasm::kcore::PATH),
+                sym,
+            )
+            .is_some_and(|span| offset < span)
+        {
+            return Some(Some(entry(&format!("{m}:{}", sym.name), offset)));
+        }
         if !self.in_kernel(table, addr) {
             return Some(None);
         }
@@ -405,18 +427,12 @@ impl Environment for LiveEnv<'_> {
             }
             return Some(None);
         };
-        let x86 = matches!(Arch::native(), Some(Arch::X86_64 | Arch::I386));
         let func = at.symbol.name.clone();
         let func = match &at.symbol.module {
             Some(m) => format!("{m}:{func}"),
             None => func,
         };
-        Some(Some(
-            at.offset == 0
-                || (x86
-                    && at.offset == 4
-                    && ktrace_symbols::code::starts_with_endbr(view, &func) == Some(true)),
-        ))
+        Some(Some(entry(&func, at.offset)))
     }
 
     fn tracepoint_stub_registered(&self, name: &str) -> Option<bool> {
@@ -519,6 +535,22 @@ impl Environment for LiveEnv<'_> {
             && let Some(m) = sym.module.as_deref()
             && let Some(end) = ktrace_symbols::reserved::module_text_end(m, sym.addr)
             && sym.addr.saturating_add(offset) >= end
+        {
+            return None;
+        }
+        // past a module's last symbol, beyond the page its code surely
+        // reaches: in the function up to its text's end, which nothing
+        // shows, and in no module or another past it (x86_64 7.2: romfs's
+        // text ends in `exit_romfs_fs`, autofs4's text follows)
+        if let Some(sym) = module_sym
+            && let Some(addr) = sym.addr.checked_add(offset)
+            && table.lookup(addr).is_none()
+            && ktrace_symbols::code::last_function_span(
+                view,
+                Path::new(ktrace_disasm::kcore::PATH),
+                sym,
+            )
+            .is_none_or(|span| offset >= span)
         {
             return None;
         }

@@ -69,7 +69,7 @@ impl Source<'_> {
         let (f, o) = (at.symbol.clone(), at.offset);
         // (by the symbol found, not its name: a name two functions share,
         // such as load_elf_binary and its compat twin, is still one address)
-        let bytes = symbol_code(view, core, &f).map_err(|e| e.to_string())?;
+        let bytes = symbol_code(view, core, &f, true).map_err(|e| e.to_string())?;
         let fname = match &f.module {
             Some(m) => format!("{m}:{}", f.name),
             None => f.name.clone(),
@@ -82,7 +82,7 @@ impl Source<'_> {
     fn read(&self, symbol: &str) -> Result<Vec<u8>, String> {
         let (module, name) = split_module(symbol);
         match self {
-            Source::Live(view, core) => kernel_function(view, core, name, module)
+            Source::Live(view, core) => function_code(view, core, name, module, true)
                 .map(|(_, b)| b)
                 .map_err(|e| e.to_string()),
             Source::Vmlinux(path) => {
@@ -110,6 +110,19 @@ pub fn kernel_function(
     core: &Path,
     name: &str,
     module: Option<&str>,
+) -> Result<(KernelSymbol, Vec<u8>)> {
+    function_code(view, core, name, module, false)
+}
+
+/// [`kernel_function`]; with `reach`, a module's last function is read as
+/// far as its code surely reaches ([`last_function_reach`]), which is
+/// enough for the checks at an offset and not a listing of the function.
+fn function_code(
+    view: &KernelView,
+    core: &Path,
+    name: &str,
+    module: Option<&str>,
+    reach: bool,
 ) -> Result<(KernelSymbol, Vec<u8>)> {
     let kpath = view.kallsyms_path().to_path_buf();
     let ks = view
@@ -140,23 +153,30 @@ pub fn kernel_function(
         [one] => (*one).clone(),
         many => return Err(said(many_functions(&spec, many, &kpath))),
     };
-    let bytes = symbol_code(view, core, &sym)?;
+    let bytes = symbol_code(view, core, &sym, reach)?;
     Ok((sym, bytes))
 }
 
 /// The code of kernel symbol `sym` of `view`'s kallsyms, through the core
 /// file `core`: up to the next symbol (at most 1 MiB).
-fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Result<Vec<u8>> {
+fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol, reach: bool) -> Result<Vec<u8>> {
     let name = &sym.name;
     let kpath = view.kallsyms_path().to_path_buf();
     let ks = view
         .kallsyms()
         .map_err(|e| said(format!("reading {}: {e}", kpath.display())))?;
-    let size = ks.extent(sym).ok_or_else(|| {
-        said(format!(
-            "the size of {name} is unknown (it is the last symbol of its region)"
-        ))
-    })?;
+    let size = match ks.extent(sym) {
+        Some(size) => size,
+        // a module's last function: as far as its code surely reaches
+        None => reach
+            .then(|| last_function_reach(view, core, sym))
+            .flatten()
+            .ok_or_else(|| {
+                said(format!(
+                    "the size of {name} is unknown (it is the last symbol of its region)"
+                ))
+            })?,
+    };
     // a module's last function ends where its text does, not at the
     // read-only data kallsyms names next
     let size = match (&sym.module, view.is_running()) {
@@ -173,6 +193,112 @@ fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Result<Vec
             &e,
         )
     })
+}
+
+/// How far the code of a loaded module's last function surely reaches,
+/// from its start: to the end of its first instruction that does not fall
+/// through (a return, a jump, a trap), read from `core` page by page (at
+/// most 16). kallsyms gives no size for the last symbol of a module's text
+/// (since 6.4 its text is a region of its own, and its highest), and the
+/// kernel's lookup bounds it by the region's end, which nothing shows; but
+/// up to there the address is in the function (x86_64 7.2, romfs loaded:
+/// `p exit_romfs_fs+4`, an `__exit` function, is "Failed to register probe
+/// event" as notrace, and `r exit_romfs_fs+4` after its endbr64 too).
+/// `None` when `sym` is not such a function, the kernel is not the running
+/// one, or the code cannot be read or decoded.
+pub fn last_function_reach(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Option<u64> {
+    if sym.module.is_none() || !sym.is_text() || !view.is_running() {
+        return None;
+    }
+    if view.kallsyms().ok()?.extent(sym).is_some() {
+        return None;
+    }
+    let isa = match Arch::native()? {
+        Arch::X86_64 => Isa::X86_64,
+        Arch::Arm64 => Isa::Arm64,
+        Arch::Riscv64 => Isa::Riscv64,
+        _ => return None,
+    };
+    const PAGES: u64 = 16;
+    let mut bytes = Vec::new();
+    let mut at = sym.addr;
+    for _ in 0..PAGES {
+        let page_end = (at | 0xfff).checked_add(1)?;
+        let len = usize::try_from(page_end - at).ok()?;
+        bytes.extend_from_slice(&ktrace_disasm::kcore::read(core, at, len).ok()?);
+        at = page_end;
+        if let Some(reach) = code_reach(isa, &bytes, sym.addr) {
+            return Some(reach);
+        }
+    }
+    None
+}
+
+/// How far past a loaded module's last function (from its start) every
+/// address is still in it, as the kernel's lookup places addresses: to the
+/// end of the page its surely reached code ends in. A module's memory is
+/// whole pages (move_module() and module_memory_alloc() round each region
+/// up with PAGE_ALIGN), and the lookup bounds the last symbol by the end of
+/// the text (x86_64 7.2: `exit_autofs_fs+0x400`, its page's last bytes, is
+/// in the notrace `exit_autofs_fs`; `+0x1000`, the next page, in no
+/// module). Not past the first data section after it, where one shows;
+/// before 6.4, where a module is one allocation, exactly to its text's end.
+/// `None` as for [`last_function_reach`].
+pub fn last_function_span(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Option<u64> {
+    if sym.module.is_none() || !sym.is_text() || !view.is_running() {
+        return None;
+    }
+    if view.kallsyms().ok()?.extent(sym).is_some() {
+        return None;
+    }
+    // one allocation (before 6.4): the text's end is known, where the
+    // read-only data starts (arm64 5.10: `cleanup_module+0x400`, past the
+    // module's `.plt` and ftrace trampoline, still in it)
+    if let Some(end) = crate::reserved::ModuleSpans::running()
+        .and_then(|spans| spans.text_end(sym.addr))
+        .filter(|&end| end > sym.addr)
+    {
+        return Some(end - sym.addr);
+    }
+    let reach = last_function_reach(view, core, sym)?;
+    let end = sym.addr.checked_add(reach)?.checked_add(0xfff)? & !0xfff;
+    let end = match sym
+        .module
+        .as_deref()
+        .and_then(|m| crate::reserved::module_text_end(m, sym.addr))
+    {
+        Some(data) => end.min(data),
+        None => end,
+    };
+    Some(end - sym.addr)
+}
+
+/// How far code that starts at `bytes` (loaded at `address`) surely runs:
+/// to the end of its first instruction that does not fall through, or to
+/// the first that does not decode; `None` when `bytes` ends first (an
+/// instruction cut at the end, or bytes that do not decode within 16 of
+/// it, do not count).
+pub fn code_reach(isa: Isa, bytes: &[u8], address: u64) -> Option<u64> {
+    for insn in ktrace_disasm::decode(isa, bytes, address) {
+        let end = insn.offset + u64::from(insn.len);
+        if end >= bytes.len() as u64 {
+            return None;
+        }
+        if !insn.valid {
+            // (within the longest instruction of the end: maybe one cut)
+            if bytes.len() as u64 - insn.offset < 16 {
+                return None;
+            }
+            return (insn.offset > 0).then_some(insn.offset);
+        }
+        if matches!(
+            insn.flow,
+            ktrace_disasm::Flow::Jump | ktrace_disasm::Flow::Return | ktrace_disasm::Flow::Stop
+        ) {
+            return Some(end);
+        }
+    }
+    None
 }
 
 /// "`spec` names N functions in kallsyms: ADDR [MOD], ...".
@@ -982,6 +1108,42 @@ mod tests {
         let mut c = check_line(line, Target::new(arch), &Offline);
         let why = check(&mut c, Target::new(arch), &Source::Code(code));
         (c, why)
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_functions_code_reaches_its_first_instruction_that_does_not_fall_through() {
+        // romfs's exit_romfs_fs (`.exit.text` from +0x10, after its
+        // `__pfx_` padding), Debian's 7.2.13 x86_64 module: `llvm-objcopy -O
+        // binary --only-section=.exit.text romfs.ko` (relocations not
+        // applied, lengths as loaded): endbr64, mov, call, call, mov, then
+        // its tail call `jmp kmem_cache_destroy` ending at +0x21
+        let x86 = hex("f30f1efa48c7c700000000e800000000e800000000488b3d00000000e900000000");
+        let mut then = x86.clone();
+        then.extend_from_slice(&[0xcc; 4]);
+        assert_eq!(code_reach(Isa::X86_64, &then, 0), Some(0x21));
+        // the bytes end with the jump: not known to be whole
+        assert_eq!(code_reach(Isa::X86_64, &x86, 0), None);
+        // the same function of the arm64 module (same command): its `ret`
+        // at +0x34
+        let mut arm64 = hex(
+            "3f2303d5fd7bbfa90000009000000091fd03009100800091000000940000009400000090\
+             000040f900000094fd7bc1a8bf2303d5c0035fd6",
+        );
+        arm64.extend_from_slice(&[0; 4]);
+        assert_eq!(code_reach(Isa::Arm64, &arm64, 0), Some(0x38));
+        // code cut before its end: unknown; bytes that do not decode first:
+        // up to them
+        assert_eq!(code_reach(Isa::X86_64, &then[..0x20], 0), None);
+        let mut bad = vec![0x90, 0x06];
+        bad.extend_from_slice(&[0x90; 16]);
+        assert_eq!(code_reach(Isa::X86_64, &bad, 0), Some(1));
     }
 
     #[test]

@@ -328,6 +328,16 @@ impl ModuleSpans {
         self.spans.iter().any(|s| s.contains(&addr))
     }
 
+    /// Where the text that holds `addr` ends, in a module known to be one
+    /// allocation (before 6.4: at its first data section, the page-aligned
+    /// end of its text).
+    pub fn text_end(&self, addr: u64) -> Option<u64> {
+        self.known
+            .iter()
+            .find(|(_, r, text)| *text && r.contains(&addr))
+            .map(|(_, r, _)| r.end)
+    }
+
     /// The module whose memory is known to hold `addr`, and whether it is
     /// that module's text (`false`: its data).
     pub fn holding(&self, addr: u64) -> Option<(&str, bool)> {

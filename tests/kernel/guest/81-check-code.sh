@@ -275,6 +275,18 @@ else
     : >/tmp/check-exit.txt
     exit_at=$(cat /sys/module/autofs4/sections/.exit.text 2>/dev/null | sed 's/^0x//')
     [ -n "$exit_at" ] && awk -v e="$exit_at" '$1 >= e { print "p:ktcheck/k autofs4:" $3 }' /tmp/mod-syms.txt | head -n 2 >/tmp/check-exit.txt
+    # ... and inside the first, kprobe and return probe: since 6.4 its
+    # text is the module's highest memory and exit_autofs_fs its last
+    # symbol, whose size kallsyms does not give (x86_64 7.2: `p
+    # exit_autofs_fs+0x40` is notrace, `r ...+1` not at an entry, `r
+    # ...+4` after its endbr64 notrace, through the end of its page)
+    exit_fn=$(head -n 1 /tmp/check-exit.txt | sed 's/^p:ktcheck\/k //')
+    if [ -n "$exit_fn" ]; then
+        for off in 1 4 8 0x10 0x40 0x100 0x400; do
+            echo "p:ktcheck/k $exit_fn+$off"
+            echo "r:ktcheck/k $exit_fn+$off"
+        done >>/tmp/check-exit.txt
+    fi
     # (one ktrace disasm for all the functions: the kernel's symbols and
     # tables read once)
     : >/tmp/check-could.txt
