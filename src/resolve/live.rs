@@ -134,10 +134,10 @@ impl LiveEnv<'_> {
 
     /// Where the running kernel's modules may lie (`None`: not the running
     /// kernel, or not readable).
-    fn module_spans(&self) -> Option<&'static ktrace_symbols::reserved::ModuleSpans> {
+    fn module_spans(&self) -> Option<&'static ktrace_symbols::modules::ModuleSpans> {
         self.view
             .is_some_and(|v| v.is_running())
-            .then(ktrace_symbols::reserved::ModuleSpans::running)
+            .then(ktrace_symbols::modules::ModuleSpans::running)
             .flatten()
     }
 
@@ -533,7 +533,7 @@ impl Environment for LiveEnv<'_> {
         if view.is_running()
             && let Some(sym) = module_sym.filter(|s| s.is_text())
             && let Some(m) = sym.module.as_deref()
-            && let Some(end) = ktrace_symbols::reserved::module_text_end(m, sym.addr)
+            && let Some(end) = ktrace_symbols::modules::module_text_end(m, sym.addr)
             && sym.addr.saturating_add(offset) >= end
         {
             return None;

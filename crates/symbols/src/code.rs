@@ -180,7 +180,7 @@ fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol, reach: bool) 
     // a module's last function ends where its text does, not at the
     // read-only data kallsyms names next
     let size = match (&sym.module, view.is_running()) {
-        (Some(m), true) => crate::reserved::module_text_end(m, sym.addr)
+        (Some(m), true) => crate::modules::module_text_end(m, sym.addr)
             .map_or(size, |end| size.min(end - sym.addr)),
         _ => size,
     };
@@ -254,7 +254,7 @@ pub fn last_function_span(view: &KernelView, core: &Path, sym: &KernelSymbol) ->
     // one allocation (before 6.4): the text's end is known, where the
     // read-only data starts (arm64 5.10: `cleanup_module+0x400`, past the
     // module's `.plt` and ftrace trampoline, still in it)
-    if let Some(end) = crate::reserved::ModuleSpans::running()
+    if let Some(end) = crate::modules::ModuleSpans::running()
         .and_then(|spans| spans.text_end(sym.addr))
         .filter(|&end| end > sym.addr)
     {
@@ -265,7 +265,7 @@ pub fn last_function_span(view: &KernelView, core: &Path, sym: &KernelSymbol) ->
     let end = match sym
         .module
         .as_deref()
-        .and_then(|m| crate::reserved::module_text_end(m, sym.addr))
+        .and_then(|m| crate::modules::module_text_end(m, sym.addr))
     {
         Some(data) => end.min(data),
         None => end,
@@ -1011,7 +1011,7 @@ fn past_module_text(source: &Source, symbol: &str, offset: u64) -> Option<String
     let ks = view.kallsyms().ok()?;
     let sym = ks.by_name(name, module).into_iter().find(|s| s.is_text())?;
     let m = sym.module.as_deref()?;
-    let end = crate::reserved::module_text_end(m, sym.addr)?;
+    let end = crate::modules::module_text_end(m, sym.addr)?;
     let addr = sym.addr.checked_add(offset)?;
     (addr >= end).then(|| {
         format!(

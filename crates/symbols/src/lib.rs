@@ -38,6 +38,7 @@ pub mod kernel;
 pub mod ldcache;
 pub mod library;
 pub mod maps;
+pub mod modules;
 mod names;
 pub mod probeable;
 pub mod reserved;
