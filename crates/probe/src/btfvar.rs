@@ -719,6 +719,39 @@ mod tests {
     }
 
     #[test]
+    fn a_tracepoint_the_kernel_lacks_takes_the_functions_btf_of_that_name() {
+        // x86_64 6.12 and 7.2 take a missing tracepoint as one of a module
+        // to come and parse its arguments by the function of that name
+        // (`ctx->funcname = symbol`), its first parameter hidden as a
+        // stub's `__data` is (conform seed 1130: `t:u64 action_parse
+        // $arg9`, "not found at this probe point").
+        struct Listed;
+        impl Environment for Listed {
+            fn symbol_count(&self, name: &str) -> Option<usize> {
+                Some(usize::from(name == "vfs_read"))
+            }
+            fn btf_function(&self, name: &str) -> Option<Option<(&dyn BtfTypes, BtfFunc)>> {
+                Env.btf_function(name)
+            }
+        }
+        for (major, minor) in [(6, 12), (7, 2)] {
+            let mut t = crate::Target::new(Arch::X86_64);
+            t.kernel = crate::KernelVersion::new(major, minor);
+            let check = |line: &str| crate::check_line(line, t, &Listed).definition;
+            // vfs_read's file, buf, count, pos: `file` hidden
+            let Ok(crate::ast::Definition::Fprobe(d)) = check("t:e vfs_read $arg3 buf") else {
+                panic!("{major}.{minor}: refused");
+            };
+            assert_eq!(d.probe.args.len(), 2, "{major}.{minor}");
+            let e = check("t:e vfs_read $arg4").unwrap_err();
+            assert_eq!(e.kind, crate::ErrorKind::Logged(TpErr::NO_BTFARG));
+            assert_eq!(e.pos, Some(13), "{major}.{minor}");
+            let e = check("t:e vfs_read file").unwrap_err();
+            assert_eq!(e.kind, crate::ErrorKind::Logged(TpErr::NO_BTFARG));
+        }
+    }
+
+    #[test]
     fn an_error_in_an_argument_past_the_commands_words_is_logged_one_past_the_command() {
         // x86_64 7.2, seed 59: `$arg*` makes more words than the command
         // has; an error in one of them is logged at the command's length +
