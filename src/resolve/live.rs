@@ -86,6 +86,7 @@ impl LiveEnv<'_> {
             if self
                 .module_spans()
                 .is_some_and(|spans| !spans.may_hold(addr))
+                || self.in_text_gap(addr)
             {
                 return false;
             }
@@ -121,6 +122,17 @@ impl LiveEnv<'_> {
             (Some(_), Some(_)) => in_module(),
             _ => true,
         }
+    }
+
+    /// Whether `addr` is past a module's text region, before its next
+    /// allocation, in no module's memory although kallsyms places it in a
+    /// function ([`ktrace_symbols::code::in_text_gap`]; a running kernel
+    /// only).
+    fn in_text_gap(&self, addr: u64) -> bool {
+        self.view.is_some_and(|v| {
+            v.is_running()
+                && ktrace_symbols::code::in_text_gap(v, Path::new(ktrace_disasm::kcore::PATH), addr)
+        })
     }
 
     /// Whether `addr` is known to lie in a module's memory although kallsyms
@@ -488,17 +500,32 @@ impl Environment for LiveEnv<'_> {
                  places no function: kprobes go on kernel text"
             ))));
         }
+        let module_sym = match symbol.split_once(':') {
+            Some((m, name)) => table.by_name(name, Some(m)).first().copied(),
+            None => table.by_name(symbol, None).first().copied(),
+        }
+        .filter(|s| s.module.is_some());
+        // past a module's text region, before its next allocation: in no
+        // module, -ENOENT, where kallsyms places a (notrace) function
+        // (x86_64 6.12: `exit_romfs_fs+0x100`)
+        if core.is_none()
+            && !table.addresses_hidden()
+            && let Some(sym) = module_sym
+            && let Some(addr) = sym.addr.checked_add(offset)
+            && self.in_text_gap(addr)
+        {
+            return Some(Some(Refusal::Unresolved(format!(
+                "{symbol}+{offset:#x} ({addr:#x}) is past the end of module {}'s text, before \
+                 its next allocation (/sys/module/*/sections): in no module's memory",
+                sym.module.as_deref().unwrap_or_default()
+            ))));
+        }
         if let Some(why) = notrace_by_code(view, table, symbol, offset) {
             return Some(Some(Refusal::Notrace(why)));
         }
         // a module's function with an offset past every module's memory:
         // -ENOENT, as for a core symbol (seed 20261202 with romfs and
         // autofs4 loaded, on every architecture: `+0x100000`, `+39896`)
-        let module_sym = match symbol.split_once(':') {
-            Some((m, name)) => table.by_name(name, Some(m)).first().copied(),
-            None => table.by_name(symbol, None).first().copied(),
-        }
-        .filter(|s| s.module.is_some());
         if core.is_none()
             && !table.addresses_hidden()
             && let Some(sym) = module_sym

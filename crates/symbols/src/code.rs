@@ -207,10 +207,18 @@ fn symbol_code(view: &KernelView, core: &Path, sym: &KernelSymbol, reach: bool) 
 /// `None` when `sym` is not such a function, the kernel is not the running
 /// one, or the code cannot be read or decoded.
 pub fn last_function_reach(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Option<u64> {
-    if sym.module.is_none() || !sym.is_text() || !view.is_running() {
+    if view.kallsyms().ok()?.extent(sym).is_some() {
         return None;
     }
-    if view.kallsyms().ok()?.extent(sym).is_some() {
+    module_code_reach(view, core, sym)
+}
+
+/// How far the code of loaded module function `sym` surely reaches, from
+/// its start ([`code_reach`] on its bytes, read from `core` page by page,
+/// at most 16); `None` when `sym` is no module's text, the kernel is not
+/// the running one, or the code cannot be read or decoded.
+fn module_code_reach(view: &KernelView, core: &Path, sym: &KernelSymbol) -> Option<u64> {
+    if sym.module.is_none() || !sym.is_text() || !view.is_running() {
         return None;
     }
     let isa = match Arch::native()? {
@@ -271,6 +279,43 @@ pub fn last_function_span(view: &KernelView, core: &Path, sym: &KernelSymbol) ->
         None => end,
     };
     Some(end - sym.addr)
+}
+
+/// Whether `addr` is in no module although kallsyms places it in a
+/// module's function: past the end of a module's text region (6.4+, where
+/// text and data are allocations of their own), in the guard page vmalloc
+/// leaves before the module's next allocation. The kernel's lookup finds
+/// no module there (`__module_address()`), so a probe is -ENOENT, "Invalid
+/// probed address or symbol" (x86_64 6.12, romfs loaded: `exit_romfs_fs`
+/// at 0xfb0 in its page, `+0x100` to `+0x1000` the next page, before its
+/// data), where kallsyms, whose next symbol is in that data, puts the
+/// notrace `exit_romfs_fs`.
+///
+/// Only where it is sure: the region ends on a page boundary no lower
+/// than the last text section's start and the code of the function there
+/// ([`code_reach`]), and no higher than a page below the next allocation;
+/// `true` when the two meet and `addr` is between. The running kernel only.
+pub fn in_text_gap(view: &KernelView, core: &Path, addr: u64) -> bool {
+    in_text_gap_inner(view, core, addr).unwrap_or(false)
+}
+
+fn in_text_gap_inner(view: &KernelView, core: &Path, addr: u64) -> Option<bool> {
+    if !view.is_running() {
+        return None;
+    }
+    let (section, next) = crate::modules::ModuleSpans::running()?.after_split_text(addr)?;
+    let table = view.kallsyms().ok()?;
+    let at = table.lookup(addr)?;
+    let sym = &at.symbol;
+    // the code reached from the function kallsyms names there, when that
+    // is in the section (a section without symbols ends where it starts)
+    let code_end = if sym.addr >= section {
+        sym.addr.checked_add(module_code_reach(view, core, sym)?)?
+    } else {
+        section + 1
+    };
+    let end = code_end.max(section + 1).checked_add(0xfff)? & !0xfff;
+    Some(end.checked_add(0x1000)? == next && (end..next).contains(&addr))
 }
 
 /// How far code that starts at `bytes` (loaded at `address`) surely runs:

@@ -152,6 +152,10 @@ pub struct ModuleSpans {
     /// Memory known to be a module's (one allocation): its name, and whether
     /// it is text.
     known: Vec<(String, std::ops::Range<u64>, bool)>,
+    /// Every loaded module's sections by address, as `from_modules()` keeps
+    /// them: whether each is text, and whether its module is of several
+    /// regions.
+    sections: Vec<(u64, bool, bool)>,
 }
 
 impl ModuleSpans {
@@ -206,6 +210,13 @@ impl ModuleSpans {
                 .and_then(|b| u64::from_str_radix(b, 16).ok())
                 .filter(|&b| b != 0);
             let one = base.map(|b| b..b.saturating_add(size));
+            let split = !one
+                .as_ref()
+                .is_some_and(|one| secs.iter().all(|(a, _)| one.contains(a)));
+            out.sections.extend(
+                secs.iter()
+                    .map(|(a, n)| (*a, ModuleSections::is_text(n), split)),
+            );
             if let Some(one) = one.filter(|one| secs.iter().all(|(a, _)| one.contains(a))) {
                 // one allocation: text up to its first data section
                 let data = secs
@@ -219,6 +230,7 @@ impl ModuleSpans {
             }
             out.add_split(size, &secs);
         }
+        out.sections.sort_unstable();
         Some(out)
     }
 
@@ -250,6 +262,23 @@ impl ModuleSpans {
             .iter()
             .find(|(_, r, text)| *text && r.contains(&addr))
             .map(|(_, r, _)| r.end)
+    }
+
+    /// Where the text section of a module of several regions (6.4+) that
+    /// `addr` is past starts, and where the next allocation above begins: the
+    /// highest section at or below `addr` (any module's) is that text, and
+    /// the lowest above it is data, `.data`, `.rodata`, `__bug_table`, ...
+    /// (the page it is in: a region's first section starts it). Between
+    /// the two lies the rest of that text region, its vmalloc guard page
+    /// (the next allocation starts a page past its end at the earliest) and
+    /// maybe memory of no module. `None` otherwise; also when the next
+    /// section is text, which a text allocator that packs regions
+    /// (execmem's cache, 6.14+) may place without a guard page.
+    pub fn after_split_text(&self, addr: u64) -> Option<(u64, u64)> {
+        let pos = self.sections.partition_point(|s| s.0 <= addr);
+        let &(below, text, split) = self.sections.get(pos.checked_sub(1)?)?;
+        let &(above, above_text, _) = self.sections.get(pos)?;
+        (text && split && !above_text).then_some((below, above & !0xfff))
     }
 
     /// The module whose memory is known to hold `addr`, and whether it is
@@ -344,6 +373,34 @@ mod tests {
         // (`autofs4:autofs_fill_super+0x100000`): in none
         assert!(!s.may_hold(0xffff_ffff_c060_2000 + 0x10_0000));
         assert!(s.may_hold(0xffff_ffff_c048_6280));
+    }
+
+    #[test]
+    fn past_a_split_modules_text_the_next_data_allocation_is_found() {
+        // x86_64 6.12: romfs's `.exit.text` at 0xffffffffc0217fa0, its
+        // data from `__bug_table` at 0xffffffffc0219000
+        let s = spans_of(include_str!("../tests/fixtures/modules-x86_64-6.12.txt"));
+        for a in [
+            0xffff_ffff_c021_7fb0,
+            0xffff_ffff_c021_80b0,
+            0xffff_ffff_c021_8fff,
+        ] {
+            assert_eq!(
+                s.after_split_text(a),
+                Some((0xffff_ffff_c021_7fa0, 0xffff_ffff_c021_9000)),
+                "{a:#x}"
+            );
+        }
+        // in the data, or past a text followed by text: nothing
+        assert_eq!(s.after_split_text(0xffff_ffff_c021_9000), None);
+        assert_eq!(s.after_split_text(0xffff_ffff_c021_7010), None);
+        // one allocation (6.1): nothing either
+        let one = spans_of(include_str!("../tests/fixtures/modules-x86_64-6.1.txt"));
+        assert!(
+            (0xffff_ffff_c03c_4000..0xffff_ffff_c03c_5000)
+                .step_by(0x100)
+                .all(|a| one.after_split_text(a).is_none())
+        );
     }
 
     #[test]
