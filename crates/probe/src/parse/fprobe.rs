@@ -29,7 +29,7 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
     // The arguments' BTF: a tracepoint's stub, or, for a tracepoint the
     // kernel does not have (taken as one of a module to come), the
     // function of that name (`ctx->funcname = symbol`; x86_64 6.12, conform
-    // seed 1130: `t:u64 action_parse $arg9` is "not found at this probe
+    // seed 1130: `tr:u64 action_parse $arg9` is "not found at this probe
     // point" by action_parse's own parameters).
     let btf_func = match &stub {
         Some(stub) if !tracepoint_absent(ctx, symbol, stub) => stub.as_str(),
