@@ -114,9 +114,11 @@ pub fn kernel_function(
     function_code(view, core, name, module, false)
 }
 
-/// [`kernel_function`]; with `reach`, a module's last function is read as
-/// far as its code surely reaches ([`last_function_reach`]), which is
-/// enough for the checks at an offset and not a listing of the function.
+/// [`kernel_function`]; with `reach` (for the checks at an offset, not a
+/// listing of the function), a module's last function is read as far as
+/// its code surely reaches ([`last_function_reach`]), and a name several
+/// functions share is the first kallsyms lists, which the kernel's lookup
+/// finds (where it refuses such a name, the parse has refused it first).
 fn function_code(
     view: &KernelView,
     core: &Path,
@@ -151,6 +153,12 @@ fn function_code(
             )));
         }
         [one] => (*one).clone(),
+        // for the checks, the one the kernel's lookup of the name finds
+        // (kernels that take a name several functions share: the first in
+        // kallsyms, arm64 5.10, seed 20261130: `p
+        // probes_profile_seq_show+0x100000`, trace_kprobe.c's, is an ldxr
+        // of __arm64_sys_swapoff, refused)
+        [first, ..] if reach => (*first).clone(),
         many => return Err(said(many_functions(&spec, many, &kpath))),
     };
     let bytes = symbol_code(view, core, &sym, reach)?;
