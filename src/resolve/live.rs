@@ -661,9 +661,89 @@ pub struct SymbolsEnv<'a> {
     pub symbols: Option<&'a SymbolCounts>,
     /// The BTF copy.
     pub btf: Option<&'a KernelBtf>,
+    /// The kallsyms copy's table (addresses), read when a check needs it.
+    pub table: Option<&'a KernelView>,
+    /// The target's architecture.
+    pub arch: Arch,
 }
 
 impl Environment for SymbolsEnv<'_> {
+    /// From the copy's addresses, for a core kernel symbol whose offset
+    /// lands in a core kernel function: at its entry or not
+    /// (kprobe_on_func_entry() looks the address up, so an offset past the
+    /// function is judged by the function it reaches: x86_64 6.1, offline
+    /// `--kallsyms`, conform seed 1201: `r percpu_enable_async+0x100000`
+    /// was refused as no entry, where the kernel took the address and went
+    /// on to the arguments). x86's entry after `endbr64` (code the copy
+    /// lacks) is left to the registration; modules and an address in no
+    /// text symbol to the offset rules.
+    fn kprobe_entry(&self, symbol: &str, offset: u64) -> Option<Option<bool>> {
+        let table = self.table?.kallsyms().ok()?;
+        if table.addresses_hidden() {
+            return None;
+        }
+        let (module, name) = ktrace_symbols::code::split_module(symbol);
+        // `MOD:SYM` of a module the copy does not list, or a name it does
+        // not have: kprobe_lookup_name() finds nothing, -ENOENT (x86_64
+        // 6.1, seed 1202: `p input_event_from_user: $arg10000` is no
+        // entry, so `$argN` is no variable there)
+        if let Some(m) = module
+            && !ktrace_symbols::kallsyms::is_pseudo_module(m)
+            && !table
+                .symbols()
+                .iter()
+                .any(|s| s.module.as_deref() == Some(m))
+        {
+            return Some(None);
+        }
+        // a name the copy lacks: the kernel's lookup fails too (arm64 6.1,
+        // offline, seed 1205: `r ipv6_l\ist_rcv+0x100000` is "Invalid
+        // probed address or symbol", not judged by its offset)
+        let Some(sym) = table.by_name(name, module).first().copied() else {
+            return Some(None);
+        };
+        if sym.module.is_some() && module.is_none() {
+            return None;
+        }
+        let addr = sym.addr.checked_add(offset)?;
+        let bound = |name: &str| table.by_name(name, None).first().map(|s| s.addr);
+        let within = |lo: &str, hi: &str| match (bound(lo), bound(hi)) {
+            (Some(lo), Some(hi)) => Some(addr >= lo && addr < hi),
+            _ => None,
+        };
+        // is_ksym_addr(): without CONFIG_KALLSYMS_ALL kallsyms places only
+        // text and init text; with it, the whole image (as LiveEnv's
+        // in_kernel); elsewhere only a module's symbol is found, and an
+        // address in no symbol is -ENOENT, which the registration decides
+        let placed = if table.lists_data() {
+            match (bound("_stext").or(bound("_text")), bound("_end")) {
+                (Some(lo), Some(hi)) => addr >= lo && addr < hi,
+                _ => return None,
+            }
+        } else {
+            match (
+                within("_stext", "_etext"),
+                within("_sinittext", "_einittext"),
+            ) {
+                (Some(true), _) | (_, Some(true)) => true,
+                (Some(false), _) => false,
+                _ => return None,
+            }
+        };
+        let at = match table.lookup(addr) {
+            Some(at) if placed || at.symbol.module.is_some() => at,
+            _ => return Some(None),
+        };
+        match at.offset {
+            0 => Some(Some(true)),
+            // after an endbr64 or not, which the copy cannot show: the
+            // function's own +4 is left unchecked (the offset rules), a
+            // +4 of the function the offset reaches to the registration
+            4 if matches!(self.arch, Arch::X86_64 | Arch::I386) => (offset != 4).then_some(None),
+            _ => Some(Some(false)),
+        }
+    }
+
     fn symbol_count(&self, name: &str) -> Option<usize> {
         self.symbols?.count(name)
     }

@@ -169,6 +169,11 @@ pub struct Features {
     /// host; 6.12 reads `(` as an invalid fetch argument). Gated at 6.16
     /// (estimate, between the two).
     pub typecasts: bool,
+    /// A removal that names a group and no event (`-:grp/`) removes the
+    /// group's events: `dyn_event_release()` refuses an empty event name
+    /// only without a group since 6.0 (Linyu Yuan, June 2022); 5.10 refuses
+    /// it with `EINVAL` and nothing logged (offline, conform seed 1204).
+    pub remove_whole_group: bool,
     /// `validate_probe_symbol()` (no symbol, or more than one) before the
     /// function-entry check of a return probe: seen in 6.12 and 7.2's
     /// sources; 6.1 counts the symbol after that check. Gated at 6.12.
@@ -236,6 +241,7 @@ impl KernelVersion {
             return_suffix: self.at_least(5, 10),
             immediates: self.at_least(5, 7),
             eprobes: self.at_least(5, 15),
+            remove_whole_group: self.at_least(6, 0),
             non_unique_symbol: self.after(5, 10, 223),
             event_size_limit: self.after(5, 10, 223),
             // Carried back late: Debian's 5.10.223 and 6.12.95 still have the

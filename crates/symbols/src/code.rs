@@ -1097,7 +1097,7 @@ fn address_symbol(source: &Source, addr: u64) -> Option<(String, u64)> {
 }
 
 /// `MOD:NAME` as (Some(MOD), NAME); `NAME` as (None, NAME).
-pub(crate) fn split_module(symbol: &str) -> (Option<&str>, &str) {
+pub fn split_module(symbol: &str) -> (Option<&str>, &str) {
     match symbol.split_once(':') {
         Some((m, n)) => (Some(m), n),
         None => (None, symbol),

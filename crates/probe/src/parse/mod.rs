@@ -127,6 +127,13 @@ pub enum Unchecked {
     /// The offsets of `struct dentry`'s name and `struct file`'s dentry in the
     /// target's build, which `:%pd`/`:%pD` expand to.
     StructLayout,
+    /// Whether the target's build has fprobe events (`f`, `t`) and
+    /// synthetic events (`s`): offline, the version says a series has them,
+    /// not whether a build enabled them (CONFIG_FPROBE_EVENTS,
+    /// CONFIG_SYNTH_EVENTS; Debian's arm64 6.12 refuses every `f` line and
+    /// riscv64 6.12 every `s` line with EINVAL and nothing logged, conform
+    /// seeds 1203 and 1205, offline).
+    Build,
 }
 
 impl Unchecked {
@@ -153,6 +160,10 @@ impl Unchecked {
             }
             Unchecked::DefaultMaxactive => "the default maxactive shown on readback (give --cpus)",
             Unchecked::Btf => "the probed function's BTF (parameter names and types; give --btf)",
+            Unchecked::Build => {
+                "whether the target's build has this kind of event (CONFIG_FPROBE_EVENTS, \
+                 CONFIG_SYNTH_EVENTS; its tracefs README says)"
+            }
             Unchecked::StructLayout => {
                 "the struct dentry/struct file offsets %pd and %pD expand to in the target's build"
             }
@@ -414,13 +425,27 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
             if ctx.target.features().fprobes && ctx.target.arch != Arch::Arm {
                 match fprobe(argv, ctx) {
                     Err(Fail::Cancel) => {}
-                    other => return other.map(Definition::Fprobe),
+                    other => {
+                        // offline, by the version: whether this build has
+                        // fprobe events only its README says
+                        if ctx.target.features.is_none() {
+                            ctx.note(Unchecked::Build);
+                        }
+                        return other.map(Definition::Fprobe);
+                    }
                 }
             }
             if ctx.target.features().synthetic_events {
                 match synthetic(raw, ctx) {
                     Err(Fail::Cancel) => {}
-                    other => return other.map(Definition::Synthetic),
+                    other => {
+                        // as for fprobes: the version, not the build
+                        // (riscv64 6.12 refuses every `s:` line, seed 1205)
+                        if ctx.target.features.is_none() {
+                            ctx.note(Unchecked::Build);
+                        }
+                        return other.map(Definition::Synthetic);
+                    }
                 }
             }
             Err(Fail::Cancel)
@@ -441,7 +466,7 @@ fn remove(argv: &Argv, ctx: &mut Ctx) -> Result<RemoveDef, Fail> {
         Some(s) => (Some(event[..s].to_string()), event[s + 1..].to_string()),
         None => (None, event.to_string()),
     };
-    if group.is_none() && event.is_empty() {
+    if event.is_empty() && (group.is_none() || !ctx.target.features().remove_whole_group) {
         return Err(bad());
     }
     // dyn_event_release(): -ENOENT unless some event of the file's kind

@@ -111,6 +111,14 @@ fn removals() {
     ] {
         assert_eq!(check(l).accepted(), ok, "{l}");
     }
+    // 5.10 takes no group without an event (EINVAL, nothing logged)
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(5, 10);
+    assert_eq!(
+        err("-:grp/", t, &Offline).0,
+        ErrorKind::Silent(Silent::BadRemove)
+    );
+    assert!(check_line("-:grp/ev", t, &Offline).accepted());
     match check("-:grp/ev x").definition {
         Ok(Definition::Remove(r)) => {
             assert_eq!((r.group.as_deref(), r.event.as_str()), (Some("grp"), "ev"));
