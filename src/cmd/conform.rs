@@ -11,6 +11,13 @@
 //! was. Disagreements are printed with the seed and index that regenerate
 //! them, and written as conformance-corpus blocks (`--out DIR`).
 //!
+//! `--offline bare|files` holds the same kernel answers against ktrace's
+//! offline check instead (`ktrace check --offline --arch --kernel`, with
+//! copies of this kernel's kallsyms and BTF for `files`), as on another
+//! machine: an answer that only the target could give (its files, events,
+//! text and state, BTF, build) is left open and counted apart
+//! ([`ktrace_conform::compare::left_open`]); everything else is compared.
+//!
 //! It writes arbitrary definitions into the kernel: it refuses to run
 //! unless `dynamic_events` is empty (a test guest), and only removes what
 //! its own writes created.
@@ -25,6 +32,7 @@ use anyhow::{Context, bail};
 use ktrace_conform::compare::strip_id;
 use ktrace_conform::record::{Captured, block};
 use ktrace_conform::{Answer, Case, File, Function, Gen, Level, Param, Pool, Tracepoint};
+use ktrace_probe::kernel::KernelVersion;
 use ktrace_probe::{Arch, Interface};
 use ktrace_symbols::KernelView;
 use ktrace_tracefs::DynEvents;
@@ -73,6 +81,24 @@ pub struct Args {
     /// A disagreement names the line number as its index (seed 0).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["seed", "count", "index"])]
     pub lines: Option<PathBuf>,
+    /// Hold the kernel's answers against ktrace's offline check instead of
+    /// its live one, as on another machine: `bare` is `ktrace check
+    /// --offline --arch ARCH --kernel RELEASE` (this kernel's), `files`
+    /// adds `--kallsyms` and `--btf` with copies of this kernel's. What
+    /// only the running kernel shows (its text, blacklist, ftrace sites,
+    /// modules) is not checked offline: the kernel's registration-level
+    /// refusals are counted apart, as live.
+    #[arg(long, value_enum)]
+    pub offline: Option<OfflineAs>,
+}
+
+/// What an offline check is given (`ktrace conform --offline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OfflineAs {
+    /// The architecture and release only.
+    Bare,
+    /// Copies of kallsyms and vmlinux's BTF too.
+    Files,
 }
 
 /// The cases of a `--lines` file.
@@ -118,6 +144,17 @@ struct Tally {
     ktrace_second: u64,
     filter_undecided: u64,
     filter_by_chance: u64,
+    /// Answers an offline check could not give, by what decided them
+    /// ([`ktrace_conform::compare::left_open`]).
+    open: BTreeMap<&'static str, u64>,
+}
+
+impl Tally {
+    /// Definitions on which the two answers differ (those left open
+    /// offline are neither agreements nor disagreements).
+    fn disagree(&self) -> u64 {
+        self.total - self.agree - self.open.values().sum::<u64>()
+    }
 }
 
 /// Runs `ktrace conform`.
@@ -177,7 +214,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             before[0]
         );
     }
-    let checkers = checkers_for(&root, &cases)?;
+    let offline = match args.offline {
+        Some(how) => Some(offline_options(arch, &view, how, args.out.as_deref())?),
+        None => None,
+    };
+    let checkers = checkers_for(&root, &cases, offline.as_ref())?;
     let features = checkers
         .values()
         .next()
@@ -192,8 +233,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         secs: 0.0,
         slowest: Vec::new(),
     };
-    let (tally, check_secs, checking) =
-        compare_all(&args, &cases, checkers, features, &mut kernel_side)?;
+    let compared = compare_all(&args, &cases, checkers, features, &mut kernel_side);
+    if let Some(copy) = offline.as_ref().and_then(|o| o.kallsyms.as_ref()) {
+        let _ = std::fs::remove_file(copy);
+    }
+    let (tally, check_secs, checking) = compared?;
     let mut summary = summary_text(
         &tally,
         seed,
@@ -201,6 +245,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         check_secs,
         kernel_side.secs,
     );
+    if let Some(how) = args.offline {
+        let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
+        let how = match how {
+            OfflineAs::Bare => "bare",
+            OfflineAs::Files => "files",
+        };
+        summary = format!("{first}; ktrace checked offline ({how})\n{rest}")
+            .trim_end()
+            .to_string();
+    }
     if tally.total < cases.len() as u64 {
         // on the first line, after the figures the rig's scripts read
         let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
@@ -224,7 +278,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !after.is_empty() {
         bail!("conform left dynamic events behind: {after:?}");
     }
-    Ok(if tally.agree == tally.total {
+    Ok(if tally.disagree() == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -250,9 +304,57 @@ fn check_only(cases: &[Case]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The options of `ktrace check --offline` for this kernel (`--offline
+/// files`: its kallsyms copied into `out`, or the temporary directory, and
+/// vmlinux's BTF read from sysfs as a file).
+fn offline_options(
+    arch: Arch,
+    view: &KernelView,
+    how: OfflineAs,
+    out: Option<&Path>,
+) -> anyhow::Result<Options> {
+    // as a careful user gives it: the stable update /proc/version names
+    // (Debian's `uname -r` names only the ABI: 5.10.0-32 is 5.10.223)
+    let release = std::fs::read_to_string("/proc/version")
+        .ok()
+        .and_then(|t| KernelVersion::from_proc_version(&t))
+        .map(|v| v.to_string())
+        .or_else(|| view.release().map(str::to_string))
+        .context("offline: the running kernel's release is not readable")?;
+    let mut opts = Options {
+        offline: true,
+        arch: Some(arch.name().to_string()),
+        kernel: Some(release),
+        ..Options::default()
+    };
+    if how == OfflineAs::Files {
+        let dir = match out {
+            Some(d) => d.to_path_buf(),
+            None => std::env::temp_dir(),
+        };
+        std::fs::create_dir_all(&dir)?;
+        let copy = dir.join(format!("kallsyms-{}.txt", std::process::id()));
+        let text =
+            std::fs::read("/proc/kallsyms").context("offline: cannot read /proc/kallsyms")?;
+        std::fs::write(&copy, text)
+            .with_context(|| format!("offline: cannot write {}", copy.display()))?;
+        opts.kallsyms = Some(copy);
+        let btf = Path::new("/sys/kernel/btf/vmlinux");
+        if btf.exists() {
+            opts.btf = Some(btf.to_path_buf());
+        }
+    }
+    Ok(opts)
+}
+
 /// One checker per file (the file is part of the target), each set up
-/// with all of its lines so their kernel symbols are counted in one pass.
-fn checkers_for(root: &Path, cases: &[Case]) -> anyhow::Result<BTreeMap<File, Checker>> {
+/// with all of its lines so their kernel symbols are counted in one pass;
+/// live, or as `offline` says.
+fn checkers_for(
+    root: &Path,
+    cases: &[Case],
+    offline: Option<&Options>,
+) -> anyhow::Result<BTreeMap<File, Checker>> {
     let mut checkers: BTreeMap<File, Checker> = BTreeMap::new();
     for file in [File::DynamicEvents, File::KprobeEvents, File::UprobeEvents] {
         if !root.join(file.name()).exists() {
@@ -263,14 +365,15 @@ fn checkers_for(root: &Path, cases: &[Case]) -> anyhow::Result<BTreeMap<File, Ch
             .filter(|c| c.file == file)
             .map(|c| c.line.clone())
             .collect();
+        let base = offline.cloned().unwrap_or_default();
         let opts = Options {
             interface: match file {
                 File::DynamicEvents => Interface::DynamicEvents,
                 File::KprobeEvents => Interface::KprobeEvents,
                 File::UprobeEvents => Interface::UprobeEvents,
             },
-            frozen: true,
-            ..Options::default()
+            frozen: offline.is_none(),
+            ..base
         };
         checkers.insert(file, Checker::with_options(&opts, &lines)?);
     }
@@ -314,6 +417,7 @@ fn compare_all(
     let asked_by_checker = asked.clone();
     // (an error below returns early: the checking thread is let go then too)
     let _release = Release(asked.clone());
+    let offline = args.offline.is_some();
     let checker_thread = std::thread::spawn(move || {
         for (i, (file, line)) in to_check.into_iter().enumerate() {
             if names_a_tracepoint(&line) {
@@ -323,7 +427,9 @@ fn compare_all(
             let (ours, second) = match checkers.get_mut(&file) {
                 Some(checker) => {
                     let r = checker.check(&line);
-                    (answer_of(&r, checker.arch, features), r.ktrace.is_some())
+                    let mut a = answer_of(&r, checker.arch, features);
+                    a.offline = offline;
+                    (a, r.ktrace.is_some())
                 }
                 None => (Answer::default(), false),
             };
@@ -345,8 +451,12 @@ fn compare_all(
         check_secs += secs;
         let (kernel, captured) = kernel_side.ask(case)?;
         asked.advance();
-        let found = ktrace_conform::compare(&kernel, &ours);
         tally.total += 1;
+        if let Some(why) = ktrace_conform::compare::left_open(&kernel, &ours) {
+            *tally.open.entry(why).or_default() += 1;
+            continue;
+        }
+        let found = ktrace_conform::compare(&kernel, &ours);
         tally.kernel_accepted += u64::from(kernel.accepted);
         tally.ktrace_second += u64::from(second);
         tally.filter_undecided += u64::from(ours.filter_undecided);
@@ -402,7 +512,7 @@ fn compare_all(
                 "conform: {}/{} definitions, {} disagreements ({:.0} s)",
                 tally.total,
                 cases.len(),
-                tally.total - tally.agree,
+                tally.disagree(),
                 checking.elapsed().as_secs_f64()
             );
         }
@@ -476,7 +586,7 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
          {} event probe filters left to the kernel, {} decided by the kernel by chance\n",
         t.total,
         t.agree,
-        t.total - t.agree,
+        t.disagree(),
         t.by_level.get("syntax").copied().unwrap_or(0),
         t.by_level.get("registration").copied().unwrap_or(0),
         t.kernel_accepted,
@@ -487,6 +597,14 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
         t.filter_undecided,
         t.filter_by_chance
     );
+    if !t.open.is_empty() {
+        let open: u64 = t.open.values().sum();
+        let by: Vec<String> = t.open.iter().map(|(why, n)| format!("{why} {n}")).collect();
+        s.push_str(&format!(
+            "  left open offline {open} (neither agree nor disagree: decided by {})\n",
+            by.join(", ")
+        ));
+    }
     for ((level, field), n) in &t.by_field {
         s.push_str(&format!("  {level:<12} {field:<9} {n}\n"));
     }
@@ -496,6 +614,28 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
         ));
     }
     s.trim_end().to_string()
+}
+
+/// What ktrace's "not checked" left to the kernel, in the comparison's
+/// terms.
+fn undone_of(unchecked: &[ktrace_probe::Unchecked]) -> ktrace_conform::Undone {
+    use ktrace_probe::Unchecked as U;
+    let any = |kinds: &[U]| unchecked.iter().any(|u| kinds.contains(u));
+    ktrace_conform::Undone {
+        state: any(&[
+            U::SymbolExists,
+            U::FunctionEntry,
+            U::InsnBoundary,
+            U::Probeable,
+            U::ArgSymbols,
+            U::EventName,
+            U::RemoveTarget,
+        ]),
+        btf: any(&[U::Btf, U::StructLayout]),
+        entry: any(&[U::FunctionEntry]),
+        build: any(&[U::Build]),
+        event: any(&[U::AttachedEvent]),
+    }
 }
 
 /// ktrace's answer, in the comparison's terms.
@@ -539,6 +679,9 @@ fn answer_of(
             .kernel
             .unchecked
             .contains(&ktrace_probe::Unchecked::FilterByChance),
+        location: None,
+        offline: false,
+        undone: undone_of(&r.kernel.unchecked),
     }
 }
 
@@ -599,6 +742,7 @@ impl Kernel<'_> {
                 }
                 captured.error_log = t;
                 answer.message = Some(e.message);
+                answer.location = Some(e.location.clone());
                 answer.caret = e.caret;
                 answer.command = Some(e.command);
             }

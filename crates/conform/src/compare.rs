@@ -39,7 +39,62 @@ pub struct Answer {
     /// "Error" at 0, the one refusal that chance gives, is the same answer
     /// as its "taken".
     pub filter_by_chance: bool,
+    /// Where the kernel logged its refusal (the error_log entry's location:
+    /// `trace_kprobe`, `event filter parse error`, ...; `None` for ktrace).
+    pub location: Option<String>,
+    /// This side checked offline (`ktrace check --offline`): what only the
+    /// target shows (its files, events, kernel text and state, CPUs) was
+    /// not looked at, and a kernel answer that only that explains is
+    /// [`left_open`], not a disagreement.
+    pub offline: bool,
+    /// What this side left undone before it answered (ktrace's "not
+    /// checked").
+    pub undone: Undone,
 }
+
+/// Checks an answer was given without ([`Answer::undone`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Undone {
+    /// The kernel's state: the symbol, the function entry, the
+    /// instruction boundary, the blacklist, argument symbols, names in use,
+    /// a removal's target.
+    pub state: bool,
+    /// The function's BTF (parameter names and types).
+    pub btf: bool,
+    /// Whether the probed offset is the function's entry, on which the
+    /// meaning of `$argN`, `$retval` and BTF names depends.
+    pub entry: bool,
+    /// Whether the build has the event kind at all (fprobe, synthetic
+    /// events).
+    pub build: bool,
+    /// The attached event of an event probe and its fields.
+    pub event: bool,
+}
+
+/// The error_log messages of what only a function's entry takes (`$argN`,
+/// `$arg*`, a return probe).
+const ENTRY_MESSAGES: &[&str] = &[
+    "Invalid $-variable specified",
+    "$arg* can be used only on function entry or exit",
+    "Retprobe address must be an function entry",
+];
+
+/// The error_log messages of BTF names and types (trace_probe.h's
+/// `NO_BTFARG`, `NOSUP_BTFARG`, `NO_PTR_STRCT`, `NO_BTF_FIELD`,
+/// `BAD_BTF_TID`, `NO_BTF_ENTRY`, `ARGIDX_2BIG`, `NOSUP_DAT_ARG`,
+/// `USED_ARG_NAME`: a name `$arg*` or a parameter makes).
+const BTF_MESSAGES: &[&str] = &[
+    "This variable is not found at this probe point",
+    "BTF is not available or not supported",
+    "This is not a pointer to union/structure.",
+    "This field is not found.",
+    "Failed to get BTF type info.",
+    "No BTF entry for this probe point",
+    "$argN index is too big",
+    "Non pointer structure/union argument is not supported.",
+    "This argument name is already used",
+    "This function returns 'void' type",
+];
 
 /// Which field disagrees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -130,6 +185,85 @@ fn level_of(kernel: &Answer, ours: &Answer) -> Level {
         Level::Registration
     } else {
         Level::Syntax
+    }
+}
+
+/// The error_log messages of a uprobe's file that is missing or not a
+/// regular file.
+const FILE_MESSAGES: &[&str] = &["Failed to find the given file", "Not a regular file"];
+
+/// The error_log messages of an event probe's event or field that does not
+/// exist.
+const ATTACHED_MESSAGES: &[&str] = &[
+    "Attached event does not exist",
+    "Attached event does not have this field",
+];
+
+/// Why the kernel's answer is one that `ours`, an offline check, could not
+/// give: what decided it is only on the target (a uprobe's file, an event
+/// probe's event, fields and filter, the kernel's symbols, text and state,
+/// the default maxactive from its CPU count). `None` for a live check, and
+/// for every answer that the language alone decides: those are compared.
+pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
+    if !ours.offline {
+        return None;
+    }
+    if !kernel.accepted {
+        let message = kernel.message.as_deref().unwrap_or("");
+        if FILE_MESSAGES.contains(&message) {
+            return Some("the probed file");
+        }
+        if ATTACHED_MESSAGES.contains(&message) {
+            return Some("the attached event");
+        }
+        if kernel.location.as_deref() == Some("event filter parse error") {
+            return Some("the event's fields (filter)");
+        }
+        if ours.undone.state && level_of(kernel, ours) == Level::Registration {
+            return Some("the kernel's state");
+        }
+        if ours.undone.entry
+            && [message, ours.message.as_deref().unwrap_or("")]
+                .iter()
+                .any(|m| ENTRY_MESSAGES.contains(m) || BTF_MESSAGES.contains(m))
+        {
+            return Some("the function's entry");
+        }
+        if ours.undone.btf && BTF_MESSAGES.contains(&message) {
+            return Some("the kernel's BTF");
+        }
+        if ours.undone.event && message == "Invalid $-variable specified" {
+            // an event probe's `$FIELD` the event lacks (7.2)
+            return Some("the attached event");
+        }
+        if ours.undone.build && kernel.message.is_none() && kernel.errno == Some(22) {
+            return Some("the kernel's build");
+        }
+        return None;
+    }
+    if ours.accepted && ours.undone.btf {
+        // parameter names in the readback and the format: the BTF's
+        return Some("the kernel's BTF");
+    }
+    if ours.accepted
+        && kernel.readback != ours.readback
+        && kernel
+            .readback
+            .iter()
+            .map(|l| without_maxactive(l))
+            .eq(ours.readback.iter().map(|l| without_maxactive(l)))
+    {
+        return Some("the default maxactive");
+    }
+    None
+}
+
+/// A return probe's readback without its maxactive (`r10:g/e f` -> `r:g/e
+/// f`).
+fn without_maxactive(line: &str) -> String {
+    match line.strip_prefix('r') {
+        Some(rest) => format!("r{}", rest.trim_start_matches(|c: char| c.is_ascii_digit())),
+        None => line.to_string(),
     }
 }
 
@@ -350,6 +484,105 @@ mod tests {
         assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
         ours.caret = Some(31);
         assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
+    }
+
+    #[test]
+    fn only_what_the_target_shows_is_left_open_offline() {
+        let offline = |mut a: Answer| {
+            a.offline = true;
+            a
+        };
+        let file = refused("Failed to find the given file", 18);
+        let mut filter = refused("Invalid operator", 14);
+        filter.location = Some("event filter parse error".into());
+        let state = refused("Failed to register probe event", 10);
+        let unchecked = |mut a: Answer| {
+            a.undone.state = true;
+            a
+        };
+        let attached = refused("Attached event does not exist", 28);
+        let syntax = refused("Invalid fetch argument", 12);
+        for k in [&file, &filter, &state, &attached] {
+            // live, every answer is compared
+            assert_eq!(left_open(k, &unchecked(accepted("x"))), None);
+            assert!(left_open(k, &offline(unchecked(accepted("x")))).is_some());
+        }
+        // a file or event the target lacks explains any answer before it
+        assert!(
+            left_open(
+                &file,
+                &offline(refused("Argument name is not specified", 30))
+            )
+            .is_some()
+        );
+        // a refusal for the kernel's state explains an answer given after
+        // a check of that state was left undone, and no other
+        assert!(
+            left_open(
+                &state,
+                &offline(unchecked(refused("Invalid fetch argument", 20)))
+            )
+            .is_some()
+        );
+        assert_eq!(
+            left_open(&state, &offline(refused("Invalid fetch argument", 20))),
+            None
+        );
+        assert_eq!(left_open(&state, &offline(accepted("x"))), None);
+        // the language is compared offline too
+        assert_eq!(left_open(&syntax, &offline(accepted("x"))), None);
+        // a filter message logged as the probe's own is the language's
+        assert_eq!(
+            left_open(&refused("Invalid operator", 14), &offline(accepted("x"))),
+            None
+        );
+        // the function's BTF, the build's probe kinds, an event's fields:
+        // only where ktrace said it could not look
+        let btf = refused("This variable is not found at this probe point", 20);
+        let mut undone = offline(accepted("x"));
+        assert_eq!(left_open(&btf, &undone), None);
+        undone.undone.btf = true;
+        assert_eq!(left_open(&btf, &undone), Some("the kernel's BTF"));
+        assert_eq!(
+            left_open(&accepted("p:g/e f a=b"), &undone),
+            Some("the kernel's BTF")
+        );
+        assert_eq!(left_open(&syntax, &undone), None);
+        let silent = Answer {
+            errno: Some(22),
+            ..Answer::default()
+        };
+        let mut undone = offline(accepted("x"));
+        assert_eq!(left_open(&silent, &undone), None);
+        undone.undone.build = true;
+        assert_eq!(left_open(&silent, &undone), Some("the kernel's build"));
+        let mut undone = offline(refused(
+            "$arg* can be used only on function entry or exit",
+            30,
+        ));
+        assert_eq!(left_open(&btf, &undone), None);
+        undone.undone.entry = true;
+        assert_eq!(left_open(&btf, &undone), Some("the function's entry"));
+        let var = refused("Invalid $-variable specified", 30);
+        let mut undone = offline(accepted("x"));
+        assert_eq!(left_open(&var, &undone), None);
+        undone.undone.event = true;
+        assert_eq!(left_open(&var, &undone), Some("the attached event"));
+        // the default maxactive on readback, and nothing else there
+        let k = accepted("r10:kprobes/ev f a=%di");
+        assert_eq!(
+            left_open(&k, &offline(accepted("r:kprobes/ev f a=%di"))),
+            Some("the default maxactive")
+        );
+        assert_eq!(
+            left_open(&k, &offline(accepted("r:kprobes/ev f a=%si"))),
+            None
+        );
+        assert_eq!(left_open(&k, &accepted("r:kprobes/ev f a=%di")), None);
+        assert_eq!(
+            left_open(&k, &offline(accepted("r10:kprobes/ev f a=%di"))),
+            None
+        );
     }
 
     #[test]

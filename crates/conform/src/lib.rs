@@ -19,6 +19,6 @@ pub mod generate;
 pub mod record;
 pub mod rng;
 
-pub use compare::{Answer, Disagreement, Field, Level, compare};
+pub use compare::{Answer, Disagreement, Field, Level, Undone, compare};
 pub use generate::{Case, File, Function, Gen, Param, Pool, Tracepoint};
 pub use rng::Rng;
