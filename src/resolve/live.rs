@@ -674,9 +674,12 @@ impl Environment for SymbolsEnv<'_> {
     /// function is judged by the function it reaches: x86_64 6.1, offline
     /// `--kallsyms`, conform seed 1201: `r percpu_enable_async+0x100000`
     /// was refused as no entry, where the kernel took the address and went
-    /// on to the arguments). x86's entry after `endbr64` (code the copy
-    /// lacks) is left to the registration; modules and an address in no
-    /// text symbol to the offset rules.
+    /// on to the arguments). A name or module the copy lacks, and an
+    /// address kallsyms places in no symbol, are -ENOENT (the registration
+    /// decides); x86's `+4` after an `endbr64` (code the copy lacks) is left
+    /// unchecked for the function itself and to the registration for one
+    /// the offset reaches; where the copy has no image bounds, the offset
+    /// rules answer.
     fn kprobe_entry(&self, symbol: &str, offset: u64) -> Option<Option<bool>> {
         let table = self.table?.kallsyms().ok()?;
         if table.addresses_hidden() {
