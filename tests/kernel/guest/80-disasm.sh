@@ -5,6 +5,12 @@
 # probe placed with its help in the middle of a function reads a value that
 # is known there. The listings go to $KTEST_OUT for the host-side
 # comparison with objdump.
+# What it holds is ktrace's decoder against the kernel's boundary check,
+# which differ by architecture more than by series (95-conform.sh puts
+# random offsets to the kernel on every cell): CI runs it on the oldest and
+# newest series of each architecture (tests/kernel/README.md, "Which cells
+# run what"); --script or KTEST_EVERY_CELL=1 runs it anywhere.
+# ktest-cells: x86_64:5.10 x86_64:7.2 arm64:5.10 arm64:7.2 arm:6.12 arm:7.2 riscv64:6.12 riscv64:7.2
 . "$KTEST_LIB"
 
 mkdir -p "$KTEST_OUT/disasm"
