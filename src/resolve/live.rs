@@ -74,11 +74,6 @@ impl LiveEnv<'_> {
     /// `is_ksym_addr()` with CONFIG_KALLSYMS_ALL: within the core kernel
     /// (`_stext` to `_end`), or within a module's symbols.
     fn in_kernel(&self, table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> bool {
-        let bound = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|n| table.by_name(n, None).first().map(|s| s.addr))
-        };
         // __module_address(): kallsyms bounds no module's last symbol, so
         // an address far past every module is told by where modules' memory
         // may lie (`ModuleSpans`; a running kernel only)
@@ -98,28 +93,9 @@ impl LiveEnv<'_> {
         // is_ksym_addr(): without CONFIG_KALLSYMS_ALL only kernel text and
         // init text are placed (32-bit arm and arm64 5.10: `SYM+1MiB` past
         // the text, or a `D` section marker, is -ENOENT, "Invalid probed
-        // address or symbol"; arm 6.12 seed 1).
-        if !table.lists_data() {
-            let within = |lo: &[&str], hi: &[&str]| match (bound(lo), bound(hi)) {
-                (Some(lo), Some(hi)) => Some(addr >= lo && addr < hi),
-                _ => None,
-            };
-            match (
-                within(&["_stext"], &["_etext"]),
-                within(&["_sinittext"], &["_einittext"]),
-            ) {
-                (Some(true), _) | (_, Some(true)) => return true,
-                (Some(false), _) => return in_module(),
-                _ => {}
-            }
-        }
-        let lo = bound(&["_stext", "_text", "_sinittext"]);
-        // 32-bit arm 6.12 lists no `_end`: past the last core symbol then
-        let hi = bound(&["_end", "__bss_stop", "_ebss"])
-            .or_else(|| table.core_last().map(|a| a.saturating_add(1)));
-        match (lo, hi) {
-            (Some(lo), Some(hi)) if addr >= lo && addr < hi => true,
-            (Some(_), Some(_)) => in_module(),
+        // address or symbol"; arm 6.12 seed 1); without bounds, placed
+        match table.core_image_holds(addr) {
+            Some(false) => in_module(),
             _ => true,
         }
     }
@@ -296,11 +272,10 @@ impl Environment for LiveEnv<'_> {
             .and_then(|s| s.module_symbol_count(module, name))
             .or_else(|| {
                 let t = self.table()?;
-                let loaded = !ktrace_symbols::kallsyms::is_pseudo_module(module)
-                    && t.symbols()
-                        .iter()
-                        .any(|s| s.module.as_deref() == Some(module));
-                Some(loaded.then(|| t.count_same(name, Some(module))))
+                Some(
+                    t.lists_module(module)
+                        .then(|| t.count_same(name, Some(module))),
+                )
             })
     }
 
@@ -692,10 +667,7 @@ impl Environment for SymbolsEnv<'_> {
         // entry, so `$argN` is no variable there)
         if let Some(m) = module
             && !ktrace_symbols::kallsyms::is_pseudo_module(m)
-            && !table
-                .symbols()
-                .iter()
-                .any(|s| s.module.as_deref() == Some(m))
+            && !table.lists_module(m)
         {
             return Some(None);
         }
@@ -709,30 +681,10 @@ impl Environment for SymbolsEnv<'_> {
             return None;
         }
         let addr = sym.addr.checked_add(offset)?;
-        let bound = |name: &str| table.by_name(name, None).first().map(|s| s.addr);
-        let within = |lo: &str, hi: &str| match (bound(lo), bound(hi)) {
-            (Some(lo), Some(hi)) => Some(addr >= lo && addr < hi),
-            _ => None,
-        };
-        // is_ksym_addr(): without CONFIG_KALLSYMS_ALL kallsyms places only
-        // text and init text; with it, the whole image (as LiveEnv's
-        // in_kernel); elsewhere only a module's symbol is found, and an
-        // address in no symbol is -ENOENT, which the registration decides
-        let placed = if table.lists_data() {
-            match (bound("_stext").or(bound("_text")), bound("_end")) {
-                (Some(lo), Some(hi)) => addr >= lo && addr < hi,
-                _ => return None,
-            }
-        } else {
-            match (
-                within("_stext", "_etext"),
-                within("_sinittext", "_einittext"),
-            ) {
-                (Some(true), _) | (_, Some(true)) => true,
-                (Some(false), _) => false,
-                _ => return None,
-            }
-        };
+        // is_ksym_addr() as LiveEnv's in_kernel; outside the core image
+        // only a module's symbol is found, and an address in no symbol is
+        // -ENOENT, which the registration decides
+        let placed = table.core_image_holds(addr)?;
         let at = match table.lookup(addr) {
             Some(at) if placed || at.symbol.module.is_some() => at,
             _ => return Some(None),

@@ -277,6 +277,48 @@ impl Kallsyms {
         self.core_last
     }
 
+    /// Whether a module of this name is loaded: some symbol of the table is
+    /// its own (a pseudo-module such as `[bpf]` never is).
+    pub fn lists_module(&self, module: &str) -> bool {
+        !is_pseudo_module(module)
+            && self
+                .symbols
+                .iter()
+                .any(|s| s.module.as_deref() == Some(module))
+    }
+
+    /// Whether `is_ksym_addr()` places `addr` in the core kernel: without
+    /// `CONFIG_KALLSYMS_ALL` ([`Kallsyms::lists_data`]) in its text or init
+    /// text, with it anywhere in the image (`_stext` to `_end`; 32-bit arm
+    /// 6.12 lists no `_end`: up to the last core symbol then). `None` where
+    /// the table lacks the bounds. An address outside may still be in a
+    /// module's symbols.
+    pub fn core_image_holds(&self, addr: u64) -> Option<bool> {
+        let bound = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| self.by_name(n, None).first().map(|s| s.addr))
+        };
+        if !self.lists_data {
+            let within = |lo: &[&str], hi: &[&str]| match (bound(lo), bound(hi)) {
+                (Some(lo), Some(hi)) => Some(addr >= lo && addr < hi),
+                _ => None,
+            };
+            match (
+                within(&["_stext"], &["_etext"]),
+                within(&["_sinittext"], &["_einittext"]),
+            ) {
+                (Some(true), _) | (_, Some(true)) => return Some(true),
+                (Some(false), _) => return Some(false),
+                _ => {}
+            }
+        }
+        let lo = bound(&["_stext", "_text", "_sinittext"])?;
+        let hi = bound(&["_end", "__bss_stop", "_ebss"])
+            .or_else(|| self.core_last.map(|a| a.saturating_add(1)))?;
+        Some(addr >= lo && addr < hi)
+    }
+
     /// The symbol containing `addr`, as the kernel's lookup finds it: each
     /// region (the core kernel, each module) is searched for its closest
     /// preceding symbol, and the closest of those wins.
@@ -685,6 +727,36 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_core_image_as_is_ksym_addr_places_it() {
+        use super::Kallsyms;
+        // without CONFIG_KALLSYMS_ALL (32-bit arm 6.12: `_stext`, no `_end`):
+        // text and init text only; a module is loaded by its symbols
+        let arm = Kallsyms::parse(
+            "c0300000 T _stext\nc0848c90 T next_fn\nc0f00000 D _etext\n\
+             c14003c0 T _sinittext\nc1490f08 T _einittext\nbf000000 t m_fn\t[m]\n",
+        )
+        .unwrap();
+        assert!(!arm.lists_data());
+        assert_eq!(arm.core_image_holds(0xc0848c90 + 0x10), Some(true));
+        assert_eq!(arm.core_image_holds(0xc0f00000), Some(false));
+        assert_eq!(arm.core_image_holds(0xc1400400), Some(true));
+        assert_eq!(arm.core_image_holds(0xbf000000), Some(false));
+        assert!(arm.lists_module("m") && !arm.lists_module("n") && !arm.lists_module("bpf"));
+        // with it (a `d` symbol): the whole image, `_stext` to `_end`
+        let all = Kallsyms::parse(
+            "ffffffff81000000 T _stext\nffffffff81000100 T f\nffffffff82000000 d data\n\
+             ffffffff83000000 B _end\n",
+        )
+        .unwrap();
+        assert!(all.lists_data());
+        assert_eq!(all.core_image_holds(0xffffffff82000010), Some(true));
+        assert_eq!(all.core_image_holds(0xffffffff83000000), Some(false));
+        // no bounds at all: not known
+        let none = Kallsyms::parse("ffffffff81000100 T f\n").unwrap();
+        assert_eq!(none.core_image_holds(0xffffffff81000100), None);
+    }
+
     #[test]
     fn a_modules_mapping_symbols_are_no_functions() {
         use super::Kallsyms;
