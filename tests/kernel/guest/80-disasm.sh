@@ -7,10 +7,11 @@
 # comparison with objdump.
 # What it holds is ktrace's decoder against the kernel's boundary check,
 # which differ by architecture more than by series (95-conform.sh puts
-# random offsets to the kernel on every cell): CI runs it on the oldest and
-# newest series of each architecture (tests/kernel/README.md, "Which cells
-# run what"); --script or KTEST_EVERY_CELL=1 runs it anywhere.
-# ktest-cells: x86_64:5.10 x86_64:7.2 arm64:5.10 arm64:7.2 arm:6.12 arm:7.2 riscv64:6.12 riscv64:7.2
+# random offsets to the kernel on every cell): CI runs it on the newest
+# series of each architecture and the oldest, x86_64 5.10
+# (tests/kernel/README.md, "Which cells run what"); --script or
+# KTEST_EVERY_CELL=1 runs it anywhere.
+# ktest-cells: x86_64:5.10 x86_64:7.2 arm64:7.2 arm:7.2 riscv64:7.2
 . "$KTEST_LIB"
 
 mkdir -p "$KTEST_OUT/disasm"
