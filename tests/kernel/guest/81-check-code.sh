@@ -220,8 +220,8 @@ sites_counts() {
 named_note=$(ktrace disasm vfs_read 2>&1 | grep -m1 'jump label sites')
 if [ "$KTEST_ARCH" != arm64 ]; then
     skip "the scan is for arm64 (this is $KTEST_ARCH)"
-elif [ "$(uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')" = 6.12 ] && [ "${KTEST_EVERY_CELL:-0}" != 1 ]; then
-    skip "arm64 7.2 scans where kallsyms names the tables (CI time; KTEST_EVERY_CELL=1 runs it here)"
+elif ! on_cells arm64:5.10 arm64:6.1 arm64:7.2; then
+    cells_skip "arm64 5.10, 6.1 and 7.2 (7.2 scans where kallsyms names the tables)"
 elif printf '%s\n' "$named_note" | grep -q 'found by their shape'; then
     set -- $(printf '%s\n' "$named_note" | sites_counts)
     expect_gt "jump label sites found by the scan" "${1:-}" 1000 &&
@@ -266,9 +266,8 @@ fi
 # architecture): CI's time (KTEST_EVERY_CELL=1 runs it everywhere).
 ktest module_sites_agree
 ko=/ktest/modules/autofs4.ko
-series=$(uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
-if [ "$series" != 5.10 ] && [ "$series" != 7.2 ] && [ "${KTEST_EVERY_CELL:-0}" != 1 ]; then
-    skip "run on the 5.10 and 7.2 cells only (CI time; KTEST_EVERY_CELL=1 runs it here)"
+if ! on_cells '*:5.10' '*:7.2'; then
+    cells_skip "the 5.10 and 7.2 cells"
 elif [ ! -f "$ko" ]; then
     skip "no $ko (the rig ships it for '# ktest-modules: autofs4')"
 elif ! grep -q '\[autofs4\]' /proc/kallsyms && ! out=$(insmod "$ko" 2>&1); then

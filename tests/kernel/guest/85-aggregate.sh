@@ -272,10 +272,9 @@ fi
 # The two --linear exposition tests hold ktrace's ladder over the kernel
 # engine's extra tables: the 6.1 and 7.2 cells (old and new hist features)
 # prove it, the others skip them (CI time).
-PROM_SERIES=$(uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
 ktest prometheus_kernel_latency_linear
-if [ "$PROM_SERIES" != 7.2 ] && [ "$PROM_SERIES" != 6.1 ]; then
-    skip "run on the 6.1 and 7.2 cells only (CI time)"
+if ! on_cells '*:6.1' '*:7.2'; then
+    cells_skip "the 6.1 and 7.2 cells"
 elif ! has_hist || ! grep -q ' hrtimer_nanosleep$' /proc/kallsyms; then
     skip "no hist triggers or no hrtimer_nanosleep"
 elif ! command -v wget >/dev/null 2>&1; then
@@ -316,8 +315,8 @@ fi
 # The same for a field with --linear: the kernel engine keeps a raw-value
 # table for Prometheus and buckets it by powers of two here.
 ktest prometheus_kernel_hist_linear
-if [ "$PROM_SERIES" != 7.2 ] && [ "$PROM_SERIES" != 6.1 ]; then
-    skip "run on the 6.1 and 7.2 cells only (CI time)"
+if ! on_cells '*:6.1' '*:7.2'; then
+    cells_skip "the 6.1 and 7.2 cells"
 elif ! has_hist; then
     skip "no hist triggers"
 elif ! command -v wget >/dev/null 2>&1; then

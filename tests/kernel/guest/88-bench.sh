@@ -6,9 +6,8 @@
 . "$KTEST_LIB"
 
 ktest bench_table
-series=$(uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
-if [ "$series" != 7.2 ]; then
-    skip "run on the 7.2 cells only (CI time)"
+if ! on_cells '*:7.2'; then
+    cells_skip "the 7.2 cells"
     exit 0
 fi
 kinds="--kind uprobe --kind uretprobe"

@@ -79,7 +79,7 @@ rc=$?
 cat "$out/stderr.txt"
 cat "$out/stdout.txt"
 summary=$(head -n 1 "$out/stdout.txt")
-series=$(uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p')
+series=$(ktest_series)
 floor=$(printf '%s\n' "$floors" | awk -v c="$KTEST_ARCH:$series" '$1 == c { print $2 }')
 floor=${floor:-100}
 total=$(printf '%s\n' "$summary" | sed -n 's/^conform: seed [0-9]*: \([0-9]*\) definitions, .*/\1/p')
@@ -113,9 +113,8 @@ if [ -z "${KTEST_CONFORM_COUNT:-}" ]; then
 fi
 if [ -n "${KTEST_CONFORM_COUNT:-}" ]; then
     :
-elif case "$KTEST_ARCH:$series" in x86_64:5.10 | x86_64:6.1 | arm64:5.10 | arm:* | riscv64:*) false ;; *) true ;; esac &&
-    [ "${KTEST_EVERY_CELL:-0}" != 1 ]; then
-    skip "not on $KTEST_ARCH $series (CI time: see tests/kernel/README.md, 'Which cells run what'; KTEST_EVERY_CELL=1 runs it here)"
+elif ! on_cells x86_64:5.10 x86_64:6.1 arm64:5.10 'arm:*' 'riscv64:*'; then
+    cells_skip "x86_64 5.10 and 6.1, arm64 5.10, arm and riscv64"
 else
     off=$out/offline
     mkdir -p "$off"

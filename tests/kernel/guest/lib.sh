@@ -278,6 +278,26 @@ ipreg() { case $KTEST_ARCH in arm64 | arm) echo "%pc" ;; riscv64) echo "%epc" ;;
 insn_step() { case $KTEST_ARCH in arm64 | arm) echo 4 ;; riscv64) echo 2 ;; *) echo 1 ;; esac; }
 # uname_m — what `uname -m` says on KTEST_ARCH
 uname_m() { case $KTEST_ARCH in arm64) echo aarch64 ;; arm) echo armv7l ;; *) echo "$KTEST_ARCH" ;; esac; }
+# ktest_series — the kernel series this guest runs (5.10, 6.1, 6.12, 7.2):
+# the first two numbers of `uname -r`
+ktest_series() { uname -r | sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p'; }
+# on_cells CELL... — true when this cell (ARCH:SERIES) matches one of the
+# shell patterns given ('x86_64:5.10', 'arm:*', '*:7.2'), or when
+# KTEST_EVERY_CELL=1: the form of a script's '# ktest-cells:' line for one
+# test. A test it leaves out says so with `cells_skip`.
+on_cells() {
+    [ "${KTEST_EVERY_CELL:-0}" = 1 ] && return 0
+    _kt_cell="$KTEST_ARCH:$(ktest_series)"
+    for _kt_c in "$@"; do
+        # shellcheck disable=SC2254
+        case $_kt_cell in $_kt_c) return 0 ;; esac
+    done
+    return 1
+}
+# cells_skip CELLS — the verdict of a test `on_cells` leaves out here
+cells_skip() {
+    skip "run on $1 only, not on $KTEST_ARCH $(ktest_series) (CI time: tests/kernel/README.md, 'Which cells run what'; KTEST_EVERY_CELL=1 runs it here)"
+}
 # at_entry FUNC — ERE for the "(FUNC+0x0/0xSIZE)" a probe on FUNC prints.
 # On x86_64 kernels built with IBT (Debian 6.12) the kernel places a probe on
 # a function symbol after its 4-byte endbr64 and prints +0x4.
