@@ -73,6 +73,13 @@ pub struct TargetArgs {
     /// running kernel's /sys/kernel/btf is used.
     #[arg(long, value_name = "FILE")]
     pub btf: Option<std::path::PathBuf>,
+    /// The target has no BTF (no /sys/kernel/btf/vmlinux: built without
+    /// CONFIG_DEBUG_INFO_BTF, as Debian's 32-bit arm kernels are), so its
+    /// parser reads no BTF names whatever its version: a bare name is "BTF
+    /// is not available or not supported". Offline only; live, the running
+    /// kernel's README says.
+    #[arg(long, conflicts_with = "btf")]
+    pub no_btf: bool,
     /// The target's vmlinux (ELF with symbols): kprobes at `SYM+OFF` are
     /// checked against its code (instruction boundary; on x86 whether `+4`
     /// is the entry after `endbr64`), offline. Live, the running kernel's
@@ -156,6 +163,8 @@ pub struct Options {
     pub offline: bool,
     /// `--btf`.
     pub btf: Option<std::path::PathBuf>,
+    /// `--no-btf`.
+    pub no_btf: bool,
     /// `--vmlinux`.
     pub vmlinux: Option<std::path::PathBuf>,
     /// `--file`.
@@ -190,6 +199,7 @@ impl From<&TargetArgs> for Options {
             cpus: t.cpus,
             offline: t.offline,
             btf: t.btf.clone(),
+            no_btf: t.no_btf,
             vmlinux: t.vmlinux.clone(),
             ..Options::default()
         }
@@ -413,6 +423,14 @@ impl Checker {
         target.kernel = kernel;
         target.interface = opts.interface;
         target.possible_cpus = opts.cpus;
+        if opts.no_btf {
+            // the version's language without BTF arguments (the parser
+            // generation stays the version's: 6.5+ still takes a bare name
+            // for a BTF variable, and refuses it)
+            let mut f = target.features();
+            f.btf_args = false;
+            target.features = Some(f);
+        }
         // The kernel symbol names the definitions mention, counted in one pass.
         let wanted: Vec<String> = inputs
             .iter()
@@ -422,6 +440,7 @@ impl Checker {
             .collect();
         let wanted = wanted.iter().map(String::as_str);
         let mounted = if opts.offline
+            || opts.no_btf
             || opts.arch.is_some()
             || opts.kernel.is_some()
             || opts.kallsyms.is_some()
@@ -459,6 +478,7 @@ impl Checker {
                 target.kernel,
                 view.as_ref().and_then(|v| v.features()),
             ),
+            (None, None) if opts.no_btf => ktrace_symbols::route::Route::absent(target.kernel),
             (None, None) => ktrace_symbols::route::Route::none(target.kernel),
         };
         // The BTF the kernel's own reading of BTF names is checked with.
@@ -893,6 +913,81 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The blocks of the 32-bit arm corpora (Debian's armmp 6.12 and 7.2,
+    /// built without BTF) that the kernel refused with "BTF is not available
+    /// or not supported", as `(definition, message, caret)`.
+    fn armmp_btf_refusals(cell: &str) -> Vec<(String, String, usize)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/probe/fixtures/corpus");
+        let text = std::fs::read_to_string(dir.join(cell).join("corpus.txt")).unwrap();
+        let mut out = Vec::new();
+        for block in text.split("=== DEF\n").skip(1) {
+            let mut lines = block.lines();
+            let def = lines.next().unwrap().to_string();
+            let log: Vec<&str> = lines.skip_while(|l| *l != "--- ERROR_LOG").collect();
+            // the last entry is the write's answer (a parser may log twice)
+            let Some(i) = log.iter().rposition(|l| l.contains(" error: ")) else {
+                continue;
+            };
+            if !log[i].ends_with(" error: BTF is not available or not supported") {
+                continue;
+            }
+            let start = log[i + 1].find("Command: ").unwrap() + "Command: ".len();
+            let caret = log[i + 2].find('^').unwrap() - start;
+            out.push((def, "BTF is not available or not supported".into(), caret));
+        }
+        out
+    }
+
+    #[test]
+    fn a_target_without_btf_is_checked_as_its_kernel_reads_it() {
+        // issue 22, conform seeds 1204 and 1205 offline on arm 6.12 and 7.2:
+        // a bare name is a BTF variable there, and the kernel, which has no
+        // BTF, refuses it before looking at the name (`common_pid`,
+        // `__probe_ip`); checked as a BTF kernel, ktrace said "This argument
+        // name is already used". The kernel's answers are the corpus blocks
+        // captured on those kernels.
+        for (cell, kernel) in [("arm-7.2", "7.2"), ("arm-6.12", "6.12.95")] {
+            let cases = armmp_btf_refusals(cell);
+            assert!(cases.len() >= 6, "{cell}: {} cases", cases.len());
+            let lines: Vec<String> = cases.iter().map(|c| c.0.clone()).collect();
+            let opts = Options {
+                arch: Some("arm".into()),
+                kernel: Some(kernel.into()),
+                kallsyms: Some(
+                    Path::new(env!("CARGO_MANIFEST_DIR"))
+                        .join("crates/probe/fixtures/corpus")
+                        .join(cell)
+                        .join("kallsyms.txt"),
+                ),
+                ..Options::default()
+            };
+            let answers = |no_btf: bool| {
+                let mut c = Checker::with_options(
+                    &Options {
+                        no_btf,
+                        ..opts.clone()
+                    },
+                    &lines,
+                )
+                .unwrap();
+                cases
+                    .iter()
+                    .map(|(def, _, _)| match c.check(def).kernel.definition {
+                        Ok(_) => ("ok".to_string(), 0),
+                        Err(e) => (e.message.to_string(), e.pos.unwrap_or(usize::MAX)),
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let want: Vec<(String, usize)> = cases.iter().map(|c| (c.1.clone(), c.2)).collect();
+            assert_eq!(answers(true), want, "{cell} with --no-btf");
+            // told nothing, ktrace answers for the version's usual build
+            assert!(
+                answers(false).iter().zip(&want).any(|(a, w)| a != w),
+                "{cell}: --no-btf changes nothing"
+            );
+        }
     }
 
     #[test]

@@ -342,6 +342,9 @@ fn offline_options(
         let btf = Path::new("/sys/kernel/btf/vmlinux");
         if btf.exists() {
             opts.btf = Some(btf.to_path_buf());
+        } else {
+            // as a careful user copying this kernel's files says: it has none
+            opts.no_btf = true;
         }
     }
     Ok(opts)

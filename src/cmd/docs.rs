@@ -72,7 +72,7 @@ const TOP_SECTIONS: &[(&str, &[&str])] = &[
              an event probe. ktrace checks every definition exactly as the target kernel reads \
              it (its verdict, readback, error_log message and caret) before anything is written: \
              ktrace check shows that verdict, for the running kernel or offline (--arch, \
-             --kernel, --kallsyms, --btf, --vmlinux).",
+             --kernel, --kallsyms, --btf or --no-btf, --vmlinux).",
             "ktrace trace, record, count, hist and latency also take conveniences: a bare \
              function name, FUNC%return, argN for the N-th argument register of the \
              architecture, BTF names (file->f_flags, $arg*, typed $retval; compiled into the \

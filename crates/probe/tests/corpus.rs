@@ -226,10 +226,19 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
     let mut stats: BTreeMap<&str, usize> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut undecided = Vec::new();
+    // Debian's armmp kernels are built without CONFIG_DEBUG_INFO_BTF (their
+    // config in the rig's kernel cache; no /sys/kernel/btf/vmlinux): their
+    // parser reads no BTF names, as `ktrace check --no-btf` says offline
+    let no_btf = dir.starts_with("arm-");
     for r in &records {
         let mut target = Target::new(arch);
         target.possible_cpus = Some(2); // the rig boots with -smp 2
         target.kernel = kernel;
+        if no_btf {
+            let mut f = kernel.features();
+            f.btf_args = false;
+            target.features = Some(f);
+        }
         let c = check_line(&r.def, target, &env);
         let k_ok = r.rc == 0;
         let mut problems = Vec::new();
@@ -275,7 +284,7 @@ fn run_with(arch: Arch, dir: &str, kernel: KernelVersion, min: usize, known_gaps
                 {
                     {
                         let want = strip_id(f);
-                        let got = render::format_file_for(p, arch, kernel.features());
+                        let got = render::format_file_for(p, arch, target.features());
                         if want != got {
                             problems.push(format!("format:\n--kernel--\n{want}--ktrace--\n{got}"));
                         }

@@ -73,12 +73,23 @@ impl Route {
         }
     }
 
+    /// A target said to have no BTF (offline `--no-btf`): its kernel reads
+    /// no BTF names whatever its version, and ktrace has none to compile
+    /// them with.
+    pub fn absent(kernel: KernelVersion) -> Route {
+        Route {
+            native: false,
+            missing: Some("the target has no BTF (--no-btf)".to_string()),
+            ..Route::none(kernel)
+        }
+    }
+
     fn btf_for(&mut self, module: Option<&str>) -> Option<&Btf> {
         let key = module.unwrap_or("").to_string();
         if !self.loaded.contains_key(&key) {
             let loaded = match (&self.source, self.single_file) {
                 (None, _) => {
-                    self.missing = Some(no_btf());
+                    self.missing.get_or_insert_with(no_btf);
                     None
                 }
                 (Some(file), true) => {
