@@ -225,8 +225,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// and without repeating its cause).
 fn tracedat_error(e: &ktrace_tracedat::Error) -> String {
     match e {
-        ktrace_tracedat::Error::Io { context, source } => {
-            format!("{context}: {}", crate::output::describe(source))
+        ktrace_tracedat::Error::Io { context, reason } => {
+            format!("{context}: {}", crate::output::describe(reason))
         }
         e => e.to_string(),
     }
@@ -236,7 +236,7 @@ fn tracedat_error(e: &ktrace_tracedat::Error) -> String {
 /// stays a full disk).
 fn sink_error(e: ktrace_tracedat::Error) -> io::Error {
     let kind = match &e {
-        ktrace_tracedat::Error::Io { source, .. } => source.kind(),
+        ktrace_tracedat::Error::Io { reason, .. } => reason.kind(),
         _ => io::ErrorKind::Other,
     };
     io::Error::new(kind, tracedat_error(&e))

@@ -164,11 +164,12 @@ pub enum Error {
     #[error("page: {0}")]
     Page(String),
     /// A file could not be opened, read or polled.
-    #[error("{path}: {source}")]
+    #[error("{path}: {reason}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The error.
-        source: std::io::Error,
+        /// What the operating system said (in the message, not repeated as
+        /// a source: a chain printer would show it twice).
+        reason: std::io::Error,
     },
 }

@@ -297,9 +297,9 @@ pub fn merge_streams(
                 // tail is zeroed, and the read overwrites what is used
                 let mut page = m.spare.pages.pop().unwrap_or_default();
                 page.resize(size, 0);
-                let n = read_full(&mut live[i].1, &mut page).map_err(|source| Error::Io {
+                let n = read_full(&mut live[i].1, &mut page).map_err(|reason| Error::Io {
                     path: format!("cpu{cpu} stream").into(),
-                    source,
+                    reason,
                 })?;
                 if n == 0 {
                     ended = true;

@@ -47,7 +47,7 @@ pub struct CpuReader {
 fn io_err(path: &Path, e: Errno) -> Error {
     Error::Io {
         path: path.to_path_buf(),
-        source: e.into(),
+        reason: e.into(),
     }
 }
 
@@ -155,7 +155,7 @@ impl Reader {
             Ok(_) | Err(Errno::INTR) => Ok(()),
             Err(e) => Err(Error::Io {
                 path: "poll of the per-CPU buffers".into(),
-                source: e.into(),
+                reason: e.into(),
             }),
         }
     }

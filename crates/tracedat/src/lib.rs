@@ -150,12 +150,13 @@ pub mod option {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing the file failed.
-    #[error("{context}: {source}")]
+    #[error("{context}: {reason}")]
     Io {
         /// What was being read or written.
         context: String,
-        /// The error.
-        source: std::io::Error,
+        /// What the operating system said (in the message, not repeated as
+        /// a source: a chain printer would show it twice).
+        reason: std::io::Error,
     },
     /// The file does not start with trace.dat's magic bytes.
     #[error("not a trace.dat file (no 0x17 0x08 0x44 \"tracing\" magic)")]
@@ -212,6 +213,6 @@ pub enum Error {
 impl Error {
     pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
         let context = context.into();
-        move |source| Error::Io { context, source }
+        move |reason| Error::Io { context, reason }
     }
 }
