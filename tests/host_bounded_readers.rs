@@ -439,3 +439,89 @@ fn an_unreadable_kernel_format_costs_only_its_own_records() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `sh -c SCRIPT` with `$K` the ktrace binary and `$TMPDIR` a private,
+/// empty directory, under a time limit: (exit code, stdout, stderr, what
+/// is left in that TMPDIR).
+fn sh_bounded(script: &str) -> (i32, Vec<u8>, String, Vec<String>) {
+    let tmp = std::env::temp_dir().join(format!(
+        "ktrace_pipes_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new("timeout")
+        .args(["-k", "5", "60", "bash", "-c", script])
+        .env("K", env!("CARGO_BIN_EXE_ktrace"))
+        .env("TMPDIR", &tmp)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !matches!(out.status.code(), Some(124 | 137) | None),
+        "{script}: hung ({})",
+        out.status
+    );
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    std::fs::remove_dir_all(&tmp).unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        left,
+    )
+}
+
+/// A recording that comes through a pipe (`-`, `<(...)`, a FIFO) is read
+/// as the file itself is: trace.dat is read by offset, so ktrace copies it
+/// to a temporary file it unlinks at once. Before, `ktrace report
+/// <(cat F)` failed ("Illegal seek") and `-` was "No such file".
+#[test]
+fn a_recording_through_a_pipe_reads_as_the_file() {
+    for name in ["tc-v6.dat", "tc-v7-zstd.dat"] {
+        let f = fixture(name);
+        let f = f.to_str().unwrap();
+        let (code, want, err, _) = sh_bounded(&format!("\"$K\" report '{f}'"));
+        assert_eq!(code, 0, "{name}: {err}");
+        let hits = String::from_utf8_lossy(&want).matches(" ent: ").count();
+        let tc = std::fs::read_to_string(fixture(&name.replace(".dat", ".report.txt"))).unwrap();
+        assert!(
+            hits > 0 && hits == tc.matches(" ent: ").count(),
+            "{name}: {hits} lines"
+        );
+        for how in [
+            format!("cat '{f}' | \"$K\" report -"),
+            format!("\"$K\" report - < '{f}'"),
+            format!("\"$K\" report <(cat '{f}')"),
+            format!(
+                "mkfifo \"$TMPDIR/p\" && (cat '{f}' > \"$TMPDIR/p\" &) && \"$K\" report \"$TMPDIR/p\"; rm -f \"$TMPDIR/p\""
+            ),
+        ] {
+            let (code, got, err, left) = sh_bounded(&how);
+            assert_eq!(code, 0, "{how}: {err}");
+            assert!(got == want, "{how}: not the file's text");
+            assert!(left.is_empty(), "{how}: left {left:?} in TMPDIR");
+        }
+        // the Perfetto export too, byte for byte
+        let (code, _, err, _) = sh_bounded(&format!(
+            "\"$K\" export '{f}' --perfetto -o \"$TMPDIR/a.pf\" && cat '{f}' | \"$K\" export - --perfetto -o \"$TMPDIR/b.pf\" && cmp \"$TMPDIR/a.pf\" \"$TMPDIR/b.pf\" && rm \"$TMPDIR\"/?.pf"
+        ));
+        assert_eq!(code, 0, "{name}: export through a pipe: {err}");
+    }
+    // cut short or empty: a clear error naming the input, nothing left
+    let f = fixture("tc-v7-zstd.dat");
+    let (code, _, err, left) =
+        sh_bounded(&format!("head -c 1000 '{}' | \"$K\" report -", f.display()));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cannot read standard input: file truncated"),
+        "{err}"
+    );
+    assert!(left.is_empty(), "left {left:?}");
+    let (code, _, err, _) = sh_bounded("true | \"$K\" report -");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("standard input is empty"), "{err}");
+}

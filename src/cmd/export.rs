@@ -22,7 +22,8 @@ use crate::outfile::{Input, OutFile};
 /// Arguments of `ktrace export`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
+    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`);
+    /// `-` (or a pipe) is read into a temporary file first.
     #[arg(value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub file: PathBuf,
     /// Write a Perfetto trace (protobuf; the only format so far).

@@ -29,7 +29,8 @@ use crate::kview::SavedSymbols;
 /// Arguments of `ktrace report`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`).
+    /// The trace.dat file (written by `ktrace record` or `trace-cmd record`);
+    /// `-` (or a pipe: `<(zstdcat F)`) is read into a temporary file first.
     #[arg(value_name = "FILE", required_unless_present_any = ["boot", "previous_boot"], value_hint = clap::ValueHint::FilePath)]
     pub file: Option<PathBuf>,
     /// Instead of a file: the events the boot-time probes (`kprobe_event=`,
@@ -76,11 +77,122 @@ pub(crate) struct Recording {
     pub(crate) streams: Vec<CpuPages>,
 }
 
-/// Opens `path` for replay.
-pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
+/// One reader of a recording's file at a place of its own (`pread`): the
+/// metadata and every CPU's pages read the one open file, each where it is.
+struct At {
+    file: std::sync::Arc<std::fs::File>,
+    pos: u64,
+}
+
+impl At {
+    fn new(file: &std::sync::Arc<std::fs::File>) -> At {
+        At {
+            file: file.clone(),
+            pos: 0,
+        }
+    }
+}
+
+impl io::Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(&*self.file, buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::Seek for At {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        let pos = match to {
+            io::SeekFrom::Start(o) => Some(o),
+            // the length as it is now (a recording still being written grows)
+            io::SeekFrom::End(d) => self.file.metadata()?.len().checked_add_signed(d),
+            io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek before the start of the file",
+            )
+        })?;
+        Ok(self.pos)
+    }
+}
+
+/// The recording at `path` (`-`: standard input), open for reading by
+/// offset. A trace.dat is read by offset, so one that comes through a pipe
+/// (`-`, a FIFO, `<(zstdcat F)`, `ssh board cat F |`) is first copied to a
+/// temporary file, unlinked at once (nothing is left behind, whatever
+/// ends the run) and read from there.
+fn open_file(path: &Path) -> anyhow::Result<std::fs::File> {
     let name = path.display();
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
-    let dat = TraceDat::open(BufReader::new(f)).with_context(|| format!("cannot read {name}"))?;
+    let stdin = path == Path::new("-");
+    if !stdin {
+        let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+        let seekable = f.metadata().is_ok_and(|m| m.is_file() || m.is_dir());
+        if seekable {
+            return Ok(f);
+        }
+        return spool(f, &name.to_string());
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        anyhow::bail!("`-` reads the recording from standard input, which is a terminal here");
+    }
+    spool(std::io::stdin().lock(), "standard input")
+}
+
+/// `from`'s bytes in an unlinked temporary file (in $TMPDIR, else /tmp).
+fn spool(mut from: impl io::Read, name: &str) -> anyhow::Result<std::fs::File> {
+    let dir = std::env::temp_dir();
+    let mut tmp = None;
+    for n in 0..100u32 {
+        let p = dir.join(format!(".ktrace-report-{}-{n}.dat", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&p)
+        {
+            Ok(f) => {
+                let _ = std::fs::remove_file(&p);
+                tmp = Some(f);
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot read {name}: a temporary file in {} for it",
+                        dir.display()
+                    )
+                });
+            }
+        }
+    }
+    let mut tmp =
+        tmp.with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    let n = io::copy(&mut from, &mut tmp).with_context(|| {
+        format!(
+            "cannot read {name} into a temporary file in {} (a trace.dat is read by offset)",
+            dir.display()
+        )
+    })?;
+    if n == 0 {
+        anyhow::bail!("{name} is empty: no trace.dat came through it");
+    }
+    Ok(tmp)
+}
+
+/// Opens `path` for replay (`-`: standard input).
+pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
+    let name = if path == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let file = std::sync::Arc::new(open_file(path)?);
+    let dat = TraceDat::open(BufReader::new(At::new(&file)))
+        .with_context(|| format!("cannot read {name}"))?;
     let TraceDat { mut meta, .. } = dat;
     // what the page streams need of the metadata (not the big texts,
     // which are not copied to leave them out)
@@ -150,9 +262,11 @@ pub(crate) fn open(path: &Path) -> anyhow::Result<Recording> {
     }
     let mut streams: Vec<CpuPages> = Vec::new();
     for (i, c) in buffer.cpus.iter().enumerate() {
-        let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
-        let dat = TraceDat::reopen(BufReader::with_capacity(1 << 16, f), slim.clone())
-            .with_context(|| format!("cannot read {name}"))?;
+        let dat = TraceDat::reopen(
+            BufReader::with_capacity(1 << 16, At::new(&file)),
+            slim.clone(),
+        )
+        .with_context(|| format!("cannot read {name}"))?;
         let pages = dat
             .into_pages(index, i)
             .with_context(|| format!("{name}: cpu {}", c.cpu))?;
