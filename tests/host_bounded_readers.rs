@@ -219,6 +219,10 @@ fn kallsyms_and_btf_tables_are_read_with_a_bound() {
     for args in [
         "check --kallsyms /dev/zero 'p:x vfs_read'",
         "syms --btf --btf-file /dev/zero task_struct.pid",
+        // `check --btf FILE` read its file whole, and said nothing when it
+        // could not (found by hand, 30 Nov 2026: /dev/zero hung it)
+        "check --arch x86_64 --btf /dev/zero 'p:x vfs_read count'",
+        "boot --arch x86_64 --btf /dev/zero 'p:x vfs_read count'",
     ] {
         let (code, err, rss) = limited(args);
         assert_eq!(code, Some(1), "{args}: {err}");
@@ -236,6 +240,10 @@ fn kallsyms_and_btf_tables_are_read_with_a_bound() {
     for args in [
         format!("check --kallsyms {} 'p:x vfs_read'", big.display()),
         format!("syms --btf --btf-file {} task_struct.pid", big.display()),
+        format!(
+            "check --arch x86_64 --btf {} 'p:x vfs_read count'",
+            big.display()
+        ),
     ] {
         let (code, err, rss) = limited(&args);
         assert_eq!(code, Some(1), "{args}: {err}");

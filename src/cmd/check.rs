@@ -483,7 +483,10 @@ impl Checker {
         };
         // The BTF the kernel's own reading of BTF names is checked with.
         let btf = match (&opts.btf, &mounted) {
-            (Some(file), _) => ktrace_symbols::btf_types::KernelBtf::open_file(file),
+            (Some(file), _) => Some(
+                ktrace_symbols::btf_types::KernelBtf::open_file(file)
+                    .with_context(|| format!("--btf {}", file.display()))?,
+            ),
             (None, Some(_)) => ktrace_symbols::btf_types::KernelBtf::running(),
             (None, None) => None,
         };

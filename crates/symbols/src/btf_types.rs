@@ -167,8 +167,10 @@ impl KernelBtf {
     }
 
     /// A single BTF file (`--btf FILE`, a copy of a target's vmlinux BTF),
-    /// with the module blobs beside it when there are any.
-    pub fn open_file(file: &Path) -> Option<KernelBtf> {
+    /// with the module blobs beside it when there are any. An error when it
+    /// cannot be read (a device, a directory, past the table limit) or is
+    /// not BTF.
+    pub fn open_file(file: &Path) -> crate::Result<KernelBtf> {
         let dir = file.parent().unwrap_or(Path::new("."));
         let mut k = KernelBtf {
             dir: dir.to_path_buf(),
@@ -176,17 +178,18 @@ impl KernelBtf {
             index: OnceCell::new(),
             modules: Vec::new(),
         };
-        let data = std::fs::read(file).ok()?;
-        let btf = Btf::parse(&data).ok()?;
+        let data = crate::read_table(file)?;
+        let btf = Btf::parse(&data)
+            .map_err(|e| crate::Error::Code(format!("{}: not BTF: {e}", file.display())))?;
         let _ = k.base.set(Some((data, btf)));
         k.dir = dir.to_path_buf();
-        Some(k)
+        Ok(k)
     }
 
     fn base(&self) -> Option<&(Vec<u8>, Btf)> {
         self.base
             .get_or_init(|| {
-                let data = std::fs::read(self.dir.join("vmlinux")).ok()?;
+                let data = crate::read_table(&self.dir.join("vmlinux")).ok()?;
                 let btf = Btf::parse(&data).ok()?;
                 Some((data, btf))
             })
@@ -208,7 +211,7 @@ impl KernelBtf {
         let (name, cell) = &self.modules[i];
         cell.get_or_init(|| {
             let (base, _) = self.base()?;
-            let split = std::fs::read(self.dir.join(name)).ok()?;
+            let split = crate::read_table(&self.dir.join(name)).ok()?;
             Btf::parse_split(base, &split).ok()
         })
         .as_ref()
@@ -221,7 +224,7 @@ impl KernelBtf {
                 return map;
             };
             for (i, (name, _)) in self.modules.iter().enumerate() {
-                let Ok(split) = std::fs::read(self.dir.join(name)) else {
+                let Ok(split) = crate::read_table(&self.dir.join(name)) else {
                     continue;
                 };
                 for f in Btf::split_function_names(base, &split).unwrap_or_default() {
