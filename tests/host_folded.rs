@@ -233,3 +233,28 @@ fn folded_needs_a_stack_key() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "clap's usage error");
 }
+
+/// `ktrace report --folded` of a recording made without `--stack` said
+/// nothing and printed one `[no stack] N` line (found by hand, 30 Nov
+/// 2026, on a 1M-event recording): an empty flame graph for a forgotten
+/// flag. Now it is an error that says so (trace-cmd's fixture: no stacks).
+#[test]
+fn folded_report_of_a_recording_without_stacks_says_so() {
+    let f = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/tracedat/fixtures/tc-v7-zstd.dat");
+    let out = ktrace()
+        .args(["report", "--folded"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds no stacks: none of its 80 event(s) has one (record with --stack)"),
+        "{err}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

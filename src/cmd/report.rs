@@ -461,17 +461,25 @@ fn folded(
     streams: Vec<CpuPages>,
     symbols: &SavedSymbols,
 ) -> anyhow::Result<ExitCode> {
-    if !decoder.table().iter().any(|i| i.is_stack()) {
-        crate::say!(
-            "{} has no stack records (record with --stack): every hit is [no stack]",
-            path.display()
-        );
-    }
     let r = crate::cmd::agg::count_recording_by_stack(decoder, streams, symbols);
     for w in decoder.take_warnings() {
         crate::say!("{w}");
     }
     let (r, end) = r.map_err(|e| anyhow::Error::new(e).context("cannot read the recording"))?;
+    // a recording made without --stack (its file holds the stack event
+    // formats all the same, so only the records tell)
+    let stacked = r.rows.iter().any(|(key, _)| {
+        key.iter()
+            .any(|v| matches!(v, ktrace_aggregate::KeyValue::Stack(f) if !f.is_empty()))
+    });
+    if !stacked && end.summary.events > 0 {
+        summary(&end);
+        anyhow::bail!(
+            "{} holds no stacks: none of its {} event(s) has one (record with --stack)",
+            path.display(),
+            end.summary.events
+        );
+    }
     let mut out = String::new();
     ktrace_aggregate::folded::count_folded(&mut out, &r);
     let mut so = io::stdout().lock();
