@@ -142,3 +142,56 @@ fn an_unconditional_trigger_does_not_fire_on_ktraces_own_reads() {
     let _ = std::fs::remove_file(&file);
     panic!("the command's read is never recorded:\n{last}");
 }
+
+/// A command that cannot run is an error before anything is written: the
+/// session used to be set up ("tracing 1 probe(s)"), the spawn to fail,
+/// and everything to be torn down again (found by hand, 30 Nov 2026).
+#[test]
+fn a_command_that_cannot_run_changes_nothing() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let t = Target::new("norun");
+    let dir = std::env::temp_dir().join(format!("ktrace_norun_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let plain = dir.join("plain.txt");
+    std::fs::write(&plain, "not a program\n").unwrap();
+    let out = dir.join("out.txt");
+    std::fs::write(&out, "old\n").unwrap();
+    let before = state(&root);
+    for (cmd, why) in [
+        (dir.join("nosuch").display().to_string(), "no such file"),
+        (
+            "ktrace_no_such_command".to_string(),
+            "no executable of that name in PATH",
+        ),
+        (dir.display().to_string(), "it is a directory"),
+        (plain.display().to_string(), "it is not executable"),
+    ] {
+        for verb in ["trace", "count", "record"] {
+            let mut args: Vec<String> = vec![verb.into(), t.def("p:ev", "")];
+            match verb {
+                "trace" => args.extend(["-o".into(), out.display().to_string()]),
+                "record" => args.extend(["-o".into(), dir.join("r.dat").display().to_string()]),
+                _ => {}
+            }
+            args.extend(["--".into(), cmd.clone()]);
+            let o = common::ktrace().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("cannot run {cmd}: {why}")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                !err.contains("tracing") && !err.contains("cleanup removed"),
+                "{args:?}: something was set up: {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old\n");
+    assert!(!dir.join("r.dat").exists() && !dir.join("r.dat.partial").exists());
+    let after = state(&root);
+    assert_eq!(before.dynamic_events, after.dynamic_events);
+    assert_eq!(before.instances, after.instances);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

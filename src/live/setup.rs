@@ -337,6 +337,11 @@ pub(super) fn create_objects(
 ) -> anyhow::Result<ktrace_tracefs::Instance> {
     let stop = || signals.caught();
     check(signals)?;
+    // the command is found before anything is written: a typo is an error
+    // that changes nothing, not a session set up and torn down
+    if let Some(cmd) = args.command.first() {
+        runnable(cmd)?;
+    }
     crate::resolve::create(sess, probes, &stop)?;
     let inst = sess.create_instance()?.clone();
     check(signals)?;
@@ -404,6 +409,32 @@ pub(super) fn pid_lists(
         inst.set_event_notrace_pids(&threads_of(own_pid)?)?;
         Ok(None)
     }
+}
+
+/// Whether `cmd` can be started as `std::process::Command` would: a path
+/// (with a `/`) to an executable file, or an executable file of that name
+/// in a `PATH` directory. The error says which of those it is not.
+fn runnable(cmd: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let usable = |p: &std::path::Path| -> Result<(), &'static str> {
+        let m = std::fs::metadata(p).map_err(|_| "no such file")?;
+        if m.is_dir() {
+            return Err("it is a directory");
+        }
+        if m.permissions().mode() & 0o111 == 0 {
+            return Err("it is not executable");
+        }
+        Ok(())
+    };
+    if cmd.contains('/') {
+        return usable(std::path::Path::new(cmd))
+            .map_err(|why| anyhow::anyhow!("cannot run {cmd}: {why}"));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    if std::env::split_paths(&path).any(|d| usable(&d.join(cmd)).is_ok()) {
+        return Ok(());
+    }
+    anyhow::bail!("cannot run {cmd}: no executable of that name in PATH")
 }
 
 pub(super) fn start_command(args: &RunArgs) -> anyhow::Result<Option<Child>> {
