@@ -199,6 +199,13 @@ const ATTACHED_MESSAGES: &[&str] = &[
     "Attached event does not have this field",
 ];
 
+/// The error_log messages of an event probe's `$comm` read as the task's
+/// comm, which only an event without a `comm` field does.
+const COMM_MESSAGES: &[&str] = &[
+    "Symbol String doesn't accept data/userdata",
+    "$comm can not be dereferenced",
+];
+
 /// Why the kernel's answer is one that `ours`, an offline check, could not
 /// give: what decided it is only on the target (a uprobe's file, an event
 /// probe's event, fields and filter, the kernel's symbols, text and state,
@@ -234,6 +241,16 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
         }
         if ours.undone.event && message == "Invalid $-variable specified" {
             // an event probe's `$FIELD` the event lacks (7.2)
+            return Some("the attached event");
+        }
+        if ours.undone.event
+            && COMM_MESSAGES.contains(&message)
+            && ours.message.as_deref() != Some(message)
+        {
+            // an event probe's `$comm`: a field when the event has one,
+            // else the task's comm, which takes no `symstr` and no
+            // dereference (arm 6.12 and 7.2 offline, seed 20261130:
+            // `e:sched/ev21709 watchdog/watchdog_set_timeout $comm:symstr`)
             return Some("the attached event");
         }
         if ours.undone.build && kernel.message.is_none() && kernel.errno == Some(22) {
@@ -568,6 +585,15 @@ mod tests {
         assert_eq!(left_open(&var, &undone), None);
         undone.undone.event = true;
         assert_eq!(left_open(&var, &undone), Some("the attached event"));
+        // `$comm` of an event probe: the task's only without such a field
+        let symstr = refused("Symbol String doesn't accept data/userdata", 52);
+        assert_eq!(left_open(&symstr, &undone), Some("the attached event"));
+        undone.undone.event = false;
+        assert_eq!(left_open(&symstr, &undone), None);
+        // ktrace refusing with the same message is an agreement to count
+        let mut same = offline(refused("Symbol String doesn't accept data/userdata", 52));
+        same.undone.event = true;
+        assert_eq!(left_open(&symstr, &same), None);
         // the default maxactive on readback, and nothing else there
         let k = accepted("r10:kprobes/ev f a=%di");
         assert_eq!(
