@@ -918,12 +918,18 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A cell's directory of the conformance corpus (ktrace-probe's fixtures).
+    fn corpus_dir(cell: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("crates/probe/fixtures/corpus")
+            .join(cell)
+    }
+
     /// The blocks of the 32-bit arm corpora (Debian's armmp 6.12 and 7.2,
     /// built without BTF) that the kernel refused with "BTF is not available
     /// or not supported", as `(definition, message, caret)`.
     fn armmp_btf_refusals(cell: &str) -> Vec<(String, String, usize)> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/probe/fixtures/corpus");
-        let text = std::fs::read_to_string(dir.join(cell).join("corpus.txt")).unwrap();
+        let text = std::fs::read_to_string(corpus_dir(cell).join("corpus.txt")).unwrap();
         let mut out = Vec::new();
         for block in text.split("=== DEF\n").skip(1) {
             let mut lines = block.lines();
@@ -958,12 +964,7 @@ mod tests {
             let opts = Options {
                 arch: Some("arm".into()),
                 kernel: Some(kernel.into()),
-                kallsyms: Some(
-                    Path::new(env!("CARGO_MANIFEST_DIR"))
-                        .join("crates/probe/fixtures/corpus")
-                        .join(cell)
-                        .join("kallsyms.txt"),
-                ),
+                kallsyms: Some(corpus_dir(cell).join("kallsyms.txt")),
                 ..Options::default()
             };
             let answers = |no_btf: bool| {

@@ -5,8 +5,10 @@
 //! (`ktrace_stream::replay`), with the event formats, kallsyms, saved
 //! cmdlines, clock and kernel release taken from the file.
 //!
-//! The file is read through ktrace-tracedat (one handle per CPU, about one
-//! page per CPU in memory); nothing on this machine is consulted. A
+//! The file is read through ktrace-tracedat (one reader per CPU, each at
+//! its own offset of the one open file, about one page per CPU in memory;
+//! a recording that comes through a pipe is copied to a temporary file
+//! first); nothing on this machine is consulted. A
 //! truncated, corrupted or foreign file is a clear error; a CPU whose data
 //! was cut short (a recorder killed mid-page) prints up to its last whole
 //! page and says so. The loss account (page headers, the CPU stats the
@@ -129,6 +131,7 @@ fn open_file(path: &Path) -> anyhow::Result<std::fs::File> {
     let stdin = path == Path::new("-");
     if !stdin {
         let f = std::fs::File::open(path).with_context(|| format!("cannot open {name}"))?;
+        // (a directory fails below with the reader's own words)
         let seekable = f.metadata().is_ok_and(|m| m.is_file() || m.is_dir());
         if seekable {
             return Ok(f);
