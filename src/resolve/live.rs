@@ -251,11 +251,9 @@ impl Environment for LiveEnv<'_> {
         let Some(t) = self.table() else {
             return Vec::new();
         };
-        // similar() compares only names with the same first byte
-        let first = name.chars().next().map_or("", |c| &name[..c.len_utf8()]);
         ktrace_probe::similar::similar(
             name,
-            t.with_prefix(first)
+            t.shaped_like(name)
                 .filter(|s| s.is_text() && s.module.is_none())
                 .map(|s| s.name.as_str()),
         )

@@ -181,6 +181,9 @@ impl Environment for Offline {}
 pub struct Kallsyms {
     counts: HashMap<String, usize>,
     modules: HashMap<String, Vec<String>>,
+    /// The names in "did you mean" order ([`crate::similar::shape_order`]),
+    /// built at the first misspelt name.
+    by_shape: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Kallsyms {
@@ -249,7 +252,21 @@ impl Environment for Kallsyms {
     }
 
     fn similar_symbols(&self, name: &str) -> Vec<String> {
-        crate::similar::similar(name, self.counts.keys().map(String::as_str))
+        let names = self.by_shape.get_or_init(|| {
+            let names: Vec<&String> = self.counts.keys().collect();
+            let order = crate::similar::shape_order(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (i as u32, n.as_str())),
+            );
+            order
+                .into_iter()
+                .map(|i| names[i as usize].clone())
+                .collect()
+        });
+        let run = crate::similar::shape_run(names, String::as_str, name);
+        crate::similar::similar(name, names[run].iter().map(String::as_str))
     }
 
     fn module_symbol_count(&self, module: &str, name: &str) -> Option<Option<usize>> {

@@ -6,13 +6,17 @@
 /// for names up to 6 bytes, two beyond), nearest first, each once. Only
 /// names with the same first byte are compared: a kernel has some 100,000
 /// symbols, and a guest under emulation checks thousands of definitions.
+/// With many names, pass only the run [`shape_run`] picks out of a
+/// [`shape_order`] index: the same answer without scanning the rest.
 pub fn similar<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let limit = if wanted.len() <= 6 { 1 } else { 2 };
+    let limit = limit_for(wanted);
     let first = wanted.as_bytes().first().copied();
     let mut rows = Vec::new();
+    let bytes = signature(wanted.as_bytes());
     let mut found: Vec<(usize, &str)> = names
         .filter(|n| n.as_bytes().first().copied() == first)
         .filter(|n| n.len().abs_diff(wanted.len()) <= limit && *n != wanted)
+        .filter(|n| (signature(n.as_bytes()) ^ bytes).count_ones() as usize <= 2 * limit)
         .filter_map(|n| distance(wanted.as_bytes(), n.as_bytes(), limit, &mut rows).map(|d| (d, n)))
         .collect();
     found.sort();
@@ -22,6 +26,70 @@ pub fn similar<'a>(wanted: &str, names: impl Iterator<Item = &'a str>) -> Vec<St
         .take(3)
         .map(|(_, n)| n.to_string())
         .collect()
+}
+
+/// Which kinds of byte `name` holds, one bit each (letters, digits and `_`
+/// apart, all else shared). An edit changes at most two bits (a
+/// substitution drops one kind and adds another; a transposition none), so
+/// names `d` edits apart differ in at most `2 * d` bits: most names of the
+/// same first byte and length are ruled out here instead of by
+/// [`distance`] (a guest's check of a misspelt name compares thousands).
+fn signature(name: &[u8]) -> u64 {
+    name.iter().fold(0, |m, &c| {
+        let bit = match c {
+            b'a'..=b'z' => c - b'a',
+            b'A'..=b'Z' => c - b'A' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'_' => 62,
+            _ => 63,
+        };
+        m | 1 << bit
+    })
+}
+
+/// How many edits [`similar`] allows for `wanted`.
+fn limit_for(wanted: &str) -> usize {
+    if wanted.len() <= 6 { 1 } else { 2 }
+}
+
+/// A name's shape: its first byte, then its length.
+fn shape(name: &str) -> (Option<u8>, usize) {
+    (name.as_bytes().first().copied(), name.len())
+}
+
+/// The ids of `named` in shape order: by first byte, then length, then
+/// name. The names [`similar`] compares with a wanted one (same first byte,
+/// length within the limit) are then one contiguous run ([`shape_run`]):
+/// a few hundred of a kernel's 100,000 symbols, where one first byte alone
+/// leaves thousands to scan for every misspelt name.
+pub fn shape_order<'a>(named: impl Iterator<Item = (u32, &'a str)>) -> Vec<u32> {
+    let mut keyed: Vec<(u32, &str)> = named.collect();
+    keyed.sort_unstable_by(|a, b| (shape(a.1), a.1).cmp(&(shape(b.1), b.1)));
+    keyed.into_iter().map(|(id, _)| id).collect()
+}
+
+/// The run of `sorted` (in [`shape_order`]; `name_of` gives an item's
+/// name) that [`similar`] compares `wanted` with.
+pub fn shape_run<'n, T>(
+    sorted: &'n [T],
+    name_of: impl Fn(&'n T) -> &'n str,
+    wanted: &str,
+) -> std::ops::Range<usize> {
+    let (first, len) = shape(wanted);
+    let limit = limit_for(wanted);
+    let at = |k: usize| shape(name_of(&sorted[k]));
+    // (slice::partition_point lends each item for less than 'n)
+    let partition = |below: &dyn Fn(usize) -> bool| {
+        let (mut lo, mut hi) = (0, sorted.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid) { lo = mid + 1 } else { hi = mid }
+        }
+        lo
+    };
+    let from = partition(&|k| at(k) < (first, len.saturating_sub(limit)));
+    let to = partition(&|k| at(k) <= (first, len + limit));
+    from..to.max(from)
 }
 
 /// The optimal-string-alignment distance of `a` and `b`, or `None` when it
@@ -105,17 +173,74 @@ mod tests {
         d[n][m]
     }
 
-    #[test]
-    fn banded_distance_agrees_with_the_full_table() {
-        // seeded edits of kernel-like names over a small alphabet (so
-        // transpositions and repeats happen), limits 0 to 3
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = |n: u64| {
+    /// A seeded xorshift: `next(n)` draws below `n`.
+    fn xorshift(mut x: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x % n
+        }
+    }
+
+    /// [`similar`] (signature, band, shape run) against the full table
+    /// over every name: seeded names over a small alphabet, so that near
+    /// names abound.
+    #[test]
+    fn similar_and_its_shape_run_agree_with_the_full_table() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let alphabet = b"ab_c1Z";
+        let word = |next: &mut dyn FnMut(u64) -> u64| -> String {
+            let len = 1 + next(10) as usize;
+            (0..len)
+                .map(|_| alphabet[next(6) as usize] as char)
+                .collect()
         };
+        let names: Vec<String> = (0..3000).map(|_| word(&mut next)).collect();
+        let index = shape_order(
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i as u32, n.as_str())),
+        );
+        let mut nonempty = 0;
+        for _ in 0..400 {
+            let wanted = word(&mut next);
+            let limit = limit_for(&wanted);
+            let mut want: Vec<(usize, &str)> = names
+                .iter()
+                .filter(|n| n.as_bytes()[0] == wanted.as_bytes()[0] && **n != wanted)
+                .map(|n| (full_osa(wanted.as_bytes(), n.as_bytes()), n.as_str()))
+                .filter(|&(d, _)| d <= limit)
+                .collect();
+            want.sort();
+            want.dedup_by(|a, b| a.1 == b.1);
+            let want: Vec<String> = want
+                .into_iter()
+                .take(3)
+                .map(|(_, n)| n.to_string())
+                .collect();
+            assert_eq!(
+                similar(&wanted, names.iter().map(String::as_str)),
+                want,
+                "{wanted}"
+            );
+            let run = shape_run(&index, |&i| names[i as usize].as_str(), &wanted);
+            let ran = similar(
+                &wanted,
+                index[run].iter().map(|&i| names[i as usize].as_str()),
+            );
+            assert_eq!(ran, want, "{wanted} (shape run)");
+            nonempty += usize::from(!want.is_empty());
+        }
+        assert!(nonempty > 100, "only {nonempty} names had near ones");
+    }
+
+    #[test]
+    fn banded_distance_agrees_with_the_full_table() {
+        // seeded edits of kernel-like names over a small alphabet (so
+        // transpositions and repeats happen), limits 0 to 3
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let alphabet = b"abc_de";
         let mut rows = Vec::new();
         let mut within = 0;

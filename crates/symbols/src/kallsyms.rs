@@ -101,6 +101,9 @@ pub struct Kallsyms {
     /// name sort was a third of `ktrace report`'s start (155 of 485
     /// million instructions for a 7.2 recording's saved kallsyms).
     by_name: std::sync::OnceLock<Vec<u32>>,
+    /// Indexes in "did you mean" order (`ktrace_probe::similar::shape_order`),
+    /// built at the first misspelt name.
+    by_shape: std::sync::OnceLock<Vec<u32>>,
     /// Whether the core kernel lists `d`/`b` symbols ([`Self::lists_data`]),
     /// found while indexing: the checker asks for every address it places,
     /// and the first data symbol is some 60,000 lines into a table.
@@ -195,6 +198,7 @@ impl Kallsyms {
             symbols,
             sorted,
             by_name: std::sync::OnceLock::new(),
+            by_shape: std::sync::OnceLock::new(),
             lists_data,
             core_last,
             core_end,
@@ -238,16 +242,18 @@ impl Kallsyms {
             .collect()
     }
 
-    /// Symbols whose name starts with `prefix`, in name order (one range
-    /// of the name index: "did you mean" compares only names sharing the
-    /// first byte, a few thousand of a table's 100,000 and more).
-    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a KernelSymbol> {
-        let index = self.name_index();
-        let from = index.partition_point(|&i| self.symbols[i as usize].name.as_str() < prefix);
-        index[from..]
-            .iter()
-            .map(|&i| &self.symbols[i as usize])
-            .take_while(move |s| s.name.starts_with(prefix))
+    /// The symbols "did you mean" compares `wanted` with: the same first
+    /// byte, a length within its edit limit (`ktrace_probe::similar`).
+    pub fn shaped_like<'a>(&'a self, wanted: &str) -> impl Iterator<Item = &'a KernelSymbol> {
+        let index = self.by_shape.get_or_init(|| {
+            let symbols = &self.symbols;
+            ktrace_probe::similar::shape_order(
+                (0..symbols.len()).map(|i| (i as u32, &*symbols[i].name)),
+            )
+        });
+        let run =
+            ktrace_probe::similar::shape_run(index, |&i| &self.symbols[i as usize].name, wanted);
+        index[run].iter().map(|&i| &self.symbols[i as usize])
     }
 
     /// The count `number_of_same_symbols()` in kernel/trace/trace_kprobe.c
@@ -1027,7 +1033,7 @@ mod tests {
     }
 
     #[test]
-    fn core_last_and_prefix_ranges() {
+    fn core_last_and_shaped_runs() {
         let t = Kallsyms::parse(
             "c0300000 T _stext\nc0400000 T vfs_read\nc0400100 t vfs_write\n\
              c0380000 T vfat_x\nbf000000 t vfs_mod\t[m]\nc0500000 D _etext\n",
@@ -1035,12 +1041,16 @@ mod tests {
         .unwrap();
         // a module's symbol past the core (or before it) does not count
         assert_eq!(t.core_last(), Some(0xc050_0000));
-        let names = |p: &str| t.with_prefix(p).map(|s| s.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names("vf"), ["vfat_x", "vfs_mod", "vfs_read", "vfs_write"]);
-        assert_eq!(names("vfs_"), ["vfs_mod", "vfs_read", "vfs_write"]);
-        assert_eq!(names("_"), ["_etext", "_stext"]);
+        let names = |w: &str| t.shaped_like(w).map(|s| s.name.clone()).collect::<Vec<_>>();
+        // the same first byte, a length within the limit (2 beyond 6 bytes)
+        assert_eq!(
+            names("vfs_red"),
+            ["vfat_x", "vfs_mod", "vfs_read", "vfs_write"]
+        );
+        assert_eq!(names("vfs_reads"), ["vfs_mod", "vfs_read", "vfs_write"]);
+        assert_eq!(names("_stxt"), ["_etext", "_stext"]);
         assert!(names("x").is_empty());
-        assert_eq!(names("").len(), t.symbols().len());
+        assert!(names("").is_empty());
         assert_eq!(Kallsyms::parse("").unwrap().core_last(), None);
     }
 
