@@ -112,16 +112,16 @@ impl BtfTypes for Btf {
 
 /// Reads the kernel's BTF from `dir` (`/sys/kernel/btf` or a copy of it): vmlinux,
 /// plus `module`'s split BTF on top when given.
+/// A module without BTF there is refused before vmlinux's (megabytes) is
+/// read: the checker asks for every `MOD:` a definition names.
 pub fn open_kernel(dir: &Path, module: Option<&str>) -> Result<Btf> {
-    let vmlinux = dir.join("vmlinux");
-    let base = crate::read_table(&vmlinux)?;
-    match module {
+    let split = module
+        .map(|m| crate::read_table(&dir.join(m)))
+        .transpose()?;
+    let base = crate::read_table(&dir.join("vmlinux"))?;
+    match split {
         None => Btf::parse(&base),
-        Some(m) => {
-            let path = dir.join(m);
-            let split = crate::read_table(&path)?;
-            Btf::parse_split(&base, &split)
-        }
+        Some(split) => Btf::parse_split(&base, &split),
     }
 }
 

@@ -28,6 +28,9 @@ pub struct Route {
     pub native: bool,
     /// Loaded blobs by module ("" for vmlinux alone); `None` when unreadable.
     loaded: HashMap<String, Option<Btf>>,
+    /// The module blobs in `source` (live), listed at the first function
+    /// vmlinux's BTF lacks.
+    module_names: Option<Vec<String>>,
     /// Why BTF could not be loaded, for the report.
     pub missing: Option<String>,
 }
@@ -40,6 +43,7 @@ impl Route {
             single_file: true,
             native: crate::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
+            module_names: None,
             missing: None,
         }
     }
@@ -58,6 +62,7 @@ impl Route {
             single_file: false,
             native,
             loaded: HashMap::new(),
+            module_names: None,
             missing: None,
         }
     }
@@ -69,6 +74,7 @@ impl Route {
             single_file: false,
             native: crate::kernel::reads_btf_names(kernel, None),
             loaded: HashMap::new(),
+            module_names: None,
             missing: None,
         }
     }
@@ -127,13 +133,20 @@ impl Route {
         if self.btf_for(None)?.function(None, func).is_some() {
             return None;
         }
-        let dir = self.source.clone()?;
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .ok()?
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n != "vmlinux")
-            .collect();
-        names.sort();
+        let dir = self.source.as_deref()?;
+        let names = self
+            .module_names
+            .get_or_insert_with(|| {
+                let mut names: Vec<String> = std::fs::read_dir(dir)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .filter(|n| n != "vmlinux")
+                    .collect();
+                names.sort();
+                names
+            })
+            .clone();
         let missing = self.missing.take();
         let found = names.into_iter().find(|m| {
             self.btf_for(Some(m))
