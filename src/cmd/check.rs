@@ -450,12 +450,14 @@ impl Checker {
         } else {
             ktrace_tracefs::discover::find_mounted()
         };
-        let file_counts = match &opts.kallsyms {
-            Some(path) => Some(
-                KernelView::running(None)
-                    .with_kallsyms_file(path)
-                    .symbol_counts(wanted.clone())?,
-            ),
+        // one view of the copy: its counting pass keeps the text for the
+        // table a check may need after (the file is read once)
+        let file_view = opts
+            .kallsyms
+            .as_deref()
+            .map(|p| KernelView::running(None).with_kallsyms_file(p));
+        let file_counts = match &file_view {
+            Some(v) => Some(v.symbol_counts(wanted.clone())?),
             None => None,
         };
         let view = mounted
@@ -497,10 +499,7 @@ impl Checker {
             arch,
             target,
             file_counts,
-            file_view: opts
-                .kallsyms
-                .as_deref()
-                .map(|p| KernelView::running(None).with_kallsyms_file(p)),
+            file_view,
             live_counts,
             frozen: tracefs
                 .as_deref()
