@@ -1090,7 +1090,10 @@ mod tests {
                 .collect()
         };
         let scanned = ask();
-        assert!(t.by_name.get().is_none(), "the first questions build no index");
+        assert!(
+            t.by_name.get().is_none(),
+            "the first questions build no index"
+        );
         for _ in 0..16 {
             t.by_name("_text", None);
         }
