@@ -164,6 +164,17 @@ impl KernelView {
         if let Some(Ok(table)) = self.kallsyms.get() {
             return Ok(SymbolCounts::from_table(table, wanted));
         }
+        // The running kernel: every command that counts names goes on to
+        // ask the table (sizes, the probe-ability rules), so it is built
+        // now instead of after a counting pass over the same text (the
+        // pass was 0.5 s of a 2.4 s `ktrace check` on an emulated x86_64
+        // 7.2). A table that cannot be read falls to the pass, which says
+        // why.
+        if self.running
+            && let Ok(table) = self.kallsyms()
+        {
+            return Ok(SymbolCounts::from_table(table, wanted));
+        }
         let mut kept = self
             .kallsyms_text
             .lock()
@@ -455,6 +466,28 @@ mod tests {
         assert_eq!(
             v.symbol_counts(["vfs_read"]).unwrap().count("vfs_read"),
             Some(1)
+        );
+    }
+
+    #[test]
+    fn the_running_kernels_counts_come_from_its_table() {
+        // One parse of /proc/kallsyms for the counts and the table the
+        // command asks next (no counting pass first); this host's table.
+        let v = KernelView::running(None);
+        let Ok(c) = v.symbol_counts(["_stext", "ktrace_no_such_symbol"]) else {
+            return; // no /proc/kallsyms here
+        };
+        assert!(
+            matches!(v.kallsyms.get(), Some(Ok(_))),
+            "the counts built the table"
+        );
+        assert!(v.take_text().is_none(), "no text kept for a later parse");
+        assert_eq!(c.count("ktrace_no_such_symbol"), Some(0));
+        let t = v.kallsyms().unwrap();
+        assert_eq!(
+            c.count("_stext"),
+            Some(t.by_name("_stext", None).len()),
+            "the table's count"
         );
     }
 
