@@ -234,7 +234,12 @@ impl Probe {
 /// the stable system in place of the session's `group` and the kernel's
 /// caret moved with it, then the kernel's message. Other errors as they
 /// are.
-fn rejected_by_kernel(probes: &[Probe], group: &str, e: ktrace_tracefs::Error) -> anyhow::Error {
+fn rejected_by_kernel(
+    root: &Path,
+    probes: &[Probe],
+    group: &str,
+    e: ktrace_tracefs::Error,
+) -> anyhow::Error {
     let Some(entry) = e.kernel_entry() else {
         return e.into();
     };
@@ -244,7 +249,17 @@ fn rejected_by_kernel(probes: &[Probe], group: &str, e: ktrace_tracefs::Error) -
     else {
         return e.into();
     };
-    anyhow::anyhow!("{}", kernel_rejection_text(p, group, entry))
+    let mut text = kernel_rejection_text(p, group, entry);
+    // The rules a definition about to be written skips (the ftrace
+    // locations: resolve::live::LiveEnv::kernel_decides_ftrace) say why,
+    // now that the kernel refused it.
+    if let Some(why) = crate::resolve::live::kernel_refusal_reason(
+        &ktrace_symbols::KernelView::running(Some(root)),
+        p.kind(),
+    ) {
+        text.push_str(&format!("\n  hint: {why}"));
+    }
+    anyhow::anyhow!("{text}")
 }
 
 fn kernel_rejection_text(p: &Probe, group: &str, entry: &ktrace_tracefs::ErrorLogEntry) -> String {
@@ -381,7 +396,7 @@ impl Session {
         }
         DynEvents::new(&self.root)
             .create(&defs)
-            .map_err(|e| rejected_by_kernel(&probes, &self.name, e))?;
+            .map_err(|e| rejected_by_kernel(&self.root, &probes, &self.name, e))?;
         self.probes.extend(probes);
         Ok(())
     }

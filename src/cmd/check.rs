@@ -534,6 +534,7 @@ impl Checker {
             btf,
             view: self.view.as_ref(),
             frozen: self.frozen.as_ref(),
+            kernel_decides_ftrace: false,
         });
         let env: &dyn Environment = match (&file_env, &live_env) {
             (Some(k), _) => k,

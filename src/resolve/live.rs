@@ -32,6 +32,12 @@ pub struct LiveEnv<'a> {
     /// The dynamic events and event directories as they were when the
     /// checks were set up, answered instead of the kernel's current ones.
     pub frozen: Option<&'a Frozen>,
+    /// Leave the ftrace locations unread (`KernelView::rules_without_ftrace`):
+    /// the definitions are about to be written, and the kernel refuses a
+    /// notrace function (or an ftrace call site) itself;
+    /// [`kernel_refusal_reason`] says why after it did. `ktrace check`
+    /// predicts the kernel's verdict and reads them.
+    pub kernel_decides_ftrace: bool,
 }
 
 /// The kernel's events as one moment saw them: `ktrace conform` checks its
@@ -71,6 +77,15 @@ impl Frozen {
 }
 
 impl LiveEnv<'_> {
+    /// The probe-ability rules this check uses (see `kernel_decides_ftrace`).
+    fn rules<'v>(&self, view: &'v KernelView) -> ktrace_symbols::probeable::Rules<'v> {
+        if self.kernel_decides_ftrace {
+            view.rules_without_ftrace()
+        } else {
+            view.rules()
+        }
+    }
+
     /// `is_ksym_addr()` with CONFIG_KALLSYMS_ALL: within the core kernel
     /// (`_stext` to `_end`), or within a module's symbols.
     fn in_kernel(&self, table: &ktrace_symbols::kallsyms::Kallsyms, addr: u64) -> bool {
@@ -147,7 +162,7 @@ impl LiveEnv<'_> {
 /// 20261128: `set_security_override_from_ctx+0x100000` lands in one of six
 /// `t_next`, kernel/trace's, notrace: "Failed to register probe event").
 fn notrace_by_code(
-    view: &KernelView,
+    rules: &ktrace_symbols::probeable::Rules<'_>,
     table: &ktrace_symbols::kallsyms::Kallsyms,
     symbol: &str,
     offset: u64,
@@ -155,7 +170,6 @@ fn notrace_by_code(
     if Arch::native() != Some(Arch::X86_64) || table.addresses_hidden() {
         return None;
     }
-    let rules = view.rules();
     if !rules.notrace_refused
         || !matches!(
             rules.ftrace,
@@ -299,7 +313,7 @@ impl Environment for LiveEnv<'_> {
         // disagreements there)
         let refusal = ktrace_symbols::probeable::kprobe_refusal_at(
             table,
-            &view.rules(),
+            &self.rules(view),
             addr,
             no_kprobes_on_ftrace(),
         )?;
@@ -493,7 +507,7 @@ impl Environment for LiveEnv<'_> {
                 sym.module.as_deref().unwrap_or_default()
             ))));
         }
-        if let Some(why) = notrace_by_code(view, table, symbol, offset) {
+        if let Some(why) = notrace_by_code(&self.rules(view), table, symbol, offset) {
             return Some(Some(Refusal::Notrace(why)));
         }
         // a module's function with an offset past every module's memory:
@@ -556,7 +570,7 @@ impl Environment for LiveEnv<'_> {
         }
         match ktrace_symbols::probeable::kprobe_refusal_on(
             table,
-            &view.rules(),
+            &self.rules(view),
             symbol,
             offset,
             no_kprobes_on_ftrace(),
@@ -611,6 +625,40 @@ impl Environment for LiveEnv<'_> {
 
     fn btf_vmlinux(&self) -> Option<&dyn BtfTypes> {
         Some(self.btf?.vmlinux()?)
+    }
+}
+
+/// Why the running kernel refused `kind` at registration, by the rules a
+/// definition about to be written skips ([`LiveEnv::kernel_decides_ftrace`]):
+/// a notrace function, an ftrace call site. `None` when they find nothing
+/// (the kernel's own message is then all there is).
+pub fn kernel_refusal_reason(view: &KernelView, kind: &ktrace_probe::ProbeKind) -> Option<String> {
+    let ktrace_probe::ProbeKind::Kprobe { place, .. } = kind else {
+        return None;
+    };
+    let table = view.kallsyms().ok()?;
+    let rules = view.rules();
+    match place {
+        ktrace_probe::ast::KprobePlace::Symbol { symbol, offset } => {
+            ktrace_symbols::probeable::kprobe_refusal_on(
+                table,
+                &rules,
+                symbol,
+                *offset,
+                no_kprobes_on_ftrace(),
+            )
+            .and_then(|r| r.unwrap_or_else(Some))
+            .or_else(|| notrace_by_code(&rules, table, symbol, *offset))
+        }
+        ktrace_probe::ast::KprobePlace::Address(addr) => {
+            ktrace_symbols::probeable::kprobe_refusal_at(
+                table,
+                &rules,
+                *addr,
+                no_kprobes_on_ftrace(),
+            )
+            .and_then(|r| r.unwrap_or_else(Some))
+        }
     }
 }
 
@@ -835,6 +883,7 @@ mod entry_tests {
             btf: None,
             view: Some(view),
             frozen: None,
+            kernel_decides_ftrace: false,
         }
     }
 
@@ -863,6 +912,65 @@ mod entry_tests {
             env.kprobe_entry("io_sq_thread_finish", 0x70),
             Some(Some(true))
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A definition about to be written leaves the notrace rule to the
+    /// kernel (its ftrace locations are not read); `ktrace check` applies
+    /// it; after the kernel's refusal the rule says why.
+    #[test]
+    fn notrace_is_the_kernels_to_refuse_when_writing() {
+        let dir = std::env::temp_dir().join(format!("ktrace_notrace_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = dir.join("kallsyms");
+        std::fs::write(
+            &k,
+            "ffffffff81000000 T _stext\nffffffff81100000 T traced_fn\n\
+             ffffffff81100100 T notrace_fn\nffffffff81100200 T next_fn\n\
+             ffffffff82000000 T _etext\n",
+        )
+        .unwrap();
+        let f = dir.join("available_filter_functions_addrs");
+        std::fs::write(&f, "ffffffff81100004 traced_fn\nffffffff81100204 next_fn\n").unwrap();
+        let view = KernelView::running(None)
+            .with_kallsyms_file(&k)
+            .with_filter_functions_file(&f)
+            .with_notrace_allowed(false);
+        let mut env = file_env(&view);
+        assert!(matches!(
+            env.kprobe_refusal("notrace_fn", 0),
+            Some(Some(Refusal::Notrace(_)))
+        ));
+        assert!(
+            !matches!(env.kprobe_refusal("traced_fn", 0), Some(Some(_))),
+            "a traced function passes"
+        );
+        env.kernel_decides_ftrace = true;
+        assert!(
+            !matches!(env.kprobe_refusal("notrace_fn", 0), Some(Some(_))),
+            "left to the kernel"
+        );
+        let kind = ktrace_probe::ProbeKind::Kprobe {
+            place: ktrace_probe::ast::KprobePlace::Symbol {
+                symbol: "notrace_fn".into(),
+                offset: 0,
+            },
+            is_return: false,
+            maxactive: 0,
+            shown_maxactive: None,
+        };
+        let why = kernel_refusal_reason(&view, &kind).expect("a reason");
+        assert!(why.contains("notrace_fn has no ftrace location"), "{why}");
+        let traced = ktrace_probe::ProbeKind::Kprobe {
+            place: ktrace_probe::ast::KprobePlace::Symbol {
+                symbol: "traced_fn".into(),
+                offset: 0,
+            },
+            is_return: false,
+            maxactive: 0,
+            shown_maxactive: None,
+        };
+        assert_eq!(kernel_refusal_reason(&view, &traced), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -5,7 +5,11 @@
 //! session renders when it writes them. Also the `--stack` triggers.
 //!
 //! Nothing is written to the kernel before every definition passed its
-//! check; the kernel's tables come from one [`KernelView`].
+//! check; the kernel's tables come from one [`KernelView`]. One rule is
+//! left to the kernel, which applies it itself: a notrace function (or an
+//! ftrace call site), whose table (available_filter_functions) is the
+//! costliest read of a command's start; after a refusal the rule says why
+//! (`live::kernel_refusal_reason`). `ktrace check` applies every rule.
 
 pub mod live;
 pub mod spec;
@@ -69,6 +73,7 @@ pub fn build(
         btf: kernel_btf.as_ref(),
         view: Some(view),
         frozen: None,
+        kernel_decides_ftrace: true,
     };
     let target = live_target(arch, view);
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
