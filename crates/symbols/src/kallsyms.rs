@@ -150,8 +150,8 @@ impl Kallsyms {
     /// skipped as comments).
     pub fn parse(text: &str) -> Result<Self> {
         let mut symbols = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let Some(l) = parse_line(line)
+        for (n, _, parsed) in parse_lines(text) {
+            let Some(l) = parsed
                 .map_err(|reason| Error::parse("kallsyms", format!("line {}", n + 1), reason))?
             else {
                 continue;
@@ -536,6 +536,124 @@ pub fn lowest_text(text: &[u8]) -> Option<u64> {
     Some(lowest)
 }
 
+/// Every line of a kallsyms text as `str::lines` splits it, parsed as
+/// [`parse_line`] parses it: (line index from 0, the line, its parse). A
+/// line in /proc/kallsyms's own format is split and parsed in one pass over
+/// its bytes (finding its end was a separate search before: a fifth of
+/// `ktrace list`'s instructions, and a slow board parses ~200,000 lines at
+/// every command's start).
+pub fn parse_lines(
+    text: &str,
+) -> impl Iterator<
+    Item = (
+        usize,
+        &str,
+        std::result::Result<Option<Line<'_>>, &'static str>,
+    ),
+> {
+    let mut pos = 0;
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        if pos >= text.len() {
+            return None;
+        }
+        let (end, parsed) = match canonical_at(text, pos) {
+            Some((l, end)) => (end, Some(l)),
+            None => (text[pos..].find('\n').map_or(text.len(), |i| pos + i), None),
+        };
+        let raw = &text[pos..end];
+        let line = raw.strip_suffix('\r').unwrap_or(raw);
+        let parsed = match parsed {
+            Some(l) => Ok(Some(l)),
+            None => parse_line(line),
+        };
+        pos = end + 1;
+        n += 1;
+        Some((n - 1, line, parsed))
+    })
+}
+
+/// [`parse_canonical`] of the line starting at `start`, finding its end on
+/// the way: the line and the index of its `\n` (or of the text's end).
+fn canonical_at(text: &str, start: usize) -> Option<(Line<'_>, usize)> {
+    let b = text.as_bytes();
+    let mut i = start;
+    let mut addr = 0u64;
+    while let Some(&c) = b.get(i) {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => break,
+        };
+        addr = (addr << 4) | u64::from(d);
+        i += 1;
+    }
+    if i == start || i - start > 16 || b.get(i) != Some(&b' ') {
+        return None;
+    }
+    let kind = *b.get(i + 1)?;
+    if !kind.is_ascii_graphic() || b.get(i + 2) != Some(&b' ') {
+        return None;
+    }
+    let name_at = i + 3;
+    let mut j = name_at;
+    let mut space = false;
+    loop {
+        j += b[j..]
+            .iter()
+            .position(|&c| c.is_ascii_whitespace())
+            .unwrap_or(b.len() - j);
+        match b.get(j) {
+            None | Some(b'\n' | b'\t') => break,
+            Some(b' ') => space = true,
+            // (`\r`, form feeds: the general parser decides)
+            Some(_) => return None,
+        }
+        j += 1;
+    }
+    let name = &text[name_at..j];
+    if name.is_empty() {
+        return None;
+    }
+    let kind = kind as char;
+    if b.get(j) != Some(&b'\t') {
+        // (a space is in a module's symbol names only: parse_canonical)
+        return (!space).then_some((
+            Line {
+                addr,
+                kind,
+                name,
+                module: None,
+            },
+            j,
+        ));
+    }
+    let mut k = j + 1;
+    while let Some(&c) = b.get(k) {
+        if c == b'\n' {
+            break;
+        }
+        if c.is_ascii_whitespace() {
+            return None;
+        }
+        k += 1;
+    }
+    let module = text[j + 1..k].strip_prefix('[')?.strip_suffix(']')?;
+    if module.is_empty() || name.starts_with(' ') {
+        return None;
+    }
+    Some((
+        Line {
+            addr,
+            kind,
+            name,
+            module: Some(module),
+        },
+        k,
+    ))
+}
+
 /// Splits one line of kallsyms: `Ok(None)` for blank and `#` lines (the
 /// kernel never prints them; they let fixtures carry the command that
 /// captured them), `Err(reason)` for a line that is not `ADDR TYPE
@@ -647,8 +765,8 @@ impl SymbolCounts {
     pub fn scan<'w>(text: &str, wanted: impl IntoIterator<Item = &'w str>) -> Self {
         let mut c = Self::wanting(wanted);
         let mut last_module = None;
-        for line in text.lines() {
-            let Ok(Some(l)) = parse_line(line) else {
+        for (_, _, parsed) in parse_lines(text) {
+            let Ok(Some(l)) = parsed else {
                 continue;
             };
             if l.module.is_some_and(is_pseudo_module) {
@@ -767,6 +885,77 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The one-pass split and parse against `str::lines` and [`super::parse_line`]
+    /// line by line, over generated tables: canonical lines and their
+    /// mutations (spaces and tabs in names and modules, `\r`, long and
+    /// non-hex addresses, blank and `#` lines, a last line without `\n`).
+    #[test]
+    fn parse_lines_splits_and_parses_as_lines_and_parse_line() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let pieces = [
+            "ffffffff81000000",
+            "c0300000",
+            "0",
+            "ffffffffffffffff1",
+            "g1",
+            "",
+            "FFFF8000",
+        ];
+        let kinds = ["T", "t", "d", "?", " ", "TT", ""];
+        let names = [
+            "vfs_read", ".L0 ", " x", "a b", "a\tb", "", "__pfx_x", "$x", "a\rb",
+        ];
+        let modules = [
+            "", "\t[ext4]", "\t[]", "\t[a b]", "\t[bpf]", "\text4", "\t[m]\t", " [m]",
+        ];
+        let ends = ["\n", "\r\n", "\n\n", "\n#c\n", "\n \n"];
+        let mut canonical = 0;
+        for _ in 0..800 {
+            let mut text = String::new();
+            for _ in 0..next(12) {
+                let pick = |a: &[&'static str], r: u64| a[r as usize % a.len()];
+                let (a, k, n, m) = (
+                    pick(&pieces, next(100)),
+                    pick(&kinds, next(100)),
+                    pick(&names, next(100)),
+                    pick(&modules, next(100)),
+                );
+                // most lines as the kernel prints them
+                if next(3) == 0 {
+                    text.push_str(&format!(
+                        "{a}{}{k}{}{n}{m}",
+                        if next(9) == 0 { "  " } else { " " },
+                        " "
+                    ));
+                } else {
+                    text.push_str(&format!("{a} {} {n}{m}", &k[..k.len().min(1)]));
+                }
+                text.push_str(pick(&ends, next(100)));
+            }
+            if next(4) == 0 {
+                text.push_str("ffffffff81000000 T last_without_newline");
+            }
+            let ours: Vec<_> = super::parse_lines(&text).collect();
+            let theirs: Vec<_> = text
+                .lines()
+                .enumerate()
+                .map(|(i, l)| (i, l, super::parse_line(l)))
+                .collect();
+            assert_eq!(ours, theirs, "{text:?}");
+            canonical += ours
+                .iter()
+                .filter(|(_, _, p)| matches!(p, Ok(Some(_))))
+                .count();
+        }
+        assert!(canonical > 1000, "{canonical} lines parsed");
+    }
+
     #[test]
     fn the_core_image_as_is_ksym_addr_places_it() {
         use super::Kallsyms;
