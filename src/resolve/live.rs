@@ -950,27 +950,18 @@ mod entry_tests {
             !matches!(env.kprobe_refusal("notrace_fn", 0), Some(Some(_))),
             "left to the kernel"
         );
-        let kind = ktrace_probe::ProbeKind::Kprobe {
+        let at = |symbol: &str| ktrace_probe::ProbeKind::Kprobe {
             place: ktrace_probe::ast::KprobePlace::Symbol {
-                symbol: "notrace_fn".into(),
+                symbol: symbol.into(),
                 offset: 0,
             },
             is_return: false,
             maxactive: 0,
             shown_maxactive: None,
         };
-        let why = kernel_refusal_reason(&view, &kind).expect("a reason");
+        let why = kernel_refusal_reason(&view, &at("notrace_fn")).expect("a reason");
         assert!(why.contains("notrace_fn has no ftrace location"), "{why}");
-        let traced = ktrace_probe::ProbeKind::Kprobe {
-            place: ktrace_probe::ast::KprobePlace::Symbol {
-                symbol: "traced_fn".into(),
-                offset: 0,
-            },
-            is_return: false,
-            maxactive: 0,
-            shown_maxactive: None,
-        };
-        assert_eq!(kernel_refusal_reason(&view, &traced), None);
+        assert_eq!(kernel_refusal_reason(&view, &at("traced_fn")), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

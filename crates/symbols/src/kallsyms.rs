@@ -705,44 +705,9 @@ fn parse_general(line: &str) -> std::result::Result<Line<'_>, &'static str> {
 /// of a running kernel has ~100k of these, and a slow board parses it on
 /// every command. `None` for anything else (the general parser decides).
 fn parse_canonical(line: &str) -> Option<Line<'_>> {
-    let b = line.as_bytes();
-    let sp = b.iter().position(|&c| c == b' ')?;
-    let (kind, rest) = (*b.get(sp + 1)?, b.get(sp + 2..)?);
-    if !kind.is_ascii_graphic() || rest.first() != Some(&b' ') || sp == 0 || sp > 16 {
-        return None;
-    }
-    let mut addr = 0u64;
-    for &c in &b[..sp] {
-        addr = (addr << 4) | u64::from((c as char).to_digit(16)?);
-    }
-    let tail = &line[sp + 3..];
-    let (name, module) = match tail.split_once('\t') {
-        Some((name, m)) => (name, Some(m.strip_prefix('[')?.strip_suffix(']')?)),
-        None => (tail, None),
-    };
-    let plain = |t: &str| !t.is_empty() && !t.bytes().any(|c| c.is_ascii_whitespace());
-    // A module's name ends at the tab and may hold spaces: GNU as names its
-    // local labels ".L0 " (FAKE_LABEL_NAME, trailing space), which riscv64
-    // modules keep (6.12's autofs4: 862 of them). The kernel counts and
-    // looks up ".L0 ", so `p .L0` finds nothing there.
-    let module_name = |t: &str| {
-        !t.is_empty()
-            && !t.starts_with(' ')
-            && !t.bytes().any(|c| c != b' ' && c.is_ascii_whitespace())
-    };
-    let name_ok = match module {
-        Some(m) => module_name(name) && plain(m),
-        None => plain(name),
-    };
-    if !name_ok {
-        return None;
-    }
-    Some(Line {
-        addr,
-        kind: kind as char,
-        name,
-        module,
-    })
+    canonical_at(line, 0)
+        .filter(|&(_, end)| end == line.len())
+        .map(|(l, _)| l)
 }
 
 /// How often each of a few names occurs in kallsyms (in all, and per
@@ -885,6 +850,50 @@ pub fn read(path: &std::path::Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    /// The canonical parser as it was before `canonical_at`, the oracle of
+    /// the generated tables: a line exactly as `s_show` prints it (`%px %c
+    /// %s` and, for a module, `\t[%s]`), else `None`.
+    fn oracle_canonical(line: &str) -> Option<Line<'_>> {
+        let b = line.as_bytes();
+        let sp = b.iter().position(|&c| c == b' ')?;
+        let (kind, rest) = (*b.get(sp + 1)?, b.get(sp + 2..)?);
+        if !kind.is_ascii_graphic() || rest.first() != Some(&b' ') || sp == 0 || sp > 16 {
+            return None;
+        }
+        let mut addr = 0u64;
+        for &c in &b[..sp] {
+            addr = (addr << 4) | u64::from((c as char).to_digit(16)?);
+        }
+        let tail = &line[sp + 3..];
+        let (name, module) = match tail.split_once('\t') {
+            Some((name, m)) => (name, Some(m.strip_prefix('[')?.strip_suffix(']')?)),
+            None => (tail, None),
+        };
+        let plain = |t: &str| !t.is_empty() && !t.bytes().any(|c| c.is_ascii_whitespace());
+        // A module's name ends at the tab and may hold spaces: GNU as names its
+        // local labels ".L0 " (FAKE_LABEL_NAME, trailing space), which riscv64
+        // modules keep (6.12's autofs4: 862 of them). The kernel counts and
+        // looks up ".L0 ", so `p .L0` finds nothing there.
+        let module_name = |t: &str| {
+            !t.is_empty()
+                && !t.starts_with(' ')
+                && !t.bytes().any(|c| c != b' ' && c.is_ascii_whitespace())
+        };
+        let name_ok = match module {
+            Some(m) => module_name(name) && plain(m),
+            None => plain(name),
+        };
+        if !name_ok {
+            return None;
+        }
+        Some(Line {
+            addr,
+            kind: kind as char,
+            name,
+            module,
+        })
+    }
+
     /// The one-pass split and parse against `str::lines` and [`super::parse_line`]
     /// line by line, over generated tables: canonical lines and their
     /// mutations (spaces and tabs in names and modules, `\r`, long and
@@ -948,6 +957,9 @@ mod tests {
                 .map(|(i, l)| (i, l, super::parse_line(l)))
                 .collect();
             assert_eq!(ours, theirs, "{text:?}");
+            for l in text.lines() {
+                assert_eq!(super::parse_canonical(l), oracle_canonical(l), "{l:?}");
+            }
             canonical += ours
                 .iter()
                 .filter(|(_, _, p)| matches!(p, Ok(Some(_))))
