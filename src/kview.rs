@@ -159,7 +159,7 @@ impl Symbolizer for SavedSymbols {
             if self.text.is_empty() {
                 return None;
             }
-            ktrace_symbols::kallsyms::Kallsyms::parse(&String::from_utf8_lossy(&self.text)).ok()
+            ktrace_symbols::kallsyms::Kallsyms::parse(String::from_utf8_lossy(&self.text)).ok()
         });
         symbol_at(table.as_ref()?, addr)
     }

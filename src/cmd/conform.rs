@@ -825,9 +825,9 @@ fn add_kallsyms(pool: &mut Pool, view: &KernelView) {
         for (i, s) in k.symbols().iter().enumerate() {
             let unique = counts.get(s.name.as_str()) == Some(&1);
             match (&s.module, s.is_text()) {
-                (Some(m), true) if i % 7 == 0 => {
-                    pool.module_functions.push((m.clone(), s.name.clone()))
-                }
+                (Some(m), true) if i % 7 == 0 => pool
+                    .module_functions
+                    .push((m.to_string(), s.name.to_string())),
                 // the compiler's padding and static-call symbols and cold
                 // parts are not functions anyone probes by name
                 (None, true)
@@ -838,7 +838,7 @@ fn add_kallsyms(pool: &mut Pool, view: &KernelView) {
                 {
                     texts.push(s.name.clone())
                 }
-                (None, _) if i % 97 == 0 => pool.other_symbols.push(s.name.clone()),
+                (None, _) if i % 97 == 0 => pool.other_symbols.push(s.name.to_string()),
                 _ => {}
             }
             if s.module.is_none() && s.is_text() && i % 1009 == 0 && !k.addresses_hidden() {
@@ -852,7 +852,7 @@ fn add_kallsyms(pool: &mut Pool, view: &KernelView) {
             .into_iter()
             .step_by(step)
             .map(|name| Function {
-                name,
+                name: name.to_string(),
                 ..Function::default()
             })
             .collect();

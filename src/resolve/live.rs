@@ -426,7 +426,7 @@ impl Environment for LiveEnv<'_> {
             }
             return Some(None);
         };
-        let func = at.symbol.name.clone();
+        let func = at.symbol.name.to_string();
         let func = match &at.symbol.module {
             Some(m) => format!("{m}:{func}"),
             None => func,

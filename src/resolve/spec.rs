@@ -712,10 +712,10 @@ impl Resolver<'_> {
         for sym in exp.accepted {
             let place = match &sym.module {
                 Some(m) => format!("{m}:{}", sym.name),
-                None => sym.name.clone(),
+                None => sym.name.to_string(),
             };
             let mut symbols = symbols.clone();
-            symbols.push(sym.name.clone());
+            symbols.push(sym.name.to_string());
             out.defs.push(Resolved {
                 input: input.to_string(),
                 line: line(&place),

@@ -72,7 +72,7 @@ impl Source<'_> {
         let bytes = symbol_code(view, core, &f, true).map_err(|e| e.to_string())?;
         let fname = match &f.module {
             Some(m) => format!("{m}:{}", f.name),
-            None => f.name.clone(),
+            None => f.name.to_string(),
         };
         Ok((fname, o, bytes))
     }
@@ -1091,7 +1091,7 @@ fn address_symbol(source: &Source, addr: u64) -> Option<(String, u64)> {
     }
     let name = match &sym.module {
         Some(m) => format!("{m}:{}", sym.name),
-        None => sym.name.clone(),
+        None => sym.name.to_string(),
     };
     Some((name, at.offset))
 }

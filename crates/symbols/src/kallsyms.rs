@@ -26,6 +26,9 @@
 //! This module does not read /proc itself except in [`open`].
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use crate::symname::SymName;
 
 /// The pseudo-modules /proc/kallsyms lists beside the real ones (`[bpf]`,
 /// `[__builtin__ftrace]`, `[__builtin__kprobes]`: BPF programs, ftrace
@@ -49,9 +52,9 @@ pub struct KernelSymbol {
     /// The nm-style type letter (`T`, `t`, `W`, `D`, ...).
     pub kind: char,
     /// The symbol name.
-    pub name: String,
+    pub name: SymName,
     /// The module in brackets, if any.
-    pub module: Option<String>,
+    pub module: Option<SymName>,
 }
 
 impl KernelSymbol {
@@ -111,7 +114,7 @@ pub struct Kallsyms {
     symbols: Vec<KernelSymbol>,
     /// Per module (None = core): indexes into `symbols` sorted by
     /// (address, table order).
-    sorted: HashMap<Option<String>, Vec<usize>>,
+    sorted: HashMap<Option<SymName>, Vec<u32>>,
     /// Indexes sorted by (name, table order): one allocation instead of a
     /// map of names (kallsyms has ~100k lines; small boards matter), built
     /// at the first question by name. Printing asks only by address: the
@@ -147,10 +150,12 @@ pub struct Kallsyms {
 
 impl Kallsyms {
     /// Parses the text of /proc/kallsyms (lines starting with `#` are
-    /// skipped as comments).
-    pub fn parse(text: &str) -> Result<Self> {
+    /// skipped as comments). The names are slices of the text, which the
+    /// table keeps: given a `String`, it is not copied.
+    pub fn parse(text: impl Into<String>) -> Result<Self> {
+        let text = Arc::new(text.into());
         let mut symbols = Vec::new();
-        for (n, _, parsed) in parse_lines(text) {
+        for (n, _, parsed) in parse_lines(&text) {
             let Some(l) = parsed
                 .map_err(|reason| Error::parse("kallsyms", format!("line {}", n + 1), reason))?
             else {
@@ -159,8 +164,8 @@ impl Kallsyms {
             symbols.push(KernelSymbol {
                 addr: l.addr,
                 kind: l.kind,
-                name: l.name.to_string(),
-                module: l.module.map(str::to_string),
+                name: SymName::within(&text, l.name),
+                module: l.module.map(|m| SymName::within(&text, m)),
             });
         }
         Ok(Self::from_symbols(symbols))
@@ -171,9 +176,9 @@ impl Kallsyms {
         // kallsyms lists each module's symbols together: group them by
         // comparing with the previous symbol's module instead of hashing
         // (and copying) a module name per symbol.
-        let mut sorted: HashMap<Option<String>, Vec<usize>> = HashMap::new();
-        let mut run: Option<(&Option<String>, Vec<usize>)> = None;
-        for (i, s) in symbols.iter().enumerate() {
+        let mut sorted: HashMap<Option<SymName>, Vec<u32>> = HashMap::new();
+        let mut run: Option<(&Option<SymName>, Vec<u32>)> = None;
+        for (i, s) in (0u32..).zip(symbols.iter()) {
             match &mut run {
                 Some((m, v)) if *m == &s.module => v.push(i),
                 _ => {
@@ -198,11 +203,11 @@ impl Kallsyms {
             // notrace `$x`). Its lookup by name counts them: `p
             // autofs4:$x` is "The symbol is not unique".
             if m.is_some() {
-                v.retain(|&i| !is_mapping_symbol(&symbols[i].name));
+                v.retain(|&i| !is_mapping_symbol(&symbols[i as usize].name));
             }
             // the core kernel's part is already in address order
-            if !v.is_sorted_by_key(|&i| symbols[i].addr) {
-                v.sort_unstable_by_key(|&i| (symbols[i].addr, i));
+            if !v.is_sorted_by_key(|&i| symbols[i as usize].addr) {
+                v.sort_unstable_by_key(|&i| (symbols[i as usize].addr, i));
             }
         }
         let core = symbols.iter().filter(|s| s.module.is_none());
@@ -225,6 +230,11 @@ impl Kallsyms {
         }
     }
 
+    /// The symbol at an index of `sorted`.
+    fn at(&self, i: u32) -> &KernelSymbol {
+        &self.symbols[i as usize]
+    }
+
     /// The name index, built once.
     fn name_index(&self) -> &[u32] {
         self.by_name.get_or_init(|| {
@@ -235,7 +245,7 @@ impl Kallsyms {
 
     /// Whether module `name` is loaded (has symbols in the table).
     pub fn has_module(&self, name: &str) -> bool {
-        self.sorted.contains_key(&Some(name.to_string()))
+        self.sorted.contains_key(&Some(SymName::from(name)))
     }
 
     /// All symbols in table order.
@@ -375,11 +385,11 @@ impl Kallsyms {
             if module.is_none() && self.core_end.is_some_and(|end| addr > end) {
                 continue;
             }
-            let pos = idx.partition_point(|&i| self.symbols[i].addr <= addr);
+            let pos = idx.partition_point(|&i| self.at(i).addr <= addr);
             let Some(&i) = pos.checked_sub(1).and_then(|p| idx.get(p)) else {
                 continue;
             };
-            let at = self.symbols[i].addr;
+            let at = self.at(i).addr;
             // The region whose symbol is closest to the address; past a
             // module's last symbol that is no answer, not another region's
             // farther symbol (since 6.4 a module's text and data are apart:
@@ -392,17 +402,17 @@ impl Kallsyms {
         best.and_then(|(_, l)| l)
     }
 
-    fn lookup_in(&self, idx: &[usize], addr: u64) -> Option<Lookup<'_>> {
+    fn lookup_in(&self, idx: &[u32], addr: u64) -> Option<Lookup<'_>> {
         // Last position whose address is <= addr.
-        let pos = idx.partition_point(|&i| self.symbols[i].addr <= addr);
+        let pos = idx.partition_point(|&i| self.at(i).addr <= addr);
         if pos == 0 {
             return None;
         }
-        let best_addr = self.symbols[idx[pos - 1]].addr;
+        let best_addr = self.at(idx[pos - 1]).addr;
         // First (table order) among the aliases at best_addr.
-        let first = idx.partition_point(|&i| self.symbols[i].addr < best_addr);
-        let symbol = &self.symbols[idx[first]];
-        let size = idx.get(pos).map(|&i| self.symbols[i].addr - best_addr);
+        let first = idx.partition_point(|&i| self.at(i).addr < best_addr);
+        let symbol = &self.at(idx[first]);
+        let size = idx.get(pos).map(|&i| self.at(i).addr - best_addr);
         // An address past the last symbol of a region with no end known:
         // only the symbol itself is certain.
         if size.is_none() && addr != best_addr && symbol.module.is_some() {
@@ -421,10 +431,10 @@ impl Kallsyms {
         let Some(idx) = self.sorted.get(&sym.module) else {
             return Vec::new();
         };
-        let from = idx.partition_point(|&i| self.symbols[i].addr < sym.addr);
+        let from = idx.partition_point(|&i| self.at(i).addr < sym.addr);
         idx[from..]
             .iter()
-            .map(|&i| &self.symbols[i])
+            .map(|&i| self.at(i))
             .take_while(|s| s.addr == sym.addr)
             .collect()
     }
@@ -433,8 +443,8 @@ impl Kallsyms {
     /// higher address in its region; `None` for the last one.
     pub fn extent(&self, sym: &KernelSymbol) -> Option<u64> {
         let idx = self.sorted.get(&sym.module)?;
-        let pos = idx.partition_point(|&i| self.symbols[i].addr <= sym.addr);
-        idx.get(pos).map(|&i| self.symbols[i].addr - sym.addr)
+        let pos = idx.partition_point(|&i| self.at(i).addr <= sym.addr);
+        idx.get(pos).map(|&i| self.at(i).addr - sym.addr)
     }
 }
 
@@ -758,10 +768,10 @@ impl SymbolCounts {
             if s.module.as_deref().is_some_and(is_pseudo_module) {
                 continue;
             }
-            if let Some(m) = &s.module
+            if let Some(m) = s.module.as_deref()
                 && !c.modules.contains(m)
             {
-                c.modules.insert(m.clone());
+                c.modules.insert(m.to_string());
             }
             c.add(&s.name, s.module.as_deref());
         }
@@ -840,7 +850,7 @@ fn length_bit(name: &str) -> u64 {
 
 /// Reads and parses a kallsyms file (the only I/O in this module).
 pub fn open(path: &std::path::Path) -> Result<Kallsyms> {
-    Kallsyms::parse(&read(path)?)
+    Kallsyms::parse(read(path)?)
 }
 
 /// Reads a kallsyms file's text.
@@ -895,7 +905,8 @@ mod tests {
     }
 
     /// The one-pass split and parse against `str::lines` and [`super::parse_line`]
-    /// line by line, over generated tables: canonical lines and their
+    /// line by line, and the table [`super::Kallsyms::parse`] builds, over
+    /// generated tables: canonical lines and their
     /// mutations (spaces and tabs in names and modules, `\r`, long and
     /// non-hex addresses, blank and `#` lines, a last line without `\n`).
     #[test]
@@ -959,6 +970,22 @@ mod tests {
             assert_eq!(ours, theirs, "{text:?}");
             for l in text.lines() {
                 assert_eq!(super::parse_canonical(l), oracle_canonical(l), "{l:?}");
+            }
+            // the table holds the same fields, its names all slices of
+            // one text (no copy per name)
+            if ours.iter().all(|(_, _, p)| p.is_ok()) {
+                let table = super::Kallsyms::parse(text.as_str()).unwrap();
+                let lines: Vec<_> = ours
+                    .iter()
+                    .filter_map(|(_, _, p)| p.as_ref().ok().and_then(|l| *l))
+                    .collect();
+                assert_eq!(table.symbols().len(), lines.len(), "{text:?}");
+                for (s, l) in table.symbols().iter().zip(&lines) {
+                    let got = (s.addr, s.kind, &*s.name, s.module.as_deref());
+                    assert_eq!(got, (l.addr, l.kind, l.name, l.module), "{text:?}");
+                    assert!(s.name.shares_text(&table.symbols()[0].name));
+                    assert!(s.module.as_ref().is_none_or(|m| m.shares_text(&s.name)));
+                }
             }
             canonical += ours
                 .iter()

@@ -140,7 +140,7 @@ impl KernelView {
     pub fn kallsyms(&self) -> std::result::Result<&Kallsyms, &Error> {
         self.kallsyms
             .get_or_init(|| match self.take_text() {
-                Some(text) => Kallsyms::parse(&text),
+                Some(text) => Kallsyms::parse(text),
                 None => kallsyms::open(&self.kallsyms_path),
             })
             .as_ref()

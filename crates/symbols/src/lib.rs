@@ -43,6 +43,7 @@ mod names;
 pub mod probeable;
 pub mod reserved;
 pub mod route;
+pub mod symname;
 pub mod tracepoint;
 pub mod usersym;
 

@@ -101,11 +101,14 @@ impl FtraceLocations {
             // The kernel checks the address range, which aliases share: a
             // label such as __softirqentry_text_start at a traced function's
             // address is covered by that function's ftrace location.
-            FtraceLocations::Names(set) => ks
-                .aliases(sym)
-                .iter()
-                .chain(std::iter::once(&sym))
-                .any(|a| set.contains(&(a.name.clone(), a.module.clone()))),
+            FtraceLocations::Names(set) => {
+                ks.aliases(sym)
+                    .iter()
+                    .chain(std::iter::once(&sym))
+                    .any(|a| {
+                        set.contains(&(a.name.to_string(), a.module.as_deref().map(str::to_string)))
+                    })
+            }
         }
     }
 }
@@ -188,7 +191,7 @@ fn blacklisted(ks: &Kallsyms, bl: &[BlacklistEntry], sym: &KernelSymbol) -> Opti
     };
     let by_name = |name: &str| {
         bl.iter()
-            .find(|e| e.name == name && e.module == sym.module)
+            .find(|e| e.name == name && e.module.as_deref() == sym.module.as_deref())
             .map(|e| e.name.clone())
     };
     if let Some(n) = by_addr(sym.addr).or_else(|| by_name(&sym.name)) {
@@ -508,7 +511,7 @@ ffffffffc0001100 t other\t[foo]
             .iter()
             .map(|s| match &s.module {
                 Some(m) => format!("{m}:{}", s.name),
-                None => s.name.clone(),
+                None => s.name.to_string(),
             })
             .collect()
     }

@@ -34,7 +34,7 @@ fn rules_agree_with_the_6_12_kernel_on_every_window_symbol() {
 }
 
 fn window_agrees(ver: &str, ftrace_file: &str) {
-    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-x86_64-window.txt"))).unwrap();
+    let ks = Kallsyms::parse(fixture(&format!("kallsyms-{ver}-x86_64-window.txt"))).unwrap();
     let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-{ver}-x86_64.txt"))).unwrap();
     let ft = FtraceLocations::parse(&fixture(&format!("{ftrace_file}-{ver}-x86_64-window.txt")));
     let rules = Rules {
@@ -92,7 +92,7 @@ fn rules_agree_with_the_6_1_kernel_on_a_sample_of_every_reason() {
 fn sample_agrees(ver: &str, arch: &str, ftrace_file: &str) {
     // The same boot's tables, cut down to the sampled names (6.1: by name;
     // 6.12: by address, with each symbol's next line kept for its size).
-    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-{arch}-sample.txt"))).unwrap();
+    let ks = Kallsyms::parse(fixture(&format!("kallsyms-{ver}-{arch}-sample.txt"))).unwrap();
     let bl = blacklist::parse(&fixture(&format!("kprobes-blacklist-{ver}-{arch}.txt"))).unwrap();
     let ft = FtraceLocations::parse(&fixture(&format!("{ftrace_file}-{ver}-{arch}-sample.txt")));
     let rules = Rules {
@@ -153,7 +153,7 @@ fn sym_off_size_matches_what_the_6_1_kernel_printed() {
 }
 
 fn sym_off_size(ver: &str, arch: &str) {
-    let ks = Kallsyms::parse(&fixture(&format!("kallsyms-{ver}-{arch}-stack.txt"))).unwrap();
+    let ks = Kallsyms::parse(fixture(&format!("kallsyms-{ver}-{arch}-stack.txt"))).unwrap();
     let trace = fixture(&format!("kernel-stack-{ver}-{arch}.txt"));
     let mut compared = 0;
     for word in trace.split(|c: char| c.is_whitespace() || c == '(' || c == ')') {
@@ -176,7 +176,7 @@ fn sym_off_size(ver: &str, arch: &str) {
 
 #[test]
 fn module_symbols_print_and_scope_like_the_6_1_kernel() {
-    let ks = Kallsyms::parse(&fixture("kallsyms-6.1-x86_64-module-dummy.txt")).unwrap();
+    let ks = Kallsyms::parse(fixture("kallsyms-6.1-x86_64-module-dummy.txt")).unwrap();
     let trace = fixture("kernel-trace-6.1-x86_64-module-dummy.txt");
     // "(dummy_xmit+0x0/0x70 [dummy])" as the kernel printed the kprobe's ip.
     let printed = trace
