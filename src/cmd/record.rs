@@ -176,6 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         root: root.clone(),
         cpus,
         pad: Vec::new(),
+        tasks: ktrace_stream::TaskNames::new(Some(&root)),
     };
     let deadline = args.run.deadline();
     let (mut stop, mut error) =
@@ -380,6 +381,14 @@ struct RecordSink {
     cpus: usize,
     /// A short (partial) page padded to the page size.
     pad: Vec<u8>,
+    /// Each recorded task's name, looked up at its first record as live
+    /// `ktrace trace` does (/proc/PID/comm, else saved_cmdlines). The
+    /// kernel's saved_cmdlines alone, read at the end, can lack a task
+    /// whose name it failed to save (it only tries at the context switch
+    /// after an event, under a trylock): on a busy machine every event of
+    /// `report_equals_live_trace`'s target once printed as `<...>` where
+    /// live `ktrace trace` named it.
+    tasks: ktrace_stream::TaskNames,
 }
 
 impl RecordSink {
@@ -444,6 +453,10 @@ impl Sink for RecordSink {
         // decoded (a page that could not be written is not counted)
         if let Ok(p) = ktrace_ring::Page::parse(self.layout, bytes) {
             for r in p.records().flatten() {
+                // common_pid, after the type id, flags and preempt count
+                if let Some(pid) = r.data.get(4..8) {
+                    self.tasks.see(self.layout.endian.u32(pid) as i32);
+                }
                 if r.data.len() >= 2 {
                     let id = self.layout.endian.u16(r.data);
                     if !self.stack_ids.contains(&id) {
@@ -464,7 +477,9 @@ impl Sink for RecordSink {
         let Some(w) = self.writer.take() else {
             return Ok(());
         };
-        let cmdlines = ktrace_tracefs::buffers::saved_cmdlines(&self.root).ok();
+        let cmdlines = ktrace_tracefs::buffers::saved_cmdlines(&self.root)
+            .ok()
+            .map(|saved| with_tasks(saved, self.tasks.comms()));
         let stats: Vec<String> = (0..self.cpus)
             .map(|c| {
                 let text = self.inst.cpu_stats_text(c as u32).unwrap_or_default();
@@ -512,9 +527,38 @@ impl Sink for RecordSink {
     }
 }
 
+/// saved_cmdlines text with the recorded tasks it no longer names added
+/// (a name the kernel still holds is its own).
+fn with_tasks(mut saved: String, tasks: &ktrace_stream::Comms) -> String {
+    let known = ktrace_stream::Comms::from_saved_cmdlines(&saved);
+    for (pid, comm) in tasks.iter() {
+        if !known.knows(pid) {
+            if !saved.is_empty() && !saved.ends_with('\n') {
+                saved.push('\n');
+            }
+            saved.push_str(&format!("{pid} {comm}\n"));
+        }
+    }
+    saved
+}
+
 #[cfg(test)]
 mod tests {
     use super::trigger_events;
+
+    #[test]
+    fn saved_cmdlines_keep_their_names_and_gain_the_evicted() {
+        let mut tasks = ktrace_stream::Comms::new();
+        tasks.insert(7, "target");
+        tasks.insert(8, "renamed");
+        let text = super::with_tasks("8 kept\n1 init".to_string(), &tasks);
+        let c = ktrace_stream::Comms::from_saved_cmdlines(&text);
+        assert_eq!((c.get(7), c.get(8), c.get(1)), ("target", "kept", "init"));
+        assert_eq!(
+            super::with_tasks(String::new(), &ktrace_stream::Comms::new()),
+            ""
+        );
+    }
 
     #[test]
     fn events_a_trigger_enables() {

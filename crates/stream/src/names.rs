@@ -69,6 +69,11 @@ impl Comms {
         }
     }
 
+    /// Every (pid, name) known, in no order.
+    pub fn iter(&self) -> impl Iterator<Item = (i32, &str)> {
+        self.map.iter().map(|(&p, c)| (p, c.as_str()))
+    }
+
     /// Records `comm` for `pid`.
     pub fn insert(&mut self, pid: i32, comm: &str) {
         self.touch();
