@@ -86,7 +86,7 @@ fn zstd_cli_levels_decode() {
     let mut all = inputs();
     all.extend(real_inputs());
     let mut n = 0;
-    for (name, data) in &all {
+    for (k, (name, data)) in all.iter().enumerate() {
         // the slow levels only on a few inputs, every level on the rest
         let slow_ok = data.len() <= 70_000 || name == "tc-v6.dat";
         for (i, lv) in levels.iter().enumerate() {
@@ -101,8 +101,16 @@ fn zstd_cli_levels_decode() {
             let size = format!("--stream-size={}", data.len());
             let mut args = lv.to_vec();
             args.push(check);
-            let z = cli(&args, data);
-            same(&format!("{name} zstd {args:?}"), &z, data);
+            // the slow levels of a stream of unknown size (the tool takes
+            // its largest window and tables: level 22 maps 650 MB and takes
+            // 0.7 s, 19 0.1-0.2 s, whatever the input) on every twelfth
+            // input and the recording: on every one they were 40 of this
+            // test's 43 s
+            let slow = lv.contains(&"-19") || lv.contains(&"-22");
+            if !slow || k % 12 == 0 || name == "tc-v6.dat" {
+                let z = cli(&args, data);
+                same(&format!("{name} zstd {args:?}"), &z, data);
+            }
             args.push(&size);
             let z = cli(&args, data);
             same(&format!("{name} zstd {args:?}"), &z, data);
