@@ -477,9 +477,9 @@ impl Sink for RecordSink {
         let Some(w) = self.writer.take() else {
             return Ok(());
         };
-        let cmdlines = ktrace_tracefs::buffers::saved_cmdlines(&self.root)
-            .ok()
-            .map(|saved| with_tasks(saved, self.tasks.comms()));
+        // (the names ktrace found stay when saved_cmdlines is unreadable)
+        let saved = ktrace_tracefs::buffers::saved_cmdlines(&self.root).unwrap_or_default();
+        let cmdlines = Some(with_tasks(saved, self.tasks.comms())).filter(|t| !t.is_empty());
         let stats: Vec<String> = (0..self.cpus)
             .map(|c| {
                 let text = self.inst.cpu_stats_text(c as u32).unwrap_or_default();

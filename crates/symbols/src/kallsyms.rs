@@ -411,7 +411,7 @@ impl Kallsyms {
         let best_addr = self.at(idx[pos - 1]).addr;
         // First (table order) among the aliases at best_addr.
         let first = idx.partition_point(|&i| self.at(i).addr < best_addr);
-        let symbol = &self.at(idx[first]);
+        let symbol = self.at(idx[first]);
         let size = idx.get(pos).map(|&i| self.at(i).addr - best_addr);
         // An address past the last symbol of a region with no end known:
         // only the symbol itself is certain.
