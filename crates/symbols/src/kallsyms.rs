@@ -583,19 +583,59 @@ pub fn parse_lines(
     })
 }
 
+/// Each byte's value as a hex digit, [`NOT_HEX`] for the others.
+const HEX: [u8; 256] = {
+    let mut t = [NOT_HEX; 256];
+    let mut c = 0;
+    while c < 256 {
+        t[c] = match c as u8 {
+            d @ b'0'..=b'9' => d - b'0',
+            d @ b'a'..=b'f' => d - b'a' + 10,
+            d @ b'A'..=b'F' => d - b'A' + 10,
+            _ => NOT_HEX,
+        };
+        c += 1;
+    }
+    t
+};
+const NOT_HEX: u8 = 0xff;
+
+/// The index of the first byte at or after `from` that is at most `b' '`
+/// (where every ASCII whitespace byte is), `b.len()` when there is none:
+/// eight bytes a step (a name is about twenty bytes; a byte at a time was
+/// a fifth of a table's parse). The first byte the word test flags is
+/// always one (a borrow can flag only bytes above a true one).
+fn next_space_or_control(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let mut i = from;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        // bytes below 0x21 (a byte of 0x80 and above never flags)
+        let flagged = w.wrapping_sub(ONES * 0x21) & !w & (ONES * 0x80);
+        if flagged != 0 {
+            return i + (flagged.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    b[i.min(b.len())..]
+        .iter()
+        .position(|&c| c <= b' ')
+        .map_or(b.len(), |p| i + p)
+}
+
 /// [`parse_canonical`] of the line starting at `start`, finding its end on
 /// the way: the line and the index of its `\n` (or of the text's end).
 fn canonical_at(text: &str, start: usize) -> Option<(Line<'_>, usize)> {
     let b = text.as_bytes();
     let mut i = start;
     let mut addr = 0u64;
-    while let Some(&c) = b.get(i) {
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            b'A'..=b'F' => c - b'A' + 10,
-            _ => break,
-        };
+    // (17 digits are as refused as more: the scan stops there)
+    let digits_end = b.len().min(start + 17);
+    while i < digits_end {
+        let d = HEX[usize::from(b[i])];
+        if d == NOT_HEX {
+            break;
+        }
         addr = (addr << 4) | u64::from(d);
         i += 1;
     }
@@ -610,15 +650,14 @@ fn canonical_at(text: &str, start: usize) -> Option<(Line<'_>, usize)> {
     let mut j = name_at;
     let mut space = false;
     loop {
-        j += b[j..]
-            .iter()
-            .position(|&c| c.is_ascii_whitespace())
-            .unwrap_or(b.len() - j);
+        j = next_space_or_control(b, j);
         match b.get(j) {
             None | Some(b'\n' | b'\t') => break,
             Some(b' ') => space = true,
             // (`\r`, form feeds: the general parser decides)
-            Some(_) => return None,
+            Some(&c) if c.is_ascii_whitespace() => return None,
+            // another control byte is part of the name
+            Some(_) => {}
         }
         j += 1;
     }
