@@ -380,8 +380,18 @@ fn report_equals_live_trace() {
             .collect()
     };
     let (r, l) = (mask(&rep), mask(&live));
-    assert_eq!(r.len(), 300);
-    assert_eq!(r, l);
+    assert_eq!(r.len(), 300, "report:\n{rep}");
+    if r != l {
+        // the first difference first: a CI log keeps only the start
+        let i = r.iter().zip(&l).take_while(|(a, b)| a == b).count();
+        panic!(
+            "report and live trace differ at line {i} ({} and {} lines): {:?} / {:?}\nreport:\n{rep}\nlive:\n{live}",
+            r.len(),
+            l.len(),
+            r.get(i),
+            l.get(i)
+        );
+    }
 }
 
 /// A file from `trace-cmd record` (version 7, zstd sections, the events in

@@ -170,16 +170,26 @@ impl Sink for Discard {
     }
 }
 
+/// Whether the traced command has exited. It is not reaped here
+/// (`WNOWAIT`): it stays a zombie until the end of the run
+/// ([`conclude`](super::conclude) reaps it), so `/proc/PID/comm` still
+/// names its records when the reader reaches them after it exited. Once
+/// reaped, only the kernel's `saved_cmdlines` could, and that loses names
+/// (128 slots shared by every task switched after an event, a save given
+/// up when its lock is contended): a recording and a live run of the same
+/// command then disagreed on its name.
 pub(super) fn child_exited(
     child: &mut Option<Child>,
     status: &mut Option<std::process::ExitStatus>,
 ) -> anyhow::Result<bool> {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
     match child {
+        Some(_) if status.is_some() => Ok(true),
         Some(c) => {
-            if status.is_none() {
-                *status = c.try_wait()?;
-            }
-            Ok(status.is_some())
+            let pid = Pid::from_raw(c.id() as i32)
+                .ok_or_else(|| anyhow::anyhow!("the command has no pid"))?;
+            let opts = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+            Ok(waitid(WaitId::Pid(pid), opts)?.is_some())
         }
         None => Ok(false),
     }
@@ -189,4 +199,34 @@ pub(super) fn child_exited(
 pub(super) fn process_exists(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|s| ktrace_tracefs::owner::stat_is_live(&s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The command's exit is seen without reaping it: its /proc name stays
+    /// for the records read after (the reap at the run's end gives the
+    /// status). Reaped here, as before, `/proc/PID/comm` was gone.
+    #[test]
+    fn an_exited_command_keeps_its_name_until_the_end() {
+        let mut child = Some(std::process::Command::new("true").spawn().unwrap());
+        let pid = child.as_ref().unwrap().id();
+        let mut status = None;
+        let t0 = Instant::now();
+        while !child_exited(&mut child, &mut status).unwrap() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "true did not exit");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(status.is_none());
+        assert_eq!(
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),
+            "true\n"
+        );
+        assert!(child_exited(&mut child, &mut status).unwrap());
+        let st = child.as_mut().unwrap().try_wait().unwrap().expect("reaped");
+        assert!(st.success());
+        assert!(std::fs::metadata(format!("/proc/{pid}")).is_err());
+        assert!(!child_exited(&mut None, &mut None).unwrap());
+    }
 }

@@ -20,13 +20,6 @@ pub(crate) fn teardown_and_summary(
     stop: Stop,
 ) -> anyhow::Result<Option<String>> {
     let profile = run.sess.profile();
-    if let Some(c) = run.child.as_mut()
-        && run.status.is_none()
-    {
-        // Reap it if it is done; a command still running (we were signalled
-        // alone, or -d ended first) is the user's and is left to run.
-        run.status = c.try_wait().ok().flatten();
-    }
     drop(run.stream);
     let mut tally = Tally::default();
     for (_, name, n) in &end.shown {
@@ -135,7 +128,7 @@ fn summary(
 /// destination found at its end; `out_name` names the destination in
 /// messages.
 pub(crate) fn conclude(
-    run: Run,
+    mut run: Run,
     end: anyhow::Result<EndOfRun>,
     stop: Stop,
     error: Option<anyhow::Error>,
@@ -149,6 +142,14 @@ pub(crate) fn conclude(
         .iter()
         .filter(|p| p.kind().is_uprobe())
         .count();
+    if let Some(c) = run.child.as_mut()
+        && run.status.is_none()
+    {
+        // Reap it if it is done (the stream has read its last records: its
+        // name no longer needs /proc); a command still running (we were
+        // signalled alone, or -d ended first) is the user's and is left to run.
+        run.status = c.try_wait().ok().flatten();
+    }
     let status = run.status;
     let disturbed = teardown_and_summary(run, end.unwrap_or_default(), stop)?;
     if let Some(e) = error {
