@@ -539,7 +539,11 @@ pub fn lowest_text(text: &[u8]) -> Option<u64> {
         }
         let mut addr = 0u64;
         for &c in &line[..sp] {
-            addr = (addr << 4) | u64::from((c as char).to_digit(16)?);
+            let d = HEX[usize::from(c)];
+            if d == NOT_HEX {
+                return None;
+            }
+            addr = (addr << 4) | u64::from(d);
         }
         lowest = lowest.min(addr);
     }
@@ -609,7 +613,9 @@ fn next_space_or_control(b: &[u8], from: usize) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     let mut i = from;
     while let Some(chunk) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
         // bytes below 0x21 (a byte of 0x80 and above never flags)
         let flagged = w.wrapping_sub(ONES * 0x21) & !w & (ONES * 0x80);
         if flagged != 0 {
@@ -617,7 +623,8 @@ fn next_space_or_control(b: &[u8], from: usize) -> usize {
         }
         i += 8;
     }
-    b[i.min(b.len())..]
+    // `i` never passes the end: a step is taken only over eight bytes there
+    b[i..]
         .iter()
         .position(|&c| c <= b' ')
         .map_or(b.len(), |p| i + p)
