@@ -5,10 +5,11 @@
 # report hits and kretprobe misses.
 # What it holds is ktrace's own handling (sessions, cleanup, readers)
 # more than one kernel's text or one architecture's: CI runs it on the
-# newest 64-bit cells, x86_64 and arm64 7.2, and the oldest, x86_64 5.10
-# (tests/kernel/README.md, "Which cells run what"); --script or
-# KTEST_EVERY_CELL=1 runs it anywhere.
-# ktest-cells: x86_64:5.10 x86_64:7.2 arm64:7.2
+# newest and the oldest x86_64 cells, 7.2 and 5.10 (arm64 7.2 too until 1
+# Dec 2026: the matrix's longest cell, emulated arm64 costs about 1.5x
+# x86_64's time; tests/kernel/README.md, "Which cells run what"); --script
+# or KTEST_EVERY_CELL=1 runs it anywhere.
+# ktest-cells: x86_64:5.10 x86_64:7.2
 . "$KTEST_LIB"
 # every test here places a kprobe on a function entry
 entry_probes_or_skip normal_end_events_and_summary sigINT_cleans_up sigTERM_cleans_up sigHUP_cleans_up broken_pipe_cleans_up sigkill_then_next_run_reaps sigkill_then_clean_reaps concurrent_raw_user_untouched two_sessions_at_once rejected_definition_leaves_nothing rejected_filter_leaves_nothing rejected_hist_trigger_shows_kernel_message kretprobe_profile_misses kprobes_disabled_globally_is_explained finds_tracefs_in_debugfs_and_mounts_it_when_absent features_and_kprobes_switch

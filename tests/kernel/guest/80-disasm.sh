@@ -1,5 +1,6 @@
 # `ktrace disasm` against the kernel's own verdicts (issue 13): every offset
-# it marks probe-able in a few functions is accepted by kprobe_events, every
+# it marks probe-able in a few functions (a long one sampled, see
+# check_function) is accepted by kprobe_events, every
 # offset between instruction boundaries is refused with the kernel's message
 # for that architecture, every boundary it marks refused is refused, and a
 # probe placed with its help in the middle of a function reads a value that
@@ -56,8 +57,19 @@ check_function() { # FUNC
         fail "ktrace disasm $f --offsets: $(_kt_short "$list")"
         return
     fi
-    ok=0 refused=0 inner=0 bad=""
+    # A long function (vfs_read on 7.2: about 240 instructions, 475
+    # kernel writes, 37 s of a TCG cell) is sampled: every instruction of
+    # its first and last 24 and every 4th between, and every one ktrace
+    # marks refused; a short one (do_sys_openat2) is tried whole.
+    # 95-conform.sh puts random offsets to the kernel on every cell besides.
+    n=$(printf '%s\n' "$list" | grep -c .)
+    i=-1 ok=0 refused=0 inner=0 skipped=0 bad=""
     while read -r off len verdict; do
+        i=$((i + 1))
+        if [ "$verdict" = ok ] && [ "$n" -gt 96 ] && [ "$i" -ge 24 ] && [ "$i" -lt $((n - 24)) ] && [ $((i % 4)) != 0 ]; then
+            skipped=$((skipped + 1))
+            continue
+        fi
         if [ "$verdict" = ok ]; then
             if try_probe "$f+$off"; then ok=$((ok + 1)); else bad="$bad $off marked ok, kernel: $errmsg;"; fi
         else
@@ -88,11 +100,11 @@ check_function() { # FUNC
     done <<END
 $list
 END
-    echo "$f: $ok probe-able accepted, $refused refused as marked, $inner non-boundaries refused" >>"$KTEST_OUT/disasm/summary.txt"
+    echo "$f: $ok probe-able accepted, $refused refused as marked, $inner non-boundaries refused, $skipped of $n instructions not tried" >>"$KTEST_OUT/disasm/summary.txt"
     expect_empty "disagreements with the kernel" "$bad" &&
         expect_gt "probe-able offsets" "$ok" 5 &&
         expect_gt "non-boundaries tried" "$inner" 0 &&
-        pass "$ok accepted, $refused refused as marked, $inner non-boundaries refused with '$boundary_msg'"
+        pass "$ok accepted, $refused refused as marked, $inner non-boundaries refused with '$boundary_msg'; $skipped of $n instructions not tried (sampled)"
 }
 
 check_function do_sys_openat2
