@@ -118,7 +118,7 @@ pub(crate) fn kernel_wait(
         if deadline.is_some_and(|d| now >= d) {
             return Ok(Some(Stop::Duration));
         }
-        if child_exited(&mut run.child, &mut run.status)? {
+        if child_exited(&run.child)? {
             return Ok(Some(Stop::CommandExited));
         }
         if run.child.is_none() && args.pid.is_some_and(|p| !process_exists(p)) {

@@ -52,7 +52,7 @@ pub(crate) fn stream_loop_ticking(
             // Test-only (KTRACE_TEST_PANIC): proves cleanup after a panic.
             panic!("KTRACE_TEST_PANIC set: panicking mid-run");
         }
-        let exited = match child_exited(&mut run.child, &mut run.status) {
+        let exited = match child_exited(&run.child) {
             Ok(e) => e,
             Err(e) => return (Stop::ReadFailed, Some(e)),
         };
@@ -178,13 +178,9 @@ impl Sink for Discard {
 /// (128 slots shared by every task switched after an event, a save given
 /// up when its lock is contended): a recording and a live run of the same
 /// command then disagreed on its name.
-pub(super) fn child_exited(
-    child: &mut Option<Child>,
-    status: &mut Option<std::process::ExitStatus>,
-) -> anyhow::Result<bool> {
+pub(super) fn child_exited(child: &Option<Child>) -> anyhow::Result<bool> {
     use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
     match child {
-        Some(_) if status.is_some() => Ok(true),
         Some(c) => {
             let pid = Pid::from_raw(c.id() as i32)
                 .ok_or_else(|| anyhow::anyhow!("the command has no pid"))?;
@@ -212,21 +208,19 @@ mod tests {
     fn an_exited_command_keeps_its_name_until_the_end() {
         let mut child = Some(std::process::Command::new("true").spawn().unwrap());
         let pid = child.as_ref().unwrap().id();
-        let mut status = None;
         let t0 = Instant::now();
-        while !child_exited(&mut child, &mut status).unwrap() {
+        while !child_exited(&child).unwrap() {
             assert!(t0.elapsed() < Duration::from_secs(10), "true did not exit");
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(status.is_none());
         assert_eq!(
             std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap(),
             "true\n"
         );
-        assert!(child_exited(&mut child, &mut status).unwrap());
+        assert!(child_exited(&child).unwrap());
         let st = child.as_mut().unwrap().try_wait().unwrap().expect("reaped");
         assert!(st.success());
         assert!(std::fs::metadata(format!("/proc/{pid}")).is_err());
-        assert!(!child_exited(&mut None, &mut None).unwrap());
+        assert!(!child_exited(&None).unwrap());
     }
 }
