@@ -348,6 +348,17 @@ fn raw_symbol_words(line: &str) -> Vec<String> {
             }
         }
     }
+    // an event probe filter's `FIELD.function == NAME` names a symbol: every
+    // word of the filter that could be one is counted (a few per filter)
+    if let Some(at) = words.iter().position(|w| *w == "if") {
+        for w in &words[at + 1..] {
+            out.extend(
+                w.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$')))
+                    .filter(|p| p.len() > 1 && !p.contains(".function") && !p.contains(".ustring"))
+                    .map(str::to_string),
+            );
+        }
+    }
     // a glob (`f vma*`) names no symbol: its matches are counted where it
     // is expanded (x86_64 6.12, offline, seed 1204: counted as a name, it
     // was refused as missing)

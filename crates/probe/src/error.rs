@@ -139,12 +139,15 @@ tp_errors! {
     SYNTH_INVALID_ARRAY_SPEC => "Invalid array specification",
     // The event filter's own entries (kernel/trace/trace_events_filter.c,
     // subsystem `event filter parse error`): an event probe's `if` filter.
-    // (kernel order, FILTER_ERRORS of 6.12 and 7.2: the CPUS{} entries of
-    // 6.6 and later and those event probes never meet are left out)
+    // (kernel order, FILTER_ERRORS of 6.12 and 7.2: those event probes
+    // never meet are left out)
     FILT_INVALID_OP => "Invalid operator",
     FILT_TOO_MANY_OPEN => "Too many '('",
     FILT_TOO_MANY_CLOSE => "Too few '('",
     FILT_MISSING_QUOTE => "Missing matching quote",
+    // a `CPUS` value without its `{` or `}` (6.6 and later)
+    FILT_MISSING_BRACE_OPEN => "Missing '{'",
+    FILT_MISSING_BRACE_CLOSE => "Missing '}'",
     FILT_OPERAND_TOO_LONG => "Operand too long",
     FILT_EXPECT_STRING => "Expecting string field",
     FILT_EXPECT_DIGIT => "Expecting numeric field",
@@ -156,7 +159,11 @@ tp_errors! {
     FILT_TOO_MANY_PREDS => "Too many terms in predicate expression",
     // a filter ending in `&&` or `||` (kernels before 6.16, estimate)
     FILT_INVALID_FILTER => "Meaningless filter expression",
+    // a `CPUS{...}` list bitmap_parselist() refuses (6.6 and later)
+    FILT_INVALID_CPULIST => "Invalid cpulist",
     FILT_INVALID_VALUE => "Invalid value (did you forget quotes)?",
+    // a `.function` value that is no kernel symbol (6.2 and later)
+    FILT_NO_FUNCTION => "Function not found",
     // FILT_ERR_ERRNO: what append_filter_err() logs, at 0, for a failure
     // that set no error of its own (parse_pred() on a predicate without a
     // field name)
@@ -349,7 +356,7 @@ mod tests {
         // The 6.1 table has 61 entries; the rest are from newer kernels (the BTF
         // argument errors of 6.6+, as in 6.12's trace_probe.h, and 7.2's
         // tracepoint-name and typecast errors) and the event filter's.
-        assert_eq!(TpErr::ALL.len(), 108);
+        assert_eq!(TpErr::ALL.len(), 112);
     }
 
     #[test]

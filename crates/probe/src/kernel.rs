@@ -156,6 +156,19 @@ pub struct Features {
     /// `state & 90 && !!(cpu_id > 81) &&`); 7.2.13 takes it. Gated at 6.16
     /// (estimate: the matrix has 6.12 and 7.2).
     pub filter_dangling_op_refused: bool,
+    /// The event filter takes `CPUS{LIST}` values (on the CPU fields and
+    /// on scalar fields, with `==`, `!=` and `&`): seen on 6.12.118 and
+    /// 7.2.13; 6.1.192 reads `CPUS` as "Invalid value". Gated at 6.6 (the
+    /// series that brought them).
+    pub filter_cpus: bool,
+    /// The event filter reads a `.function` suffix (a field compared with
+    /// a function's name or address): seen on 6.12.118 and 7.2.13; 6.1.192
+    /// reads the `.` as "Invalid operator". Gated at 6.2 (estimate).
+    pub filter_function: bool,
+    /// The event filter knows the generic field `STACKTRACE` (unsigned):
+    /// seen on 6.12.118 and 7.2.13; 6.1.192 says "Field not found". Gated
+    /// at 6.5 (estimate).
+    pub filter_stacktrace: bool,
     /// `_kprobe_addr()` looks the address up in kallsyms (with
     /// `arch_adjust_kprobe_addr()`, 5.18): an address kallsyms cannot place
     /// is -ENOENT ("Invalid probed address or symbol", or deferred for a raw
@@ -278,6 +291,9 @@ impl KernelVersion {
             fprobe_registered_at_creation: !self.at_least(6, 16),
             can_probe_refuses_exceptions: self.at_least(6, 12),
             filter_dangling_op_refused: !self.at_least(6, 16),
+            filter_cpus: self.at_least(6, 6),
+            filter_function: self.at_least(6, 2),
+            filter_stacktrace: self.at_least(6, 5),
             kprobe_addr_lookup: self.at_least(5, 18),
             validate_symbol_early: self.at_least(6, 12),
             arm64_wide_exclusive_masks: !self.at_least(6, 16),

@@ -99,14 +99,25 @@ fn check_filter(
         return Ok(());
     };
     let decls = ctx.env.event_field_decls(system, sys_event);
-    let dangling_refused = ctx.target.features().filter_dangling_op_refused;
+    let features = ctx.target.features();
+    let env = ctx.env;
+    let symbol_count = |name: &str| env.symbol_count(name);
+    let dialect = crate::filter::Dialect {
+        dangling_refused: features.filter_dangling_op_refused,
+        cpus: features.filter_cpus,
+        function: features.filter_function,
+        stacktrace: features.filter_stacktrace,
+        long_size: ctx.target.arch.bits() / 8,
+        possible_cpus: ctx.target.possible_cpus,
+        symbol_count: &symbol_count,
+    };
     let verdict = match &decls {
-        Some(decls) => crate::filter::check(text, decls, dangling_refused),
+        Some(decls) => crate::filter::check(text, decls, &dialect),
         None => crate::filter::no_field_name(text).map(Err),
     };
     if verdict.is_none()
         && let Some(decls) = &decls
-        && crate::filter::reads_before_program(text, decls, dangling_refused)
+        && crate::filter::reads_before_program(text, decls, &dialect)
     {
         ctx.unchecked.retain(|u| *u != Unchecked::Filter);
         ctx.note(Unchecked::FilterByChance);
