@@ -47,6 +47,23 @@ fn signature(name: &[u8]) -> u64 {
     })
 }
 
+/// A name's [`signature`], for an index to keep beside its names
+/// ([`may_be_near`]).
+pub fn signature_of(name: &str) -> u64 {
+    signature(name.as_bytes())
+}
+
+/// Whether a name whose [`signature_of`] is `sig` can be near enough to
+/// `wanted` for [`similar`] to take it: an index that keeps the signatures
+/// beside its names rules out most of a shape run without reading a name
+/// (the names of a kernel's table lie all over memory, and reading them was
+/// a fifth of `ktrace conform --check-only`'s time on the 6.18 host).
+pub fn may_be_near(wanted: &str) -> impl Fn(u64) -> bool + use<> {
+    let bytes = signature(wanted.as_bytes());
+    let limit = limit_for(wanted);
+    move |sig| (sig ^ bytes).count_ones() as usize <= 2 * limit
+}
+
 /// How many edits [`similar`] allows for `wanted`.
 fn limit_for(wanted: &str) -> usize {
     if wanted.len() <= 6 { 1 } else { 2 }
