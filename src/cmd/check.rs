@@ -228,29 +228,33 @@ fn on_a_file(line: &str) -> bool {
 /// (kprobes on a kernel without kprobe events; event probes where
 /// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
 /// as the kernel refuses it, with EINVAL and nothing logged, and says why.
-/// `no_eprobes` keeps the answer for event probes once found (kallsyms is
-/// read once per batch, not once per line).
-fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, no_eprobes: &mut Option<bool>) {
+/// `absent` keeps the answers once found (kallsyms is read once per batch,
+/// and the probe files are looked up once, not once per line: a guest's
+/// `stat()` of tracefs costs under emulation).
+fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent) {
     let Ok(Definition::Probe(p)) = &kernel.definition else {
         return;
     };
     let (message, hint) = match &p.kind {
         ktrace_probe::ProbeKind::Kprobe { .. } => {
-            match ktrace_tracefs::discover::require(
-                tracefs,
-                ktrace_tracefs::discover::ProbeFile::KprobeEvents,
-            ) {
-                Ok(()) => return,
-                Err(e) if e.to_string().contains("no kprobe events") => (
-                    "this kernel has no kprobe events",
-                    "it was built without CONFIG_KPROBES / CONFIG_KPROBE_EVENTS; \
-                     uprobes (PATH:SYMBOL) may still work",
-                ),
-                Err(_) => return,
+            let none = *absent.kprobes.get_or_insert_with(|| {
+                ktrace_tracefs::discover::require(
+                    tracefs,
+                    ktrace_tracefs::discover::ProbeFile::KprobeEvents,
+                )
+                .is_err_and(|e| e.to_string().contains("no kprobe events"))
+            });
+            if !none {
+                return;
             }
+            (
+                "this kernel has no kprobe events",
+                "it was built without CONFIG_KPROBES / CONFIG_KPROBE_EVENTS; \
+                 uprobes (PATH:SYMBOL) may still work",
+            )
         }
         ktrace_probe::ProbeKind::Eprobe { .. } => {
-            let none = *no_eprobes.get_or_insert_with(|| {
+            let none = *absent.eprobes.get_or_insert_with(|| {
                 ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
                     || std::fs::read_to_string("/proc/kallsyms")
                         .ok()
@@ -276,6 +280,13 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, no_eprobes: &mut Op
         hint: Some(hint.to_string()),
     });
     kernel.unchecked.clear();
+}
+
+/// Which kinds of probe the running kernel was built without, once known.
+#[derive(Debug, Default)]
+struct Absent {
+    kprobes: Option<bool>,
+    eprobes: Option<bool>,
 }
 
 /// One definition's check: the kernel's verdict on the line as written, and
@@ -386,7 +397,7 @@ pub struct Checker {
     explain: bool,
     frozen: Option<crate::resolve::live::Frozen>,
     /// Live: whether the kernel lacks event probes, once asked.
-    no_eprobes: Option<bool>,
+    absent: Absent,
 }
 
 impl Checker {
@@ -522,7 +533,7 @@ impl Checker {
             vmlinux: opts.vmlinux.clone(),
             view,
             explain: opts.explain,
-            no_eprobes: None,
+            absent: Absent::default(),
         })
     }
 
@@ -564,7 +575,7 @@ impl Checker {
         // parser, BTF names included where the kernel reads them.
         let mut kernel = check_line(input, target, env);
         if let Some(t) = &self.tracefs {
-            refuse_missing_kind(&mut kernel, t, &mut self.no_eprobes);
+            refuse_missing_kind(&mut kernel, t, &mut self.absent);
         }
         let why = ktrace_symbols::code::check(&mut kernel, target, &source);
         let mut report = Report {

@@ -194,7 +194,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (None, None) => (0..args.count).map(|i| generator.case(i)).collect(),
     };
     // a kernel without uprobe (or kprobe) events has no such file to write
-    cases.retain(|c| root.join(c.file.name()).exists());
+    // (each file looked up once, not once per case)
+    let mut present: BTreeMap<File, bool> = BTreeMap::new();
+    cases.retain(|c| {
+        *present
+            .entry(c.file)
+            .or_insert_with(|| root.join(c.file.name()).exists())
+    });
     if args.dry_run {
         for c in &cases {
             crate::oline!("{}\t{}\t{}\t{}", c.index, c.file.name(), c.family, c.line);
