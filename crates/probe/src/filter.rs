@@ -634,15 +634,10 @@ fn function_value(s: &[u8], v: usize, pos: usize, op: &[u8], field: Field, d: &D
         return Pred::Fail(TpErr::FILT_INVALID_OP, pos + v);
     }
     if s.get(v).is_some_and(u8::is_ascii_digit) {
-        let end = v + s[v..]
-            .iter()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .count();
-        // num_buf[24]
-        if end - v >= 24 {
-            return Pred::Fail(TpErr::FILT_OPERAND_TOO_LONG, pos + end);
-        }
-        let num = std::str::from_utf8(&s[v..end]).unwrap_or("");
+        let (end, num) = match number_word(s, v, v, pos) {
+            Ok(word) => word,
+            Err(fail) => return fail,
+        };
         let Ok(addr) = kstrtoull(num, 0) else {
             return Pred::Fail(TpErr::FILT_INVALID_VALUE, pos + end);
         };
@@ -842,6 +837,21 @@ fn string_value(s: &[u8], v: usize, pos: usize, op: &[u8], field: Field) -> Pred
     Pred::Len(v + len + 2)
 }
 
+/// A number's word as parse_pred() reads it: from `start`, the letters and
+/// digits from `from` on (`0xDEADBEEF`), copied into `num_buf[24]` ("Operand
+/// too long" after it from 24 bytes): its end and its text.
+fn number_word(s: &[u8], start: usize, from: usize, pos: usize) -> Result<(usize, &str), Pred> {
+    let end = from
+        + s[from..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .count();
+    if end - start >= 24 {
+        return Err(Pred::Fail(TpErr::FILT_OPERAND_TOO_LONG, pos + end));
+    }
+    Ok((end, std::str::from_utf8(&s[start..end]).unwrap_or("")))
+}
+
 /// parse_pred()'s number at `s[v]`: not on a string field, not with `~`,
 /// an optional `-` and letters and digits, read by kstrtoll() or
 /// kstrtoull() as the field is signed or not.
@@ -852,16 +862,10 @@ fn number_value(s: &[u8], v: usize, pos: usize, op: &[u8], field: Field) -> Pred
     if op == b"~" {
         return Pred::Fail(TpErr::FILT_ILLEGAL_FIELD_OP, pos + v);
     }
-    let mut i = v + usize::from(s[v] == b'-');
-    i += s[i..]
-        .iter()
-        .take_while(|c| c.is_ascii_alphanumeric())
-        .count();
-    // num_buf[24]
-    if i - v >= 24 {
-        return Pred::Fail(TpErr::FILT_OPERAND_TOO_LONG, pos + i);
-    }
-    let num = std::str::from_utf8(&s[v..i]).unwrap_or("");
+    let (i, num) = match number_word(s, v, v + usize::from(s[v] == b'-'), pos) {
+        Ok(word) => word,
+        Err(fail) => return fail,
+    };
     let ok = if field.signed {
         kstrtoll(num, 0).is_ok()
     } else {
