@@ -47,7 +47,7 @@ fn signature(name: &[u8]) -> u64 {
     })
 }
 
-/// A name's [`signature`], for an index to keep beside its names
+/// A name's signature (the kinds of byte it holds, one bit each), for an index to keep beside its names
 /// ([`may_be_near`]).
 pub fn signature_of(name: &str) -> u64 {
     signature(name.as_bytes())
