@@ -99,7 +99,26 @@ pub struct Dialect<'a> {
     pub symbol_count: &'a dyn Fn(&str) -> Option<usize>,
 }
 
-impl Dialect<'_> {
+impl<'a> Dialect<'a> {
+    /// The parser of a kernel with `features`, whose `long` is `long_size`
+    /// bytes, with `possible_cpus` and `symbol_count` as far as known.
+    pub fn new(
+        features: &crate::kernel::Features,
+        long_size: u32,
+        possible_cpus: Option<u32>,
+        symbol_count: &'a dyn Fn(&str) -> Option<usize>,
+    ) -> Dialect<'a> {
+        Dialect {
+            dangling_refused: features.filter_dangling_op_refused,
+            cpus: features.filter_cpus,
+            function: features.filter_function,
+            stacktrace: features.filter_stacktrace,
+            long_size,
+            possible_cpus,
+            symbol_count,
+        }
+    }
+
     /// The parser of 6.16 and later on a 64-bit kernel that nothing is
     /// known about (CPUs, symbols).
     pub fn newest() -> Dialect<'static> {
@@ -1062,15 +1081,7 @@ mod tests {
                     .unwrap();
             let fields = parse_format(&format);
             let features = crate::kernel::KernelVersion::new(version.0, version.1).features();
-            let d = Dialect {
-                dangling_refused: features.filter_dangling_op_refused,
-                cpus: features.filter_cpus,
-                function: features.filter_function,
-                stacktrace: features.filter_stacktrace,
-                long_size,
-                possible_cpus: Some(2),
-                symbol_count: &symbol_count,
-            };
+            let d = Dialect::new(&features, long_size, Some(2), &symbol_count);
             let text = std::fs::read_to_string(format!("{root}/filter/{file}")).unwrap();
             let (mut decided, mut open) = (0, Vec::new());
             for line in text.lines().filter(|l| !l.starts_with('#')) {

@@ -102,15 +102,12 @@ fn check_filter(
     let features = ctx.target.features();
     let env = ctx.env;
     let symbol_count = |name: &str| env.symbol_count(name);
-    let dialect = crate::filter::Dialect {
-        dangling_refused: features.filter_dangling_op_refused,
-        cpus: features.filter_cpus,
-        function: features.filter_function,
-        stacktrace: features.filter_stacktrace,
-        long_size: ctx.target.arch.bits() / 8,
-        possible_cpus: ctx.target.possible_cpus,
-        symbol_count: &symbol_count,
-    };
+    let dialect = crate::filter::Dialect::new(
+        &features,
+        ctx.target.arch.bits() / 8,
+        ctx.target.possible_cpus,
+        &symbol_count,
+    );
     let verdict = match &decls {
         Some(decls) => crate::filter::check(text, decls, &dialect),
         None => crate::filter::no_field_name(text).map(Err),
