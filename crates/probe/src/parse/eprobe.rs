@@ -79,7 +79,6 @@ fn split_filter(
             }
         }
         filter = Some(words.join(" "));
-        ctx.note(Unchecked::Filter);
         argc = idx;
     }
     Ok((argc, filter))
@@ -112,16 +111,18 @@ fn check_filter(
         Some(decls) => crate::filter::check(text, decls, &dialect),
         None => crate::filter::no_field_name(text).map(Err),
     };
-    if verdict.is_none()
-        && let Some(decls) = &decls
-        && crate::filter::reads_before_program(text, decls, &dialect)
-    {
-        ctx.unchecked.retain(|u| *u != Unchecked::Filter);
-        ctx.note(Unchecked::FilterByChance);
-    }
-    if let Some(verdict) = verdict {
-        ctx.unchecked.retain(|u| *u != Unchecked::Filter);
-        if let Err((e, pos)) = verdict {
+    // what the kernel cannot reach (a line refused before its filter is
+    // parsed) is not reported as left open: noted only here
+    match verdict {
+        None if decls
+            .as_ref()
+            .is_some_and(|d| crate::filter::reads_before_program(text, d, &dialect)) =>
+        {
+            ctx.note(Unchecked::FilterByChance)
+        }
+        None => ctx.note(Unchecked::Filter),
+        Some(Ok(())) => {}
+        Some(Err((e, pos))) => {
             return Err(Fail::Err(ProbeError {
                 kind: ErrorKind::Logged(e),
                 message: e.message(),

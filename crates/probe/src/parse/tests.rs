@@ -800,6 +800,25 @@ fn an_event_probe_named_as_an_existing_event_is_refused_after_its_arguments() {
         "{:?}",
         c.unchecked
     );
+    // an attached event that does not exist is refused before the filter
+    // is parsed (trace_eprobe_parse_filter() comes after the lookup): the
+    // filter is not reported as left open, whatever it holds
+    for filter in ["dfd == 1", "nosuch == 1", "dfd.function == vfs_read"] {
+        let c = check_line(
+            &format!("e:mine/x syscalls.sys_enter_nosuch a=$dfd if {filter}"),
+            t,
+            &Env,
+        );
+        let Err(e) = &c.definition else {
+            panic!("{c:?}")
+        };
+        assert_eq!(
+            (e.kind, e.pos),
+            (ErrorKind::Logged(TpErr::BAD_ATTACH_EVENT), Some(9)),
+            "{filter}"
+        );
+        assert!(c.unchecked.is_empty(), "{filter}: {:?}", c.unchecked);
+    }
 }
 
 #[test]
