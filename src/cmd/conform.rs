@@ -238,6 +238,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         log,
         secs: 0.0,
         slowest: Vec::new(),
+        by_family: BTreeMap::new(),
     };
     let compared = compare_all(&args, &cases, checkers, features, &mut kernel_side);
     if let Some(copy) = offline.as_ref().and_then(|o| o.kallsyms.as_ref()) {
@@ -276,6 +277,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     crate::oline!("{summary}");
     for (secs, family, line) in &kernel_side.slowest {
         crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
+    }
+    for (family, (secs, n, accepted)) in &kernel_side.by_family {
+        crate::eline!(
+            "  kernel time {family:<10} {secs:>7.1} s for {n:>6} ({accepted} accepted, {:.2} ms each)",
+            1000.0 * secs / (*n).max(1) as f64
+        );
     }
     if let Some(dir) = &args.out {
         std::fs::write(dir.join("summary.txt"), &summary)?;
@@ -706,6 +713,8 @@ struct Kernel<'a> {
     secs: f64,
     /// The slowest cases: (seconds, family, line).
     slowest: Vec<(f64, &'static str, String)>,
+    /// Per family: seconds, cases, cases the kernel accepted.
+    by_family: BTreeMap<&'static str, (f64, u64, u64)>,
 }
 
 impl Kernel<'_> {
@@ -713,6 +722,10 @@ impl Kernel<'_> {
         let t0 = Instant::now();
         let r = self.ask_timed(case);
         let took = t0.elapsed().as_secs_f64();
+        let f = self.by_family.entry(case.family).or_default();
+        f.0 += took;
+        f.1 += 1;
+        f.2 += u64::from(r.as_ref().is_ok_and(|(a, _)| a.accepted));
         if self.slowest.len() < 8 || took > self.slowest[self.slowest.len() - 1].0 {
             self.slowest.push((took, case.family, case.line.clone()));
             self.slowest
