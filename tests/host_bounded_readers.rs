@@ -532,4 +532,39 @@ fn a_recording_through_a_pipe_reads_as_the_file() {
     let (code, _, err, _) = sh_bounded("true | \"$K\" report -");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("standard input is empty"), "{err}");
+    // streams that never end: what is not a trace.dat is refused at its
+    // first bytes (before, `ktrace report /dev/zero` copied zeros into
+    // an unlinked file in TMPDIR until the disk was full), the export
+    // creates no output
+    for (how, input) in [
+        ("\"$K\" report /dev/zero", "/dev/zero"),
+        ("\"$K\" report - < /dev/urandom", "standard input"),
+        ("yes | \"$K\" report -", "standard input"),
+        (
+            "\"$K\" export /dev/zero --perfetto -o \"$TMPDIR/z.pf\"",
+            "/dev/zero",
+        ),
+    ] {
+        let (code, _, err, left) = sh_bounded(how);
+        assert_eq!(code, 1, "{how}: {err}");
+        assert!(
+            err.contains(&format!(
+                "cannot read {input}: not a trace.dat file (no 0x17 0x08 0x44 \"tracing\" magic)"
+            )),
+            "{how}: {err}"
+        );
+        assert!(left.is_empty(), "{how}: left {left:?}");
+    }
+    // a trace.dat followed by endless bytes stops before the file system
+    // of its copy fills (a 200 MB tmpfs, private to the command)
+    let (code, _, err, _) = sh_bounded(&format!(
+        "unshare -m sh -c 'mount -t tmpfs -o size=200m none \"$TMPDIR\" && (cat {f}; cat /dev/zero) | \"$K\" report -'",
+        f = f.display()
+    ));
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cannot read standard input: after ")
+            && err.contains("would leave under 5% of that file system free"),
+        "{err}"
+    );
 }

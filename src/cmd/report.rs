@@ -144,6 +144,10 @@ fn open_file(path: &Path) -> anyhow::Result<std::fs::File> {
     spool(std::io::stdin().lock(), "standard input")
 }
 
+/// Bytes copied between looks at the free space left where a piped
+/// recording is copied.
+const SPOOL_LOOK: usize = 64 << 20;
+
 /// `from`'s bytes in an unlinked temporary file (in $TMPDIR, else /tmp).
 fn spool(mut from: impl io::Read, name: &str) -> anyhow::Result<std::fs::File> {
     let dir = std::env::temp_dir();
@@ -174,14 +178,54 @@ fn spool(mut from: impl io::Read, name: &str) -> anyhow::Result<std::fs::File> {
     }
     let mut tmp =
         tmp.with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    let n = io::copy(&mut from, &mut tmp).with_context(|| {
+    // the magic first: what is not a trace.dat (`/dev/zero`, a text file
+    // through a pipe) is refused at once, not copied without end
+    let mut head = [0u8; ktrace_tracedat::MAGIC.len()];
+    let got = ktrace_ring::read_full(&mut from, &mut head)
+        .with_context(|| format!("cannot read {name}"))?;
+    if got == 0 {
+        anyhow::bail!("{name} is empty: no trace.dat came through it");
+    }
+    if !ktrace_tracedat::starts_as_tracedat(&head[..got]) {
+        anyhow::bail!(
+            "cannot read {name}: not a trace.dat file (no 0x17 0x08 0x44 \"tracing\" magic)"
+        );
+    }
+    let into = || {
         format!(
             "cannot read {name} into a temporary file in {} (a trace.dat is read by offset)",
             dir.display()
         )
-    })?;
-    if n == 0 {
-        anyhow::bail!("{name} is empty: no trace.dat came through it");
+    };
+    tmp.write_all(&head).with_context(into)?;
+    // ... and a stream that never ends (a trace.dat with endless bytes
+    // after it) stops before the file system fills
+    let mut buf = vec![0u8; 1 << 20];
+    let mut since_look = 0usize;
+    let mut copied = head.len() as u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).with_context(into),
+        };
+        tmp.write_all(&buf[..n]).with_context(into)?;
+        copied += n as u64;
+        since_look += n;
+        if since_look >= SPOOL_LOOK {
+            since_look = 0;
+            if let Ok(st) = rustix::fs::fstatvfs(&tmp)
+                && st.f_bavail.saturating_mul(20) < st.f_blocks
+            {
+                anyhow::bail!(
+                    "cannot read {name}: after {} MB, its copy in {} would leave under 5% of \
+                     that file system free (give the recording as a file, or set TMPDIR)",
+                    copied >> 20,
+                    dir.display()
+                );
+            }
+        }
     }
     Ok(tmp)
 }

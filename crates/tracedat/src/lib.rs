@@ -91,6 +91,14 @@ pub use write7::{Compress7, ZSTD_VERSION, write_v7};
 /// The 10 bytes every trace.dat file starts with: 0x17 0x08 0x44 "tracing".
 pub const MAGIC: &[u8; 10] = b"\x17\x08Dtracing";
 
+/// Whether `head`, a file's first [`MAGIC`]`.len()` bytes, is what
+/// [`TraceDat::open`] takes: the magic, or that of a recording ktrace has
+/// not finished writing. For readers that see a stream before they keep it
+/// (a pipe is copied to a file before it is read by offset).
+pub fn starts_as_tracedat(head: &[u8]) -> bool {
+    head == MAGIC || head == write::UNFINISHED_MAGIC
+}
+
 /// Option identifiers (trace-cmd's `enum tracecmd_file_options`).
 pub mod option {
     /// End of an options list (v7: with the offset of the next section).
