@@ -568,3 +568,86 @@ fn a_recording_through_a_pipe_reads_as_the_file() {
         "{err}"
     );
 }
+
+/// `ktrace check` reads standard input a batch at a time: an endless stream
+/// is answered as it comes, in bounded memory (before, `yes 'p vfs_read' |
+/// ktrace check | head` printed nothing and grew until killed, and `ktrace
+/// check < /dev/zero` read one endless line into memory). Lines past the
+/// first batch are checked as the same lines given as arguments are, their
+/// symbols counted too.
+#[test]
+fn check_reads_standard_input_as_it_comes() {
+    let dir = std::env::temp_dir().join(format!("ktrace_check_stream_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kallsyms = dir.join("kallsyms");
+    std::fs::write(
+        &kallsyms,
+        "ffffffff81000000 T vfs_read\nffffffff81000100 T vfs_write\nffffffff81000200 T late_fn\n",
+    )
+    .unwrap();
+    // 5,000 lines: names only the lines after the first batch (4,096) use
+    let mut lines: Vec<String> = (0..4500)
+        .map(|i| match i % 3 {
+            0 => "p vfs_read".to_string(),
+            1 => format!("p:e{i} vfs_write a=%di"),
+            _ => "r nosuch_fn".to_string(),
+        })
+        .collect();
+    lines.extend((0..500).map(|i| match i % 2 {
+        0 => format!("p:l{i} late_fn"),
+        _ => format!("p late_missing{i}"),
+    }));
+    let input = dir.join("defs");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let opts = [
+        "--offline",
+        "--arch",
+        "x86_64",
+        "--kernel",
+        "6.12",
+        "--kallsyms",
+        kallsyms.to_str().unwrap(),
+    ];
+    let streamed = Command::new(env!("CARGO_BIN_EXE_ktrace"))
+        .arg("check")
+        .args(opts)
+        .stdin(std::fs::File::open(&input).unwrap())
+        .output()
+        .unwrap();
+    let given = Command::new(env!("CARGO_BIN_EXE_ktrace"))
+        .arg("check")
+        .args(opts)
+        .args(&lines)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&streamed.stdout);
+    assert!(
+        text.matches("ok: p:kprobes/l").count() == 250
+            && text.matches("rejected: p late_missing").count() == 250,
+        "the last batch's symbols were not counted: {}",
+        &text[text.len().saturating_sub(600)..]
+    );
+    assert!(
+        streamed.stdout == given.stdout,
+        "stdin and arguments differ"
+    );
+    assert_eq!(streamed.status.code(), Some(1));
+    std::fs::remove_dir_all(&dir).unwrap();
+    // endless input: answered as it comes, ended by the reader
+    let (code, out, err, _) =
+        sh_bounded("yes 'p vfs_read' | \"$K\" check --offline --arch x86_64 | head -n 4");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(String::from_utf8_lossy(&out).lines().count(), 4, "{err}");
+    // one endless line: checked as far as 64 KiB, then a clear end
+    let (code, out, err, _) = sh_bounded("\"$K\" check --offline --arch x86_64 < /dev/zero");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        String::from_utf8_lossy(&out).starts_with("rejected: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("standard input: line 1 is longer than 64 KiB"),
+        "{err}"
+    );
+}

@@ -104,48 +104,204 @@ pub enum FileArg {
 
 /// Runs `ktrace check`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let inputs = read_inputs(&args.defs)?;
-    let mut checker = Checker::new(&args, &inputs)?;
+    let mut source = Inputs::new(&args.defs);
+    let mut batch = source.next_batch()?;
+    let mut checker = Checker::new(&args, &batch)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut all_ok = true;
-    for input in &inputs {
-        let report = checker.check(input);
-        all_ok &= report.kernel.accepted();
-        let written = if args.json {
-            writeln!(out, "{}", report.json(checker.arch))
-        } else {
-            report.human(&mut out, checker.arch, args.explain)
-        };
-        match written {
-            Ok(()) => {}
-            // a reader that went away (`| head`): a quiet end
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
-            Err(e) => return Err(e.into()),
+    loop {
+        for input in &batch {
+            let report = checker.check(input);
+            all_ok &= report.kernel.accepted();
+            let written = if args.json {
+                writeln!(out, "{}", report.json(checker.arch))
+            } else {
+                report.human(&mut out, checker.arch, args.explain)
+            };
+            match written.and_then(|()| out.flush()) {
+                Ok(()) => {}
+                // a reader that went away (`| head`): a quiet end
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(exit(all_ok)),
+                Err(e) => return Err(e.into()),
+            }
         }
+        batch = source.next_batch()?;
+        if batch.is_empty() {
+            break;
+        }
+        checker.want(&batch)?;
     }
-    Ok(if all_ok {
+    if let Some(n) = source.cut {
+        anyhow::bail!(
+            "standard input: line {n} is longer than {} KiB (the kernel takes 4,094 bytes): \
+             checked as far as that, and nothing after it was read",
+            LINE_CAP >> 10
+        );
+    }
+    Ok(exit(all_ok))
+}
+
+fn exit(all_ok: bool) -> ExitCode {
+    if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    }
+}
+
+/// Definitions read from standard input are checked a batch at a time, so
+/// an endless stream (`yes 'p vfs_read' | ktrace check`) is answered as it
+/// comes, in bounded memory: at most this many lines ...
+const BATCH_LINES: usize = 4096;
+/// ... or bytes in a batch (a terminal: one line).
+const BATCH_BYTES: usize = 8 << 20;
+/// What is kept of one line: the kernel refuses any over 4,094 bytes, so a
+/// longer one is checked (and shown) as its first 64 KiB, and a stream
+/// without a newline (`/dev/zero`) is not read into memory whole.
+const LINE_CAP: usize = 64 << 10;
+
+/// The definitions to check: those given, or standard input's lines.
+struct Inputs {
+    given: Option<Vec<String>>,
+    stdin: Option<std::io::StdinLock<'static>>,
+    tty: bool,
+    /// Lines read so far.
+    lines: usize,
+    /// The line (1-based) longer than [`LINE_CAP`] where reading stopped.
+    cut: Option<usize>,
+}
+
+impl Inputs {
+    fn new(defs: &[String]) -> Inputs {
+        if !defs.is_empty() {
+            return Inputs {
+                given: Some(defs.to_vec()),
+                stdin: None,
+                tty: false,
+                lines: 0,
+                cut: None,
+            };
+        }
+        let stdin = std::io::stdin();
+        let tty = std::io::IsTerminal::is_terminal(&stdin);
+        if tty {
+            crate::say!("reading definitions from standard input, one per line (Ctrl-D to end)");
+        }
+        Inputs {
+            given: None,
+            stdin: Some(stdin.lock()),
+            tty,
+            lines: 0,
+            cut: None,
+        }
+    }
+
+    /// The next batch; empty at the end.
+    fn next_batch(&mut self) -> anyhow::Result<Vec<String>> {
+        if let Some(given) = self.given.take() {
+            return Ok(given);
+        }
+        let Some(r) = self.stdin.as_mut() else {
+            return Ok(Vec::new());
+        };
+        let lines = if self.tty { 1 } else { BATCH_LINES };
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        let mut line = Vec::new();
+        let mut ended = false;
+        while batch.len() < lines && bytes < BATCH_BYTES {
+            let Some(cut) =
+                read_line_capped(r, LINE_CAP, &mut line).context("reading standard input")?
+            else {
+                ended = true;
+                break;
+            };
+            if cut {
+                // checked as far as kept; nothing after it is read
+                ended = true;
+                self.cut = Some(self.lines + batch.len() + 1);
+            }
+            bytes += line.len();
+            let text = String::from_utf8(std::mem::take(&mut line)).map_err(|_| {
+                anyhow::anyhow!("reading standard input: stream did not contain valid UTF-8")
+            })?;
+            batch.push(text);
+            if cut {
+                break;
+            }
+        }
+        if ended {
+            self.stdin = None;
+        }
+        self.lines += batch.len();
+        Ok(batch)
+    }
+}
+
+/// Reads one line of `r` into `line` (without its `\n` or `\r\n`), at
+/// most `cap` bytes of it: `Some(true)` when the line is longer (the rest is
+/// not read), `None` at the end of the input.
+fn read_line_capped(
+    r: &mut impl BufRead,
+    cap: usize,
+    line: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut any = false;
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            break;
+        }
+        any = true;
+        let (chunk, used, end) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        let room = cap - line.len();
+        if chunk.len() > room {
+            line.extend_from_slice(&chunk[..room]);
+            return Ok(Some(true));
+        }
+        line.extend_from_slice(chunk);
+        r.consume(used);
+        if end {
+            break;
+        }
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(any.then_some(false))
 }
 
 /// The definitions given, or one per line of standard input when none are
-/// (saying so when that is a terminal).
+/// (saying so when that is a terminal), at most [`BATCH_LINES`] of them
+/// (`ktrace boot`: its definitions go on a kernel command line).
 pub fn read_inputs(defs: &[String]) -> anyhow::Result<Vec<String>> {
-    if !defs.is_empty() {
-        return Ok(defs.to_vec());
+    let mut source = Inputs::new(defs);
+    let mut all = Vec::new();
+    loop {
+        let more = source.next_batch()?;
+        if let Some(n) = source.cut {
+            anyhow::bail!(
+                "standard input: line {n} is longer than {} KiB",
+                LINE_CAP >> 10
+            );
+        }
+        if more.is_empty() {
+            return Ok(all);
+        }
+        all.extend(more);
+        if all.len() > BATCH_LINES {
+            anyhow::bail!("more than {BATCH_LINES} definitions");
+        }
     }
-    let stdin = std::io::stdin();
-    if std::io::IsTerminal::is_terminal(&stdin) {
-        crate::say!("reading definitions from standard input, one per line (Ctrl-D to end)");
-    }
-    let mut v = Vec::new();
-    for line in stdin.lock().lines() {
-        v.push(line.context("reading standard input")?);
-    }
-    Ok(v)
 }
 
 /// The options of a check that do not come from the definitions.
@@ -377,6 +533,17 @@ fn raw_symbol_words(line: &str) -> Vec<String> {
     out
 }
 
+/// The kernel symbol names `inputs` mention: their specs' and every word
+/// [`raw_symbol_words`] finds.
+fn wanted_symbols(inputs: &[String]) -> Vec<String> {
+    inputs
+        .iter()
+        .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
+        .flat_map(|s| s.kernel_symbols())
+        .chain(inputs.iter().flat_map(|i| raw_symbol_words(i)))
+        .collect()
+}
+
 /// The checking pipeline of `ktrace check` (and of `ktrace conform`):
 /// built once for a batch of definitions, then one [`Checker::check`] per line.
 pub struct Checker {
@@ -454,12 +621,7 @@ impl Checker {
             target.features = Some(f);
         }
         // The kernel symbol names the definitions mention, counted in one pass.
-        let wanted: Vec<String> = inputs
-            .iter()
-            .filter_map(|i| crate::resolve::spec::split(i).ok().flatten())
-            .flat_map(|s| s.kernel_symbols())
-            .chain(inputs.iter().flat_map(|i| raw_symbol_words(i)))
-            .collect();
+        let wanted = wanted_symbols(inputs);
         let wanted = wanted.iter().map(String::as_str);
         let mounted = if opts.offline
             || opts.no_btf
@@ -535,6 +697,20 @@ impl Checker {
             explain: opts.explain,
             absent: Absent::default(),
         })
+    }
+
+    /// Counts the kernel symbols a further batch of definitions names, for
+    /// their checks (a stream of definitions is checked a batch at a time).
+    pub fn want(&mut self, inputs: &[String]) -> anyhow::Result<()> {
+        let wanted = wanted_symbols(inputs);
+        let wanted = wanted.iter().map(String::as_str);
+        if let Some(v) = &self.file_view {
+            self.file_counts = Some(v.symbol_counts(wanted.clone())?);
+        }
+        if let Some(v) = &self.view {
+            self.live_counts = v.symbol_counts(wanted).ok();
+        }
+        Ok(())
     }
 
     /// Checks one line: the kernel's verdict first, then ktrace's own
