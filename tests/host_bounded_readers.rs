@@ -651,3 +651,25 @@ fn check_reads_standard_input_as_it_comes() {
         "{err}"
     );
 }
+
+/// A FIFO where an ELF file is expected (a probed binary, `--vmlinux`, a
+/// disassembly target) is refused at once. Before, open(2) of the FIFO
+/// waited for a writer that never came: `ktrace trace FIFO:main` and
+/// `ktrace check --vmlinux FIFO` hung.
+#[test]
+fn a_fifo_for_an_elf_file_is_refused_not_waited_on() {
+    for how in [
+        "\"$K\" trace \"$TMPDIR/f:main\" -n 1",
+        "\"$K\" check --vmlinux \"$TMPDIR/f\" 'p vfs_read+4'",
+        "\"$K\" disasm \"$TMPDIR/f:main\"",
+    ] {
+        let (code, _, err, _) = sh_bounded(&format!(
+            "mkfifo \"$TMPDIR/f\" && {how}; e=$?; rm -f \"$TMPDIR/f\"; exit $e"
+        ));
+        assert_eq!(code, 1, "{how}: {err}");
+        assert!(
+            err.contains("/f: not a readable elf file: not a regular file"),
+            "{how}: {err}"
+        );
+    }
+}

@@ -473,7 +473,7 @@ fn refuse_path_with_space(input: &str) -> anyhow::Result<()> {
 fn refuse_foreign_elf(path: &Path, arch: Arch) -> anyhow::Result<()> {
     use std::io::Read;
     let mut head = [0u8; 20];
-    let Ok(mut f) = std::fs::File::open(path) else {
+    let Ok(mut f) = ktrace_symbols::open_no_wait(path) else {
         return Ok(());
     };
     if f.read_exact(&mut head).is_err() || &head[..4] != b"\x7fELF" {

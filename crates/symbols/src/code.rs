@@ -423,7 +423,7 @@ pub fn symbol_bytes(
 fn read_range(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let file =
-        std::fs::File::open(path).map_err(|e| within(format!("opening {}", path.display()), &e))?;
+        crate::open_no_wait(path).map_err(|e| within(format!("opening {}", path.display()), &e))?;
     let mut out = vec![0u8; len];
     file.read_exact_at(&mut out, offset).map_err(|e| {
         within(

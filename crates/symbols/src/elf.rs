@@ -558,7 +558,7 @@ pub fn open(path: &std::path::Path) -> Result<ElfImage> {
         path: path.display().to_string(),
         reason,
     };
-    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut f = crate::open_no_wait(path).map_err(|e| Error::io(path, e))?;
     let meta = f.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
         return Err(bad(if meta.is_dir() {

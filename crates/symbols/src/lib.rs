@@ -55,6 +55,18 @@ pub use kernel::KernelView;
 /// 10 MB and its BTF some 6 MB, so more is not one of them.
 pub const MAX_TABLE: u64 = 64 << 20;
 
+/// Opens `path` for reading without waiting: open(2) of a FIFO blocks
+/// until a writer comes, and an ELF file, a vmlinux or a probed binary that
+/// is a FIFO is refused after the open anyway (the callers look at what
+/// was opened). Reads of a regular file are the same either way.
+pub fn open_no_wait(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+}
+
 /// Reads a table file whole: a regular file (those of /proc and /sys
 /// included) or a pipe, at most [`MAX_TABLE`] bytes. A device such as
 /// /dev/zero is refused before any byte is read, and a longer input is an
