@@ -186,3 +186,34 @@ fn boot_leaves_a_comment_out_of_the_parameter() {
         "kprobe_event=p:ktrace_boot/p_vfs_read_0,vfs_read;p:ktrace_boot/c,kernel_clone%return\n"
     );
 }
+
+/// `ktrace list --tracefs DIR` names a tracefs mount: a directory without
+/// a probe events file is an error, not "0 dynamic events in /dev/zero";
+/// a `--filter-functions` file that cannot be read says why.
+#[test]
+fn list_refuses_what_is_not_a_tracefs_or_a_table() {
+    for args in [
+        ["list", "--probes", "--tracefs", "/dev/zero"].as_slice(),
+        &["list", "--probes", "--tracefs", "/etc"],
+        &["list", "--tracefs", "/etc", "vfs_*"],
+    ] {
+        let out = common::ktrace().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("not a tracefs mount (it has no dynamic_events"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = common::ktrace()
+        .args(["list", "--filter-functions", "/dev/urandom", "vfs_*"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot read /dev/urandom: a device, not a table file"),
+        "{stderr}"
+    );
+}

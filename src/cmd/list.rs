@@ -50,10 +50,22 @@ pub struct Args {
     pub verbose: bool,
 }
 
-fn tracefs_dir(args: &Args) -> Option<PathBuf> {
+/// `--tracefs DIR` (which must look like a tracefs mount: a directory
+/// with a probe events file), or the mount found.
+fn tracefs_dir(args: &Args) -> anyhow::Result<Option<PathBuf>> {
     match &args.tracefs {
-        Some(d) => Some(d.clone()),
-        None => ktrace_tracefs::discover::find_mounted(),
+        Some(d) => {
+            let files = ["dynamic_events", "kprobe_events", "uprobe_events"];
+            if !files.iter().any(|f| d.join(f).is_file()) {
+                anyhow::bail!(
+                    "--tracefs {}: not a tracefs mount (it has no {})",
+                    d.display(),
+                    files.join(", ")
+                );
+            }
+            Ok(Some(d.clone()))
+        }
+        None => Ok(ktrace_tracefs::discover::find_mounted()),
     }
 }
 
@@ -62,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.probes {
         return list_probes(&args);
     }
-    let tracefs = tracefs_dir(&args);
+    let tracefs = tracefs_dir(&args)?;
     let mut view = KernelView::running(tracefs.as_deref());
     if let Some(k) = &args.kallsyms {
         view = view.with_kallsyms_file(k);
@@ -91,7 +103,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(f) = &args.filter_functions
         && view.ftrace().is_none()
     {
-        anyhow::bail!("cannot read {}", f.display());
+        // the table's own reason when it has one
+        if let Err(e) = ktrace_symbols::read_table(f) {
+            anyhow::bail!("{e}");
+        }
+        anyhow::bail!(
+            "cannot read {}: not a list of ftrace functions",
+            f.display()
+        );
     }
     let rules = view.rules();
     if view.is_running() && !view.features().is_some_and(|f| f.kprobe_events) {
@@ -142,7 +161,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn list_probes(args: &Args) -> anyhow::Result<ExitCode> {
-    let Some(root) = tracefs_dir(args) else {
+    let Some(root) = tracefs_dir(args)? else {
         if let Some(e) = ktrace_tracefs::discover::unusable_mount() {
             return Err(e.into());
         }
