@@ -695,6 +695,10 @@ fn answer_of(
             .kernel
             .unchecked
             .contains(&ktrace_probe::Unchecked::FilterByChance),
+        caret_unknown: r
+            .kernel
+            .unchecked
+            .contains(&ktrace_probe::Unchecked::ErrorPosition),
         location: None,
         offline: false,
         undone: undone_of(&r.kernel.unchecked),

@@ -767,13 +767,22 @@ mod tests {
                 Some(line.len() + 1)
             )
         );
-        // the same argument as the command's own last word keeps no caret
+        assert!(
+            !crate::check_line(line, t, &Env)
+                .unchecked
+                .contains(&crate::Unchecked::ErrorPosition)
+        );
+        // the same argument as a word of the command: the kernel's caret
+        // comes from a pointer (seen: none, and 50 of a 60-byte command),
+        // which the answer says
         let line = "p:e vfs_read%return file->f_path.dentry:ustring";
-        let e = crate::check_line(line, t, &Env).definition.unwrap_err();
+        let c = crate::check_line(line, t, &Env);
+        let e = c.definition.unwrap_err();
         assert_eq!(
             (e.kind, e.pos),
             (crate::ErrorKind::Logged(TpErr::BAD_TYPE4STR), None)
         );
+        assert!(c.unchecked.contains(&crate::Unchecked::ErrorPosition));
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub(super) fn parse_args<'e>(
                 return Err(ctx.logged(&log, TpErr::BAD_ATTACH_ARG, index, 0));
             }
             Ok(a) => args.push(a),
-            Err(ArgError::Logged(e, off)) => return Err(ctx.logged(&log, e, index, off)),
+            Err(ArgError::Logged(e, off)) => return Err(ctx.arg_logged(&log, e, index, off)),
             Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &log.joined))),
         }
         if btf.as_deref().is_some_and(BtfScope::unknown) {
@@ -212,14 +212,14 @@ fn meta_args<'e>(
                 Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
                 Err((i, e)) => {
                     return Err(match e {
-                        ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                        ArgError::Logged(e, off) => ctx.arg_logged(argv, e, first + i, off),
                         ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
                     });
                 }
             }
         } else if let Err((i, e)) = crate::fetch::scan_meta_args(&argv.words[first..], actx) {
             return Err(match e {
-                ArgError::Logged(e, off) => ctx.logged(argv, e, first + i, off),
+                ArgError::Logged(e, off) => ctx.arg_logged(argv, e, first + i, off),
                 ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),
             });
         }

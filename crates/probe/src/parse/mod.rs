@@ -134,6 +134,12 @@ pub enum Unchecked {
     /// riscv64 6.12 every `s` line with EINVAL and nothing logged, conform
     /// seeds 1203 and 1205, offline).
     Build,
+    /// Where the kernel puts the caret of this error: it computes the
+    /// position from a pointer (`parse_btf_field()` adds `NULL - fieldname`
+    /// past a BTF variable's last member), so it lands anywhere in the
+    /// command or nowhere (riscv64 7.2, conform seed 20261221, index 42270:
+    /// at 50 of 60 bytes; most often none).
+    ErrorPosition,
 }
 
 impl Unchecked {
@@ -163,6 +169,10 @@ impl Unchecked {
             Unchecked::Build => {
                 "whether the target's build has this kind of event (CONFIG_FPROBE_EVENTS, \
                  CONFIG_SYNTH_EVENTS; its tracefs README says)"
+            }
+            Unchecked::ErrorPosition => {
+                "where the kernel puts this error's caret (it computes the position from a \
+                 pointer past the BTF variable's last member: anywhere in the command, or none)"
             }
             Unchecked::StructLayout => {
                 "the struct dentry/struct file offsets %pd and %pD expand to in the target's build"
@@ -272,6 +282,16 @@ struct Ctx<'e> {
 }
 
 impl Ctx<'_> {
+    /// [`Ctx::logged`] for an argument's error, whose offset may be the
+    /// garbage one ([`crate::fetch::NO_CARET`]): then where the kernel puts
+    /// the caret is noted as unknowable.
+    fn arg_logged(&mut self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
+        if offset == crate::fetch::NO_CARET && index < argv.words.len() {
+            self.note(Unchecked::ErrorPosition);
+        }
+        self.logged(argv, err, index, offset)
+    }
+
     fn logged(&self, argv: &Argv, err: TpErr, index: usize, offset: usize) -> Fail {
         // __trace_probe_log_err(): an index past the logged command's words
         // (an argument that `$arg*` expanded into being) puts the caret one
