@@ -264,3 +264,49 @@ fn entry_argument_on_a_return_probe_is_no_symstr() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The probed file is looked up as kern_path() looks it up: a path the
+/// kernel cannot walk (`/bin/true/`: not a directory; a name too long; a
+/// missing one) is "Failed to find the given file" at the path, before the
+/// event name, on the host kernel and in `ktrace check`. Before, ktrace
+/// left ENOTDIR and ENAMETOOLONG undecided and answered the event name
+/// (arm64 6.1, conform seed 20261222, index 44342: `r: /bin/true/:0x2b16c`).
+/// Each line is written raw into the host's uprobe_events first; ktrace's
+/// message and caret are held against the kernel's error_log.
+#[test]
+fn a_probed_path_the_kernel_cannot_walk_is_not_found_as_the_host_kernel_says() {
+    let Some(root) = tracefs() else { return };
+    let _s = serial();
+    let long = format!("/tmp/{}", "a".repeat(300));
+    for path in ["/bin/true/", "/bin/true/x", long.as_str(), "/no/such/file"] {
+        for head in ["r:", "p:", "p:ktrace_walk_test/"] {
+            let line = format!("{head} {path}:0x10");
+            let written = {
+                use std::io::Write;
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(root.join("uprobe_events"))
+                    .unwrap()
+                    .write_all(format!("{line}\n").as_bytes())
+            };
+            assert!(written.is_err(), "the host kernel took {line}");
+            let log = std::fs::read_to_string(root.join("error_log")).unwrap();
+            let entry: Vec<&str> = log.lines().rev().take(3).collect();
+            let (msg, caret) = (entry[2], entry[0]);
+            let (out, stdout, _) = run(&root, &["check".into(), line.clone()]);
+            assert!(!out.status.success(), "{line}: {stdout}");
+            let want = msg.split("error: ").nth(1).unwrap();
+            assert!(
+                stdout.contains(&format!("trace_uprobe: error: {want}")),
+                "{line}: the kernel said {want:?}; ktrace: {stdout}"
+            );
+            // the caret under the same byte of the command
+            let k = caret.find('^').unwrap() - "  Command: ".len();
+            let ours = stdout
+                .lines()
+                .find(|l| l.trim_start().starts_with('^'))
+                .map(|l| l.find('^').unwrap() - 2);
+            assert_eq!(ours, Some(k), "{line}: {stdout}");
+        }
+    }
+}

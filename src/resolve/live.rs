@@ -582,10 +582,19 @@ impl Environment for LiveEnv<'_> {
     }
 
     fn file_kind(&self, path: &str) -> Option<FileKind> {
+        use rustix::io::Errno;
+        // kern_path() fails on these as the lookup here does, and the
+        // kernel logs each as "Failed to find the given file" (arm64 6.1,
+        // conform seed 20261222, index 44342: `r: /bin/true/:0x2b16c`,
+        // ENOTDIR); a permission error may be this user's alone
+        let missing =
+            [Errno::NOENT, Errno::NOTDIR, Errno::LOOP, Errno::NAMETOOLONG].map(Errno::raw_os_error);
         match std::fs::metadata(path) {
             Ok(m) if m.is_file() => Some(FileKind::Regular),
             Ok(_) => Some(FileKind::Other),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(FileKind::Missing),
+            Err(e) if e.raw_os_error().is_some_and(|n| missing.contains(&n)) => {
+                Some(FileKind::Missing)
+            }
             Err(_) => None,
         }
     }
