@@ -434,13 +434,18 @@ impl<'a> Gen<'a> {
             .pick(&self.pool.files)
             .cloned()
             .unwrap_or(("/bin/busybox".into(), 1 << 20));
-        let path = match r.weighted(&[80, 5, 5, 4, 3, 3]) {
+        let path = match r.weighted(&[80, 5, 5, 4, 3, 3, 2, 2, 1]) {
             0 => path,
             1 => "/no/such/file".into(),
             2 => "/bin".into(),
             3 => format!("{path} "),
             4 => "relative/path".into(),
-            _ => format!("\"{path}\""),
+            5 => format!("\"{path}\""),
+            // paths kern_path() cannot walk: not a directory, a name
+            // longer than NAME_MAX
+            6 => format!("{path}/"),
+            7 => format!("{path}/x"),
+            _ => format!("/tmp/{}", "n".repeat(256)),
         };
         let offset = match r.weighted(&[50, 20, 10, 8, 6, 6]) {
             0 => format!("0x{:x}", r.range(0, size.max(1))),
