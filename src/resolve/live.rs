@@ -260,7 +260,19 @@ fn patched_site(
     ))
 }
 
+/// [`Environment::symbol_at_zero`] from a kallsyms table: its first symbol
+/// of that name is at 0, and the table shows addresses.
+fn first_at_zero(table: &ktrace_symbols::kallsyms::Kallsyms, name: &str) -> Option<bool> {
+    let first = table.by_name(name, None).first().map(|s| s.addr)?;
+    // hidden addresses (kptr_restrict) are all 0: nothing to tell
+    Some(first == 0 && !table.addresses_hidden())
+}
+
 impl Environment for LiveEnv<'_> {
+    fn symbol_at_zero(&self, name: &str) -> Option<bool> {
+        first_at_zero(self.table()?, name)
+    }
+
     fn similar_symbols(&self, name: &str) -> Vec<String> {
         let Some(t) = self.table() else {
             return Vec::new();
@@ -698,6 +710,10 @@ pub struct SymbolsEnv<'a> {
 }
 
 impl Environment for SymbolsEnv<'_> {
+    fn symbol_at_zero(&self, name: &str) -> Option<bool> {
+        first_at_zero(self.table?.kallsyms().ok()?, name)
+    }
+
     /// From the copy's addresses, for a core kernel symbol whose offset
     /// lands in a core kernel function: at its entry or not
     /// (kprobe_on_func_entry() looks the address up, so an offset past the

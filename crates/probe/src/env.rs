@@ -55,6 +55,14 @@ pub trait Environment {
     fn symbol_count(&self, _name: &str) -> Option<usize> {
         None
     }
+    /// Whether kallsyms_lookup_name(`name`), the first symbol of that
+    /// name, is at address 0 (x86_64's per-CPU `fixed_percpu_data` until
+    /// 6.15): an `@SYM` argument of it then fails as a missing symbol does,
+    /// -ENOENT from traceprobe_update_arg(). `None` when not known.
+    fn symbol_at_zero(&self, _name: &str) -> Option<bool> {
+        None
+    }
+
     /// How many symbols of module `module` are named `name`, as the kernel's
     /// `module_kallsyms_on_each_symbol()` counts them (arm's and arm64's
     /// mapping symbols `$a`, `$d`, `$x` included); `Some(None)` when the

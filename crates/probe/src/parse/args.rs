@@ -248,6 +248,12 @@ pub(super) fn check_arg_symbols(
         };
         match ctx.env.symbol_count(name) {
             Some(0) => return Err(fail(ctx, TpErr::BAD_PROBE_ADDR)),
+            // kallsyms_lookup_name() gives 0, which is "not found" (x86_64
+            // 6.12, conform seed 20261213, index 56386: `e:... a23=-0(
+            // @fixed_percpu_data)`, ENOENT and nothing logged)
+            Some(_) if ctx.env.symbol_at_zero(name) == Some(true) => {
+                return Err(fail(ctx, TpErr::BAD_PROBE_ADDR));
+            }
             Some(_) => {}
             None => ctx.note(Unchecked::ArgSymbols),
         }

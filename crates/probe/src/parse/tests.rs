@@ -1193,3 +1193,48 @@ fn event_probe_typecasts_as_7_2_reads_them() {
         ErrorKind::Logged(TpErr::TYPECAST_NOT_EVENT)
     );
 }
+
+#[test]
+fn an_argument_symbol_at_address_zero_is_not_found() {
+    // x86_64 6.12, conform seed 20261213, index 56386: `@fixed_percpu_data`
+    // (a per-CPU symbol at 0) is found by kallsyms_lookup_name() at 0,
+    // which traceprobe_update_arg() takes for "not found": -ENOENT, logged
+    // for a kprobe at the probed place, silent for an event probe
+    struct Env;
+    impl Environment for Env {
+        fn symbol_count(&self, name: &str) -> Option<usize> {
+            Some(usize::from(matches!(
+                name,
+                "vfs_read" | "fixed_percpu_data" | "jiffies"
+            )))
+        }
+        fn symbol_at_zero(&self, name: &str) -> Option<bool> {
+            Some(name == "fixed_percpu_data")
+        }
+        fn event_fields(&self, _: &str, _: &str) -> Option<Option<Vec<String>>> {
+            Some(Some(vec!["prev_pid".into()]))
+        }
+        fn event_exists(&self, _: &str, _: &str) -> Option<bool> {
+            Some(false)
+        }
+        fn dynamic_events(&self) -> Option<Vec<String>> {
+            Some(Vec::new())
+        }
+    }
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(6, 12);
+    let e = check_line("p vfs_read a=@fixed_percpu_data", t, &Env)
+        .definition
+        .unwrap_err();
+    assert_eq!(
+        (e.kind, e.pos),
+        (ErrorKind::Logged(TpErr::BAD_PROBE_ADDR), Some(2))
+    );
+    let e = check_line("e:g/x sched.sched_switch a=-0(@fixed_percpu_data)", t, &Env)
+        .definition
+        .unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Silent(_)), "{e:?}");
+    // any other symbol is found
+    assert!(check_line("p vfs_read a=@jiffies", t, &Env).accepted());
+    assert!(check_line("e:g/x sched.sched_switch a=-0(@jiffies)", t, &Env).accepted());
+}
