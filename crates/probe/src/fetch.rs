@@ -538,13 +538,13 @@ fn event_typecast(
         return Err(ArgError::Logged(TpErr::BAD_ATTACH_ARG, at));
     }
     let end = field.len();
-    // the parse context's offset stays at the field after a cast, and every
-    // later error of the argument is logged there (riscv64 7.2, seed
-    // 20261128, index 189337: `(task_struct)new_snd_una:string`, "This type
-    // does not fit for string." at `new_snd_una`)
-    if !name.is_empty()
-        && let Some(scope) = btf.as_deref_mut()
-    {
+    // the parse context's offset stays at the field after a cast, empty or
+    // not, and every later error of the argument is logged from there
+    // (riscv64 7.2, seed 20261128, index 189337: `(task_struct)new_snd_una
+    // :string`, "This type does not fit for string." at `new_snd_una`;
+    // arm64 7.2, seed 20261223, index 148430: `()nr_tried:b4@8/8`,
+    // "Invalid bitfield" at the field's offset plus the type's)
+    if let Some(scope) = btf.as_deref_mut() {
         scope.end_offset = Some(at);
     }
     // `->MEMBER…`: parse_btf_field() from the cast struct, which gives the

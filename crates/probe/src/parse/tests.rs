@@ -1112,6 +1112,16 @@ fn event_probe_typecasts_as_7_2_reads_them() {
         ("a=(task_struct)prev_pid->pid", None),
         ("a=(task_struct)prev_comm->pid", None),
         ("a=(task_struct)prev_pid:u8", None),
+        // an empty cast moves the offset past it too: a later error is
+        // logged from the field (arm64 7.2, conform seed 20261223, index
+        // 148430: `_x=()nr_tried:b4@8/8`, "Invalid bitfield" at the `@`)
+        // (the field's offset plus the type's in the argument)
+        ("a=()prev_pid:b4@8/8", Some((TpErr::BAD_BITFIELD, 2 + 11))),
+        (
+            "a=(task_struct)prev_pid:b4@8/8",
+            Some((TpErr::BAD_BITFIELD, 13 + 22)),
+        ),
+        ("a=()prev_pid:b4@4/8", None),
     ] {
         let line = format!("{head}{arg}");
         let c = check_line(&line, t, &Env);
