@@ -237,6 +237,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mark: log.mark(),
         log,
         secs: 0.0,
+        split: [0.0; 3],
         slowest: Vec::new(),
         by_family: BTreeMap::new(),
     };
@@ -278,6 +279,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (secs, family, line) in &kernel_side.slowest {
         crate::eline!("  slowest kernel answer: {:.3} s ({family}) {line}", secs);
     }
+    let [w, l, r] = kernel_side.split;
+    crate::eline!(
+        "  kernel time split: writes {w:.1} s, error_log reads {l:.1} s, readback/format/removal {r:.1} s"
+    );
     for (family, (secs, n, accepted)) in &kernel_side.by_family {
         crate::eline!(
             "  kernel time {family:<10} {secs:>7.1} s for {n:>6} ({accepted} accepted, {:.2} ms each)",
@@ -715,6 +720,10 @@ struct Kernel<'a> {
     mark: Mark,
     /// Seconds spent writing, reading back and removing.
     secs: f64,
+    /// The same seconds split: the writes of the lines, the error_log
+    /// reads after refusals, and the readback, format and removal after
+    /// acceptances.
+    split: [f64; 3],
     /// The slowest cases: (seconds, family, line).
     slowest: Vec<(f64, &'static str, String)>,
     /// Per family: seconds, cases, cases the kernel accepted.
@@ -742,6 +751,8 @@ impl Kernel<'_> {
     fn ask_timed(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
         let t0 = Instant::now();
         let result = self.dynevents.write_raw(case.file.name(), &case.line);
+        let written = t0.elapsed().as_secs_f64();
+        self.split[0] += written;
         let mut answer = Answer {
             accepted: result.is_ok(),
             errno: result.as_ref().err().and_then(|e| e.raw_os_error()),
@@ -772,7 +783,9 @@ impl Kernel<'_> {
                 answer.caret = e.caret;
                 answer.command = Some(e.command);
             }
-            self.secs += t0.elapsed().as_secs_f64();
+            let took = t0.elapsed().as_secs_f64();
+            self.split[1] += took - written;
+            self.secs += took;
             return Ok((answer, captured));
         }
         // What the write created: at most one event (or nothing: a comment,
@@ -800,7 +813,9 @@ impl Kernel<'_> {
                     format!("cannot remove {group}/{event}, created by {:?}", case.line)
                 })?;
         }
-        self.secs += t0.elapsed().as_secs_f64();
+        let took = t0.elapsed().as_secs_f64();
+        self.split[2] += took - written;
+        self.secs += took;
         Ok((answer, captured))
     }
 }
