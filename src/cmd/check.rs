@@ -713,6 +713,15 @@ impl Checker {
         Ok(())
     }
 
+    /// Checks one line as written to the file of `interface` (the one the
+    /// checker was set up for is [`Checker::check`]'s).
+    pub fn check_as(&mut self, interface: Interface, input: &str) -> Report {
+        let set_up = std::mem::replace(&mut self.target.interface, interface);
+        let report = self.check(input);
+        self.target.interface = set_up;
+        report
+    }
+
     /// Checks one line: the kernel's verdict first, then ktrace's own
     /// reading where it differs.
     pub fn check(&mut self, input: &str) -> Report {

@@ -144,6 +144,10 @@ struct Tally {
     ktrace_second: u64,
     filter_undecided: u64,
     filter_by_chance: u64,
+    /// Seconds of ktrace's checks per family, and the slowest checks:
+    /// (seconds, family, line).
+    check_by_family: BTreeMap<&'static str, f64>,
+    slowest_checks: Vec<(f64, &'static str, String)>,
     /// Answers an offline check could not give, by what decided them
     /// ([`ktrace_conform::compare::left_open`]).
     open: BTreeMap<&'static str, u64>,
@@ -224,12 +228,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(how) => Some(offline_options(arch, &view, how, args.out.as_deref())?),
         None => None,
     };
-    let checkers = checkers_for(&root, &cases, offline.as_ref())?;
-    let features = checkers
-        .values()
-        .next()
-        .map(|c| c.target.features())
-        .context("no probe file in tracefs")?;
+    let (checker, files) = checker_for(&root, &cases, offline.as_ref())?;
+    let features = checker.target.features();
     let log = ErrorLog::in_dir(&root);
     let mut kernel_side = Kernel {
         dynevents: &dynevents,
@@ -241,7 +241,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         slowest: Vec::new(),
         by_family: BTreeMap::new(),
     };
-    let compared = compare_all(&args, &cases, checkers, features, &mut kernel_side);
+    let compared = compare_all(&args, &cases, (checker, files), features, &mut kernel_side);
     if let Some(copy) = offline.as_ref().and_then(|o| o.kallsyms.as_ref()) {
         let _ = std::fs::remove_file(copy);
     }
@@ -287,6 +287,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::eline!(
             "  kernel time {family:<10} {secs:>7.1} s for {n:>6} ({accepted} accepted, {:.2} ms each)",
             1000.0 * secs / (*n).max(1) as f64
+        );
+    }
+    for (secs, family, line) in &tally.slowest_checks {
+        crate::eline!("  slowest ktrace check: {:.3} s ({family}) {line}", secs);
+    }
+    for (family, secs) in &tally.check_by_family {
+        let n = kernel_side.by_family.get(family).map_or(0, |f| f.1);
+        crate::eline!(
+            "  ktrace time {family:<10} {secs:>7.1} s for {n:>6} ({:.2} ms each)",
+            1000.0 * secs / n.max(1) as f64
         );
     }
     if let Some(dir) = &args.out {
@@ -368,37 +378,42 @@ fn offline_options(
     Ok(opts)
 }
 
-/// One checker per file (the file is part of the target), each set up
-/// with all of its lines so their kernel symbols are counted in one pass;
-/// live, or as `offline` says.
-fn checkers_for(
+/// The checker of every case, and the probe files this tracefs has: one
+/// [`Checker`] for the three files (a case is checked as its file's
+/// interface), so that what a check loads once (kallsyms' counts, BTF, the
+/// kernel's text) is loaded once per run, not once per file: under TCG
+/// each load is a second or more of the budget.
+fn checker_for(
     root: &Path,
     cases: &[Case],
     offline: Option<&Options>,
-) -> anyhow::Result<BTreeMap<File, Checker>> {
-    let mut checkers: BTreeMap<File, Checker> = BTreeMap::new();
-    for file in [File::DynamicEvents, File::KprobeEvents, File::UprobeEvents] {
-        if !root.join(file.name()).exists() {
-            continue;
-        }
-        let lines: Vec<String> = cases
-            .iter()
-            .filter(|c| c.file == file)
-            .map(|c| c.line.clone())
-            .collect();
-        let base = offline.cloned().unwrap_or_default();
-        let opts = Options {
-            interface: match file {
-                File::DynamicEvents => Interface::DynamicEvents,
-                File::KprobeEvents => Interface::KprobeEvents,
-                File::UprobeEvents => Interface::UprobeEvents,
-            },
-            frozen: offline.is_none(),
-            ..base
-        };
-        checkers.insert(file, Checker::with_options(&opts, &lines)?);
+) -> anyhow::Result<(Checker, Vec<File>)> {
+    let files: Vec<File> = [File::DynamicEvents, File::KprobeEvents, File::UprobeEvents]
+        .into_iter()
+        .filter(|f| root.join(f.name()).exists())
+        .collect();
+    let first = *files.first().context("no probe file in tracefs")?;
+    let lines: Vec<String> = cases
+        .iter()
+        .filter(|c| files.contains(&c.file))
+        .map(|c| c.line.clone())
+        .collect();
+    let base = offline.cloned().unwrap_or_default();
+    let opts = Options {
+        interface: interface_of(first),
+        frozen: offline.is_none(),
+        ..base
+    };
+    Ok((Checker::with_options(&opts, &lines)?, files))
+}
+
+/// The interface a probe file is written through.
+fn interface_of(file: File) -> Interface {
+    match file {
+        File::DynamicEvents => Interface::DynamicEvents,
+        File::KprobeEvents => Interface::KprobeEvents,
+        File::UprobeEvents => Interface::UprobeEvents,
     }
-    Ok(checkers)
 }
 
 /// Each case written to the kernel and its answer held against ktrace's:
@@ -407,7 +422,7 @@ fn checkers_for(
 fn compare_all(
     args: &Args,
     cases: &[Case],
-    mut checkers: BTreeMap<File, Checker>,
+    (mut checker, files): (Checker, Vec<File>),
     features: ktrace_probe::kernel::Features,
     kernel_side: &mut Kernel<'_>,
 ) -> anyhow::Result<(Tally, f64, Instant)> {
@@ -445,14 +460,14 @@ fn compare_all(
                 asked_by_checker.wait_for(i);
             }
             let t0 = Instant::now();
-            let (ours, second) = match checkers.get_mut(&file) {
-                Some(checker) => {
-                    let r = checker.check(&line);
+            let (ours, second) = match files.contains(&file) {
+                true => {
+                    let r = checker.check_as(interface_of(file), &line);
                     let mut a = answer_of(&r, checker.arch, features);
                     a.offline = offline;
                     (a, r.ktrace.is_some())
                 }
-                None => (Answer::default(), false),
+                false => (Answer::default(), false),
             };
             if tx.send((ours, second, t0.elapsed().as_secs_f64())).is_err() {
                 return;
@@ -470,6 +485,8 @@ fn compare_all(
             bail!("the checking thread ended early");
         };
         check_secs += secs;
+        *tally.check_by_family.entry(case.family).or_default() += secs;
+        keep_slowest(&mut tally.slowest_checks, (secs, case.family, &case.line));
         let (kernel, captured) = kernel_side.ask(case)?;
         asked.advance();
         tally.total += 1;
@@ -710,6 +727,18 @@ fn answer_of(
     }
 }
 
+/// Keeps the eight slowest of what it is given, slowest first.
+fn keep_slowest(
+    slowest: &mut Vec<(f64, &'static str, String)>,
+    (secs, family, line): (f64, &'static str, &str),
+) {
+    if slowest.len() < 8 || secs > slowest[slowest.len() - 1].0 {
+        slowest.push((secs, family, line.to_string()));
+        slowest.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
+        slowest.truncate(8);
+    }
+}
+
 /// The kernel side of the comparison: writes each case's line raw and
 /// reads the kernel's answer, then removes whatever the write created.
 struct Kernel<'a> {
@@ -739,12 +768,7 @@ impl Kernel<'_> {
         f.0 += took;
         f.1 += 1;
         f.2 += u64::from(r.as_ref().is_ok_and(|(a, _)| a.accepted));
-        if self.slowest.len() < 8 || took > self.slowest[self.slowest.len() - 1].0 {
-            self.slowest.push((took, case.family, case.line.clone()));
-            self.slowest
-                .sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap_or(std::cmp::Ordering::Equal));
-            self.slowest.truncate(8);
-        }
+        keep_slowest(&mut self.slowest, (took, case.family, &case.line));
         r
     }
 
@@ -1045,6 +1069,30 @@ mod tests {
         t.join().unwrap();
         assert!(names_a_tracepoint("  t:g/e sched_switch"));
         assert!(!names_a_tracepoint("p:g/e vfs_read"));
+    }
+
+    /// The one checker of a run answers each case as its own file's
+    /// interface: `uprobe_events` refuses a kprobe that `dynamic_events`
+    /// and `kprobe_events` take, whichever file the checker was set up
+    /// for.
+    #[test]
+    fn one_checker_answers_each_file_as_its_own() {
+        let opts = Options {
+            arch: Some("x86_64".into()),
+            kernel: Some("6.12".into()),
+            offline: true,
+            interface: Interface::DynamicEvents,
+            ..Options::default()
+        };
+        let line = "p:kk/k vfs_read";
+        let mut c = Checker::with_options(&opts, &[line.to_string()]).unwrap();
+        let taken = |c: &mut Checker, i| c.check_as(i, line).kernel.accepted();
+        assert!(taken(&mut c, Interface::DynamicEvents));
+        assert!(taken(&mut c, Interface::KprobeEvents));
+        assert!(!taken(&mut c, Interface::UprobeEvents));
+        // the file it was set up for is kept for a plain check
+        assert!(c.check(line).kernel.accepted());
+        assert_eq!(c.target.interface, Interface::DynamicEvents);
     }
 
     #[test]
