@@ -380,6 +380,19 @@ fn on_a_file(line: &str) -> bool {
         .is_some_and(|p| p.starts_with('/') && p.contains(':'))
 }
 
+/// Live: whether the running kernel lacks event probes (no `e:` in its
+/// README, or no eprobe_dyn_event_* in kallsyms: CONFIG_EPROBE_EVENTS off),
+/// asked once.
+fn eprobes_absent(tracefs: &Path, absent: &mut Absent) -> bool {
+    *absent.eprobes.get_or_insert_with(|| {
+        ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
+            || std::fs::read_to_string("/proc/kallsyms")
+                .ok()
+                .and_then(|t| crate::session::eprobes_built(&t))
+                == Some(false)
+    })
+}
+
 /// Live: a definition of a kind the running kernel was built without
 /// (kprobes on a kernel without kprobe events; event probes where
 /// CONFIG_EPROBE_EVENTS is off, which the README does not tell) is refused
@@ -410,14 +423,7 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent
             )
         }
         ktrace_probe::ProbeKind::Eprobe { .. } => {
-            let none = *absent.eprobes.get_or_insert_with(|| {
-                ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
-                    || std::fs::read_to_string("/proc/kallsyms")
-                        .ok()
-                        .and_then(|t| crate::session::eprobes_built(&t))
-                        == Some(false)
-            });
-            if !none {
+            if !eprobes_absent(tracefs, absent) {
                 return;
             }
             (
@@ -725,6 +731,18 @@ impl Checker {
     /// Checks one line: the kernel's verdict first, then ktrace's own
     /// reading where it differs.
     pub fn check(&mut self, input: &str) -> Report {
+        // Live, an event probe's line (or any the eprobe parser is handed:
+        // its first word starts with `e`) on a kernel whose README lists
+        // `e:` but that was built without them: no eprobe parser is behind
+        // dynamic_events, as kallsyms tells (read once, when first needed).
+        if let Some(t) = &self.tracefs
+            && self.target.features().eprobes
+            && input.trim_start().starts_with('e')
+            && eprobes_absent(t, &mut self.absent)
+            && let Some(f) = &mut self.target.features
+        {
+            f.eprobes = false;
+        }
         let arch = self.arch;
         let target = self.target;
         let btf = self.btf.as_ref();

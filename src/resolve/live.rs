@@ -844,7 +844,13 @@ pub fn live_target(arch: Arch, view: &KernelView) -> Target {
     // The release, with the stable sublevel /proc/version names (Debian's
     // `uname -r` has none), from the view.
     t.kernel = view.version_or(t.kernel);
-    t.features = view.features().map(|r| features_from_readme(t.kernel, r));
+    t.features = view.features().map(|r| {
+        let mut f = features_from_readme(t.kernel, r);
+        // a kernel without kprobe events has no kprobe_events file (and
+        // its dynamic_events takes no kprobe)
+        f.kprobes = r.kprobe_events || !r.dynamic_events;
+        f
+    });
     t.possible_cpus = view.possible_cpus();
     t
 }

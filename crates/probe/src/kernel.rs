@@ -205,6 +205,13 @@ pub struct Features {
     /// The error_log keeps a caret position in a byte (`u8 pos`), and a
     /// command of more than 255 bytes cut (5.10): positions wrap at 256.
     pub error_pos_u8: bool,
+    /// Kprobe events (CONFIG_KPROBE_EVENTS). A kernel built without them
+    /// (the 6.18 host: uprobes only) has no kprobe parser behind
+    /// `dynamic_events`: a `p`/`r` line that is no uprobe is a line no kind
+    /// of event takes (nothing logged, or "No matching dynamic event type"
+    /// where that is logged), however it is spelled. Live, from the
+    /// missing `kprobe_events` file; every version has them otherwise.
+    pub kprobes: bool,
 }
 
 impl KernelVersion {
@@ -243,7 +250,8 @@ impl KernelVersion {
         (self.major, self.minor, self.sublevel) > (major, minor, sublevel)
     }
 
-    fn at_least(self, major: u32, minor: u32) -> bool {
+    /// Whether this is `major.minor` or later.
+    pub fn at_least(self, major: u32, minor: u32) -> bool {
         (self.major, self.minor) >= (major, minor)
     }
 
@@ -299,6 +307,7 @@ impl KernelVersion {
             arm64_wide_exclusive_masks: !self.at_least(6, 16),
             synthetic_events: self.at_least(5, 15),
             error_pos_u8: !self.at_least(5, 15),
+            kprobes: true,
         }
     }
 }

@@ -339,6 +339,17 @@ fn silent(kind: Silent, command: &str) -> ProbeError {
     }
 }
 
+/// Why a kprobe's line is taken by no kind of event on a kernel without
+/// kprobe events.
+const NO_KPROBES_WHY: &str = "no kprobe events on this kernel: it was built without \
+     CONFIG_KPROBES / CONFIG_KPROBE_EVENTS (tracefs has no kprobe_events); uprobes \
+     (PATH:OFFSET) may still work";
+
+/// Why an event probe's line is taken by no kind of event on a kernel
+/// whose README lists `e:` but that was built without them.
+const NO_EPROBES_WHY: &str = "it was built without CONFIG_EPROBE_EVENTS \
+     (its tracefs README lists e: regardless)";
+
 /// Checks one line as the kernel would read it from `target.interface`.
 pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked {
     // A newline ends the command (the kernel reads what follows as another);
@@ -371,6 +382,30 @@ pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked 
         subsystem: "trace_kprobe",
     };
     let result = dispatch(raw, &argv, &mut ctx);
+    // a kprobe's or an event probe's line where the kernel has no such
+    // kind: say why no kind took it
+    let features = target.features();
+    // (`p`, `r4:ev`, `e:g/ev`: the kind's own first word, not any word
+    // that starts with its letter)
+    let kind_word = |w: &str, kinds: &[char]| {
+        w.strip_prefix(kinds)
+            .map(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(':'))
+    };
+    let missing_kind = match argv.words.first() {
+        Some(w) if !features.kprobes && kind_word(w, &['p', 'r']) => {
+            Some(("this kernel has no kprobe events", NO_KPROBES_WHY))
+        }
+        Some(w) if !features.eprobes && kind_word(w, &['e']) => Some((
+            "this kernel has no event probes (e:)",
+            if target.kernel.at_least(5, 15) {
+                NO_EPROBES_WHY
+            } else {
+                "event probes (e:) came with Linux 5.15"
+            },
+        )),
+        _ => None,
+    };
     let definition = match result {
         Ok(d) => Ok(d),
         Err(Fail::Cancel)
@@ -383,17 +418,24 @@ pub fn check_line(line: &str, target: Target, env: &dyn Environment) -> Checked 
                 subsystem: Some("dynevent"),
                 pos: Some(0),
                 command: argv.joined.clone(),
-                hint: None,
+                hint: missing_kind.map(|(_, why)| why.to_string()),
             })
         }
-        Err(Fail::Cancel) => Err(silent(
-            if target.interface == Interface::DynamicEvents {
-                Silent::NotAProbe
-            } else {
-                Silent::WrongFile
-            },
-            &argv.joined,
-        )),
+        Err(Fail::Cancel) => {
+            let mut e = silent(
+                if target.interface == Interface::DynamicEvents {
+                    Silent::NotAProbe
+                } else {
+                    Silent::WrongFile
+                },
+                &argv.joined,
+            );
+            if let Some((message, why)) = missing_kind {
+                e.message = message;
+                e.hint = Some(why.to_string());
+            }
+            Err(e)
+        }
         Err(Fail::Err(mut e)) => {
             // the checker's own why (a refusal's cause, a "did you mean")
             // first, else the general advice for the error
@@ -426,9 +468,11 @@ fn dispatch(raw: &str, argv: &Argv, ctx: &mut Ctx) -> Result<Definition, Fail> {
         Interface::KprobeEvents => kprobe(argv, ctx).map(Definition::Probe),
         Interface::UprobeEvents => uprobe(argv, ctx).map(Definition::Probe),
         Interface::DynamicEvents => {
-            match kprobe(argv, ctx) {
-                Err(Fail::Cancel) => {}
-                other => return other.map(Definition::Probe),
+            if ctx.target.features().kprobes {
+                match kprobe(argv, ctx) {
+                    Err(Fail::Cancel) => {}
+                    other => return other.map(Definition::Probe),
+                }
             }
             match uprobe(argv, ctx) {
                 Err(Fail::Cancel) => {}

@@ -1248,3 +1248,65 @@ fn an_argument_symbol_at_address_zero_is_not_found() {
     assert!(check_line("p vfs_read a=@jiffies", t, &Env).accepted());
     assert!(check_line("e:g/x sched.sched_switch a=-0(@jiffies)", t, &Env).accepted());
 }
+
+/// A kernel built without kprobe events (the 6.18 host: uprobes only) has
+/// no kprobe parser behind dynamic_events: a kprobe's line is one no kind
+/// of event takes, and a uprobe's with maxactive digits goes to the uprobe
+/// parser, which drops them with the name (the host took
+/// `p2:zzt/a /bin/true:0x10` as `p:uprobes/p_true_0x10`). One built
+/// without event probes, whose README lists `e:` all the same, takes no
+/// `e:` line.
+#[test]
+fn a_kernel_without_kprobes_or_eprobes_takes_no_such_line() {
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(6, 18);
+    let mut f = t.kernel.features();
+    f.kprobes = false;
+    f.eprobes = false;
+    t.features = Some(f);
+    for l in [
+        "p vfs_read",
+        "r4:ev vfs_read",
+        "p:g/e vfs_read+4 %di",
+        "r vfs_read $retval",
+    ] {
+        let e = check_line(l, t, &Offline).definition.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Silent(Silent::NotAProbe), "{l}");
+        assert_eq!(e.message, "this kernel has no kprobe events", "{l}");
+        assert!(
+            e.hint.is_some_and(|h| h.contains("CONFIG_KPROBE_EVENTS")),
+            "{l}"
+        );
+    }
+    let c = check_line("p2:zzt/a /bin/true:0x10", t, &Offline);
+    assert!(c.accepted(), "{:?}", c.definition);
+    assert_eq!(
+        c.normalized(Arch::X86_64).as_deref(),
+        Some("p:uprobes/p_true_0x10 /bin/true:0x0000000000000010")
+    );
+    let e = check_line("e:g/e sched.sched_switch", t, &Offline)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.message, "this kernel has no event probes (e:)");
+    // a word that only starts with the kind's letter keeps the general
+    // message
+    let e = check_line("ext4_init+0x", t, &Offline)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Silent(Silent::NotAProbe));
+    assert_ne!(e.message, "this kernel has no event probes (e:)");
+    // with kprobes the same lines are kprobes again
+    t.features = Some(t.kernel.features());
+    assert!(check_line("p vfs_read", t, &Offline).accepted());
+    assert_eq!(err("p2 /bin/ls:0x10", t, &Offline).1, Some(1));
+    // 7.2 logs a line no kind takes: the hint still says why
+    t.kernel = KernelVersion::new(7, 2);
+    let mut f = t.kernel.features();
+    f.kprobes = false;
+    t.features = Some(f);
+    let e = check_line("p vfs_read", t, &Offline)
+        .definition
+        .unwrap_err();
+    assert_eq!(e.message, "No matching dynamic event type");
+    assert!(e.hint.is_some_and(|h| h.contains("CONFIG_KPROBE_EVENTS")));
+}
