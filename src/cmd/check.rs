@@ -330,6 +330,9 @@ pub struct Options {
     /// Check against the kernel's events as they are at set-up, not as
     /// they are at each check (`ktrace conform`, which writes meanwhile).
     pub frozen: bool,
+    /// No "did you mean" suggestions for unknown symbols (`ktrace
+    /// conform`, which does not compare hints).
+    pub no_suggestions: bool,
 }
 
 impl From<&Args> for Options {
@@ -571,6 +574,7 @@ pub struct Checker {
     frozen: Option<crate::resolve::live::Frozen>,
     /// Live: whether the kernel lacks event probes, once asked.
     absent: Absent,
+    no_suggestions: bool,
 }
 
 impl Checker {
@@ -702,6 +706,7 @@ impl Checker {
             view,
             explain: opts.explain,
             absent: Absent::default(),
+            no_suggestions: opts.no_suggestions,
         })
     }
 
@@ -760,6 +765,7 @@ impl Checker {
             view: self.view.as_ref(),
             frozen: self.frozen.as_ref(),
             kernel_decides_ftrace: false,
+            no_suggestions: self.no_suggestions,
         });
         let env: &dyn Environment = match (&file_env, &live_env) {
             (Some(k), _) => k,

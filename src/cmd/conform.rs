@@ -318,7 +318,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn check_only(cases: &[Case]) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let lines: Vec<String> = cases.iter().map(|c| c.line.clone()).collect();
-    let mut checker = Checker::with_options(&Options::default(), &lines)?;
+    let opts = Options {
+        no_suggestions: true,
+        ..Options::default()
+    };
+    let mut checker = Checker::with_options(&opts, &lines)?;
     let setup = t0.elapsed().as_secs_f64();
     let mut accepted = 0;
     for c in cases {
@@ -402,6 +406,7 @@ fn checker_for(
     let opts = Options {
         interface: interface_of(first),
         frozen: offline.is_none(),
+        no_suggestions: true,
         ..base
     };
     Ok((Checker::with_options(&opts, &lines)?, files))

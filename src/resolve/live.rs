@@ -38,6 +38,10 @@ pub struct LiveEnv<'a> {
     /// [`kernel_refusal_reason`] says why after it did. `ktrace check`
     /// predicts the kernel's verdict and reads them.
     pub kernel_decides_ftrace: bool,
+    /// Leave "did you mean" suggestions out (`ktrace conform`, which
+    /// compares verdicts, messages and carets: on the host a fifth of its
+    /// checking went into edit distances over kallsyms).
+    pub no_suggestions: bool,
 }
 
 /// The kernel's events as one moment saw them: `ktrace conform` checks its
@@ -274,6 +278,9 @@ impl Environment for LiveEnv<'_> {
     }
 
     fn similar_symbols(&self, name: &str) -> Vec<String> {
+        if self.no_suggestions {
+            return Vec::new();
+        }
         let Some(t) = self.table() else {
             return Vec::new();
         };
@@ -915,6 +922,7 @@ mod entry_tests {
             view: Some(view),
             frozen: None,
             kernel_decides_ftrace: false,
+            no_suggestions: false,
         }
     }
 

@@ -74,6 +74,7 @@ pub fn build(
         view: Some(view),
         frozen: None,
         kernel_decides_ftrace: true,
+        no_suggestions: false,
     };
     let target = live_target(arch, view);
     // BTF names (`file->f_path.dentry`, `$arg*`, typed `$retval`): checked
