@@ -421,8 +421,7 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent
             }
             (
                 "this kernel has no kprobe events",
-                "it was built without CONFIG_KPROBES / CONFIG_KPROBE_EVENTS; \
-                 uprobes (PATH:SYMBOL) may still work",
+                ktrace_probe::NO_KPROBES_WHY,
             )
         }
         ktrace_probe::ProbeKind::Eprobe { .. } => {
@@ -431,7 +430,7 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent
             }
             (
                 "this kernel has no event probes (e:)",
-                "it was built without CONFIG_EPROBE_EVENTS (its tracefs README lists e: regardless)",
+                ktrace_probe::NO_EPROBES_WHY,
             )
         }
         ktrace_probe::ProbeKind::Uprobe { .. } => return,

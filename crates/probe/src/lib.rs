@@ -67,7 +67,9 @@ pub use env::{Environment, FileKind, Kallsyms, Offline};
 pub use error::{ErrorKind, ProbeError, Silent, TpErr};
 pub use head::{Head, head};
 pub use kernel::KernelVersion;
-pub use parse::{Checked, Interface, Target, Unchecked, check_line};
+pub use parse::{
+    Checked, Interface, NO_EPROBES_WHY, NO_KPROBES_WHY, Target, Unchecked, check_line,
+};
 
 /// Parses a line as the kernel lists it in `dynamic_events`, `kprobe_events`
 /// or `uprobe_events` (a probe someone else created, or a captured fixture),

@@ -341,13 +341,13 @@ fn silent(kind: Silent, command: &str) -> ProbeError {
 
 /// Why a kprobe's line is taken by no kind of event on a kernel without
 /// kprobe events.
-const NO_KPROBES_WHY: &str = "no kprobe events on this kernel: it was built without \
-     CONFIG_KPROBES / CONFIG_KPROBE_EVENTS (tracefs has no kprobe_events); uprobes \
-     (PATH:OFFSET) may still work";
+pub const NO_KPROBES_WHY: &str = "it was built without CONFIG_KPROBES / \
+     CONFIG_KPROBE_EVENTS (tracefs has no kprobe_events); uprobes (PATH:OFFSET) may \
+     still work";
 
 /// Why an event probe's line is taken by no kind of event on a kernel
 /// whose README lists `e:` but that was built without them.
-const NO_EPROBES_WHY: &str = "it was built without CONFIG_EPROBE_EVENTS \
+pub const NO_EPROBES_WHY: &str = "it was built without CONFIG_EPROBE_EVENTS \
      (its tracefs README lists e: regardless)";
 
 /// Checks one line as the kernel would read it from `target.interface`.
