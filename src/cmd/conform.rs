@@ -36,7 +36,8 @@ use ktrace_probe::kernel::KernelVersion;
 use ktrace_probe::{Arch, Interface};
 use ktrace_symbols::KernelView;
 use ktrace_tracefs::DynEvents;
-use ktrace_tracefs::error_log::{ErrorLog, Mark, entries_since};
+use ktrace_tracefs::dynevent::RawWriter;
+use ktrace_tracefs::error_log::{ErrorLog, Mark, OpenErrorLog, entries_since};
 
 use super::check::{Checker, Options};
 
@@ -230,11 +231,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let (checker, files) = checker_for(&root, &cases, offline.as_ref())?;
     let features = checker.target.features();
-    let log = ErrorLog::in_dir(&root);
+    let mut log = ErrorLog::in_dir(&root).held_open();
     let mut kernel_side = Kernel {
         dynevents: &dynevents,
+        writer: dynevents.raw_writer(),
         root: &root,
-        mark: log.mark(),
+        mark: Mark::after(&log.read()?),
         log,
         secs: 0.0,
         split: [0.0; 3],
@@ -748,8 +750,10 @@ fn keep_slowest(
 /// reads the kernel's answer, then removes whatever the write created.
 struct Kernel<'a> {
     dynevents: &'a DynEvents,
+    /// The probe files and the error_log, each opened once for the run.
+    writer: RawWriter,
     root: &'a Path,
-    log: ErrorLog,
+    log: OpenErrorLog,
     /// The error_log's end after the last read: entries after it are new.
     mark: Mark,
     /// Seconds spent writing, reading back and removing.
@@ -779,7 +783,7 @@ impl Kernel<'_> {
 
     fn ask_timed(&mut self, case: &Case) -> anyhow::Result<(Answer, Captured)> {
         let t0 = Instant::now();
-        let result = self.dynevents.write_raw(case.file.name(), &case.line);
+        let result = self.writer.write(case.file.name(), &case.line);
         let written = t0.elapsed().as_secs_f64();
         self.split[0] += written;
         let mut answer = Answer {
@@ -836,8 +840,8 @@ impl Kernel<'_> {
                 captured.format = Some((name.to_string(), t));
             }
             answer.readback.push(line.clone());
-            self.dynevents
-                .write_raw("dynamic_events", &format!("-:{group}/{event}"))
+            self.writer
+                .write("dynamic_events", &format!("-:{group}/{event}"))
                 .with_context(|| {
                     format!("cannot remove {group}/{event}, created by {:?}", case.line)
                 })?;

@@ -21,6 +21,52 @@ use crate::io;
 /// 4096-byte pieces and a definition may not straddle more than that.
 const BATCH_BYTES: usize = 4000;
 
+/// The probe files of a tracefs, each opened once and written many times:
+/// [`DynEvents::write_raw`] without an open(2) and close(2) per line. The
+/// kernel parses each write(2) on its own (trace_parse_run_command()), so
+/// one held descriptor answers every line as a fresh one does; under
+/// emulation the open costs about as much as the write (`ktrace conform`,
+/// which writes hundreds of thousands of lines).
+#[derive(Debug)]
+pub struct RawWriter {
+    root: PathBuf,
+    open: Vec<(&'static str, std::fs::File)>,
+}
+
+impl RawWriter {
+    /// Writes `line` and a newline to `name` (a probe file) in one
+    /// write(2), as [`DynEvents::write_raw`] does.
+    pub fn write(&mut self, name: &str, line: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        let name: &'static str = match name {
+            "dynamic_events" => "dynamic_events",
+            "kprobe_events" => "kprobe_events",
+            "uprobe_events" => "uprobe_events",
+            "synthetic_events" => "synthetic_events",
+            _ => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("{name} is not a probe file"),
+                ));
+            }
+        };
+        let at = match self.open.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                let f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(self.root.join(name))?;
+                self.open.push((name, f));
+                self.open.len() - 1
+            }
+        };
+        let mut data = Vec::with_capacity(line.len() + 1);
+        data.extend_from_slice(line.as_bytes());
+        data.push(b'\n');
+        self.open[at].1.write(&data).map(|_| ())
+    }
+}
+
 /// One dynamic event as listed by tracefs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynEvent {
@@ -140,6 +186,14 @@ impl DynEvents {
             .open(self.root.join(name))?
             .write(&data)
             .map(|_| ())
+    }
+
+    /// The probe files held open for many raw writes (see [`RawWriter`]).
+    pub fn raw_writer(&self) -> RawWriter {
+        RawWriter {
+            root: self.root.clone(),
+            open: Vec::new(),
+        }
     }
 
     /// The listing of `dynamic_events` (or of both legacy files), line by
@@ -397,6 +451,33 @@ fn own_synthetic_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One held descriptor per probe file, a line and its newline per
+    /// write, and nothing but probe files.
+    #[test]
+    fn a_raw_writer_writes_each_line_to_its_file() {
+        let dir = std::env::temp_dir().join(format!("ktrace-raw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["dynamic_events", "uprobe_events"] {
+            std::fs::write(dir.join(f), "").unwrap();
+        }
+        let mut w = DynEvents::new(&dir).raw_writer();
+        w.write("dynamic_events", "p:a/b vfs_read").unwrap();
+        w.write("uprobe_events", "p:a/c /bin/true:0x10").unwrap();
+        w.write("dynamic_events", "-:a/b").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("dynamic_events")).unwrap(),
+            "p:a/b vfs_read\n-:a/b\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("uprobe_events")).unwrap(),
+            "p:a/c /bin/true:0x10\n"
+        );
+        assert_eq!(w.open.len(), 2);
+        let e = w.write("trace", "x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parse_list_real() {

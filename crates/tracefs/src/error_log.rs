@@ -154,6 +154,15 @@ impl ErrorLog {
         }
     }
 
+    /// The log held open, to be read many times (see [`OpenErrorLog`]).
+    pub fn held_open(&self) -> OpenErrorLog {
+        OpenErrorLog {
+            path: self.path.clone(),
+            file: None,
+            text: String::new(),
+        }
+    }
+
     /// Remembers the current end of the log. Failures read as an empty log.
     pub fn mark(&self) -> Mark {
         Mark {
@@ -192,6 +201,39 @@ impl ErrorLog {
     }
 }
 
+/// An `error_log` opened once and read again from its start each time
+/// (a seq_file: lseek to 0 starts its walk of the entries over), with one
+/// buffer for every read: [`ErrorLog::read`] without an open(2) per read.
+#[derive(Debug)]
+pub struct OpenErrorLog {
+    path: PathBuf,
+    file: Option<fs::File>,
+    text: String,
+}
+
+impl OpenErrorLog {
+    /// Reads and parses all entries, as [`ErrorLog::read`] does.
+    pub fn read(&mut self) -> Result<Vec<ErrorLogEntry>> {
+        use std::io::{Read, Seek};
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => match fs::File::open(&self.path) {
+                Ok(f) => self.file.insert(f),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(Error::io("cannot read error_log", &self.path, e)),
+            },
+        };
+        self.text.clear();
+        if self.text.capacity() < 1 << 16 {
+            self.text.reserve(1 << 16);
+        }
+        file.seek(io::SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut self.text))
+            .map_err(|e| Error::io("cannot read error_log", &self.path, e))?;
+        Ok(parse(&self.text))
+    }
+}
+
 /// The entries of `entries` that come after `mark`.
 pub fn entries_since<'a>(entries: &'a [ErrorLogEntry], mark: &Mark) -> &'a [ErrorLogEntry] {
     let Some(last) = &mark.last else {
@@ -227,6 +269,29 @@ mod tests {
     // the same time, kept as captured)
     const TOP: &str = include_str!("../fixtures/error_log.6.18.txt");
     const FILTER: &str = include_str!("../fixtures/error_log.filter.6.18.txt");
+
+    /// A log held open reads what was added since its last read (from the
+    /// start again, as a seq_file is read after lseek 0), and a missing one
+    /// reads as empty.
+    #[test]
+    fn a_log_held_open_reads_again_from_its_start() {
+        let dir = std::env::temp_dir().join(format!("ktrace-elog-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let mut missing = ErrorLog::in_dir(&dir).held_open();
+        assert!(missing.read().unwrap().is_empty());
+        let entries: Vec<&str> = TOP.split_inclusive('\n').collect();
+        fs::write(dir.join("error_log"), entries[..3].concat()).unwrap();
+        let mut log = ErrorLog::in_dir(&dir).held_open();
+        let first = log.read().unwrap();
+        assert_eq!(first.len(), 1);
+        fs::write(dir.join("error_log"), entries[..6].concat()).unwrap();
+        let both = log.read().unwrap();
+        assert_eq!(both.len(), 2);
+        assert_eq!(both[0], first[0]);
+        assert_eq!(both, ErrorLog::in_dir(&dir).read().unwrap());
+        assert_eq!(entries_since(&both, &Mark::after(&first)).len(), 1);
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_probe_errors_with_carets() {
