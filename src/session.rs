@@ -163,11 +163,13 @@ impl std::error::Error for Interrupted {}
 /// (a suffix such as clang's `.llvm.N` is allowed). `None` when `text` is
 /// not a kernel's symbol table (no `_stext`).
 pub fn eprobes_built(text: &str) -> Option<bool> {
+    eprobes_built_in(text.lines().filter_map(|l| l.split_whitespace().nth(2)))
+}
+
+/// [`eprobes_built`] over a table's symbol names.
+pub fn eprobes_built_in<'a>(names: impl Iterator<Item = &'a str>) -> Option<bool> {
     let mut stext = false;
-    for line in text.lines() {
-        let Some(name) = line.split_whitespace().nth(2) else {
-            continue;
-        };
+    for name in names {
         if name.starts_with("eprobe_dyn_event_") {
             return Some(true);
         }

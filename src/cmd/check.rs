@@ -386,13 +386,24 @@ fn on_a_file(line: &str) -> bool {
 /// Live: whether the running kernel lacks event probes (no `e:` in its
 /// README, or no eprobe_dyn_event_* in kallsyms: CONFIG_EPROBE_EVENTS off),
 /// asked once.
-fn eprobes_absent(tracefs: &Path, absent: &mut Absent) -> bool {
+/// The kernel's symbol table is the view's when it has one (a check that
+/// needed it has parsed it already; under TCG a second read of
+/// /proc/kallsyms was 2.9 s of a CI cell's 15-second conform budget,
+/// arm64 7.2).
+fn eprobes_absent(tracefs: &Path, view: Option<&KernelView>, absent: &mut Absent) -> bool {
     *absent.eprobes.get_or_insert_with(|| {
-        ktrace_tracefs::discover::require_eprobes(tracefs).is_err()
-            || std::fs::read_to_string("/proc/kallsyms")
+        if ktrace_tracefs::discover::require_eprobes(tracefs).is_err() {
+            return true;
+        }
+        let built = match view.map(KernelView::kallsyms) {
+            Some(Ok(table)) => {
+                crate::session::eprobes_built_in(table.symbols().iter().map(|s| s.name.as_str()))
+            }
+            _ => std::fs::read_to_string("/proc/kallsyms")
                 .ok()
-                .and_then(|t| crate::session::eprobes_built(&t))
-                == Some(false)
+                .and_then(|t| crate::session::eprobes_built(&t)),
+        };
+        built == Some(false)
     })
 }
 
@@ -403,7 +414,12 @@ fn eprobes_absent(tracefs: &Path, absent: &mut Absent) -> bool {
 /// `absent` keeps the answers once found (kallsyms is read once per batch,
 /// and the probe files are looked up once, not once per line: a guest's
 /// `stat()` of tracefs costs under emulation).
-fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent) {
+fn refuse_missing_kind(
+    kernel: &mut Checked,
+    tracefs: &Path,
+    view: Option<&KernelView>,
+    absent: &mut Absent,
+) {
     let Ok(Definition::Probe(p)) = &kernel.definition else {
         return;
     };
@@ -425,7 +441,7 @@ fn refuse_missing_kind(kernel: &mut Checked, tracefs: &Path, absent: &mut Absent
             )
         }
         ktrace_probe::ProbeKind::Eprobe { .. } => {
-            if !eprobes_absent(tracefs, absent) {
+            if !eprobes_absent(tracefs, view, absent) {
                 return;
             }
             (
@@ -742,7 +758,7 @@ impl Checker {
         if let Some(t) = &self.tracefs
             && self.target.features().eprobes
             && input.trim_start().starts_with('e')
-            && eprobes_absent(t, &mut self.absent)
+            && eprobes_absent(t, self.view.as_ref(), &mut self.absent)
             && let Some(f) = &mut self.target.features
         {
             f.eprobes = false;
@@ -783,7 +799,7 @@ impl Checker {
         // parser, BTF names included where the kernel reads them.
         let mut kernel = check_line(input, target, env);
         if let Some(t) = &self.tracefs {
-            refuse_missing_kind(&mut kernel, t, &mut self.absent);
+            refuse_missing_kind(&mut kernel, t, self.view.as_ref(), &mut self.absent);
         }
         let why = ktrace_symbols::code::check(&mut kernel, target, &source);
         let mut report = Report {
