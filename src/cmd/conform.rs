@@ -238,7 +238,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         root: &root,
         mark: Mark::after(&log.read()?),
         log,
-        secs: 0.0,
         split: [0.0; 3],
         slowest: Vec::new(),
         by_family: BTreeMap::new(),
@@ -253,7 +252,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         seed,
         checking.elapsed().as_secs_f64(),
         check_secs,
-        kernel_side.secs,
+        kernel_side.split.iter().sum(),
     );
     if let Some(how) = args.offline {
         let (first, rest) = summary.split_once('\n').unwrap_or((&summary, ""));
@@ -467,14 +466,13 @@ fn compare_all(
                 asked_by_checker.wait_for(i);
             }
             let t0 = Instant::now();
-            let (ours, second) = match files.contains(&file) {
-                true => {
-                    let r = checker.check_as(interface_of(file), &line);
-                    let mut a = answer_of(&r, checker.arch, features);
-                    a.offline = offline;
-                    (a, r.ktrace.is_some())
-                }
-                false => (Answer::default(), false),
+            let (ours, second) = if files.contains(&file) {
+                let r = checker.check_as(interface_of(file), &line);
+                let mut a = answer_of(&r, checker.arch, features);
+                a.offline = offline;
+                (a, r.ktrace.is_some())
+            } else {
+                (Answer::default(), false)
             };
             if tx.send((ours, second, t0.elapsed().as_secs_f64())).is_err() {
                 return;
@@ -756,11 +754,9 @@ struct Kernel<'a> {
     log: OpenErrorLog,
     /// The error_log's end after the last read: entries after it are new.
     mark: Mark,
-    /// Seconds spent writing, reading back and removing.
-    secs: f64,
-    /// The same seconds split: the writes of the lines, the error_log
-    /// reads after refusals, and the readback, format and removal after
-    /// acceptances.
+    /// Seconds spent writing, reading back and removing, split: the
+    /// writes of the lines, the error_log reads after refusals, and the
+    /// readback, format and removal after acceptances.
     split: [f64; 3],
     /// The slowest cases: (seconds, family, line).
     slowest: Vec<(f64, &'static str, String)>,
@@ -816,9 +812,7 @@ impl Kernel<'_> {
                 answer.caret = e.caret;
                 answer.command = Some(e.command);
             }
-            let took = t0.elapsed().as_secs_f64();
-            self.split[1] += took - written;
-            self.secs += took;
+            self.split[1] += t0.elapsed().as_secs_f64() - written;
             return Ok((answer, captured));
         }
         // What the write created: at most one event (or nothing: a comment,
@@ -846,9 +840,7 @@ impl Kernel<'_> {
                     format!("cannot remove {group}/{event}, created by {:?}", case.line)
                 })?;
         }
-        let took = t0.elapsed().as_secs_f64();
-        self.split[2] += took - written;
-        self.secs += took;
+        self.split[2] += t0.elapsed().as_secs_f64() - written;
         Ok((answer, captured))
     }
 }

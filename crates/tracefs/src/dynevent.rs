@@ -21,12 +21,16 @@ use crate::io;
 /// 4096-byte pieces and a definition may not straddle more than that.
 const BATCH_BYTES: usize = 4000;
 
-/// The probe files of a tracefs, each opened once and written many times:
-/// [`DynEvents::write_raw`] without an open(2) and close(2) per line. The
-/// kernel parses each write(2) on its own (trace_parse_run_command()), so
-/// one held descriptor answers every line as a fresh one does; under
-/// emulation the open costs about as much as the write (`ktrace conform`,
-/// which writes hundreds of thousands of lines).
+/// The probe files of a tracefs for raw writes, each opened once and
+/// written many times: a line and its newline in one `write(2)`, exactly as
+/// given, the raw write a shell's `echo LINE >> FILE` makes, for
+/// differential tests against the kernel's own parser (`ktrace conform`).
+/// Nothing is checked or rolled back; the OS error of a refused write is
+/// returned as it came. The kernel parses each write(2) on its own
+/// (trace_parse_run_command()), so one held descriptor answers every line
+/// as a fresh one does; under emulation the open costs about as much as
+/// the write (`ktrace conform`, which writes hundreds of thousands of
+/// lines).
 #[derive(Debug)]
 pub struct RawWriter {
     root: PathBuf,
@@ -34,8 +38,9 @@ pub struct RawWriter {
 }
 
 impl RawWriter {
-    /// Writes `line` and a newline to `name` (a probe file) in one
-    /// write(2), as [`DynEvents::write_raw`] does.
+    /// Writes `line` and a newline to the probe file `name`
+    /// (`dynamic_events`, `kprobe_events`, `uprobe_events` or
+    /// `synthetic_events`) in one write(2).
     pub fn write(&mut self, name: &str, line: &str) -> std::io::Result<()> {
         use std::io::Write;
         let name: &'static str = match name {
@@ -159,33 +164,6 @@ impl DynEvents {
             Some(f) if !self.dynamic => self.root.join(f.name()),
             _ => self.root.join("dynamic_events"),
         }
-    }
-
-    /// Writes `line` and a newline to the probe file `name`
-    /// (`dynamic_events`, `kprobe_events`, `uprobe_events` or
-    /// `synthetic_events`) in one `write(2)`, exactly as given: the raw write
-    /// a shell's `echo LINE >> FILE` makes, for differential tests against
-    /// the kernel's own parser (`ktrace conform`). Nothing is checked or
-    /// rolled back; the OS error of a refused write is returned as it came.
-    pub fn write_raw(&self, name: &str, line: &str) -> std::io::Result<()> {
-        if !matches!(
-            name,
-            "dynamic_events" | "kprobe_events" | "uprobe_events" | "synthetic_events"
-        ) {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("{name} is not a probe file"),
-            ));
-        }
-        use std::io::Write;
-        let mut data = Vec::with_capacity(line.len() + 1);
-        data.extend_from_slice(line.as_bytes());
-        data.push(b'\n');
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.root.join(name))?
-            .write(&data)
-            .map(|_| ())
     }
 
     /// The probe files held open for many raw writes (see [`RawWriter`]).
