@@ -148,6 +148,26 @@ fn write_counted(file: &mut File, data: &[u8]) -> (usize, io::Result<()>) {
     (done, Ok(()))
 }
 
+/// Whether data written to `file` can still fail after write(2) took it,
+/// when it is written back: network and FUSE file systems (NFS, SMB/CIFS,
+/// Ceph, 9p, AFS, FUSE), whose server may be full or gone. Local file
+/// systems reserve the space at write(2) and report a full disk there.
+fn fails_late(file: &File) -> bool {
+    const LATE: [u32; 8] = [
+        0x6969,      // NFS
+        0xfe53_4d42, // SMB2
+        0xff53_4d42, // CIFS
+        0x517b,      // SMB
+        0x00c3_6400, // Ceph
+        0x0102_1997, // 9p
+        0x5346_414f, // AFS
+        0x6573_5546, // FUSE
+    ];
+    // the magic's 32 bits, whether f_type is 64 bits wide or 32 (arm)
+    #[allow(clippy::unnecessary_cast)]
+    rustix::fs::fstatfs(file).is_ok_and(|s| LATE.contains(&(s.f_type as u32)))
+}
+
 /// Whether `e` is [`Stopped`].
 pub fn is_stopped(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|i| i.is::<Stopped>())
@@ -290,9 +310,12 @@ impl Output {
                         written.fetch_add(1, Ordering::Relaxed);
                         let _ = back_tx.try_send((chunk, marks));
                     }
-                    // Regular files: make sure the data reached the file
-                    // system (a full disk can show only here on NFS etc.).
-                    if let Err(e) = file.sync_data()
+                    // A file system that can refuse data after write(2)
+                    // took it (a full server): make sure it reached it.
+                    // Local ones report a full disk at write(2), and
+                    // syncing there costs the run the writeback's CPU.
+                    if fails_late(&file)
+                        && let Err(e) = file.sync_data()
                         && e.raw_os_error() != Some(rustix::io::Errno::INVAL.raw_os_error())
                         && e.raw_os_error() != Some(rustix::io::Errno::ROFS.raw_os_error())
                         && let Ok(mut f) = failed.lock()
@@ -464,6 +487,20 @@ mod tests {
 
     fn never() -> StopCheck {
         Box::new(|| false)
+    }
+
+    #[test]
+    fn only_a_file_system_that_can_refuse_written_data_later_is_synced() {
+        // tmpfs and procfs take or refuse data at write(2): no sync
+        let dir = Path::new("/dev/shm");
+        if dir.is_dir() {
+            let p = dir.join(format!("ktrace-fails-late-{}", std::process::id()));
+            let f = File::create(&p).unwrap();
+            let late = fails_late(&f);
+            let _ = std::fs::remove_file(&p);
+            assert!(!late, "tmpfs taken for a file system that fails late");
+        }
+        assert!(!fails_late(&File::open("/proc/self/stat").unwrap()));
     }
 
     #[test]
