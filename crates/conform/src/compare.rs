@@ -215,6 +215,8 @@ const COMM_MESSAGES: &[&str] = &[
 /// probe's event, fields and filter, the kernel's symbols, text and state,
 /// the default maxactive from its CPU count). `None` for a live check, and
 /// for every answer that the language alone decides: those are compared.
+/// `ktrace conform` asks only of answers that differ: an offline answer
+/// that is the kernel's agrees, whatever decided it.
 pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
     if !ours.offline {
         return None;
@@ -233,7 +235,9 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
         if ours.undone.state && level_of(kernel, ours) == Level::Registration {
             return Some("the kernel's state");
         }
-        if ours.undone.entry
+        // the entry is decided by the symbol too: one the kernel does
+        // not find (a module not loaded) is no entry
+        if (ours.undone.entry || ours.undone.state)
             && [message, ours.message.as_deref().unwrap_or("")]
                 .iter()
                 .any(|m| ENTRY_MESSAGES.contains(m) || BTF_MESSAGES.contains(m))
@@ -624,6 +628,13 @@ mod tests {
         assert_eq!(left_open(&btf, &undone), None);
         undone.undone.entry = true;
         assert_eq!(left_open(&btf, &undone), Some("the function's entry"));
+        // ... or where it could not look the symbol up: one the kernel
+        // does not find (a module not loaded) is no entry to it
+        let fetch = refused("Invalid fetch argument", 40);
+        let mut undone = offline(refused("Retprobe address must be an function entry", 0));
+        assert_eq!(left_open(&fetch, &undone), None);
+        undone.undone.state = true;
+        assert_eq!(left_open(&fetch, &undone), Some("the function's entry"));
         let var = refused("Invalid $-variable specified", 30);
         let mut undone = offline(accepted("x"));
         assert_eq!(left_open(&var, &undone), None);

@@ -283,14 +283,17 @@ impl<'a> Gen<'a> {
 
     fn head(&self, r: &mut Rng, kind: &str) -> String {
         let maxactive = match kind {
-            "r" if r.chance(25) => match r.weighted(&[6, 1, 1, 1, 1]) {
+            "r" if r.chance(25) => match r.weighted(&[6, 1, 1, 1, 1, 1]) {
                 0 => r.range(1, 64).to_string(),
                 1 => "0".into(),
                 2 => "4096".into(),
                 3 => "4097".into(),
+                // the kernel's `int`: negative from 2^31 on, past u32 too big
+                4 => big_maxactive(r),
                 _ => "x".into(),
             },
             "p" | "f" if r.chance(3) => "4".into(),
+            "f" if r.chance(1) => big_maxactive(r),
             _ => String::new(),
         };
         let name = match r.weighted(&[25, 30, 30, 4, 4, 4, 3, 2]) {
@@ -808,6 +811,19 @@ enum ArgCtx {
     Uprobe { ret: bool },
     Fprobe { ret: bool },
     Eprobe,
+}
+
+/// A maxactive at the edges of the kernel's `int` and `unsigned int`.
+fn big_maxactive(r: &mut Rng) -> String {
+    r.pick(&[
+        "2147483647",
+        "2147483648",
+        "0x80000000",
+        "0xffffffff",
+        "4294967296",
+    ])
+    .unwrap()
+    .to_string()
 }
 
 fn arg_count(r: &mut Rng) -> u64 {

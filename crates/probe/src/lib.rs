@@ -19,7 +19,7 @@
 //! | argument data per event (`MAX_PROBE_EVENT_SIZE`) | 3072 bytes | [`fetch::MAX_PROBE_EVENT_SIZE`] |
 //! | fetch instructions (`FETCH_INSN_MAX`) | 16 (about 12 nested dereferences) | `fetch.rs` |
 //! | event and group names (`MAX_EVENT_NAME_LEN`) | 63 bytes | [`parse::MAX_EVENT_NAME_LEN`] |
-//! | maxactive (`KRETPROBE_MAXACTIVE_MAX`) | 1..=4096; default max(10, 2 × CPUs) | [`parse::KRETPROBE_MAXACTIVE_MAX`] |
+//! | maxactive (`KRETPROBE_MAXACTIVE_MAX`) | 1..=4096, or 2^31..2^32-1 (a negative `int` to the kernel: the default once registered); default max(10, 2 × CPUs) | [`parse::KRETPROBE_MAXACTIVE_MAX`] |
 //! | `$stackN`, `$argN` on kprobes | N ≤ THREAD_SIZE / sizeof(long) = 2048 | [`Arch::param_max_stack`] |
 //! | one written line (`WRITE_BUFSIZE` - 2) | 4094 bytes | [`parse::MAX_LINE_LEN`] |
 //!

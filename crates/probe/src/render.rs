@@ -40,7 +40,8 @@ pub fn readback(def: &ProbeDef, arch: Arch) -> String {
             shown_maxactive,
         } => {
             s.push(if *is_return { 'r' } else { 'p' });
-            let shown = shown_maxactive.unwrap_or(*maxactive);
+            // `%d` of the kernel's int (negative from 2^31 on)
+            let shown = shown_maxactive.unwrap_or(*maxactive) as i32;
             if *is_return && shown != 0 {
                 let _ = write!(s, "{shown}");
             }
@@ -212,7 +213,7 @@ fn canonical_arg(a: &ProbeArg) -> String {
 pub fn fprobe_readback(f: &FprobeDef) -> String {
     let mut s = String::from(if f.tracepoint { "t" } else { "f" });
     if f.is_return && f.maxactive != 0 {
-        let _ = write!(s, "{}", f.maxactive);
+        let _ = write!(s, "{}", f.maxactive as i32);
     }
     let _ = write!(s, ":{}/{} {}", f.probe.group, f.probe.event, f.symbol);
     if f.is_return {

@@ -67,6 +67,12 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
         if !tracepoint {
             attachable(argv, ctx, symbol)?;
         }
+        // a maxactive of 2^31 or more passed the parser as a negative
+        // `int`, and register_fprobe() refuses its rethook size (x86_64
+        // 6.12: `f2147483648:g/j vfs_read%return`)
+        if is_return && maxactive as i32 <= 0 && maxactive != 0 {
+            return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
+        }
     }
     // A tracepoint probe is an fprobe on the tracepoint's `__probestub_TP`:
     // a stub ftrace cannot attach to fails to register (the tracepoints

@@ -238,6 +238,15 @@ fn symbol_place(
     // kprobe_on_func_entry(): -ENOENT (unknown symbol) is deferred, -EINVAL
     // (known symbol, not at its entry) rejects a return probe.
     let exists = symbol_exists(ctx, sym);
+    if exists.is_none() {
+        // no table says (offline without --kallsyms): the answer below
+        // is the one for a symbol that exists; for one that does not
+        // (a module that is not loaded), the kernel defers the entry
+        // check and reads `$argN` as off the entry (x86_64 6.1, offline:
+        // `r ext4:ext4_file_open+8 file->f_flags` is "Invalid fetch
+        // argument" from the kernel, whose ext4 is built in)
+        ctx.note(Unchecked::SymbolExists);
+    }
     if exists != Some(false) {
         let at_entry = match ctx.env.kprobe_entry(sym, offset as u64) {
             Some(known) => Some(known),
@@ -545,11 +554,15 @@ fn aligned(argv: &Argv, ctx: &Ctx, place: &KprobePlace) -> Result<(), Fail> {
 
 /// register_kretprobe(): maxactive 0 becomes max(10, 2 * num_possible_cpus()),
 /// unless the probe waits for its module (nothing registered yet).
+/// A maxactive of 2^31 or more is a negative `int` to the kernel: it reads
+/// back as written while the probe waits (`r-1056583448:`), and as the
+/// default once registered (x86_64 5.10, 6.12 and 7.2: `r3000000000:g/h
+/// vfs_read` reads back `r2:` and `r10:`).
 fn shown_maxactive(ctx: &mut Ctx, is_return: bool, maxactive: u32, deferred: bool) -> Option<u32> {
     match (is_return, maxactive, ctx.target.possible_cpus) {
         (false, _, _) => Some(0),
         (true, m, _) if deferred => Some(m),
-        (true, m, _) if m != 0 => Some(m),
+        (true, m, _) if m as i32 > 0 => Some(m),
         (true, _, Some(cpus)) if ctx.target.features().maxactive_default_10 => {
             Some(10.max(2 * cpus))
         }

@@ -626,7 +626,11 @@ fn maxactive_digits(
         .ok()
         .filter(|m| *m != 0)
         .ok_or_else(|| ctx.logged(argv, TpErr::BAD_MAXACT, 0, 1))?;
-    if maxactive > KRETPROBE_MAXACTIVE_MAX {
+    // the kernel's maxactive is an `int` that kstrtouint() fills: from
+    // 2^31 on it is negative and passes this check (arm 7.2, conform seed
+    // 20261304: `r0xc105d0e8 \x` went on to "Invalid probed address or
+    // symbol")
+    if maxactive as i32 > KRETPROBE_MAXACTIVE_MAX as i32 {
         return Err(ctx.logged(argv, TpErr::MAXACT_TOO_BIG, 0, 1));
     }
     Ok(maxactive)

@@ -1310,3 +1310,88 @@ fn a_kernel_without_kprobes_or_eprobes_takes_no_such_line() {
     assert_eq!(e.message, "No matching dynamic event type");
     assert!(e.hint.is_some_and(|h| h.contains("CONFIG_KPROBE_EVENTS")));
 }
+
+#[test]
+fn offline_a_return_probe_off_the_entry_says_its_symbol_was_not_looked_up() {
+    // x86_64 6.1, offline without --kallsyms: the kernel (ext4 built in,
+    // no module of that name) defers the entry check of a symbol it does
+    // not find and parses on: "Invalid fetch argument" at `file->`. Taken
+    // as existing, the symbol gives "Retprobe address must be an function
+    // entry", which the answer must say it assumed.
+    for k in [
+        KernelVersion::new(5, 10),
+        KernelVersion::new(6, 1),
+        KernelVersion::new(7, 2),
+    ] {
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = k;
+        for line in [
+            "r ext4:ext4_file_open+8 file->f_flags",
+            "r vfs_fsync+1000000 x=%di",
+            "p:e ext4:ext4_file_open $arg6",
+        ] {
+            let c = check_line(line, t, &Offline);
+            assert!(
+                c.unchecked.contains(&Unchecked::SymbolExists),
+                "{k:?} {line}: {:?}",
+                c.unchecked
+            );
+        }
+    }
+}
+
+#[test]
+fn a_maxactive_of_2_31_and_more_is_the_kernels_negative_int() {
+    // trace_kprobe's `int maxactive` filled by kstrtouint(): from 2^31 on
+    // it is negative and passes the `> 4096` check. x86_64 5.10, 6.12 and
+    // 7.2 guests (2 CPUs) took `r3000000000:g/h vfs_read %ax` and read it
+    // back as `r2:` (5.10) and `r10:`; a probe waiting for its module
+    // reads back the negative number (arm 7.2, conform seed 20261304 at
+    // 200,000: `r0xc105d0e8 \x`)
+    let k = Kallsyms::parse("ffffffff81000000 T vfs_read\n");
+    for (kernel, default) in [
+        (KernelVersion::new(5, 10), "r2"),
+        (KernelVersion::new(6, 12), "r10"),
+        (KernelVersion::new(7, 2), "r10"),
+    ] {
+        let mut t = Target::new(Arch::X86_64);
+        t.kernel = kernel;
+        t.possible_cpus = Some(2);
+        let back = |l: &str| check_line(l, t, &k).normalized(Arch::X86_64);
+        for m in ["2147483648", "0x80000000", "4294967295", "3000000000"] {
+            assert_eq!(
+                back(&format!("r{m}:g/h vfs_read %ax")).as_deref(),
+                Some(format!("{default}:g/h vfs_read arg1=%ax").as_str()),
+                "{kernel:?} r{m}"
+            );
+        }
+        assert_eq!(
+            back("r0xc105d0e8:g/e nosuchmod:foo").as_deref(),
+            Some("r-1056583448:g/e nosuchmod:foo"),
+            "{kernel:?}"
+        );
+        for (m, e) in [
+            ("2147483647", TpErr::MAXACT_TOO_BIG),
+            ("4097", TpErr::MAXACT_TOO_BIG),
+            ("4294967296", TpErr::BAD_MAXACT),
+        ] {
+            assert_eq!(
+                err(&format!("r{m} vfs_read"), t, &k),
+                (ErrorKind::Logged(e), Some(1)),
+                "{kernel:?} r{m}"
+            );
+        }
+    }
+    // an fprobe's (6.12): only for a function's exit, and its rethook
+    // size then fails to register
+    let mut t = Target::new(Arch::X86_64);
+    t.kernel = KernelVersion::new(6, 12);
+    assert_eq!(
+        err("f2147483648:g/k vfs_read", t, &k),
+        (ErrorKind::Logged(TpErr::MAXACT_NO_RETURN), Some(1))
+    );
+    assert_eq!(
+        err("f2147483648:g/j vfs_read%return", t, &k),
+        (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(16))
+    );
+}
