@@ -79,6 +79,8 @@ pub struct Undone {
 /// `$arg*`, a return probe).
 const ENTRY_MESSAGES: &[&str] = &[
     "Invalid $-variable specified",
+    // (5.10's spelling)
+    "Invalid $-valiable specified",
     "$arg* can be used only on function entry or exit",
     "Retprobe address must be an function entry",
 ];
@@ -635,6 +637,12 @@ mod tests {
         assert_eq!(left_open(&fetch, &undone), None);
         undone.undone.state = true;
         assert_eq!(left_open(&fetch, &undone), Some("the function's entry"));
+        // 5.10 spells it "valiable" (arm64 5.10, `p no_such_fn $arg7`)
+        let var = refused("Invalid $-valiable specified", 20);
+        let mut ours = offline(refused("Invalid fetch argument", 30));
+        assert_eq!(left_open(&var, &ours), None);
+        ours.undone.state = true;
+        assert_eq!(left_open(&var, &ours), Some("the function's entry"));
         let var = refused("Invalid $-variable specified", 30);
         let mut undone = offline(accepted("x"));
         assert_eq!(left_open(&var, &undone), None);
