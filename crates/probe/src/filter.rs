@@ -547,7 +547,10 @@ pub fn check(
         Ok(prog) => prog,
         Err(e) => return Some(Err(e)),
     };
-    let dangling = filter.trim_end_matches(' ');
+    // `!`s after the operator change nothing: `a && !` is as dangling as
+    // `a &&` (x86_64 6.1 and 6.12, 200,000 at seed 20261305: `ret > 0xa17
+    // && !`, "Meaningless filter expression" at the end)
+    let dangling = filter.trim_end_matches([' ', '!']);
     if d.dangling_refused && (dangling.ends_with("&&") || dangling.ends_with("||")) {
         return Some(Err((TpErr::FILT_INVALID_FILTER, filter.len())));
     }
@@ -977,6 +980,23 @@ mod tests {
             ),
             Some(Err((TpErr::FILT_INVALID_FILTER, 35)))
         );
+        // ... and with `!`s after it (x86_64 6.1 and 6.12 guests: each
+        // "Meaningless filter expression" at the filter's end; 7.2 answers
+        // them as their `&&`/`||` alone)
+        for (filter, at) in [
+            ("prev_pid == 1 && !", 18),
+            ("prev_pid == 1 || !", 18),
+            ("prev_pid == 1 && !!", 19),
+            ("prev_pid == 1 &&!", 17),
+            ("prev_pid == 1 && ! !", 20),
+            ("prev_pid == 1 || prev_state == 2 && !", 37),
+        ] {
+            assert_eq!(
+                super::check(filter, &f, &dangling_refused()),
+                Some(Err((TpErr::FILT_INVALID_FILTER, at))),
+                "{filter}"
+            );
+        }
     }
 
     // tracefs events/sched/sched_switch/format (x86_64 6.1 guest), cut
