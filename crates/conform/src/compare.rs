@@ -268,6 +268,18 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
         }
         return None;
     }
+    if !ours.accepted
+        && ours.undone.state
+        && ours
+            .message
+            .as_deref()
+            .is_some_and(|m| REGISTRATION_MESSAGES.contains(&m))
+    {
+        // a refusal for a state ktrace could not see: the kernel did not
+        // find the symbol and took the probe to wait for its module
+        // (x86_64 6.1 offline: `r:ev2090 ext4:ext4_file_open+8`)
+        return Some("the kernel's state");
+    }
     if ours.accepted && ours.undone.btf {
         // parameter names in the readback and the format: the BTF's
         return Some("the kernel's BTF");
@@ -289,7 +301,10 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
 /// f`).
 fn without_maxactive(line: &str) -> String {
     match line.strip_prefix('r') {
-        Some(rest) => format!("r{}", rest.trim_start_matches(|c: char| c.is_ascii_digit())),
+        Some(rest) => format!(
+            "r{}",
+            rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '-')
+        ),
         None => line.to_string(),
     }
 }
@@ -637,6 +652,13 @@ mod tests {
         assert_eq!(left_open(&fetch, &undone), None);
         undone.undone.state = true;
         assert_eq!(left_open(&fetch, &undone), Some("the function's entry"));
+        // taken by the kernel (a probe left waiting for its module),
+        // refused for a state ktrace did not look at
+        let waiting = accepted("r:kprobes/ev ext4:ext4_file_open+8");
+        let mut ours = offline(refused("Retprobe address must be an function entry", 0));
+        assert_eq!(left_open(&waiting, &ours), None);
+        ours.undone.state = true;
+        assert_eq!(left_open(&waiting, &ours), Some("the kernel's state"));
         // 5.10 spells it "valiable" (arm64 5.10, `p no_such_fn $arg7`)
         let var = refused("Invalid $-valiable specified", 20);
         let mut ours = offline(refused("Invalid fetch argument", 30));
