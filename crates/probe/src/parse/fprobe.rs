@@ -70,7 +70,7 @@ pub(super) fn fprobe(argv: &Argv, ctx: &mut Ctx) -> Result<FprobeDef, Fail> {
         // a maxactive of 2^31 or more passed the parser as a negative
         // `int`, and register_fprobe() refuses its rethook size (x86_64
         // 6.12: `f2147483648:g/j vfs_read%return`)
-        if is_return && maxactive as i32 <= 0 && maxactive != 0 {
+        if is_return && (maxactive as i32) < 0 {
             return Err(ctx.logged(argv, TpErr::FAIL_REG_PROBE, 1, 0));
         }
     }
