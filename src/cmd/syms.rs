@@ -127,7 +127,7 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
         };
         crate::oline!(
             "+{off}  {}{bits}",
-            declare(&b.type_name(m.type_id), &m.name)
+            declare(&b.type_name(m.type_id), b.name(m.name_off))
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -166,15 +166,15 @@ fn run_btf(args: &Args) -> anyhow::Result<ExitCode> {
         } else {
             "struct"
         },
-        t.name,
+        b.name(t.name_off),
     );
-    for m in &t.members {
+    for m in b.members(t) {
         let ty = b.type_name(m.type_id);
         let size = type_size(&b, m.type_id, arch.bits() / 8);
-        let decl = if m.name.is_empty() {
+        let decl = if b.name(m.name_off).is_empty() {
             format!("{} {{ /* anonymous */ }}", ty.trim_end())
         } else {
-            declare(&ty, &m.name)
+            declare(&ty, b.name(m.name_off))
         };
         if m.bitfield_size > 0 {
             crate::oline!(

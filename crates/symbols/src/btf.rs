@@ -77,10 +77,10 @@ impl Kind {
 }
 
 /// One member of a struct or union, or one parameter of a function.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Member {
-    /// The name (empty for anonymous members).
-    pub name: String,
+    /// The name, as [`Btf::name`] spells it (empty for anonymous members).
+    pub name_off: u32,
     /// The type id.
     pub type_id: u32,
     /// Offset in bits from the start of the aggregate (0 for parameters).
@@ -89,13 +89,16 @@ pub struct Member {
     pub bitfield_size: u32,
 }
 
-/// One type record.
+/// One type record. Its name and members are kept in the [`Btf`] it came
+/// from ([`Btf::name`], [`Btf::members`]): a vmlinux BTF holds some 100,000
+/// types and as many members, and a string or a vector each was most of a
+/// command's start on a small board (and of its exit, freeing them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Type {
     /// The kind.
     pub kind: Kind,
-    /// The name ("" for anonymous).
-    pub name: String,
+    /// The name, as [`Btf::name`] spells it ("" for anonymous).
+    pub name_off: u32,
     /// `size` for sized kinds (int, struct, union, enum, float, datasec).
     pub size: u32,
     /// `type` for reference kinds (ptr, typedef, const, func, var, ...),
@@ -103,8 +106,9 @@ pub struct Type {
     pub ref_id: u32,
     /// Array element count.
     pub nelems: u32,
-    /// Members (struct/union) or parameters (func proto).
-    pub members: Vec<Member>,
+    /// Where its members (struct/union) or parameters (func proto) start
+    /// in [`Btf::members`]'s table; `vlen` of them.
+    members_at: u32,
     /// For `Func`: the linkage (0 static, 1 global, 2 extern).
     pub vlen: u16,
     /// For `Int`: the raw `BTF_INT_*` word (encoding << 24 | offset << 16 | bits).
@@ -115,10 +119,28 @@ pub struct Type {
 #[derive(Debug, Clone, Default)]
 pub struct Btf {
     types: Vec<Type>,
-    /// Ids of named types sorted by (name, id): one allocation, no hashing
-    /// (vmlinux has ~100k named types; small boards parse it per command).
-    by_name: Vec<u32>,
+    /// Every type's members, in type order ([`Type::members_at`]).
+    members: Vec<Member>,
+    /// The string section (split BTF: the base's, then its own, so that
+    /// the blob's offsets index it as they are), as text: a section that
+    /// is not UTF-8 has its bytes from 0x80 on read as `?` (names are C
+    /// identifiers).
+    strings: String,
+    /// Ids of named types sorted by (name, id): one allocation, no hashing,
+    /// built at the first question by name after [`NAME_SCANS`] scans (a
+    /// one-line `ktrace check` asks one or two; the sort costs as much as
+    /// some 60 scans, a tenth of a check's start).
+    by_name: std::sync::OnceLock<Vec<u32>>,
+    /// Questions by name answered by a scan.
+    name_scans: crate::kallsyms::Tally,
 }
+
+/// The offset [`Btf::name`] reads as `void` (type 0 has no record).
+const VOID_NAME: u32 = u32::MAX;
+
+/// Questions by name a [`Btf`] answers by scanning its types before it
+/// sorts their names.
+const NAME_SCANS: u32 = 16;
 
 fn u32_at(d: &[u8], at: usize, big: bool) -> Option<u32> {
     let b: [u8; 4] = d.get(at..at.checked_add(4)?)?.try_into().ok()?;
@@ -135,6 +157,25 @@ fn cstr(strings: &[u8], off: u32) -> Option<String> {
     Some(String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
+/// The NUL-terminated string at `off` of a string section kept as text.
+fn str_at(strings: &str, off: u32) -> Option<&str> {
+    let rest = strings.get(off as usize..)?;
+    Some(&rest[..rest.find('\0')?])
+}
+
+/// A string section as text: itself when it is UTF-8 (every offset the
+/// types give is then checked to be a character boundary), else with each
+/// byte from 0x80 on read as `?`, so that the offsets keep their meaning.
+fn section_text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => bytes
+            .iter()
+            .map(|&b| if b < 0x80 { b as char } else { '?' })
+            .collect(),
+    }
+}
+
 impl Btf {
     /// Parses a BTF blob (either endianness).
     pub fn parse(data: &[u8]) -> Result<Btf> {
@@ -147,8 +188,7 @@ impl Btf {
     /// section. The result holds the base's types and the module's.
     pub fn parse_split(base: &[u8], split: &[u8]) -> Result<Btf> {
         let base_btf = Self::parse_on(base, None)?;
-        let base_strings = Self::sections(base)?.1;
-        Self::parse_on(split, Some((base_btf, base_strings)))
+        Self::parse_on(split, Some(base_btf))
     }
 
     /// The names of the functions (`BTF_KIND_FUNC`) a module's split BTF
@@ -156,13 +196,16 @@ impl Btf {
     /// the names the split blob takes from them): an index of which module
     /// has which function.
     pub fn split_function_names(base: &[u8], split: &[u8]) -> Result<Vec<String>> {
-        let base_strings = Self::sections(base)?.1;
-        let names = Self::parse_on(split, Some((Btf::default(), base_strings)))?;
+        let strings_only = Btf {
+            strings: section_text(Self::sections(base)?.1),
+            ..Btf::default()
+        };
+        let names = Self::parse_on(split, Some(strings_only))?;
         Ok(names
             .types
             .iter()
             .filter(|t| t.kind == Kind::Func)
-            .map(|t| t.name.clone())
+            .map(|t| names.name(t.name_off).to_string())
             .collect())
     }
 
@@ -195,49 +238,83 @@ impl Btf {
         ))
     }
 
-    fn parse_on(data: &[u8], base: Option<(Btf, &[u8])>) -> Result<Btf> {
+    fn parse_on(data: &[u8], base: Option<Btf>) -> Result<Btf> {
         let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
         let (types_raw, strings, big) = Self::sections(data)?;
-        let (base_types, base_strings) = match base {
-            Some((b, s)) => (Some(b.types), s),
-            None => (None, &[][..]),
-        };
-        let base_str_len = base_strings.len() as u32;
-        let name = |off: u32, at: usize| {
-            let found = if base_str_len > 0 && off < base_str_len {
-                cstr(base_strings, off)
-            } else {
-                cstr(strings, off - base_str_len)
-            };
-            found.ok_or_else(|| err(at, "name offset out of range"))
-        };
-        let mut types = base_types.unwrap_or_else(|| {
-            vec![Type {
+        let base = base.unwrap_or_else(|| Btf {
+            types: vec![Type {
                 kind: Kind::Int,
-                name: "void".to_string(),
+                name_off: VOID_NAME,
                 size: 0,
                 ref_id: 0,
                 nelems: 0,
-                members: Vec::new(),
+                members_at: 0,
                 vlen: 0,
                 int_data: 0,
-            }]
+            }],
+            ..Btf::default()
         });
+        let Btf {
+            mut types,
+            mut members,
+            strings: mut all_strings,
+            ..
+        } = base;
+        let base_len = all_strings.len();
+        all_strings.push_str(&section_text(strings));
+        // Every name must be a string of the sections (checked here, so
+        // that `name` never meets a bad offset). When each section ends
+        // with its NUL, as the kernel requires, any offset inside them
+        // starts one: no search for its end (that search was a third of
+        // the parse).
+        let b = all_strings.as_bytes();
+        let terminated = b.last() == Some(&0) && (base_len == 0 || b.get(base_len - 1) == Some(&0));
+        let name = |off: u32, at: usize| {
+            let found = if terminated {
+                (off as usize) < all_strings.len() && all_strings.is_char_boundary(off as usize)
+            } else {
+                str_at(&all_strings, off).is_some()
+            };
+            match found {
+                true => Ok(off),
+                false => Err(err(at, "name offset out of range")),
+            }
+        };
         let mut at = 0usize;
         while at < types_raw.len() {
-            let (t, next) = Self::parse_type(types_raw, at, big, &name)?;
+            let (t, next) = Self::parse_type(types_raw, at, big, &name, &mut members)?;
             at = next;
             types.push(t);
         }
-        let by_name = crate::names::sorted_ids(
-            types
-                .iter()
-                .enumerate()
-                .skip(1)
-                .filter(|(_, t)| !t.name.is_empty())
-                .map(|(id, t)| (id as u32, t.name.as_str())),
-        );
-        Ok(Btf { types, by_name })
+        Ok(Btf {
+            types,
+            members,
+            strings: all_strings,
+            by_name: std::sync::OnceLock::new(),
+            name_scans: Default::default(),
+        })
+    }
+
+    /// The name at string offset `off` (a [`Type`]'s or [`Member`]'s).
+    pub fn name(&self, off: u32) -> &str {
+        if off == VOID_NAME {
+            return "void";
+        }
+        str_at(&self.strings, off).unwrap_or_default()
+    }
+
+    /// The members of a struct or union, the parameters of a function
+    /// prototype; none for other kinds.
+    pub fn members(&self, t: &Type) -> &[Member] {
+        match t.kind {
+            Kind::Struct | Kind::Union | Kind::FuncProto => {
+                let at = t.members_at as usize;
+                self.members
+                    .get(at..at + usize::from(t.vlen))
+                    .unwrap_or_default()
+            }
+            _ => &[],
+        }
     }
 
     /// One type record at byte `at` of the type section (`struct btf_type`
@@ -247,7 +324,8 @@ impl Btf {
         types_raw: &[u8],
         mut at: usize,
         big: bool,
-        name: &dyn Fn(u32, usize) -> Result<String>,
+        name: &dyn Fn(u32, usize) -> Result<u32>,
+        members: &mut Vec<Member>,
     ) -> Result<(Type, usize)> {
         let err = |at: usize, reason: &str| Error::parse("btf", format!("byte {at}"), reason);
         let rd =
@@ -260,11 +338,11 @@ impl Btf {
         let kind = Kind::from_raw((info >> 24) & 0x1f).ok_or_else(|| err(at, "unknown kind"))?;
         let mut t = Type {
             kind,
-            name: name(name_off, at)?,
+            name_off: name(name_off, at)?,
             size: 0,
             ref_id: 0,
             nelems: 0,
-            members: Vec::new(),
+            members_at: members.len() as u32,
             vlen: vlen as u16,
             int_data: 0,
         };
@@ -304,8 +382,8 @@ impl Btf {
                     } else {
                         (off, 0)
                     };
-                    t.members.push(Member {
-                        name: name(rd(m)?, m)?,
+                    members.push(Member {
+                        name_off: name(rd(m)?, m)?,
                         type_id: rd(m + 4)?,
                         bit_offset,
                         bitfield_size,
@@ -325,8 +403,8 @@ impl Btf {
                 t.ref_id = size_or_type;
                 for i in 0..vlen {
                     let m = body + i * 8;
-                    t.members.push(Member {
-                        name: name(rd(m)?, m)?,
+                    members.push(Member {
+                        name_off: name(rd(m)?, m)?,
                         type_id: rd(m + 4)?,
                         bit_offset: 0,
                         bitfield_size: 0,
@@ -369,11 +447,37 @@ impl Btf {
     }
 
     /// The ids of the types named `name`, in id order.
-    fn named(&self, name: &str) -> &[u32] {
-        let name_of = |id: u32| self.types[id as usize].name.as_str();
-        let from = self.by_name.partition_point(|&id| name_of(id) < name);
-        let len = self.by_name[from..].partition_point(|&id| name_of(id) == name);
-        &self.by_name[from..from + len]
+    fn named(&self, name: &str) -> std::borrow::Cow<'_, [u32]> {
+        let is_named = |t: &Type| {
+            let at = t.name_off as usize;
+            let b = self.strings.as_bytes();
+            t.name_off != VOID_NAME
+                && b.get(at..at + name.len()) == Some(name.as_bytes())
+                && b.get(at + name.len()) == Some(&0)
+        };
+        if name.is_empty() {
+            return std::borrow::Cow::Borrowed(&[]);
+        }
+        let named_types = self.types.get(1..).unwrap_or_default();
+        if self.by_name.get().is_none() && self.name_scans.next() < NAME_SCANS {
+            return (1u32..)
+                .zip(named_types)
+                .filter(|(_, t)| is_named(t))
+                .map(|(id, _)| id)
+                .collect();
+        }
+        let index = self.by_name.get_or_init(|| {
+            crate::names::sorted_ids(
+                (1u32..)
+                    .zip(named_types)
+                    .map(|(id, t)| (id, self.name(t.name_off)))
+                    .filter(|(_, n)| !n.is_empty()),
+            )
+        });
+        let name_of = |id: u32| self.name(self.types[id as usize].name_off);
+        let from = index.partition_point(|&id| name_of(id) < name);
+        let len = index[from..].partition_point(|&id| name_of(id) == name);
+        std::borrow::Cow::Borrowed(&index[from..from + len])
     }
 
     /// The last type of this kind and name (a module's own type over vmlinux's
@@ -437,12 +541,14 @@ impl Btf {
         if !matches!(t.kind, Kind::Struct | Kind::Union) {
             return None;
         }
-        *budget = budget.checked_sub(t.members.len())?;
-        for m in &t.members {
-            if m.name == name {
-                return Some((m.bit_offset, m.clone()));
+        let members = self.members(t);
+        *budget = budget.checked_sub(members.len())?;
+        for m in members {
+            let m_name = self.name(m.name_off);
+            if m_name == name {
+                return Some((m.bit_offset, *m));
             }
-            if m.name.is_empty()
+            if m_name.is_empty()
                 && let Some((b, inner)) = self.find_member(m.type_id, name, depth + 1, budget)
             {
                 return Some((m.bit_offset.checked_add(b)?, inner));
@@ -469,11 +575,11 @@ impl Btf {
         }
         let inner = |r: u32| self.type_name_depth(r, depth + 1);
         match t.kind {
-            Kind::Int | Kind::Float | Kind::Typedef => t.name.clone(),
-            Kind::Struct => format!("struct {}", t.name),
-            Kind::Union => format!("union {}", t.name),
-            Kind::Enum | Kind::Enum64 => format!("enum {}", t.name),
-            Kind::Fwd => format!("struct {}", t.name),
+            Kind::Int | Kind::Float | Kind::Typedef => self.name(t.name_off).to_string(),
+            Kind::Struct => format!("struct {}", self.name(t.name_off)),
+            Kind::Union => format!("union {}", self.name(t.name_off)),
+            Kind::Enum | Kind::Enum64 => format!("enum {}", self.name(t.name_off)),
+            Kind::Fwd => format!("struct {}", self.name(t.name_off)),
             Kind::Ptr => match self.get(t.ref_id).map(|r| r.kind) {
                 Some(Kind::FuncProto) => "void (*)()".to_string(),
                 _ => format!("{} *", inner(t.ref_id)),
@@ -484,7 +590,9 @@ impl Btf {
             Kind::TypeTag => inner(t.ref_id),
             Kind::Array => format!("{}[{}]", inner(t.ref_id), t.nelems),
             Kind::FuncProto => "function".to_string(),
-            Kind::Func | Kind::Var | Kind::Datasec | Kind::DeclTag => t.name.clone(),
+            Kind::Func | Kind::Var | Kind::Datasec | Kind::DeclTag => {
+                self.name(t.name_off).to_string()
+            }
         }
     }
 
@@ -494,10 +602,9 @@ impl Btf {
         let proto = self.get(f.ref_id).filter(|p| p.kind == Kind::FuncProto)?;
         Some((
             self.type_name(proto.ref_id),
-            proto
-                .members
+            self.members(proto)
                 .iter()
-                .map(|m| (m.name.clone(), self.type_name(m.type_id)))
+                .map(|m| (self.name(m.name_off).to_string(), self.type_name(m.type_id)))
                 .collect(),
         ))
     }
@@ -734,6 +841,70 @@ mod tests {
             ktrace_probe::btfarg::find_struct_member(&btf, 1, "nosuch")
         });
         assert_eq!(found, Some(None));
+    }
+
+    /// The first questions by name scan the types, the later ones ask the
+    /// sorted index: both answer with the same ids, in id order (names
+    /// repeat across kinds, and a prefix is not a name).
+    #[test]
+    fn scans_and_the_name_index_answer_alike() {
+        let data = blob(
+            STR,
+            &[
+                (1, info(1, 0, false), 4, vec![32]), // 1 int
+                (5, info(4, 0, false), 0, vec![]),   // 2 struct how {}
+                (5, info(8, 0, false), 2, vec![]),   // 3 typedef struct how how
+                (20, info(7, 0, false), 0, vec![]),  // 4 struct f;
+                (5, info(5, 0, false), 0, vec![]),   // 5 union how {}
+                (0, info(2, 0, false), 1, vec![]),   // 6 int *
+            ],
+        );
+        let btf = Btf::parse(&data).unwrap();
+        let names = ["how", "int", "f", "ho", "hows", "", "void", "nosuch"];
+        let ask = |btf: &Btf| -> Vec<Vec<u32>> {
+            names.iter().map(|n| btf.named(n).into_owned()).collect()
+        };
+        let scanned = ask(&btf);
+        assert!(btf.by_name.get().is_none(), "the first questions scan");
+        assert_eq!(scanned[0], vec![2, 3, 5]);
+        assert_eq!(scanned[1], vec![1]);
+        assert!(scanned[3..].iter().all(Vec::is_empty), "{scanned:?}");
+        while btf.by_name.get().is_none() {
+            btf.named("int");
+        }
+        assert_eq!(ask(&btf), scanned);
+        assert_eq!(btf.find(Kind::Union, "how").map(|(id, _)| id), Some(5));
+        assert_eq!(
+            btf.find_last(Kind::Struct, "how").map(|(id, _)| id),
+            Some(2)
+        );
+        // a default (empty) BTF answers nothing, without a panic
+        assert!(Btf::default().find(Kind::Struct, "how").is_none());
+    }
+
+    /// A string section that is not UTF-8 keeps its offsets (its bytes from
+    /// 0x80 on read as `?`); an offset inside a UTF-8 character is out of
+    /// range, not a panic.
+    #[test]
+    fn names_that_are_not_plain_text() {
+        let btf = Btf::parse(&blob(
+            b"\0in\xfft\0",
+            &[(1, info(1, 0, false), 4, vec![32])],
+        ))
+        .unwrap();
+        assert_eq!(btf.name(btf.get(1).unwrap().name_off), "in?t");
+        let mid_char = blob(
+            "\0\u{e9}t\0".as_bytes(),
+            &[(2, info(1, 0, false), 4, vec![32])],
+        );
+        assert!(Btf::parse(&mid_char).is_err());
+        let whole = blob(
+            "\0\u{e9}t\0".as_bytes(),
+            &[(1, info(1, 0, false), 4, vec![32])],
+        );
+        let btf = Btf::parse(&whole).unwrap();
+        assert_eq!(btf.name(btf.get(1).unwrap().name_off), "\u{e9}t");
+        assert_eq!(btf.name(btf.get(0).unwrap().name_off), "void");
     }
 
     #[test]

@@ -32,10 +32,10 @@ impl BtfTypes for Btf {
         }
         Some(BtfFunc {
             ret: proto.ref_id,
-            params: proto
-                .members
+            params: self
+                .members(proto)
                 .iter()
-                .map(|m| (m.name.clone(), m.type_id))
+                .map(|m| (self.name(m.name_off).to_string(), m.type_id))
                 .collect(),
         })
     }
@@ -89,10 +89,10 @@ impl BtfTypes for Btf {
             return None;
         }
         Some(
-            t.members
+            Btf::members(self, t)
                 .iter()
                 .map(|m| BtfMember {
-                    name: m.name.clone(),
+                    name: self.name(m.name_off).to_string(),
                     bit_offset: m.bit_offset,
                     bitfield_size: m.bitfield_size,
                     type_id: m.type_id,
@@ -261,10 +261,10 @@ fn first_function(btf: &Btf, name: &str) -> Option<BtfFunc> {
     }
     Some(BtfFunc {
         ret: proto.ref_id,
-        params: proto
-            .members
+        params: btf
+            .members(proto)
             .iter()
-            .map(|m| (m.name.clone(), m.type_id))
+            .map(|m| (btf.name(m.name_off).to_string(), m.type_id))
             .collect(),
     })
 }

@@ -93,11 +93,11 @@ impl Lookup<'_> {
 
 /// A counter a shared table bumps (a clone starts again from its count).
 #[derive(Debug, Default)]
-struct Tally(std::sync::atomic::AtomicU32);
+pub(crate) struct Tally(std::sync::atomic::AtomicU32);
 
 impl Tally {
     /// The count before this call.
-    fn next(&self) -> u32 {
+    pub(crate) fn next(&self) -> u32 {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }

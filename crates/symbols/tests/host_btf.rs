@@ -59,7 +59,10 @@ fn vmlinux_btf_matches_bpftool() {
                 other => panic!("unknown kind {other}"),
             };
             assert_eq!(t.kind, want, "type {id}");
-            let ours = if t.name.is_empty() { "(anon)" } else { &t.name };
+            let ours = match btf.name(t.name_off) {
+                "" => "(anon)",
+                n => n,
+            };
             assert_eq!(ours, name, "type {id}");
             types += 1;
             current =
@@ -67,10 +70,13 @@ fn vmlinux_btf_matches_bpftool() {
         } else if let Some((id, i)) = current.as_mut() {
             // \t'name' type_id=N [bits_offset=B [bitfield_size=S]]
             let t = btf.get(*id).unwrap();
-            let m = &t.members[*i];
+            let m = &btf.members(t)[*i];
             let name = line.split('\'').nth(1).unwrap();
             assert_eq!(
-                if m.name.is_empty() { "(anon)" } else { &m.name },
+                match btf.name(m.name_off) {
+                    "" => "(anon)",
+                    n => n,
+                },
                 name,
                 "type {id} member {i}"
             );
