@@ -280,6 +280,19 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
         // (x86_64 6.1 offline: `r:ev2090 ext4:ext4_file_open+8`)
         return Some("the kernel's state");
     }
+    if !ours.accepted
+        && (ours.undone.entry || ours.undone.state)
+        && ours
+            .message
+            .as_deref()
+            .is_some_and(|m| ENTRY_MESSAGES.contains(&m) || BTF_MESSAGES.contains(&m))
+    {
+        // taken at an offset that is the function's entry, which ktrace
+        // could not tell offline (x86_64 7.2, token soup seed 58001:
+        // `p:ev49588 kfree+4 $arg1`, the entry after `endbr64`, refused
+        // as off the entry with the kernel's text not looked at)
+        return Some("the function's entry");
+    }
     if ours.accepted && ours.undone.btf {
         // parameter names in the readback and the format: the BTF's
         return Some("the kernel's BTF");
@@ -659,6 +672,22 @@ mod tests {
         assert_eq!(left_open(&waiting, &ours), None);
         ours.undone.state = true;
         assert_eq!(left_open(&waiting, &ours), Some("the kernel's state"));
+        // taken at what is the entry (x86_64: `kfree+4` after `endbr64`),
+        // refused as off the entry where ktrace did not know the entry
+        let at_entry = accepted("p:kprobes/ev49588 kfree+4 object=object");
+        let mut ours = offline(refused(
+            "$arg* can be used only on function entry or exit",
+            18,
+        ));
+        assert_eq!(left_open(&at_entry, &ours), None);
+        ours.undone.btf = true;
+        assert_eq!(left_open(&at_entry, &ours), None, "not the BTF's to decide");
+        ours.undone.entry = true;
+        assert_eq!(left_open(&at_entry, &ours), Some("the function's entry"));
+        // and only for a refusal the entry decides
+        let mut syntax_refusal = offline(refused("Invalid fetch argument", 18));
+        syntax_refusal.undone.entry = true;
+        assert_eq!(left_open(&at_entry, &syntax_refusal), None);
         // 5.10 spells it "valiable" (arm64 5.10, `p no_such_fn $arg7`)
         let var = refused("Invalid $-valiable specified", 20);
         let mut ours = offline(refused("Invalid fetch argument", 30));
