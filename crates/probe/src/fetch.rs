@@ -723,25 +723,33 @@ pub fn parse_arg(
     parse_arg_with(word, index, span, ctx, state, None)
 }
 
-/// An argument taken as written without being parsed: a `$arg…` word whose
-/// expansion needs BTF the check does not have. Default type; the caller
-/// lists the check as not done.
+/// An argument whose `$arg…` body is taken as written: its expansion needs
+/// BTF the check does not have. What the kernel checks before it reads the
+/// body's BTF is checked all the same: the name, the body's length and the
+/// type (`$arg8:b34@3/128` is "Unknown type is specified" whatever the BTF
+/// says; riscv64 6.12 offline, seed 57002). An explicit type is kept, else
+/// the default one; the caller lists the check as not done.
 pub fn opaque_arg(
     word: &str,
     index: usize,
     span: Span,
     ctx: &ArgCtx,
     state: &mut ArgsState,
-) -> ProbeArg {
-    let (name, named, body) = match word.split_once('=') {
-        Some((n, b)) => (n.to_string(), true, b),
-        None => (generate_arg_name(word, index, ctx), false, word),
-    };
-    let base = BaseType::default_for(ctx.arch);
+) -> Result<ProbeArg, ArgError> {
+    let (name, named, body, body_off) = arg_name(word, index, ctx, state)?;
+    let typed = body_type(body, body_off, ctx)?;
     let offset = state.size;
-    state.size = state.size.saturating_add(base.size(ctx.arch));
-    state.names.push(name.clone());
-    ProbeArg {
+    let width = typed
+        .base
+        .size(ctx.arch)
+        .saturating_mul(typed.count.unwrap_or(1));
+    state.size = state.size.saturating_add(width);
+    // a generated name is the parameter's with BTF (`$arg1` is `count`),
+    // unknown here: a later `arg1=` is not held against it
+    if named {
+        state.names.push(name.clone());
+    }
+    Ok(ProbeArg {
         name,
         named,
         body: body.to_string(),
@@ -750,14 +758,14 @@ pub fn opaque_arg(
             derefs: Vec::new(),
         },
         ty: ArgType {
-            base,
+            base: typed.base,
             bitfield: None,
-            count: None,
-            explicit: false,
+            count: typed.count,
+            explicit: typed.name.is_some(),
         },
         span,
         offset,
-    }
+    })
 }
 
 /// [`parse_arg`] with the definition's BTF scope, for kernels that read BTF
@@ -770,6 +778,31 @@ pub fn parse_arg_with(
     state: &mut ArgsState,
     btf: Option<&mut BtfScope>,
 ) -> Result<ProbeArg, ArgError> {
+    let (name, named, body, body_off) = arg_name(word, index, ctx, state)?;
+    let (fetch, ty, size) = parse_body(body, body_off, ctx, state.size, btf)?;
+    let offset = state.size;
+    state.size = size;
+    state.names.push(name.clone());
+    Ok(ProbeArg {
+        name,
+        named,
+        body: body.to_string(),
+        fetch,
+        ty,
+        span,
+        offset,
+    })
+}
+
+/// An argument's name (`NAME=` or generated) checked as the kernel checks
+/// it before the body: the name, whether it was written, the body and where
+/// the body starts in the word.
+fn arg_name<'w>(
+    word: &'w str,
+    index: usize,
+    ctx: &ArgCtx,
+    state: &ArgsState,
+) -> Result<(String, bool, &'w str, usize), ArgError> {
     let (name, named, body, body_off) = match word.find('=') {
         Some(eq) => {
             if eq > MAX_ARG_NAME_LEN {
@@ -788,19 +821,7 @@ pub fn parse_arg_with(
     if RESERVED_FIELD_NAMES.contains(&name.as_str()) || state.names.contains(&name) {
         return Err(ArgError::Logged(TpErr::USED_ARG_NAME, 0));
     }
-    let (fetch, ty, size) = parse_body(body, body_off, ctx, state.size, btf)?;
-    let offset = state.size;
-    state.size = size;
-    state.names.push(name.clone());
-    Ok(ProbeArg {
-        name,
-        named,
-        body: body.to_string(),
-        fetch,
-        ty,
-        span,
-        offset,
-    })
+    Ok((name, named, body, body_off))
 }
 
 /// `generate_probe_arg_name()`: without `NAME=`, a kernel built with BTF
@@ -816,15 +837,24 @@ fn generate_arg_name(word: &str, index: usize, ctx: &ArgCtx) -> String {
     format!("arg{}", index + 1)
 }
 
-/// `traceprobe_parse_probe_arg_body()`; `offset` is where `body` starts in its word.
-/// Returns the fetch, its type and the new total size.
-fn parse_body(
-    body: &str,
-    offset: usize,
-    ctx: &ArgCtx,
-    size: u32,
-    mut btf: Option<&mut BtfScope>,
-) -> Result<(Fetch, ArgType, u32), ArgError> {
+/// What [`parse_body`] reads before the fetch itself: the body's length,
+/// its array suffix and its type.
+struct BodyType<'b> {
+    /// The body without its type.
+    arg: &'b str,
+    /// Where the type starts in the body (the kernel's `t - arg`), 0 if none.
+    tpos: usize,
+    /// The type as written, without its array suffix.
+    name: Option<&'b str>,
+    /// The array's length.
+    count: Option<u32>,
+    /// The type found (the default one when none is written).
+    base: BaseType,
+}
+
+/// The first part of `traceprobe_parse_probe_arg_body()`, which needs no
+/// BTF: `offset` is where `body` starts in its word.
+fn body_type<'b>(body: &'b str, offset: usize, ctx: &ArgCtx) -> Result<BodyType<'b>, ArgError> {
     if body.len() > MAX_ARGSTR_LEN {
         return Err(ArgError::Logged(TpErr::ARG_TOO_LONG, offset));
     }
@@ -886,6 +916,31 @@ fn parse_body(
                 .ok_or(ArgError::Logged(TpErr::BAD_TYPE, offset + tpos))?,
         }
     };
+    Ok(BodyType {
+        arg,
+        tpos,
+        name: type_name,
+        count,
+        base,
+    })
+}
+
+/// `traceprobe_parse_probe_arg_body()`; `offset` is where `body` starts in its word.
+/// Returns the fetch, its type and the new total size.
+fn parse_body(
+    body: &str,
+    offset: usize,
+    ctx: &ArgCtx,
+    size: u32,
+    mut btf: Option<&mut BtfScope>,
+) -> Result<(Fetch, ArgType, u32), ArgError> {
+    let BodyType {
+        arg,
+        tpos,
+        name: type_name,
+        count,
+        base,
+    } = body_type(body, offset, ctx)?;
     let drift = ctx.features.deref_caret_drift;
     {
         let new_size = size.saturating_add(base.size(ctx.arch).saturating_mul(count.unwrap_or(1)));

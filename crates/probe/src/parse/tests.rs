@@ -1395,3 +1395,63 @@ fn a_maxactive_of_2_31_and_more_is_the_kernels_negative_int() {
         (ErrorKind::Logged(TpErr::FAIL_REG_PROBE), Some(16))
     );
 }
+
+#[test]
+fn arg_words_without_the_kernels_btf() {
+    // riscv64 6.12 offline without its BTF (seed 57002): a `$arg…` word is
+    // taken as written, but what the kernel checks before its BTF is still
+    // checked, and where `$arg*` became parameters the caret is unknown
+    let t = Target {
+        kernel: KernelVersion::new(6, 12),
+        ..Target::new(Arch::Riscv64)
+    };
+    let l = "p:g/e parse_acpi_topology+0 %a2 $arg8:b34@3/128 =%a0:u64";
+    assert_eq!(
+        err(l, t, &Offline),
+        (ErrorKind::Logged(TpErr::BAD_TYPE), Some(38))
+    );
+    // where, the parameter's name decides: said so
+    assert!(
+        check_line(l, t, &Offline)
+            .unchecked
+            .contains(&Unchecked::ErrorPosition)
+    );
+    let l = "p:g/e parse_acpi_topology+0 %a2:b34@3/128 $arg8";
+    assert!(
+        !check_line(l, t, &Offline)
+            .unchecked
+            .contains(&Unchecked::ErrorPosition)
+    );
+    for (l, e) in [
+        ("p:g/e f $arg1:u8[0]", TpErr::BAD_ARRAY_NUM),
+        ("p:g/e f $arg1:u8[2", TpErr::ARRAY_NO_CLOSE),
+        ("p:g/e f $arg1:", TpErr::BAD_TYPE),
+        ("p:g/e f $arg1 $arg2 x=%a0 x=$arg3", TpErr::USED_ARG_NAME),
+    ] {
+        assert_eq!(err(l, t, &Offline).0, ErrorKind::Logged(e), "{l}");
+    }
+    // a typed one keeps its type
+    let c = check_line("p:g/e f $arg1:u8 $arg2:x16[2]", t, &Offline);
+    let Ok(Definition::Probe(p)) = &c.definition else {
+        panic!("{c:?}")
+    };
+    let sizes: Vec<u32> = p
+        .args
+        .iter()
+        .map(|a| a.ty.base.size(Arch::Riscv64))
+        .collect();
+    assert_eq!(sizes, [1, 2]);
+    assert!(c.unchecked.contains(&Unchecked::Btf));
+    // a generated name is the parameter's with BTF: not held against `arg1=`
+    assert!(check_line("p:g/e f $arg1:s8 arg1=%a0", t, &Offline).accepted());
+    // after `$arg*`, a later word's error is logged at its index among the
+    // parameters: the caret is not known
+    let c = check_line("r4096:_e38 phy_configure $arg* %epc:x", t, &Offline);
+    assert_eq!(
+        c.definition.as_ref().unwrap_err().kind,
+        ErrorKind::Logged(TpErr::BAD_TYPE)
+    );
+    assert!(c.unchecked.contains(&Unchecked::ErrorPosition));
+    let c = check_line("r4096:_e38 phy_configure %epc:x $arg*", t, &Offline);
+    assert!(!c.unchecked.contains(&Unchecked::ErrorPosition));
+}
