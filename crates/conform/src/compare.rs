@@ -102,6 +102,67 @@ const BTF_MESSAGES: &[&str] = &[
     "This function returns 'void' type",
 ];
 
+/// Messages on an argument's type against what it fetches: for a BTF
+/// variable the type the BTF gives it decides them (`$arg1:ustring` is a
+/// parameter read as a string with BTF for the function, a register
+/// without; riscv64 6.12 offline, seed 57002).
+const BTF_TYPE_MESSAGES: &[&str] = &[
+    "String accepts only memory argument",
+    "This type does not fit for string.",
+];
+
+/// Whether the kernel's refusal of a line that ktrace took without the
+/// kernel's BTF came from what the BTF decides: a `$arg*` word (the
+/// parameters it expands into are parsed, and logged at indexes the command
+/// does not have), or a type message at a BTF word (anywhere when the caret
+/// is not on the command).
+fn decided_by_btf(kernel: &Answer, message: &str) -> bool {
+    let Some(line) = kernel.command.as_deref() else {
+        return false;
+    };
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices().chain([(line.len(), ' ')]) {
+        match (c.is_ascii_whitespace(), start) {
+            (true, Some(s)) => {
+                words.push((s, &line[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    let args = words.get(2..).unwrap_or_default();
+    if args.iter().any(|(_, w)| *w == "$arg*") {
+        return true;
+    }
+    if !BTF_TYPE_MESSAGES.contains(&message) {
+        return false;
+    }
+    match kernel.caret {
+        Some(c) if c < line.len() => args
+            .iter()
+            .any(|&(s, w)| (s..s + w.len()).contains(&c) && is_btf_word(w)),
+        _ => args.iter().any(|(_, w)| is_btf_word(w)),
+    }
+}
+
+/// Whether an argument names a BTF variable: `$argN`, `$retval`, a
+/// parameter or member chain, a cast.
+fn is_btf_word(word: &str) -> bool {
+    // `NAME=$argN` is not expanded: a register (or stack slot) however
+    // the BTF reads
+    let (named, body) = match word.split_once('=') {
+        Some((name, body)) if name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            (true, body)
+        }
+        _ => (false, word),
+    };
+    (body.starts_with("$arg") && !named)
+        || body.starts_with("$retval")
+        || body.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '(')
+}
+
 /// Which field disagrees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Field {
@@ -247,6 +308,9 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
             return Some("the function's entry");
         }
         if ours.undone.btf && BTF_MESSAGES.contains(&message) {
+            return Some("the kernel's BTF");
+        }
+        if ours.accepted && ours.undone.btf && decided_by_btf(kernel, message) {
             return Some("the kernel's BTF");
         }
         if ours.undone.event && message == "Invalid $-variable specified" {
@@ -723,6 +787,70 @@ mod tests {
             left_open(&k, &offline(accepted("r10:kprobes/ev f a=%di"))),
             None
         );
+    }
+
+    #[test]
+    fn refusals_the_btf_decides_are_open_offline() {
+        // riscv64 6.12, `--offline bare`, seed 57002: taken by ktrace
+        // without the kernel's BTF, refused by the kernel for what it
+        // read there
+        let with = |m: &str, c: usize, line: &str| Answer {
+            command: Some(line.into()),
+            ..refused(m, c)
+        };
+        let offline = |mut a: Answer| {
+            a.offline = true;
+            a
+        };
+        let mut ours = offline(accepted("x"));
+        let cases = [
+            // `$arg*` became the parameters, a variadic one among them
+            with(
+                "No argument expression",
+                44,
+                "p:grp352/E9x logfc%return $arg* fmt->nosuch",
+            ),
+            // a parameter, not a pointer, read as a string
+            with(
+                "String accepts only memory argument",
+                39,
+                "p:ev85732 riscv_pmu_format_group $arg1:ustring a24=%a2:symbol",
+            ),
+            // a member chain's type, the caret nowhere on the command
+            with(
+                "This type does not fit for string.",
+                42990,
+                "r4096:kprobes/ev14043 f attr->attr:ustring dev->comm",
+            ),
+        ];
+        for k in &cases {
+            assert_eq!(left_open(k, &ours), None, "BTF looked at: {k:?}");
+        }
+        ours.undone.btf = true;
+        for k in &cases {
+            assert_eq!(left_open(k, &ours), Some("the kernel's BTF"), "{k:?}");
+        }
+        // the same messages at words no BTF decides are the language's
+        for k in [
+            with(
+                "String accepts only memory argument",
+                20,
+                "p:e f a=$arg1:string",
+            ),
+            with(
+                "String accepts only memory argument",
+                12,
+                "p:e f %a0:string $arg1",
+            ),
+            with("Invalid fetch argument", 20, "p:e f $arg1 %zz"),
+            with("This type does not fit for string.", 0, "p:e f %ax:string"),
+        ] {
+            assert_eq!(left_open(&k, &ours), None, "{k:?}");
+        }
+        // a refusal by ktrace too is compared as it is
+        let mut refusing = offline(refused("String accepts only memory argument", 39));
+        refusing.undone.btf = true;
+        assert_eq!(left_open(&cases[1], &refusing), None);
     }
 
     #[test]
