@@ -737,7 +737,34 @@ pub fn opaque_arg(
     state: &mut ArgsState,
 ) -> Result<ProbeArg, ArgError> {
     let (name, named, body, body_off) = arg_name(word, index, ctx, state)?;
-    let typed = body_type(body, body_off, ctx)?;
+    // `$arg*…` becomes the parameters, whatever follows the `*` dropped
+    // (x86_64 6.12 takes `p f%return $arg*:bool`)
+    let typed = if body.starts_with("$arg*") {
+        BodyType {
+            arg: body,
+            tpos: 0,
+            name: None,
+            count: None,
+            base: BaseType::default_for(ctx.arch),
+        }
+    } else {
+        body_type(body, body_off, ctx)?
+    };
+    // past the stack, `$argN` is refused either way: "Invalid argument
+    // number" where the function has no BTF, "This variable is not found"
+    // where it has (x86_64 6.12 offline, seed 59102: `$arg10000:u32`)
+    if let Some(digits) = typed.arg.strip_prefix("$arg")
+        && kstrtoul(digits, 10, ctx.arch.bits()).is_ok_and(|n| n > ctx.arch.param_max_stack())
+    {
+        return Err(ArgError::Logged(TpErr::BAD_ARG_NUM, body_off));
+    }
+    // a bitfield that fits no container is refused after the fetch, with
+    // BTF or without (x86_64 6.12 offline, seed 59102: `$arg2:b25@12/32`)
+    if let Some(spec) = typed.name.and_then(|t| t.strip_prefix('b'))
+        && written_bitfield(spec, typed.base, ctx).is_none()
+    {
+        return Err(ArgError::Logged(TpErr::BAD_BITFIELD, body_off + typed.tpos));
+    }
     let offset = state.size;
     let width = typed
         .base
@@ -835,6 +862,33 @@ fn generate_arg_name(word: &str, index: usize, ctx: &ArgCtx) -> String {
         }
     }
     format!("arg{}", index + 1)
+}
+
+/// `__parse_bitfield_probe_arg()` on a written `bW@O/C` type (`spec` is
+/// what follows the `b`, `base` the container's type): `None` where the
+/// kernel says "Invalid bitfield".
+fn written_bitfield(spec: &str, base: BaseType, ctx: &ArgCtx) -> Option<Bitfield> {
+    let bits = ctx.arch.bits();
+    let (bw, n) = simple_strtoul(spec, 0, bits);
+    if bw == 0 || spec.as_bytes().get(n) != Some(&b'@') {
+        return None;
+    }
+    let rest = &spec[n + 1..];
+    let (bo, m) = simple_strtoul(rest, 0, bits);
+    if m == 0 || rest.as_bytes().get(m) != Some(&b'/') {
+        return None;
+    }
+    let container = base.size(ctx.arch) * 8;
+    let sum = if bits == 64 {
+        bw.wrapping_add(bo)
+    } else {
+        (bw.wrapping_add(bo)) & 0xffff_ffff
+    };
+    (u64::from(container) >= sum).then_some(Bitfield {
+        width: bw,
+        offset: bo,
+        container,
+    })
 }
 
 /// What [`parse_body`] reads before the fetch itself: the body's length,
@@ -1065,7 +1119,11 @@ fn parse_body(
         } else {
             Store::String
         }
-    } else if op == Op::Deref {
+    } else if op == Op::Deref || (unresolved && arg.contains("->")) {
+        // a member chain whose types are not known here reads memory
+        // through its last `->` (x86_64 7.2 offline, token soup seed
+        // 59002: `f:g31/ev15417 trace_printk count->comm:u32[4]`, no
+        // longer "String accepts only memory argument")
         Store::Mem
     } else if op == Op::Uderef {
         Store::Umem
@@ -1082,34 +1140,12 @@ fn parse_body(
         && let Some(spec) = t.strip_prefix('b')
     {
         let bad = ArgError::Logged(TpErr::BAD_BITFIELD, at(offset, tpos));
-        let bits = ctx.arch.bits();
-        let (bw, n) = simple_strtoul(spec, 0, bits);
-        if bw == 0 || spec.as_bytes().get(n) != Some(&b'@') {
-            return Err(bad);
-        }
-        let rest = &spec[n + 1..];
-        let (bo, m) = simple_strtoul(rest, 0, bits);
-        if m == 0 || rest.as_bytes().get(m) != Some(&b'/') {
-            return Err(bad);
-        }
+        let b = written_bitfield(spec, base, ctx).ok_or(bad)?;
         slot += 1;
         if slot == END_SLOT {
             return Err(bad);
         }
-        let container = base.size(ctx.arch) * 8;
-        let sum = if bits == 64 {
-            bw.wrapping_add(bo)
-        } else {
-            (bw.wrapping_add(bo)) & 0xffff_ffff
-        };
-        if u64::from(container) < sum {
-            return Err(bad);
-        }
-        bitfield = Some(Bitfield {
-            width: bw,
-            offset: bo,
-            container,
-        });
+        bitfield = Some(b);
     }
     // parse_btf_bitfield(): a BTF bitfield without a written type
     if let Some((bitsize, bitoffs)) = btf_bits

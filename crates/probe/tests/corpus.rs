@@ -148,13 +148,15 @@ fn undecidable(r: &Record, c: &ktrace_probe::Checked, k_ok: bool) -> bool {
     // Both refused: the kernel at a BTF name this crate cannot look up,
     // ktrace at a later argument (x86_64 6.12, conform seed 1130: `tr:u64
     // action_parse $arg9 r:ev15701`, the kernel's "not found" at `$arg9`,
-    // ktrace's "Unknown type" at `r:ev15701`).
+    // ktrace's "Unknown type" at `r:ev15701`), or at the same one with the
+    // message it has without BTF for the function (`p vfs_read
+    // $arg10000`: "Invalid argument number" without, "not found" with).
     let k_pos = last_error(&r.error_log).map(|(_, p)| p);
     if has(Unchecked::Btf)
         && btf_msg
         && !k_ok
         && let Err(e) = &c.definition
-        && e.pos.zip(k_pos).is_some_and(|(kt, k)| kt > k)
+        && e.pos.zip(k_pos).is_some_and(|(kt, k)| kt >= k)
     {
         return true;
     }

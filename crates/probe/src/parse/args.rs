@@ -179,6 +179,9 @@ pub(super) fn parse_args<'e>(
                 if after_meta || opaque {
                     ctx.note(Unchecked::ErrorPosition);
                 }
+                if btf.as_deref().is_some_and(BtfScope::unknown) {
+                    ctx.note(Unchecked::Btf);
+                }
                 return Err(ctx.arg_logged(&log, e, index, off));
             }
             Err(ArgError::Silent(s)) => return Err(Fail::Err(silent(s, &log.joined))),
@@ -191,7 +194,7 @@ pub(super) fn parse_args<'e>(
         // caret moves by as many parameters as `$arg*` became, or past the
         // command (riscv64 6.12 offline, seed 57002: `r4096:_e38
         // phy_configure $arg* %epc:x`, at 38 of 37 bytes)
-        after_meta |= opaque && *w == "$arg*";
+        after_meta |= opaque && w.starts_with("$arg*");
     }
     Ok((args, words.len().saturating_sub(MAX_TRACE_ARGS)))
 }
@@ -231,6 +234,12 @@ fn meta_args<'e>(
                 Ok(crate::btfvar::Expanded::Same) => {}
                 Ok(crate::btfvar::Expanded::Words(w)) => expanded = Some(w),
                 Err((i, e)) => {
+                    // refused before any argument as with BTF for the
+                    // function; without it an earlier argument's error
+                    // would come first
+                    if scope.unknown() {
+                        ctx.note(Unchecked::Btf);
+                    }
                     return Err(match e {
                         ArgError::Logged(e, off) => ctx.arg_logged(argv, e, first + i, off),
                         ArgError::Silent(s) => Fail::Err(silent(s, &argv.joined)),

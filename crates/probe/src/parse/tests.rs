@@ -1454,4 +1454,50 @@ fn arg_words_without_the_kernels_btf() {
     assert!(c.unchecked.contains(&Unchecked::ErrorPosition));
     let c = check_line("r4096:_e38 phy_configure %epc:x $arg*", t, &Offline);
     assert!(!c.unchecked.contains(&Unchecked::ErrorPosition));
+    // x86_64 6.12 offline, seed 59102: what is refused whatever the BTF
+    let t = Target {
+        kernel: KernelVersion::new(6, 12),
+        ..Target::new(Arch::X86_64)
+    };
+    for (l, e, at) in [
+        // a lone `-` in a member chain: that, or a BTF error before it
+        ("p __aer_print_error info->x-y", TpErr::BAD_HYPHEN, 27),
+        ("p f%return $retval->a->b-c", TpErr::BAD_HYPHEN, 24),
+        // past the stack: without BTF for the function the number, with
+        // it the parameter
+        ("p f $arg10000:u32 $comm:ustring", TpErr::BAD_ARG_NUM, 4),
+    ] {
+        let c = check_line(l, t, &Offline);
+        let got = c.definition.as_ref().unwrap_err();
+        assert_eq!((got.kind, got.pos), (ErrorKind::Logged(e), Some(at)), "{l}");
+        assert!(c.unchecked.contains(&Unchecked::Btf), "{l}");
+    }
+    // a member chain's array reads memory, whatever its types
+    let c = check_line("f:g31/ev15417 trace_printk count->comm:u32[4]", t, &Offline);
+    assert!(c.accepted(), "{c:?}");
+    assert!(!check_line("f:g/e trace_printk count:u32[4]", t, &Offline).accepted());
+    // a bitfield that fits no container, with BTF or without
+    let c = check_line("p:g/e icmpv6_getfrag+0 $arg2:b25@12/32", t, &Offline);
+    assert_eq!(
+        c.definition.as_ref().unwrap_err().kind,
+        ErrorKind::Logged(TpErr::BAD_BITFIELD)
+    );
+    assert!(check_line("p:g/e icmpv6_getfrag+0 $arg2:b20@12/32", t, &Offline).accepted());
+    // past a member chain the kernel's caret is garbage: said so
+    let c = check_line(
+        "p:ev8918 led_trigger_set a28=trig->trigger_type trig->activate:b61*31/64",
+        t,
+        &Offline,
+    );
+    assert_eq!(
+        c.definition.as_ref().unwrap_err().kind,
+        ErrorKind::Logged(TpErr::BAD_BITFIELD)
+    );
+    assert!(c.unchecked.contains(&Unchecked::ErrorPosition), "{c:?}");
+    // `$arg*` drops what follows the `*`
+    let c = check_line("p:a1 device_pm_move_to_tail%return $arg*:bool", t, &Offline);
+    assert!(c.accepted(), "{c:?}");
+    // `$arg0` is refused at the expansion, as with BTF: said to be BTF's
+    let c = check_line("r f+0 a=@vfs_read:symstr[17] $arg0:s8", t, &Offline);
+    assert!(c.unchecked.contains(&Unchecked::Btf), "{c:?}");
 }
