@@ -107,8 +107,24 @@ const BTF_MESSAGES: &[&str] = &[
 /// parameter read as a string with BTF for the function, a register
 /// without; riscv64 6.12 offline, seed 57002).
 const BTF_TYPE_MESSAGES: &[&str] = &[
+    // a `$argN` that the BTF names after a variadic function's `...`
+    // (x86_64 6.12 offline, seed 59102: `f:_e35 acpi_exception%return
+    // $arg5 module_name. $comm:`)
+    "No argument expression",
     "String accepts only memory argument",
     "This type does not fit for string.",
+    // a parameter in a return probe is entry data, which `symstr` does
+    // not take (x86_64 6.12 offline, seed 59102: `r:x-y/_e24
+    // enable_trace_kprobe a26=file file:symstr`)
+    "Symbol String doesn't accept data/userdata",
+];
+
+/// The refusals of `$arg…` words that the expansion with BTF makes before
+/// any argument is parsed (`traceprobe_expand_meta_args()`).
+const EXPANSION_MESSAGES: &[&str] = &[
+    "Invalid $-variable specified",
+    "Invalid argument number",
+    "This argument name is already used",
 ];
 
 /// Whether the kernel's refusal of a line that ktrace took without the
@@ -120,18 +136,7 @@ fn decided_by_btf(kernel: &Answer, message: &str) -> bool {
     let Some(line) = kernel.command.as_deref() else {
         return false;
     };
-    let mut words = Vec::new();
-    let mut start = None;
-    for (i, c) in line.char_indices().chain([(line.len(), ' ')]) {
-        match (c.is_ascii_whitespace(), start) {
-            (true, Some(s)) => {
-                words.push((s, &line[s..i]));
-                start = None;
-            }
-            (false, None) => start = Some(i),
-            _ => {}
-        }
-    }
+    let words = words_of(line);
     let args = words.get(2..).unwrap_or_default();
     if args.iter().any(|(_, w)| *w == "$arg*") {
         return true;
@@ -145,6 +150,39 @@ fn decided_by_btf(kernel: &Answer, message: &str) -> bool {
             .any(|&(s, w)| (s..s + w.len()).contains(&c) && is_btf_word(w)),
         _ => args.iter().any(|(_, w)| is_btf_word(w)),
     }
+}
+
+/// Where the kernel's refusal is in its command: the caret, or where the
+/// caret is off the command (a pointer past a BTF variable's members), the
+/// first BTF word's start.
+fn btf_refusal_at(kernel: &Answer) -> Option<usize> {
+    let line = kernel.command.as_deref()?;
+    match kernel.caret {
+        Some(c) if c < line.len() => Some(c),
+        _ => words_of(line)
+            .get(2..)
+            .unwrap_or_default()
+            .iter()
+            .find(|(_, w)| is_btf_word(w))
+            .map(|&(s, _)| s),
+    }
+}
+
+/// The words of a command, each with where it starts.
+fn words_of(line: &str) -> Vec<(usize, &str)> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices().chain([(line.len(), ' ')]) {
+        match (c.is_ascii_whitespace(), start) {
+            (true, Some(s)) => {
+                words.push((s, &line[s..i]));
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    words
 }
 
 /// Whether an argument names a BTF variable: `$argN`, `$retval`, a
@@ -310,7 +348,30 @@ pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
         if ours.undone.btf && BTF_MESSAGES.contains(&message) {
             return Some("the kernel's BTF");
         }
-        if ours.accepted && ours.undone.btf && decided_by_btf(kernel, message) {
+        // taken, or refused at a later word (arm64 7.2 offline, seed
+        // 59101: `p f pdev:string pdev->dma_parms x-y=pdev`, the kernel's
+        // "This type does not fit for string." at `pdev:string`, ktrace's
+        // name error at `x-y=pdev`)
+        let ours_later = !ours.accepted
+            && ours
+                .caret
+                .zip(btf_refusal_at(kernel))
+                .is_some_and(|(o, k)| o > k);
+        if (ours.accepted || ours_later) && ours.undone.btf && decided_by_btf(kernel, message) {
+            return Some("the kernel's BTF");
+        }
+        if !ours.accepted
+            && ours.undone.btf
+            && ours
+                .message
+                .as_deref()
+                .is_some_and(|m| EXPANSION_MESSAGES.contains(&m))
+        {
+            // refused before any argument, as the expansion with BTF for
+            // the function does; without it the kernel parses the
+            // arguments in order and may meet an earlier one's error first
+            // (x86_64 6.12 offline, seed 59102: `r f+0 a23=@m:s.:symstr[17]
+            // $arg0:s8`, "Unknown type is specified" at a23)
             return Some("the kernel's BTF");
         }
         if ours.undone.event && message == "Invalid $-variable specified" {
@@ -847,10 +908,40 @@ mod tests {
         ] {
             assert_eq!(left_open(&k, &ours), None, "{k:?}");
         }
-        // a refusal by ktrace too is compared as it is
+        // a refusal by ktrace at the same word or before is compared as
+        // it is, one at a later word is not
         let mut refusing = offline(refused("String accepts only memory argument", 39));
         refusing.undone.btf = true;
         assert_eq!(left_open(&cases[1], &refusing), None);
+        let mut later = offline(refused(
+            "Argument name must follow the same rules as C identifiers",
+            50,
+        ));
+        later.undone.btf = true;
+        assert_eq!(left_open(&cases[1], &later), Some("the kernel's BTF"));
+        later.caret = Some(20);
+        assert_eq!(left_open(&cases[1], &later), None);
+        // the kernel's caret off the command: at its first BTF word
+        let off = with(
+            "This type does not fit for string.",
+            42990,
+            "p:ev51975 tracing_lseek file->f_flags:string $retval",
+        );
+        later.caret = Some(46);
+        assert_eq!(left_open(&off, &later), Some("the kernel's BTF"));
+        later.caret = Some(10);
+        assert_eq!(left_open(&off, &later), None);
+        // but not one made before the arguments, as with BTF for the
+        // function (`$arg0` after an argument the kernel refuses first)
+        let earlier = with(
+            "Unknown type is specified",
+            50,
+            "r:g/e efi_apply_memmap_quirks+0 a23=@vfs_read:symstr[17] $arg0:s8",
+        );
+        let mut expansion = offline(refused("Invalid argument number", 62));
+        assert_eq!(left_open(&earlier, &expansion), None);
+        expansion.undone.btf = true;
+        assert_eq!(left_open(&earlier, &expansion), Some("the kernel's BTF"));
     }
 
     #[test]
