@@ -48,12 +48,20 @@ fn dentry_offsets(arch: Arch, kernel: KernelVersion) -> Option<(u64, u64)> {
 /// D and F the offsets of `struct dentry`'s name and `struct file`'s dentry in
 /// the target's build. The kernel rewrites the words in place, so later errors
 /// show the rewritten command. `None` when no word has such a type.
-fn expand_dentry_args(words: &[String], ctx: &mut Ctx) -> Option<Vec<String>> {
-    if !ctx.target.features().dentry_types
-        || !words
-            .iter()
-            .any(|w| w.ends_with(":%pd") || w.ends_with(":%pD"))
-    {
+///
+/// `unexpanded_star`: a `$arg*…` word is still in `words` because the
+/// function's BTF is not known here; with it, the expansion before this
+/// would have replaced the word whole, type and all (riscv64 7.2 offline:
+/// `f:ev43613 tcp_sendmsg $arg*->pid:%pd` is taken), so it is left alone.
+fn expand_dentry_args(
+    words: &[String],
+    ctx: &mut Ctx,
+    unexpanded_star: bool,
+) -> Option<Vec<String>> {
+    let rewrites = |w: &String| {
+        (w.ends_with(":%pd") || w.ends_with(":%pD")) && !(unexpanded_star && w.starts_with("$arg*"))
+    };
+    if !ctx.target.features().dentry_types || !words.iter().any(rewrites) {
         return None;
     }
     let (d_name, f_dentry) = match dentry_offsets(ctx.target.arch, ctx.target.kernel) {
@@ -68,10 +76,10 @@ fn expand_dentry_args(words: &[String], ctx: &mut Ctx) -> Option<Vec<String>> {
     let words = words
         .iter()
         .map(|w| {
-            let is_d = w.ends_with(":%pd");
-            if !(is_d || w.ends_with(":%pD")) {
+            if !rewrites(w) {
                 return w.to_string();
             }
+            let is_d = w.ends_with(":%pd");
             let w = &w[..w.len() - 4];
             let (name, body) = match w.split_once('=') {
                 Some((n, b)) => (format!("{n}="), b),
@@ -116,10 +124,12 @@ pub(super) fn parse_args<'e>(
     let rewritten;
     // (kprobes and fprobes only: event probes and uprobes keep the words)
     let dentry = if actx.flags.kernel && !actx.flags.tpoint {
-        expand_dentry_args(&words, ctx)
+        let unexpanded_star = expanded.is_none() && btf.as_deref().is_some_and(BtfScope::unknown);
+        expand_dentry_args(&words, ctx, unexpanded_star)
     } else {
         None
     };
+    let rewrote = dentry.is_some();
     let log = match dentry {
         Some(new) => {
             words = new;
@@ -138,7 +148,14 @@ pub(super) fn parse_args<'e>(
     let mut state = ArgsState::default();
     let mut args = Vec::new();
     let unknown_btf = btf.as_deref().is_some_and(BtfScope::unknown);
-    let mut after_meta = false;
+    // the command the log shows has the `%pd`/`%pD` words rewritten,
+    // unless the expansion with BTF for the function made a copy first,
+    // which is not known here (riscv64 6.12 offline, seed 59103: `p f
+    // @dev_pm_qos_remove_notifier:%pD ... $arg2:s8`, caret 82, not 105)
+    let mut after_meta = unknown_btf
+        && rewrote
+        && expanded.is_none()
+        && argv.words[first..].iter().any(|w| w.starts_with("$arg"));
     for (i, w) in words.iter().enumerate().take(MAX_TRACE_ARGS) {
         let index = first + i;
         let span = if index < log.words.len() {

@@ -1494,10 +1494,48 @@ fn arg_words_without_the_kernels_btf() {
         ErrorKind::Logged(TpErr::BAD_BITFIELD)
     );
     assert!(c.unchecked.contains(&Unchecked::ErrorPosition), "{c:?}");
+    // `%pD` rewrites the words the log shows, unless the expansion with
+    // BTF copied them first
+    let t_rv = Target {
+        kernel: KernelVersion::new(6, 12),
+        ..Target::new(Arch::Riscv64)
+    };
+    for (l, unknown) in [
+        ("p:e f @g:%pD a38=\\123:x32[38] $arg2:s8", true),
+        ("p:e f @g:%pD a38=\\123:x32[38]", false),
+    ] {
+        let c = check_line(l, t_rv, &Offline);
+        assert!(!c.accepted(), "{l}");
+        assert_eq!(
+            c.unchecked.contains(&Unchecked::ErrorPosition),
+            unknown,
+            "{l}"
+        );
+    }
+    // ... and before the `%pd` rewrite
+    let c = check_line("f:ev43613 tcp_sendmsg $arg*->pid:%pd", t, &Offline);
+    assert!(c.accepted(), "{c:?}");
     // `$arg*` drops what follows the `*`
     let c = check_line("p:a1 device_pm_move_to_tail%return $arg*:bool", t, &Offline);
     assert!(c.accepted(), "{c:?}");
     // `$arg0` is refused at the expansion, as with BTF: said to be BTF's
     let c = check_line("r f+0 a=@vfs_read:symstr[17] $arg0:s8", t, &Offline);
     assert!(c.unchecked.contains(&Unchecked::Btf), "{c:?}");
+}
+
+#[test]
+fn an_empty_uprobe_path_is_the_working_directory() {
+    // riscv64 6.12, conform seed 59201, index 7396; the 6.18 host alike:
+    // kern_path("") is the writer's working directory
+    for l in ["r :0g/ f regs->epc", "p:kt/x :0x1000/"] {
+        assert_eq!(
+            err(l, Target::new(Arch::X86_64), &Offline),
+            // at the place, the second word
+            (
+                ErrorKind::Logged(TpErr::NO_REGULAR_FILE),
+                Some(l.find(' ').unwrap() + 1)
+            ),
+            "{l}"
+        );
+    }
 }
