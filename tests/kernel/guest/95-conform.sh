@@ -99,7 +99,8 @@ esac
 
 # The same kernel against ktrace's offline check, as on another machine
 # with copies of this kernel's kallsyms and BTF (`ktrace check --offline
-# --arch A --kernel RELEASE --kallsyms F --btf F`; issue 22, category 6):
+# --arch A --kernel RELEASE --kallsyms F --btf F`), or with neither (odd
+# seeds: `--offline bare`; issue 22, category 6):
 # what only the target shows (its files, events, text and state, the
 # build's probe kinds) is left open, counted apart, and the rest is held
 # to the same floor. In CI only (scripts/conform's long runs choose their
@@ -118,7 +119,15 @@ elif ! on_cells x86_64:5.10 x86_64:6.1 arm64:5.10 'arm:*' 'riscv64:*'; then
 else
     off=$out/offline
     mkdir -p "$off"
-    ktrace conform --offline files --seed "$((seed + 1))" --count 20000 \
+    # with copies of the kernel's files on even seeds, with nothing but
+    # the architecture and release on odd ones (the symbols and BTF
+    # unknown; CI's seed is HEAD's hash, so the two take turns from commit
+    # to commit). Bare was tried here in stop 57 and taken out after 5
+    # disagreements on riscv64 6.12; stop 59's bare runs of 20,000 on five
+    # BTF cells (tests/kernel/README.md) brought it back.
+    mode=files
+    [ "$((seed % 2))" = 1 ] && mode=bare
+    ktrace conform --offline "$mode" --seed "$((seed + 1))" --count 20000 \
         --budget 3 --min-count 300 --out "$off" --show 10 \
         >"$off/stdout.txt" 2>"$off/stderr.txt"
     rc=$?
@@ -141,9 +150,9 @@ else
                 # last, answered since with --no-btf)
                 allowed=$(awk -v a="$agree" -v d="$disagree" -v f="$floor" 'BEGIN { n = int((a + d) * (100 - f) / 100); print (n < 1 ? 1 : n) }')
                 if [ "$disagree" -gt "$allowed" ]; then
-                    fail "$summary (offline agreement $pct% of those compared: $disagree disagreements, more than the $allowed the floor of $floor% allows on $KTEST_ARCH $series; ${open:-0} left open)"
+                    fail "$summary (offline ($mode) agreement $pct% of those compared: $disagree disagreements, more than the $allowed the floor of $floor% allows on $KTEST_ARCH $series; ${open:-0} left open)"
                 else
-                    pass "$summary (offline agreement $pct% of those compared, floor $floor% on $KTEST_ARCH $series; ${open:-0} left open)"
+                    pass "$summary (offline ($mode) agreement $pct% of those compared, floor $floor% on $KTEST_ARCH $series; ${open:-0} left open)"
                 fi
             fi
             ;;
