@@ -138,7 +138,9 @@ fn decided_by_btf(kernel: &Answer, message: &str) -> bool {
     };
     let words = words_of(line);
     let args = words.get(2..).unwrap_or_default();
-    if args.iter().any(|(_, w)| *w == "$arg*") {
+    // `$arg*…`: the kernel expands any word that starts so, dropping the
+    // rest (`$arg*:s64`), as ktrace's check reads it
+    if args.iter().any(|(_, w)| w.starts_with("$arg*")) {
         return true;
     }
     if !BTF_TYPE_MESSAGES.contains(&message) {
@@ -895,6 +897,13 @@ mod tests {
         for k in &cases {
             assert_eq!(left_open(k, &ours), Some("the kernel's BTF"), "{k:?}");
         }
+        // `$arg*` with a suffix is expanded all the same
+        let suffixed = with(
+            "Invalid fetch argument",
+            37,
+            "p mqueue_unlink $arg*:s64 $retval:s8",
+        );
+        assert_eq!(left_open(&suffixed, &ours), Some("the kernel's BTF"));
         // the same messages at words no BTF decides are the language's
         for k in [
             with(
