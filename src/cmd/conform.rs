@@ -249,7 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (tally, check_secs, checking) = compared?;
     let mut summary = summary_text(
         &tally,
-        seed,
+        (seed, args.offline.is_some()),
         checking.elapsed().as_secs_f64(),
         check_secs,
         kernel_side.split.iter().sum(),
@@ -626,7 +626,13 @@ impl Asked {
     }
 }
 
-fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> String {
+fn summary_text(
+    t: &Tally,
+    (seed, offline): (u64, bool),
+    secs: f64,
+    check: f64,
+    kernel: f64,
+) -> String {
     let mut s = format!(
         "conform: seed {seed}: {} definitions, {} agree, {} disagree ({} syntax, {} registration); \
          kernel accepted {}; ktrace's own reading differs on {}; {:.1} s (ktrace {:.1} s, kernel {:.1} s); \
@@ -648,7 +654,8 @@ fn summary_text(t: &Tally, seed: u64, secs: f64, check: f64, kernel: f64) -> Str
         let open: u64 = t.open.values().sum();
         let by: Vec<String> = t.open.iter().map(|(why, n)| format!("{why} {n}")).collect();
         s.push_str(&format!(
-            "  left open offline {open} (neither agree nor disagree: decided by {})\n",
+            "  left open {} {open} (neither agree nor disagree: decided by {})\n",
+            if offline { "offline" } else { "live" },
             by.join(", ")
         ));
     }
@@ -682,6 +689,7 @@ fn undone_of(unchecked: &[ktrace_probe::Unchecked]) -> ktrace_conform::Undone {
         entry: any(&[U::FunctionEntry]),
         build: any(&[U::Build]),
         event: any(&[U::AttachedEvent]),
+        code: any(&[U::InsnBoundary]),
     }
 }
 

@@ -73,6 +73,9 @@ pub struct Undone {
     pub build: bool,
     /// The attached event of an event probe and its fields.
     pub event: bool,
+    /// The instruction at a probe's offset, where the kernel's text could
+    /// not be read (no /proc/kcore: Debian's arm 6.12). Also in `state`.
+    pub code: bool,
 }
 
 /// The error_log messages of what only a function's entry takes (`$argN`,
@@ -316,11 +319,23 @@ const COMM_MESSAGES: &[&str] = &[
 /// Why the kernel's answer is one that `ours`, an offline check, could not
 /// give: what decided it is only on the target (a uprobe's file, an event
 /// probe's event, fields and filter, the kernel's symbols, text and state,
-/// the default maxactive from its CPU count). `None` for a live check, and
-/// for every answer that the language alone decides: those are compared.
-/// `ktrace conform` asks only of answers that differ: an offline answer
-/// that is the kernel's agrees, whatever decided it.
+/// the default maxactive from its CPU count). For a live check, only the
+/// kernel's text where it cannot be read ([`Undone::code`]). `None` for
+/// every answer that the language alone decides: those are compared.
+/// `ktrace conform` asks only of answers that differ: an answer that is
+/// the kernel's agrees, whatever decided it.
 pub fn left_open(kernel: &Answer, ours: &Answer) -> Option<&'static str> {
+    // the registration refused what ktrace took without seeing the
+    // instruction: the architecture's decoder (arm 6.12, which has no
+    // /proc/kcore, seed 60007: `p __bpf_prog_run128+0x5c`, where +0x58 and
+    // +0x60 register) decides it from code only the target shows
+    if ours.accepted
+        && ours.undone.code
+        && !kernel.accepted
+        && kernel.message.as_deref() == Some("Failed to register probe event")
+    {
+        return Some("the kernel's text (unreadable)");
+    }
     if !ours.offline {
         return None;
     }
@@ -710,6 +725,41 @@ mod tests {
         assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
         ours.caret = Some(31);
         assert_eq!(compare(&k, &ours)[0].field, Field::Caret);
+    }
+
+    #[test]
+    fn an_instruction_ktrace_could_not_read_is_left_open_live() {
+        let refused_at_registration = refused("Failed to register probe event", 2);
+        let unread = |mut a: Answer| {
+            a.undone.state = true;
+            a.undone.code = true;
+            a
+        };
+        assert_eq!(
+            left_open(&refused_at_registration, &unread(accepted("x"))),
+            Some("the kernel's text (unreadable)")
+        );
+        // the code read (or no offset): compared
+        let mut read = unread(accepted("x"));
+        read.undone.code = false;
+        assert_eq!(left_open(&refused_at_registration, &read), None);
+        // another refusal, or ktrace's own: the language's, compared
+        assert_eq!(
+            left_open(
+                &refused("Invalid fetch argument", 12),
+                &unread(accepted("x"))
+            ),
+            None
+        );
+        assert_eq!(
+            left_open(
+                &refused_at_registration,
+                &unread(refused("Failed to register probe event", 2))
+            ),
+            None
+        );
+        // the kernel took it: nothing to leave open
+        assert_eq!(left_open(&accepted("x"), &unread(accepted("x"))), None);
     }
 
     #[test]
