@@ -595,6 +595,58 @@ fn a_full_disk_counted_the_unwritten_page_as_shown() {
     );
 }
 
+/// `ktrace trace -o FILE` on a full local file system, which ktrace
+/// writes from the run's own thread (not through the writer thread that
+/// pipes and `/dev/full` get): exit 1 with the kernel's reason, and the
+/// summary's count is the number of whole lines in the file (the last
+/// line, cut by the full disk, is not counted). A 200 KiB tmpfs in a
+/// private mount namespace; the lines are counted by `tr`, not ktrace.
+#[test]
+fn trace_to_a_full_file_system_counts_the_whole_lines_written() {
+    if tracefs().is_none() {
+        return;
+    }
+    let _g = serial();
+    let p = Prog::build("of_trace_enospc");
+    let mnt = p.dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=200k none {mnt} || exit 90
+        {ktrace} trace 'p:hit {place} {ARGS}' -o {mnt}/t.txt -- {bin} 30000 2> {dir}/trace.err
+        echo trace=$?
+        echo whole=$(tr -cd '\\n' < {mnt}/t.txt | wc -c) bytes=$(stat -c %s {mnt}/t.txt)",
+        mnt = mnt.display(),
+        ktrace = env!("CARGO_BIN_EXE_ktrace"),
+        place = p.place(),
+        bin = p.bin.display(),
+        dir = p.dir.display(),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    let err = std::fs::read_to_string(p.dir.join("trace.err")).unwrap_or_default();
+    assert!(t.contains("trace=1"), "{t}\n{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(!err.contains("os error"), "{err}");
+    let field = |name: &str| -> u64 {
+        t.split(&format!("{name}="))
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {name}= in {t}"))
+    };
+    // the file system was filled (200 KiB, less than the first buffer of
+    // 256 KiB: its write is cut); every event is one line, and
+    // the one cut short at the end has no newline
+    assert_eq!(field("bytes"), 200 * 1024, "{t}");
+    let whole = field("whole");
+    assert!(whole > 1000, "{t}");
+    assert_eq!(summary_events(&err), whole, "{err}");
+    assert_eq!(shown(&err, "hit"), whole, "{err}");
+}
+
 /// Issue 20: `ktrace report --boot --perfetto OUT` (and
 /// `--previous-boot`) refuses an output it cannot write before it reads
 /// anything — reading the boot-time events consumes them — and names the
