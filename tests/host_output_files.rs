@@ -546,6 +546,31 @@ fn the_summary_counted_unwritten_events_as_shown() {
     assert!(t.contains("No space left on device"), "{t}");
 }
 
+/// Runs `script` with `sh` in a private mount namespace, over a tmpfs of
+/// `size` mounted at `{mnt}` (in `p`'s directory) for it; `{ktrace}`,
+/// `{place}`, `{bin}`, `{dir}` and `{ARGS}` stand for ktrace, `p`'s probe
+/// place, binary and directory, and [`ARGS`]. Returns its output as
+/// [`text`] and its standard output alone.
+fn on_a_small_tmpfs(p: &Prog, size: &str, script: &str) -> (String, String) {
+    let mnt = p.dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!("mount -t tmpfs -o size={size} none {{mnt}} || exit 90\n{script}")
+        .replace("{mnt}", &mnt.display().to_string())
+        .replace("{ktrace}", env!("CARGO_BIN_EXE_ktrace"))
+        .replace("{place}", &p.place())
+        .replace("{bin}", &p.bin.display().to_string())
+        .replace("{dir}", &p.dir.display().to_string())
+        .replace("{ARGS}", ARGS);
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    (
+        text(&out),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
 /// Regression (row 19, `ktrace record`): on a full file system the summary
 /// counted the events of the page that could not be written; the
 /// recording so far stays readable in `k.dat.partial` and says as much.
@@ -557,35 +582,18 @@ fn a_full_disk_counted_the_unwritten_page_as_shown() {
     }
     let _g = serial();
     let p = Prog::build("of_enospc");
-    let mnt = p.dir.join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let script = format!(
-        "mount -t tmpfs -o size=12m none {mnt} || exit 90
-        {ktrace} record 'p:hit {place} {ARGS}' -o {mnt}/k.dat -- {bin} 300000 2> {dir}/rec.err
+    let (t, stdout) = on_a_small_tmpfs(
+        &p,
+        "12m",
+        "{ktrace} record 'p:hit {place} {ARGS}' -o {mnt}/k.dat -- {bin} 300000 2> {dir}/rec.err
         echo record=$?
         f={mnt}/k.dat; [ -e $f ] || f={mnt}/k.dat.partial
         {ktrace} report $f 2> /dev/null | grep -c ' hit: '",
-        mnt = mnt.display(),
-        ktrace = env!("CARGO_BIN_EXE_ktrace"),
-        place = p.place(),
-        bin = p.bin.display(),
-        dir = p.dir.display(),
     );
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    let t = text(&out);
     let err = std::fs::read_to_string(p.dir.join("rec.err")).unwrap_or_default();
     assert!(t.contains("record=1"), "{t}\n{err}");
     assert!(err.contains("No space left on device"), "{err}");
-    let read: u64 = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let read: u64 = stdout.lines().last().unwrap().trim().parse().unwrap();
     assert!(read > 1000, "{t}");
     assert_eq!(summary_events(&err), read, "{err}");
     assert_eq!(shown(&err, "hit"), read, "{err}");
@@ -608,24 +616,13 @@ fn trace_to_a_full_file_system_counts_the_whole_lines_written() {
     }
     let _g = serial();
     let p = Prog::build("of_trace_enospc");
-    let mnt = p.dir.join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let script = format!(
-        "mount -t tmpfs -o size=200k none {mnt} || exit 90
-        {ktrace} trace 'p:hit {place} {ARGS}' -o {mnt}/t.txt -- {bin} 30000 2> {dir}/trace.err
+    let (t, _) = on_a_small_tmpfs(
+        &p,
+        "200k",
+        "{ktrace} trace 'p:hit {place} {ARGS}' -o {mnt}/t.txt -- {bin} 30000 2> {dir}/trace.err
         echo trace=$?
         echo whole=$(tr -cd '\\n' < {mnt}/t.txt | wc -c) bytes=$(stat -c %s {mnt}/t.txt)",
-        mnt = mnt.display(),
-        ktrace = env!("CARGO_BIN_EXE_ktrace"),
-        place = p.place(),
-        bin = p.bin.display(),
-        dir = p.dir.display(),
     );
-    let out = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script])
-        .output()
-        .unwrap();
-    let t = text(&out);
     let err = std::fs::read_to_string(p.dir.join("trace.err")).unwrap_or_default();
     assert!(t.contains("trace=1"), "{t}\n{err}");
     assert!(err.contains("No space left on device"), "{err}");
