@@ -90,6 +90,11 @@ struct Plan {
     event: Arc<Event>,
     /// `name: `, followed by `(0x` for user probes whose header is printed.
     prefix: Vec<u8>,
+    /// A user probe's prefix and header as last printed, with the
+    /// addresses they show (`__probe_ip`, or `__probe_ret_ip` and
+    /// `__probe_func`): a probe's own address is the same in every record
+    /// and a return's nearly always, so the hex is not formatted again.
+    user_head: RefCell<(u64, u64, Vec<u8>)>,
     /// Readers of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
     ip: Option<FastInt>,
     ret_ip: Option<FastInt>,
@@ -121,14 +126,46 @@ enum Step {
         /// How many bytes are the literal's.
         len: u8,
     },
-    /// A plain integer conversion, precomputed.
-    Int(FastInt),
+    /// A plain integer conversion, precomputed, after the short literal
+    /// before it in the format (`lead`, often ` a=0x`): one step, not
+    /// two, for the pair nearly every probe argument prints as.
+    Int { lead: Lead, fi: FastInt },
     /// A `%s` of a string field (`__get_str()`), its width and precision
-    /// written in the format: printed from the record without going
-    /// through [`Render`].
-    Str { src: StrSrc, dims: Dims },
+    /// written in the format (`plain`: neither), printed from the record
+    /// without going through [`Render`], after its `lead` as above.
+    Str {
+        lead: Lead,
+        src: StrSrc,
+        dims: Dims,
+        plain: bool,
+    },
     /// Any other conversion, rendered from the print fmt op.
     Conv(Spec, Arg),
+}
+
+/// The literal of at most 16 bytes a conversion step prints first (none:
+/// `len` 0), padded like [`Step::Short`].
+#[derive(Clone, Copy, Default)]
+struct Lead {
+    padded: [u8; 16],
+    len: u8,
+}
+
+impl Lead {
+    /// Appends the literal; after a faulted string (`skip_quote`) without
+    /// its first byte if that is the closing `"` (see
+    /// [`TextPrinter::write_steps`]).
+    #[inline(always)]
+    fn write(&self, out: &mut Vec<u8>, skip_quote: bool) {
+        let len = usize::from(self.len);
+        if skip_quote && len > 0 && self.padded[0] == b'"' {
+            append(out, &self.padded[1..len]);
+            return;
+        }
+        let at = out.len();
+        out.extend_from_slice(&self.padded);
+        out.truncate(at + len);
+    }
 }
 
 /// Where a [`Step::Str`] string is.
@@ -237,13 +274,19 @@ impl Plan {
                         && spec.width_arg.is_none()
                         && spec.precision_arg.is_none() =>
                     {
+                        let dims = Dims::of(spec);
                         Step::Str {
+                            lead: Lead::default(),
                             src: StrSrc::new(f, *index, elem.unwrap_or(0)),
-                            dims: Dims::of(spec),
+                            plain: dims.width.is_none() && dims.precision.is_none(),
+                            dims,
                         }
                     }
                     Op::Conv { spec, arg } => match FastInt::new(f, spec, arg, long_size) {
-                        Some(fi) => Step::Int(fi),
+                        Some(fi) => Step::Int {
+                            lead: Lead::default(),
+                            fi,
+                        },
                         None => Step::Conv(spec.clone(), arg.clone()),
                     },
                 })
@@ -252,16 +295,36 @@ impl Plan {
         };
         Plan {
             event: ev.clone(),
+            user_head: RefCell::default(),
             prefix,
             ip: FastInt::field(f, "__probe_ip"),
             ret_ip: FastInt::field(f, "__probe_ret_ip"),
             func: FastInt::field(f, "__probe_func"),
             probe: probe && !eprobe,
             args: probe || eprobe,
-            steps,
+            steps: fuse_leads(steps),
             special: ev.system == "ftrace" || ev.system == "syscalls" || f.print_fmt.is_none(),
         }
     }
+}
+
+/// `steps` with each [`Step::Short`] that comes right before an
+/// [`Step::Int`] or a [`Step::Str`] moved into that step's lead.
+fn fuse_leads(steps: Vec<Step>) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::with_capacity(steps.len());
+    for mut step in steps {
+        if let Step::Int { lead, .. } | Step::Str { lead, .. } = &mut step
+            && let Some(Step::Short { padded, len }) = out.last()
+        {
+            *lead = Lead {
+                padded: *padded,
+                len: *len,
+            };
+            out.pop();
+        }
+        out.push(step);
+    }
+    out
 }
 
 impl Step {
@@ -547,8 +610,10 @@ impl<'a> TextPrinter<'a> {
         if let Some(plan) = cached
             && !plan.special
         {
-            append(out, &plan.prefix);
-            self.write_probe_header(out, ev, plan, data);
+            if !(plan.probe && self.write_user_head(out, ev, plan, data)) {
+                append(out, &plan.prefix);
+                self.write_probe_header(out, ev, plan, data);
+            }
             self.write_steps(out, f, plan, data);
             return;
         }
@@ -587,6 +652,29 @@ impl<'a> TextPrinter<'a> {
         append(out, &plan.prefix);
         self.write_probe_header(out, ev, plan, data);
         self.write_steps(out, f, plan, data);
+    }
+
+    /// A user probe's prefix and header (see [`Plan::user_head`]), from
+    /// the text kept when its addresses are those printed last; false
+    /// (nothing written) for other events.
+    fn write_user_head(&self, out: &mut Vec<u8>, ev: &Event, plan: &Plan, data: &[u8]) -> bool {
+        let u =
+            |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
+        let (a, b) = match ev.kind {
+            ProbeKind::Uprobe => (u(plan.ip), 0),
+            ProbeKind::Uretprobe => (u(plan.ret_ip), u(plan.func)),
+            _ => return false,
+        };
+        let mut head = plan.user_head.borrow_mut();
+        let (ha, hb, text) = &mut *head;
+        if text.is_empty() || (*ha, *hb) != (a, b) {
+            text.clear();
+            append(text, &plan.prefix);
+            self.write_probe_header(text, ev, plan, data);
+            (*ha, *hb) = (a, b);
+        }
+        append(out, text);
+        true
     }
 
     /// A probe event's header, as print_kprobe_event(),
@@ -659,18 +747,26 @@ impl<'a> TextPrinter<'a> {
                     out.extend_from_slice(padded);
                     out.truncate(at + len);
                 }
-                &Step::Int(fi) => {
+                Step::Int { lead, fi } => {
+                    lead.write(out, skip_quote);
                     skip_quote = false;
                     match fi.read(data, self.endian) {
                         Some(v) => fi.write(out, v),
                         None => out.extend_from_slice(b"[FAILED TO PARSE]"),
                     }
                 }
-                &Step::Str { src, dims } => {
+                &Step::Str {
+                    ref lead,
+                    src,
+                    dims,
+                    plain,
+                } => {
+                    lead.write(out, skip_quote);
                     skip_quote = false;
                     // what Render does for `%s` of `__get_str()`, with the
                     // fault rule below
                     match src.read(f, data, self.endian) {
+                        StrValue::Ok(s) if plain => append(out, s),
                         StrValue::Ok(s) => pad_str(out, dims, s),
                         StrValue::Fault if plan.args => {
                             // a probe argument whose fetch faulted:
@@ -1411,6 +1507,67 @@ print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
         assert_eq!(String::from_utf8(out).unwrap(), want.join("\n") + "\n");
         assert!(clock_in_ns("local") && clock_in_ns("mono_raw") && clock_in_ns("boot"));
         assert!(!clock_in_ns("counter") && !clock_in_ns("uptime") && !clock_in_ns("x86-tsc"));
+    }
+
+    /// A user probe's header is kept from record to record (the
+    /// addresses rarely change): records whose addresses change, come
+    /// back and repeat, interleaved over a uprobe and a uretprobe, print
+    /// the addresses of their own record.
+    #[test]
+    fn kept_user_probe_headers_follow_the_addresses() {
+        let up = concat!(
+            "name: u\nID: 9\nformat:\n",
+            common_fields!(),
+            "\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n",
+            "\tfield:u32 a;\toffset:16;\tsize:4;\tsigned:0;\n\n",
+            "print fmt: \"(0x%lx) a=%u\", REC->__probe_ip, REC->a\n"
+        );
+        let ret = concat!(
+            "name: r\nID: 10\nformat:\n",
+            common_fields!(),
+            "\tfield:unsigned long __probe_func;\toffset:8;\tsize:8;\tsigned:0;\n",
+            "\tfield:unsigned long __probe_ret_ip;\toffset:16;\tsize:8;\tsigned:0;\n",
+            "\tfield:u32 a;\toffset:24;\tsize:4;\tsigned:0;\n\n",
+            "print fmt: \"(0x%lx <- 0x%lx) a=%u\", REC->__probe_ret_ip, REC->__probe_func, REC->a\n"
+        );
+        let mut events = Events::new(8);
+        events
+            .add_with_kind("uprobes", up, ProbeKind::Uprobe)
+            .unwrap();
+        events
+            .add_with_kind("uprobes", ret, ProbeKind::Uretprobe)
+            .unwrap();
+        let p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &NoSymbols,
+            Comms::new(),
+        );
+        let (mut x, mut out, mut want) = (7u64, Vec::new(), String::new());
+        for i in 0..400u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // few distinct addresses, so that they repeat and come back
+            let (a, b) = (0x401000 + (x & 3), 0x7f00_0000_0000 + (x >> 8 & 1) * 0x10);
+            let mut rec = Vec::new();
+            if x & 16 == 0 {
+                rec.extend_from_slice(&[9, 0, 0, 0, 1, 0, 0, 0]);
+                rec.extend_from_slice(&a.to_le_bytes());
+                rec.extend_from_slice(&i.to_le_bytes());
+                want += &format!("u: (0x{a:x}) a={i}");
+            } else {
+                rec.extend_from_slice(&[10, 0, 0, 0, 1, 0, 0, 0]);
+                rec.extend_from_slice(&b.to_le_bytes());
+                rec.extend_from_slice(&a.to_le_bytes());
+                rec.extend_from_slice(&i.to_le_bytes());
+                want += &format!("r: (0x{a:x} <- 0x{b:x}) a={i}");
+            }
+            let id = rec[0].into();
+            p.write_event(&mut out, events.get(id).unwrap(), &rec);
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), want);
     }
 
     /// Literals of up to 16 bytes are printed from a padded copy
