@@ -16,10 +16,8 @@
 //! crate::live's, shared with the other tracing commands; this module
 //! chooses the sink and the destination.
 
-use std::cell::Cell;
 use std::io;
 use std::process::ExitCode;
-use std::rc::Rc;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -183,25 +181,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let symbols: &dyn Symbolizer = &symbols;
     let format = format_of(&args);
     let counts = out.as_ref().map(Output::written);
-    let starting = Rc::new(Cell::new(None));
     let writer = OutputRef {
         out: &mut out,
         spare: Vec::new(),
-        starting: Rc::clone(&starting),
     };
-    let sink = sink_for(format, writer, &run, symbols, args.hide_probe_frames);
+    let mut sink = sink_for(format, writer, &run, symbols, args.hide_probe_frames);
     let deadline = args.run.deadline();
     if let Some(d) = deadline {
         let _ = deadline_cell.set(d);
     }
-    let mut sink = Marking {
-        inner: sink,
-        starting,
-        names: Vec::new(),
-    };
     let (mut stop, mut error) =
-        live::stream_loop(&args.run, &signals, deadline, &mut run, &mut sink);
-    let mut end = live::finish(&mut run, &mut sink, &mut stop, &mut error);
+        live::stream_loop(&args.run, &signals, deadline, &mut run, &mut *sink);
+    let mut end = live::finish(&mut run, &mut *sink, &mut stop, &mut error);
     let stop = match (stop, signals.caught()) {
         // a write given up while the output was not read: for the reason
         // that asked for the stop
@@ -209,8 +200,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Stop::Stopped, None) => Stop::Duration,
         (s, _) => s,
     };
-    let names = std::mem::take(&mut sink.names);
     drop(sink);
+    // by type id: the events the run began with and those met since
+    let mut names: Vec<Option<(String, String)>> = Vec::new();
+    for info in run.stream.table().iter() {
+        let id = usize::from(info.id);
+        if names.len() <= id {
+            names.resize(id + 1, None);
+        }
+        names[id] = Some((info.system().to_string(), info.name().to_string()));
+    }
     let (closed, output_error) = close_output(out.take(), stop, deadline, &signals);
     if format != Format::Perfetto
         && let (Some(counts), Ok(e)) = (&counts, end.as_mut())
@@ -427,30 +426,31 @@ fn function_route(args: &Args, root: &std::path::Path) -> anyhow::Result<Option<
 
 /// The sinks' destination: the [`Output`] held by `run`, which takes it
 /// back at the end to wait for the writer thread (then a spare buffer
-/// takes what is still formatted, and writing it fails). When
-/// [`Marking`] says an event starts, its start is marked in the output
-/// (the count of events written whole).
+/// takes what is still formatted, and writing it fails). Where the line
+/// sinks say an event starts, its start is marked in the output (the
+/// count of events written whole).
 struct OutputRef<'a> {
     out: &'a mut Option<Output>,
     spare: Vec<u8>,
-    starting: Rc<Cell<Option<u16>>>,
 }
 
 impl Dest for OutputRef<'_> {
-    #[inline]
+    #[inline(always)]
     fn buf(&mut self) -> &mut Vec<u8> {
         match self.out {
-            Some(o) => {
-                if let Some(id) = self.starting.take() {
-                    o.mark(id);
-                }
-                o.buf()
-            }
+            Some(o) => o.buf(),
             None => &mut self.spare,
         }
     }
 
-    #[inline]
+    #[inline(always)]
+    fn starts(&mut self, id: u16) {
+        if let Some(o) = self.out {
+            o.mark(id);
+        }
+    }
+
+    #[inline(always)]
     fn filled(&mut self) -> io::Result<()> {
         match self.out {
             Some(o) => o.filled(),
@@ -484,27 +484,6 @@ impl io::Write for OutputRef<'_> {
     }
 }
 
-/// A sink in front of a line sink that says where each event (not a
-/// stack, which belongs to the event before it) starts, so the output can
-/// count the events written whole; it knows the events' names by type id.
-struct Marking<'a> {
-    inner: Box<dyn Sink + 'a>,
-    starting: Rc<Cell<Option<u16>>>,
-    names: Vec<Option<(String, String)>>,
-}
-
-impl Marking<'_> {
-    fn name(&mut self, info: &ktrace_stream::EventInfo) {
-        let id = usize::from(info.id);
-        if self.names.len() <= id {
-            self.names.resize(id + 1, None);
-        }
-        if self.names[id].is_none() {
-            self.names[id] = Some((info.system().to_string(), info.name().to_string()));
-        }
-    }
-}
-
 /// `written`'s counts as (system, event, count), in id order, named by
 /// `names` (by type id).
 fn shown(
@@ -521,54 +500,4 @@ fn shown(
             Some((s.clone(), e.clone(), *n))
         })
         .collect()
-}
-
-impl Sink for Marking<'_> {
-    fn begin(&mut self, table: &ktrace_stream::EventTable) -> io::Result<()> {
-        for info in table.iter() {
-            self.name(info);
-        }
-        self.inner.begin(table)
-    }
-
-    #[inline]
-    fn event(&mut self, ev: &ktrace_stream::Event<'_>) -> io::Result<ktrace_stream::Flow> {
-        if !ev.is_stack() {
-            if self
-                .names
-                .get(usize::from(ev.info.id))
-                .is_none_or(Option::is_none)
-            {
-                self.name(ev.info);
-            }
-            self.starting.set(Some(ev.info.id));
-        }
-        let r = self.inner.event(ev);
-        self.starting.set(None);
-        r
-    }
-
-    fn lost(&mut self, cpu: usize, missed: ktrace_stream::Missed) -> io::Result<()> {
-        self.inner.lost(cpu, missed)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-
-    fn finish(&mut self, end: &ktrace_stream::EndOfRun) -> io::Result<()> {
-        self.inner.finish(end)
-    }
-
-    fn wants_pages(&self) -> bool {
-        self.inner.wants_pages()
-    }
-
-    fn wants_events(&self) -> bool {
-        self.inner.wants_events()
-    }
-
-    fn page(&mut self, cpu: usize, bytes: &[u8]) -> io::Result<ktrace_stream::Flow> {
-        self.inner.page(cpu, bytes)
-    }
 }

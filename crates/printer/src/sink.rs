@@ -27,6 +27,13 @@ const CHUNK: usize = 1 << 16;
 pub trait Dest {
     /// The buffer to append formatted lines to.
     fn buf(&mut self) -> &mut Vec<u8>;
+    /// An event of type `id` (not a stack, which belongs to the event
+    /// before it) starts at the buffer's end: a destination that counts
+    /// the events it writes whole marks it. Nothing by default.
+    #[inline]
+    fn starts(&mut self, id: u16) {
+        let _ = id;
+    }
     /// Called after each record: writes out when the buffer is full
     /// enough. An error ends the run.
     fn filled(&mut self) -> io::Result<()>;
@@ -86,6 +93,9 @@ macro_rules! line_sink_methods {
         #[inline]
         fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
             let p = printer(&mut self.printer)?;
+            if !ev.is_stack() {
+                self.out.starts(ev.info.id);
+            }
             p.write_line(
                 self.out.buf(),
                 ev.cpu,
@@ -258,6 +268,9 @@ impl<D: Dest> RawSink<D> {
 impl<D: Dest> Sink for RawSink<D> {
     #[inline]
     fn event(&mut self, ev: &Event<'_>) -> io::Result<Flow> {
+        if !ev.is_stack() {
+            self.out.starts(ev.info.id);
+        }
         crate::json::write_raw_line(
             self.out.buf(),
             Some(&ev.info.event),
