@@ -50,6 +50,13 @@ pub fn fill(out: &mut Vec<u8>, byte: u8, n: usize) {
     }
 }
 
+/// `b` (at most 16 bytes) as the low bytes of a little-endian u128, for
+/// callers that store it themselves (see [`upto16`]).
+#[inline(always)]
+pub fn upto16_le(b: &[u8]) -> u128 {
+    upto16(b)
+}
+
 /// `b` (at most 16 bytes) as the low bytes of a little-endian u128, read
 /// as two overlapping loads: bytes both loads cover are the same, so
 /// or-ing them is exact.

@@ -19,6 +19,7 @@
 
 mod context;
 mod json;
+mod line;
 mod num;
 mod sink;
 mod syscalls;

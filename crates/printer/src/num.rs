@@ -36,6 +36,16 @@ fn dec_into(buf: &mut [u8; 24], v: u64) -> usize {
     i
 }
 
+/// Decimal digits of `v` ending at byte 24 of `buf`; returns where they
+/// start (4 or more), with at least 32 bytes of `buf` from there.
+#[inline(always)]
+pub(crate) fn dec_tail(buf: &mut [u8; 56], v: u64) -> usize {
+    let mut b = [0u8; 24];
+    let i = dec_into(&mut b, v);
+    buf[..24].copy_from_slice(&b);
+    i
+}
+
 /// Appends `v` in decimal.
 #[inline]
 pub fn dec(out: &mut Vec<u8>, v: u64) {
@@ -46,7 +56,7 @@ pub fn dec(out: &mut Vec<u8>, v: u64) {
 
 /// `v` (below 1,000,000) as exactly six decimal digits.
 #[inline]
-fn six_digits(v: u32) -> [u8; 6] {
+pub(crate) fn six_digits(v: u32) -> [u8; 6] {
     let v = v % 1_000_000;
     let (a, b, c) = (
         (v / 10_000) as usize,
@@ -165,6 +175,14 @@ fn hex_into(buf: &mut [u8; 24], v: u64, upper: bool) -> usize {
 #[inline]
 pub fn hex(out: &mut Vec<u8>, v: u64) {
     hex_case(out, v, false);
+}
+
+/// The hex digits of `v` (`upper` for `A-F`) at the start of 16 bytes,
+/// and how many there are (1 to 16).
+#[inline(always)]
+pub(crate) fn hex_top(v: u64, upper: bool) -> ([u8; 16], usize) {
+    let (x, n) = hex_ascii(v, upper);
+    ((x << (8 * (16 - n))).to_be_bytes(), n)
 }
 
 /// Appends `v` in hex (`upper` for `A-F`): the digits shifted to the top

@@ -13,6 +13,7 @@
 
 use crate::Symbolizer;
 use crate::context::{FlagStyle, write_task_cpu};
+use crate::line::Line;
 use crate::num;
 use crate::syscalls::SyscallStyle;
 use ktrace_event::append::append;
@@ -68,6 +69,9 @@ pub struct TextPrinter<'a> {
     ctx_secs: u64,
     /// [`TextPrinter::write_ip_sym`]'s texts by address.
     sym_cache: RefCell<Vec<SymSlot>>,
+    /// Where [`TextPrinter::write_fast_line`] formats a line (zeroed once,
+    /// not for every line as a region of the output would be).
+    scratch: RefCell<Vec<u8>>,
 }
 
 /// Entries of [`TextPrinter`]'s symbol text cache.
@@ -90,11 +94,16 @@ struct Plan {
     event: Arc<Event>,
     /// `name: `, followed by `(0x` for user probes whose header is printed.
     prefix: Vec<u8>,
-    /// A user probe's prefix and header as last printed, with the
-    /// addresses they show (`__probe_ip`, or `__probe_ret_ip` and
-    /// `__probe_func`): a probe's own address is the same in every record
-    /// and a return's nearly always, so the hex is not formatted again.
-    user_head: RefCell<(u64, u64, Vec<u8>)>,
+    /// The prefix and probe header as last printed, with the addresses
+    /// they show (`__probe_ip`, or `__probe_ret_ip` and `__probe_func`;
+    /// none for other events): a probe's own address is the same in every
+    /// record and a return's nearly always, so they are not formatted (nor
+    /// a kernel address looked up) again.
+    head: RefCell<(u64, u64, Vec<u8>)>,
+    /// The steps as [`FastOp`]s when they all have one (see
+    /// [`TextPrinter::write_fast_line`]), with the most bytes they print
+    /// besides their strings, and how many strings.
+    fast: Option<(Box<[FastOp]>, usize, usize)>,
     /// Readers of `__probe_ip`, `__probe_ret_ip`, `__probe_func`.
     ip: Option<FastInt>,
     ret_ip: Option<FastInt>,
@@ -254,7 +263,7 @@ impl Plan {
             prefix.extend_from_slice(ev.target.as_deref().unwrap_or("?").as_bytes());
             prefix.push(b')');
         }
-        let steps = match &f.print_fmt {
+        let steps: Vec<Step> = match &f.print_fmt {
             Some(pf) => pf
                 .ops
                 .iter()
@@ -293,19 +302,84 @@ impl Plan {
                 .collect(),
             None => Vec::new(),
         };
+        let steps = fuse_leads(steps);
         Plan {
             event: ev.clone(),
-            user_head: RefCell::default(),
+            head: RefCell::default(),
             prefix,
             ip: FastInt::field(f, "__probe_ip"),
             ret_ip: FastInt::field(f, "__probe_ret_ip"),
             func: FastInt::field(f, "__probe_func"),
             probe: probe && !eprobe,
             args: probe || eprobe,
-            steps: fuse_leads(steps),
+            fast: fast_ops(&steps),
+            steps,
             special: ev.system == "ftrace" || ev.system == "syscalls" || f.print_fmt.is_none(),
         }
     }
+}
+
+/// A step of [`TextPrinter::write_fast_line`]: a [`Step`] of the kinds
+/// every probe argument prints as, on the path where nothing fails.
+enum FastOp {
+    /// [`Step::Short`].
+    Short(Lead),
+    /// [`Step::Lit`].
+    Long(Box<[u8]>),
+    /// [`Step::Int`].
+    Int(Lead, FastInt),
+    /// [`Step::Str`] of a `__data_loc` string without width or precision.
+    Str {
+        lead: Lead,
+        at: usize,
+        relative: bool,
+    },
+}
+
+/// `steps` as [`FastOp`]s, with the most bytes they print besides their
+/// strings and how many strings they print; `None` when a step has no
+/// fast form.
+fn fast_ops(steps: &[Step]) -> Option<(Box<[FastOp]>, usize, usize)> {
+    let (mut bytes, mut strs) = (0, 0);
+    let ops = steps
+        .iter()
+        .map(|step| {
+            Some(match step {
+                Step::Short { padded, len } => {
+                    bytes += 16;
+                    FastOp::Short(Lead {
+                        padded: *padded,
+                        len: *len,
+                    })
+                }
+                Step::Lit(b) => {
+                    bytes += b.len() + 16;
+                    FastOp::Long(b.clone())
+                }
+                // the sign, up to 20 digits, a store's 32 bytes
+                Step::Int { lead, fi } => {
+                    bytes += 16 + 1 + 32;
+                    FastOp::Int(*lead, *fi)
+                }
+                Step::Str {
+                    lead,
+                    src: StrSrc::Loc { at, relative },
+                    plain: true,
+                    ..
+                } => {
+                    bytes += 16 + 16;
+                    strs += 1;
+                    FastOp::Str {
+                        lead: *lead,
+                        at: *at,
+                        relative: *relative,
+                    }
+                }
+                Step::Str { .. } | Step::Conv(..) => return None,
+            })
+        })
+        .collect::<Option<Box<[FastOp]>>>()?;
+    Some((ops, bytes, strs))
 }
 
 /// `steps` with each [`Step::Short`] that comes right before an
@@ -415,6 +489,38 @@ impl FastInt {
         })
     }
 
+    /// [`FastInt::write`] into a [`Line`].
+    #[inline(always)]
+    fn put(self, line: &mut Line<'_>, bits: u64) {
+        let ubits = if self.width_bits >= 64 {
+            bits
+        } else {
+            bits & ((1u64 << self.width_bits) - 1)
+        };
+        match self.conv {
+            FastConv::Unsigned => line.dec(ubits),
+            FastConv::Signed => {
+                let sval = if self.width_bits >= 64 {
+                    ubits as i64
+                } else {
+                    let sh = 64 - self.width_bits;
+                    ((ubits << sh) as i64) >> sh
+                };
+                if sval < 0 {
+                    line.byte(b'-');
+                }
+                line.dec(sval.unsigned_abs());
+            }
+            FastConv::Hex { upper, alt } => {
+                if alt {
+                    line.byte(b'0');
+                    line.byte(if upper { b'X' } else { b'x' });
+                }
+                line.hex(ubits, upper);
+            }
+        }
+    }
+
     /// Prints `bits` as [`TextPrinter::write_int`] does for this spec.
     #[inline]
     fn write(self, out: &mut Vec<u8>, bits: u64) {
@@ -486,6 +592,7 @@ impl<'a> TextPrinter<'a> {
             ctx_key: None,
             ctx_secs: 0,
             sym_cache: RefCell::default(),
+            scratch: RefCell::default(),
         }
     }
 
@@ -554,6 +661,19 @@ impl<'a> TextPrinter<'a> {
                 self.irq_info,
             ));
         }
+        if self.time_in_ns
+            && let Some(ev) = ev
+            && let Some(plan) = self
+                .plans
+                .get(usize::from(ev.format.id))
+                .and_then(Option::as_ref)
+            && Arc::ptr_eq(&plan.event, ev)
+            && !plan.special
+            && let Some(fast) = &plan.fast
+            && self.write_fast_line(out, (us % 1_000_000) as u32, ev, plan, fast, data)
+        {
+            return;
+        }
         append(out, &self.ctx);
         if self.time_in_ns {
             num::dec6_colon(out, (us % 1_000_000) as u32);
@@ -585,6 +705,75 @@ impl<'a> TextPrinter<'a> {
         out.push(b'\n');
     }
 
+    /// The whole line of a record whose event's steps all have a
+    /// [`FastOp`] (the context columns are in `self.ctx`, `usecs` the time
+    /// stamp's fraction), formatted into a region of `out` set aside at
+    /// once (see [`Line`]). False, with `out` as it was, when the record
+    /// is not on the path where nothing fails (a field cut short, a
+    /// string that faulted or points outside the record, a line longer
+    /// than 4 KiB): the general path prints it then.
+    fn write_fast_line(
+        &self,
+        out: &mut Vec<u8>,
+        usecs: u32,
+        ev: &Event,
+        plan: &Plan,
+        fast: &(Box<[FastOp]>, usize, usize),
+        data: &[u8],
+    ) -> bool {
+        let (ops, bytes, strs) = fast;
+        let head = self.head(ev, plan, data);
+        let max = self.ctx.len() + 8 + head.2.len() + bytes + strs * data.len() + 1 + Line::SLACK;
+        if max > 4096 {
+            return false;
+        }
+        let mut scratch = self.scratch.borrow_mut();
+        if scratch.len() < 4096 {
+            scratch.resize(4096, 0);
+        }
+        let mut line = Line::new(&mut scratch[..max]);
+        line.bytes(&self.ctx);
+        line.dec6_colon(usecs);
+        line.bytes(&head.2);
+        let endian = self.endian;
+        let whole = ops.iter().all(|op| match op {
+            FastOp::Short(lead) => {
+                line.short(&lead.padded, usize::from(lead.len));
+                true
+            }
+            FastOp::Long(b) => {
+                line.bytes(b);
+                true
+            }
+            FastOp::Int(lead, fi) => {
+                line.short(&lead.padded, usize::from(lead.len));
+                match fi.read(data, endian) {
+                    Some(v) => {
+                        fi.put(&mut line, v);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            FastOp::Str { lead, at, relative } => {
+                line.short(&lead.padded, usize::from(lead.len));
+                match read_loc_str(data, *at, *relative, endian) {
+                    StrValue::Ok(s) => {
+                        line.bytes(s);
+                        true
+                    }
+                    StrValue::Fault | StrValue::Bad => false,
+                }
+            }
+        });
+        line.byte(b'\n');
+        let n = line.len();
+        if whole {
+            out.extend_from_slice(&scratch[..n]);
+        }
+        whole
+    }
+
     /// Appends the kernel's lost-events line for `cpu`.
     pub fn write_lost(&self, out: &mut Vec<u8>, cpu: usize, missed: Missed) {
         match missed {
@@ -610,10 +799,7 @@ impl<'a> TextPrinter<'a> {
         if let Some(plan) = cached
             && !plan.special
         {
-            if !(plan.probe && self.write_user_head(out, ev, plan, data)) {
-                append(out, &plan.prefix);
-                self.write_probe_header(out, ev, plan, data);
-            }
+            append(out, &self.head(ev, plan, data).2);
             self.write_steps(out, f, plan, data);
             return;
         }
@@ -654,18 +840,25 @@ impl<'a> TextPrinter<'a> {
         self.write_steps(out, f, plan, data);
     }
 
-    /// A user probe's prefix and header (see [`Plan::user_head`]), from
-    /// the text kept when its addresses are those printed last; false
-    /// (nothing written) for other events.
-    fn write_user_head(&self, out: &mut Vec<u8>, ev: &Event, plan: &Plan, data: &[u8]) -> bool {
+    /// The event's prefix and probe header for record `data` (see
+    /// [`Plan::head`]): the text kept when its addresses are those printed
+    /// last, formatted again otherwise.
+    #[inline(always)]
+    fn head<'p>(
+        &self,
+        ev: &Event,
+        plan: &'p Plan,
+        data: &[u8],
+    ) -> std::cell::RefMut<'p, (u64, u64, Vec<u8>)> {
         let u =
             |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
         let (a, b) = match ev.kind {
-            ProbeKind::Uprobe => (u(plan.ip), 0),
-            ProbeKind::Uretprobe => (u(plan.ret_ip), u(plan.func)),
-            _ => return false,
+            _ if !plan.probe => (0, 0),
+            ProbeKind::Uprobe | ProbeKind::Kprobe => (u(plan.ip), 0),
+            ProbeKind::Uretprobe | ProbeKind::Kretprobe => (u(plan.ret_ip), u(plan.func)),
+            ProbeKind::Eprobe | ProbeKind::Other => (0, 0),
         };
-        let mut head = plan.user_head.borrow_mut();
+        let mut head = plan.head.borrow_mut();
         let (ha, hb, text) = &mut *head;
         if text.is_empty() || (*ha, *hb) != (a, b) {
             text.clear();
@@ -673,8 +866,7 @@ impl<'a> TextPrinter<'a> {
             self.write_probe_header(text, ev, plan, data);
             (*ha, *hb) = (a, b);
         }
-        append(out, text);
-        true
+        head
     }
 
     /// A probe event's header, as print_kprobe_event(),
@@ -1568,6 +1760,102 @@ print fmt: \"\\t=> %ps\\n\", (void *)REC->caller[0]\n";
             p.write_event(&mut out, events.get(id).unwrap(), &rec);
         }
         assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+
+    /// The fast path of whole lines (`write_fast_line`) against the
+    /// general one (`write_event`, which never takes it): random records
+    /// of a uprobe whose steps all have a fast form (integers of every
+    /// size, sign and conversion, strings, short and long literals), with
+    /// strings that faulted or point outside the record and records cut
+    /// short (which the fast path hands back), print the same event text
+    /// after the same time stamp.
+    #[test]
+    fn fast_lines_print_as_the_general_path() {
+        let fmt = concat!(
+            "name: f\nID: 9\nformat:\n",
+            common_fields!(),
+            "\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n",
+            "\tfield:u8 a;\toffset:16;\tsize:1;\tsigned:0;\n",
+            "\tfield:s16 b;\toffset:18;\tsize:2;\tsigned:1;\n",
+            "\tfield:u32 c;\toffset:20;\tsize:4;\tsigned:0;\n",
+            "\tfield:s64 d;\toffset:24;\tsize:8;\tsigned:1;\n",
+            "\tfield:__data_loc char[] s;\toffset:32;\tsize:4;\tsigned:1;\n",
+            "\tfield:__data_loc char[] t;\toffset:36;\tsize:4;\tsigned:1;\n\n",
+            "print fmt: \"(0x%lx) a=%u b=%d c=0x%x d=%lld s=\\\"%s\\\" ",
+            "and a literal longer than sixteen t=%s e=%#lx E=%X h=%hd\", ",
+            "REC->__probe_ip, REC->a, REC->b, REC->c, REC->d, __get_str(s), __get_str(t), ",
+            "REC->d, REC->c, REC->c\n"
+        );
+        let mut events = Events::new(8);
+        events.add_with_kind("u", fmt, ProbeKind::Uprobe).unwrap();
+        let mut p = TextPrinter::new(
+            &events,
+            Endian::Little,
+            FlagStyle::Lazy,
+            &NoSymbols,
+            Comms::new(),
+        );
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut fast_seen = 0;
+        for i in 0..5000u64 {
+            let mut rec = vec![9, 0, 0, 0];
+            rec.extend_from_slice(&((next() % 4) as i32 + 1).to_le_bytes());
+            rec.extend_from_slice(&(0x401000 + next() % 3).to_le_bytes());
+            let v = next();
+            rec.push(v as u8);
+            rec.push(0);
+            rec.extend_from_slice(&((v >> 8) as i16).to_le_bytes());
+            rec.extend_from_slice(&((v >> 16) as u32 >> (v % 32)).to_le_bytes());
+            rec.extend_from_slice(&((next() as i64) >> (v % 64)).to_le_bytes());
+            let strs: Vec<Vec<u8>> = (0..2)
+                .map(|_| {
+                    let n = (next() % 40) as usize;
+                    (0..n).map(|_| b' ' + (next() % 90) as u8).collect()
+                })
+                .collect();
+            let mut off = 40u32;
+            let mut tail = Vec::new();
+            for s in &strs {
+                let mut len = s.len() as u32 + 1;
+                let mut at = off;
+                match next() % 16 {
+                    0 => len = 0,
+                    1 => at += 500,
+                    _ => {}
+                }
+                rec.extend_from_slice(&(at | len << 16).to_le_bytes());
+                tail.extend_from_slice(s);
+                tail.push(0);
+                off += s.len() as u32 + 1;
+            }
+            rec.extend_from_slice(&tail);
+            if next() % 20 == 0 {
+                rec.truncate((next() % rec.len() as u64) as usize);
+            }
+            let ts = i * 1_234_567_891 + next() % 1000;
+            let mut line = Vec::new();
+            p.write_record(&mut line, (i % 3) as usize, ts, &rec);
+            let line = String::from_utf8(line).unwrap();
+            if rec.len() < 8 {
+                continue;
+            }
+            let mut event = Vec::new();
+            p.write_event(&mut event, events.get(9).unwrap(), &rec);
+            let event = String::from_utf8(event).unwrap();
+            let us = (ts + 500) / 1000;
+            let time = format!(" {:5}.{:06}: ", us / 1_000_000, us % 1_000_000);
+            let want_end = format!("{time}{event}\n");
+            assert!(line.ends_with(&want_end), "{line:?}\n{want_end:?}");
+            fast_seen += usize::from(!event.contains("fault") && !event.contains("FAILED"));
+        }
+        // most records are whole: the fast path printed them
+        assert!(fast_seen > 3000, "{fast_seen}");
     }
 
     /// Literals of up to 16 bytes are printed from a padded copy

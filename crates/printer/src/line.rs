@@ -1,0 +1,150 @@
+//! A line formatted into a region of the output set aside for it at once:
+//! the text printer's fast path (see `TextPrinter::write_line`). Each piece
+//! is one or two 16-byte stores at a cursor kept in a register, where
+//! appending to the `Vec` itself checks and updates its length and
+//! capacity through memory for every piece (about half the printer's
+//! instructions per line, callgrind said). The region must hold
+//! [`Line::SLACK`] bytes past the last byte written: every store is 16
+//! bytes (32 for a decimal), cut back by moving the cursor only as far as
+//! the piece is long.
+
+use crate::num;
+
+/// The cursor into the region.
+pub(crate) struct Line<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl<'a> Line<'a> {
+    /// Bytes of the region past the last one written that stores may
+    /// overwrite.
+    pub const SLACK: usize = 32;
+
+    /// A line starting at the beginning of `buf`.
+    #[inline(always)]
+    pub fn new(buf: &'a mut [u8]) -> Line<'a> {
+        Line { buf, at: 0 }
+    }
+
+    /// Bytes written.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.at
+    }
+
+    #[inline(always)]
+    fn store16(&mut self, x: [u8; 16], n: usize) {
+        self.buf[self.at..self.at + 16].copy_from_slice(&x);
+        self.at += n;
+    }
+
+    /// The first `len` bytes of `padded`.
+    #[inline(always)]
+    pub fn short(&mut self, padded: &[u8; 16], len: usize) {
+        self.store16(*padded, len);
+    }
+
+    /// One byte.
+    #[inline(always)]
+    pub fn byte(&mut self, b: u8) {
+        self.buf[self.at] = b;
+        self.at += 1;
+    }
+
+    /// `b`, 16 bytes a store (the last one read as two overlapping loads,
+    /// never past `b`'s end).
+    #[inline(always)]
+    pub fn bytes(&mut self, b: &[u8]) {
+        let mut rest = b;
+        while rest.len() > 16 {
+            let (head, tail) = rest.split_at(16);
+            self.store16(head.try_into().unwrap_or_default(), 16);
+            rest = tail;
+        }
+        let n = rest.len();
+        self.store16(ktrace_event::append::upto16_le(rest).to_le_bytes(), n);
+    }
+
+    /// `v` in hex without leading zeros (`upper`: `A-F`).
+    #[inline(always)]
+    pub fn hex(&mut self, v: u64, upper: bool) {
+        let (digits, n) = num::hex_top(v, upper);
+        self.store16(digits, n);
+    }
+
+    /// `v` in decimal.
+    #[inline(always)]
+    pub fn dec(&mut self, v: u64) {
+        let mut b = [0u8; 56];
+        let i = num::dec_tail(&mut b, v);
+        let n = 24 - i;
+        self.buf[self.at..self.at + 32].copy_from_slice(&b[i..i + 32]);
+        self.at += n;
+    }
+
+    /// `v` (below 1,000,000) as six digits, then `: `.
+    #[inline(always)]
+    pub fn dec6_colon(&mut self, v: u32) {
+        let d = num::six_digits(v);
+        let mut x = [0u8; 16];
+        x[..6].copy_from_slice(&d);
+        x[6] = b':';
+        x[7] = b' ';
+        self.store16(x, 8);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every piece against what the Vec appends of num and append write,
+    /// pieces of every length one after another in one region.
+    #[test]
+    fn pieces_are_what_the_appends_write() {
+        let src: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37) | 1).collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut region = vec![0xeeu8; 64 * 1024];
+        let mut line = Line::new(&mut region);
+        let mut want = Vec::new();
+        for i in 0..2000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = x >> (i % 64);
+            match i % 6 {
+                0 => {
+                    line.hex(v, i % 12 == 0);
+                    num::hex_case(&mut want, v, i % 12 == 0);
+                }
+                1 => {
+                    line.dec(v);
+                    num::dec(&mut want, v);
+                }
+                2 => {
+                    line.dec6_colon((v % 1_000_000) as u32);
+                    num::dec6_colon(&mut want, (v % 1_000_000) as u32);
+                }
+                3 => {
+                    let n = (v % 70) as usize;
+                    line.bytes(&src[3..3 + n]);
+                    want.extend_from_slice(&src[3..3 + n]);
+                }
+                4 => {
+                    let mut padded = [0u8; 16];
+                    let n = (v % 17) as usize;
+                    padded[..n].copy_from_slice(&src[..n]);
+                    line.short(&padded, n);
+                    want.extend_from_slice(&src[..n]);
+                }
+                _ => {
+                    line.byte(b'\n');
+                    want.push(b'\n');
+                }
+            }
+        }
+        let n = line.len();
+        assert_eq!(&region[..n], &want[..]);
+    }
+}
