@@ -769,7 +769,15 @@ impl<'a> TextPrinter<'a> {
         line.byte(b'\n');
         let n = line.len();
         if whole {
-            out.extend_from_slice(&scratch[..n]);
+            // whole 16-byte pieces (the scratch holds SLACK bytes past the
+            // line), each a fixed-size move, not a call of memcpy with its
+            // set-up for a line's few dozen bytes; the excess cut again
+            let start = out.len();
+            out.reserve(n + 16);
+            for piece in scratch[..n.next_multiple_of(16)].chunks_exact(16) {
+                out.extend_from_slice(piece);
+            }
+            out.truncate(start + n);
         }
         whole
     }
