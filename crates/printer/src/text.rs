@@ -489,16 +489,16 @@ impl FastInt {
         })
     }
 
-    /// [`FastInt::write`] into a [`Line`].
+    /// The value this spec prints for `bits`, cut to its width: the
+    /// magnitude and whether a `-` goes before it (signed decimal only).
     #[inline(always)]
-    fn put(self, line: &mut Line<'_>, bits: u64) {
+    fn value(self, bits: u64) -> (u64, bool) {
         let ubits = if self.width_bits >= 64 {
             bits
         } else {
             bits & ((1u64 << self.width_bits) - 1)
         };
         match self.conv {
-            FastConv::Unsigned => line.dec(ubits),
             FastConv::Signed => {
                 let sval = if self.width_bits >= 64 {
                     ubits as i64
@@ -506,17 +506,29 @@ impl FastInt {
                     let sh = 64 - self.width_bits;
                     ((ubits << sh) as i64) >> sh
                 };
-                if sval < 0 {
-                    line.byte(b'-');
-                }
-                line.dec(sval.unsigned_abs());
+                (sval.unsigned_abs(), sval < 0)
             }
+            FastConv::Unsigned | FastConv::Hex { .. } => (ubits, false),
+        }
+    }
+
+    /// [`FastInt::write`] into a [`Line`].
+    #[inline(always)]
+    fn put(self, line: &mut Line<'_>, bits: u64) {
+        let (v, negative) = self.value(bits);
+        match self.conv {
             FastConv::Hex { upper, alt } => {
                 if alt {
                     line.byte(b'0');
                     line.byte(if upper { b'X' } else { b'x' });
                 }
-                line.hex(ubits, upper);
+                line.hex(v, upper);
+            }
+            FastConv::Unsigned | FastConv::Signed => {
+                if negative {
+                    line.byte(b'-');
+                }
+                line.dec(v);
             }
         }
     }
@@ -524,31 +536,20 @@ impl FastInt {
     /// Prints `bits` as [`TextPrinter::write_int`] does for this spec.
     #[inline]
     fn write(self, out: &mut Vec<u8>, bits: u64) {
-        let ubits = if self.width_bits >= 64 {
-            bits
-        } else {
-            bits & ((1u64 << self.width_bits) - 1)
-        };
+        let (v, negative) = self.value(bits);
         match self.conv {
-            FastConv::Unsigned => num::dec(out, ubits),
-            FastConv::Signed => {
-                let sval = if self.width_bits >= 64 {
-                    ubits as i64
-                } else {
-                    let sh = 64 - self.width_bits;
-                    ((ubits << sh) as i64) >> sh
-                };
-                if sval < 0 {
-                    out.push(b'-');
-                }
-                num::dec(out, sval.unsigned_abs());
-            }
             // the kernel's number(): `%#x` of zero is `0x0` (C's is `0`)
             FastConv::Hex { upper, alt } => {
                 if alt {
                     out.extend_from_slice(if upper { b"0X" } else { b"0x" });
                 }
-                num::hex_case(out, ubits, upper);
+                num::hex_case(out, v, upper);
+            }
+            FastConv::Unsigned | FastConv::Signed => {
+                if negative {
+                    out.push(b'-');
+                }
+                num::dec(out, v);
             }
         }
     }
