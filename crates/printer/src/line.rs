@@ -10,6 +10,53 @@
 
 use crate::num;
 
+/// Text that many lines repeat (the context columns, an event's prefix and
+/// probe header, a long literal), kept in whole 16-byte pieces with zeros
+/// past its end: [`Line::padded`] copies it a piece at a time and moves the
+/// cursor back by the padding, where [`Line::bytes`] must cut its last
+/// piece to the text's length with two overlapping loads and shifts.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Padded {
+    /// The text, then zeros up to a multiple of 16 bytes.
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl Padded {
+    /// `text`, padded.
+    pub fn new(text: &[u8]) -> Padded {
+        let mut p = Padded::default();
+        p.set(|v| v.extend_from_slice(text));
+        p
+    }
+
+    /// Replaces the text with what `f` appends to an empty buffer.
+    pub fn set(&mut self, f: impl FnOnce(&mut Vec<u8>)) {
+        self.bytes.clear();
+        f(&mut self.bytes);
+        self.len = self.bytes.len();
+        self.bytes.resize(self.len.next_multiple_of(16), 0);
+    }
+
+    /// The text.
+    #[inline(always)]
+    pub fn text(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Its length.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there is no text.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
 /// The cursor into the region.
 pub(crate) struct Line<'a> {
     buf: &'a mut [u8],
@@ -66,6 +113,16 @@ impl<'a> Line<'a> {
         self.store16(ktrace_event::append::upto16_le(rest).to_le_bytes(), n);
     }
 
+    /// `p`'s text: its whole pieces, then the cursor moved back over the
+    /// padding (less than 16 bytes, within [`Line::SLACK`]).
+    #[inline(always)]
+    pub fn padded(&mut self, p: &Padded) {
+        for piece in p.bytes.chunks_exact(16) {
+            self.store16(piece.try_into().unwrap_or_default(), 16);
+        }
+        self.at -= p.bytes.len() - p.len;
+    }
+
     /// `v` in hex without leading zeros (`upper`: `A-F`).
     #[inline(always)]
     pub fn hex(&mut self, v: u64, upper: bool) {
@@ -113,7 +170,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let v = x >> (i % 64);
-            match i % 6 {
+            match i % 7 {
                 0 => {
                     line.hex(v, i % 12 == 0);
                     num::hex_case(&mut want, v, i % 12 == 0);
@@ -137,6 +194,11 @@ mod tests {
                     padded[..n].copy_from_slice(&src[..n]);
                     line.short(&padded, n);
                     want.extend_from_slice(&src[..n]);
+                }
+                5 => {
+                    let n = (v % 70) as usize;
+                    line.padded(&Padded::new(&src[5..5 + n]));
+                    want.extend_from_slice(&src[5..5 + n]);
                 }
                 _ => {
                     line.byte(b'\n');

@@ -13,7 +13,7 @@
 
 use crate::Symbolizer;
 use crate::context::{FlagStyle, write_task_cpu};
-use crate::line::Line;
+use crate::line::{Line, Padded};
 use crate::num;
 use crate::syscalls::SyscallStyle;
 use ktrace_event::append::append;
@@ -63,7 +63,7 @@ pub struct TextPrinter<'a> {
     plans: Vec<Option<Plan>>,
     /// The context columns last written, and what they were made from
     /// (pid, cpu, comms generation, flags, preempt count, irq_info).
-    ctx: Vec<u8>,
+    ctx: Padded,
     ctx_key: Option<(i32, usize, u64, u8, u8, bool)>,
     /// The whole seconds `ctx` ends with (` %5lu.` is appended to it).
     ctx_secs: u64,
@@ -99,7 +99,7 @@ struct Plan {
     /// none for other events): a probe's own address is the same in every
     /// record and a return's nearly always, so they are not formatted (nor
     /// a kernel address looked up) again.
-    head: RefCell<(u64, u64, Vec<u8>)>,
+    head: RefCell<(u64, u64, Padded)>,
     /// The steps as [`FastOp`]s when they all have one (see
     /// [`TextPrinter::write_fast_line`]), with the most bytes they print
     /// besides their strings, and how many strings.
@@ -325,7 +325,7 @@ enum FastOp {
     /// [`Step::Short`].
     Short(Lead),
     /// [`Step::Lit`].
-    Long(Box<[u8]>),
+    Long(Padded),
     /// [`Step::Int`].
     Int(Lead, FastInt),
     /// [`Step::Str`] of a `__data_loc` string without width or precision.
@@ -354,7 +354,7 @@ fn fast_ops(steps: &[Step]) -> Option<(Box<[FastOp]>, usize, usize)> {
                 }
                 Step::Lit(b) => {
                     bytes += b.len() + 16;
-                    FastOp::Long(b.clone())
+                    FastOp::Long(Padded::new(b))
                 }
                 // the sign, up to 20 digits, a store's 32 bytes
                 Step::Int { lead, fi } => {
@@ -589,7 +589,7 @@ impl<'a> TextPrinter<'a> {
             syscall_style: SyscallStyle::Mixed,
             hide_probe_frames: false,
             plans,
-            ctx: Vec::new(),
+            ctx: Padded::default(),
             ctx_key: None,
             ctx_secs: 0,
             sym_cache: RefCell::default(),
@@ -639,19 +639,20 @@ impl<'a> TextPrinter<'a> {
         let us = ts.saturating_add(500) / 1000;
         let secs = if self.time_in_ns { us / 1_000_000 } else { 0 };
         if self.ctx_key != Some(key) || self.ctx_secs != secs {
-            self.ctx.clear();
             let comm = comms.get(common.pid);
-            write_task_cpu(&mut self.ctx, comm, common.pid, cpu);
-            if self.irq_info {
-                self.style
-                    .write(&mut self.ctx, common.flags, common.preempt_count);
-            }
-            self.ctx.push(b' ');
-            if self.time_in_ns {
-                let mut b = [0u8; 24];
-                num::right(&mut self.ctx, num::digits(&mut b, secs, 10, false), 5);
-                self.ctx.push(b'.');
-            }
+            let (irq_info, style, time_in_ns) = (self.irq_info, &self.style, self.time_in_ns);
+            self.ctx.set(|ctx| {
+                write_task_cpu(ctx, comm, common.pid, cpu);
+                if irq_info {
+                    style.write(ctx, common.flags, common.preempt_count);
+                }
+                ctx.push(b' ');
+                if time_in_ns {
+                    let mut b = [0u8; 24];
+                    num::right(ctx, num::digits(&mut b, secs, 10, false), 5);
+                    ctx.push(b'.');
+                }
+            });
             self.ctx_secs = secs;
             self.ctx_key = comms.knows(common.pid).then_some((
                 common.pid,
@@ -675,7 +676,7 @@ impl<'a> TextPrinter<'a> {
         {
             return;
         }
-        append(out, &self.ctx);
+        append(out, self.ctx.text());
         if self.time_in_ns {
             num::dec6_colon(out, (us % 1_000_000) as u32);
         } else {
@@ -733,9 +734,9 @@ impl<'a> TextPrinter<'a> {
             scratch.resize(4096, 0);
         }
         let mut line = Line::new(&mut scratch[..max]);
-        line.bytes(&self.ctx);
+        line.padded(&self.ctx);
         line.dec6_colon(usecs);
-        line.bytes(&head.2);
+        line.padded(&head.2);
         let endian = self.endian;
         let whole = ops.iter().all(|op| match op {
             FastOp::Short(lead) => {
@@ -743,7 +744,7 @@ impl<'a> TextPrinter<'a> {
                 true
             }
             FastOp::Long(b) => {
-                line.bytes(b);
+                line.padded(b);
                 true
             }
             FastOp::Int(lead, fi) => {
@@ -774,9 +775,16 @@ impl<'a> TextPrinter<'a> {
             // line), each a fixed-size move, not a call of memcpy with its
             // set-up for a line's few dozen bytes; the excess cut again
             let start = out.len();
-            out.reserve(n + 16);
-            for piece in scratch[..n.next_multiple_of(16)].chunks_exact(16) {
-                out.extend_from_slice(piece);
+            if let Some(head) = scratch.first_chunk::<128>()
+                && n <= 128
+            {
+                // most lines: one copy of a fixed size, moves in line
+                out.extend_from_slice(head);
+            } else {
+                out.reserve(n + 16);
+                for piece in scratch[..n.next_multiple_of(16)].chunks_exact(16) {
+                    out.extend_from_slice(piece);
+                }
             }
             out.truncate(start + n);
         }
@@ -808,7 +816,7 @@ impl<'a> TextPrinter<'a> {
         if let Some(plan) = cached
             && !plan.special
         {
-            append(out, &self.head(ev, plan, data).2);
+            append(out, self.head(ev, plan, data).2.text());
             self.write_steps(out, f, plan, data);
             return;
         }
@@ -858,7 +866,7 @@ impl<'a> TextPrinter<'a> {
         ev: &Event,
         plan: &'p Plan,
         data: &[u8],
-    ) -> std::cell::RefMut<'p, (u64, u64, Vec<u8>)> {
+    ) -> std::cell::RefMut<'p, (u64, u64, Padded)> {
         let u =
             |r: Option<FastInt>| -> u64 { r.and_then(|r| r.read(data, self.endian)).unwrap_or(0) };
         let (a, b) = match ev.kind {
@@ -870,9 +878,10 @@ impl<'a> TextPrinter<'a> {
         let mut head = plan.head.borrow_mut();
         let (ha, hb, text) = &mut *head;
         if text.is_empty() || (*ha, *hb) != (a, b) {
-            text.clear();
-            append(text, &plan.prefix);
-            self.write_probe_header(text, ev, plan, data);
+            text.set(|text| {
+                append(text, &plan.prefix);
+                self.write_probe_header(text, ev, plan, data);
+            });
             (*ha, *hb) = (a, b);
         }
         head
