@@ -51,7 +51,7 @@ pub fn fill(out: &mut Vec<u8>, byte: u8, n: usize) {
 }
 
 /// `b` (at most 16 bytes) as the low bytes of a little-endian u128, for
-/// callers that store it themselves (see [`upto16`]).
+/// callers that store it themselves (see `upto16`).
 #[inline(always)]
 pub fn upto16_le(b: &[u8]) -> u128 {
     upto16(b)

@@ -533,7 +533,8 @@ impl FastInt {
         }
     }
 
-    /// Prints `bits` as [`TextPrinter::write_int`] does for this spec.
+    /// Prints `bits` as this spec's conversion prints it (the general
+    /// path of [`TextPrinter::write_event`] and, into a [`Line`], `put`).
     #[inline]
     fn write(self, out: &mut Vec<u8>, bits: u64) {
         let (v, negative) = self.value(bits);

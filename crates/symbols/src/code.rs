@@ -354,7 +354,7 @@ pub fn code_reach(isa: Isa, bytes: &[u8], address: u64) -> Option<u64> {
     None
 }
 
-/// "`spec` names N functions in kallsyms: ADDR [MOD], ...".
+/// "`spec` names N functions in kallsyms: ADDR \[MOD\], ...".
 fn many_functions(spec: &str, many: &[&KernelSymbol], kpath: &Path) -> String {
     format!(
         "{spec:?} names {} functions in {}: {}",
