@@ -772,14 +772,14 @@ impl<'a> TextPrinter<'a> {
         line.byte(b'\n');
         let n = line.len();
         if whole {
-            // whole 16-byte pieces (the scratch holds SLACK bytes past the
-            // line), each a fixed-size move, not a call of memcpy with its
-            // set-up for a line's few dozen bytes; the excess cut again
+            // fixed-size moves, not a call of memcpy with its set-up for a
+            // line's hundred bytes, the excess cut again (the scratch is
+            // 4 KiB, and holds SLACK bytes past a line): most lines in one
+            // copy of 128 bytes, longer ones in 16-byte pieces
             let start = out.len();
             if let Some(head) = scratch.first_chunk::<128>()
                 && n <= 128
             {
-                // most lines: one copy of a fixed size, moves in line
                 out.extend_from_slice(head);
             } else {
                 out.reserve(n + 16);
