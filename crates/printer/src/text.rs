@@ -13,7 +13,7 @@
 
 use crate::Symbolizer;
 use crate::context::{FlagStyle, write_task_cpu};
-use crate::line::{Line, Padded};
+use crate::line::{Line, Padded, Region};
 use crate::num;
 use crate::syscalls::SyscallStyle;
 use ktrace_event::append::append;
@@ -71,7 +71,7 @@ pub struct TextPrinter<'a> {
     sym_cache: RefCell<Vec<SymSlot>>,
     /// Where [`TextPrinter::write_fast_line`] formats a line (zeroed once,
     /// not for every line as a region of the output would be).
-    scratch: RefCell<Vec<u8>>,
+    scratch: RefCell<Box<Region>>,
 }
 
 /// Entries of [`TextPrinter`]'s symbol text cache.
@@ -594,7 +594,7 @@ impl<'a> TextPrinter<'a> {
             ctx_key: None,
             ctx_secs: 0,
             sym_cache: RefCell::default(),
-            scratch: RefCell::default(),
+            scratch: RefCell::new(Box::new([0; Line::MAX + Line::SLACK])),
         }
     }
 
@@ -727,14 +727,11 @@ impl<'a> TextPrinter<'a> {
         let (ops, bytes, strs) = fast;
         let head = self.head(ev, plan, data);
         let max = self.ctx.len() + 8 + head.2.len() + bytes + strs * data.len() + 1 + Line::SLACK;
-        if max > 4096 {
+        if max > Line::MAX {
             return false;
         }
         let mut scratch = self.scratch.borrow_mut();
-        if scratch.len() < 4096 {
-            scratch.resize(4096, 0);
-        }
-        let mut line = Line::new(&mut scratch[..max]);
+        let mut line = Line::new(&mut scratch);
         line.padded(&self.ctx);
         line.dec6_colon(usecs);
         line.padded(&head.2);
