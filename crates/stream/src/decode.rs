@@ -162,38 +162,33 @@ impl Decoder {
             layout,
             pairing,
         } = self;
-        let endian = layout.endian;
+        let mut recs = Records {
+            table,
+            names,
+            opts,
+            shown,
+            counted,
+            own,
+            stopped,
+            warnings,
+            pairing,
+            endian: layout.endian,
+        };
         let mut failed: Option<std::io::Error> = None;
         merger.flush_until(limit, &mut |m| {
-            if *stopped || failed.is_some() {
+            if *recs.stopped || failed.is_some() {
                 return;
             }
             let res = match m {
-                Merged::Record { cpu, ts, data } => record(
-                    Records {
-                        table,
-                        names,
-                        opts,
-                        shown,
-                        counted,
-                        own,
-                        stopped,
-                        warnings,
-                        pairing,
-                        endian,
-                    },
-                    cpu,
-                    ts,
-                    data,
-                    sink,
-                ),
+                Merged::Record { cpu, ts, data } => record(&mut recs, cpu, ts, data, sink),
                 Merged::Lost { cpu, missed } => {
-                    pairing.lost(cpu);
+                    recs.pairing.lost(cpu);
                     summary.add_missed(cpu, missed);
                     sink.lost(cpu, missed)
                 }
                 Merged::Bad { cpu, error } => {
-                    warnings.push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
+                    recs.warnings
+                        .push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
                     Ok(())
                 }
             };
@@ -266,24 +261,26 @@ struct Records<'a> {
 /// with their events, the pid and count filters applied, and the event
 /// handed to `sink` and counted.
 fn record(
-    s: Records<'_>,
+    s: &mut Records<'_>,
     cpu: usize,
     ts: u64,
     data: &[u8],
     sink: &mut dyn Sink,
 ) -> std::io::Result<()> {
-    let Records {
-        table,
-        names,
-        opts,
-        shown,
-        counted,
-        own,
-        stopped,
-        warnings,
-        pairing,
-        endian,
-    } = s;
+    let (table, names, opts, shown, counted) = (
+        &mut *s.table,
+        &mut *s.names,
+        s.opts,
+        &mut *s.shown,
+        &mut *s.counted,
+    );
+    let (own, stopped, warnings, pairing, endian) = (
+        s.own,
+        &mut *s.stopped,
+        &mut *s.warnings,
+        &mut *s.pairing,
+        s.endian,
+    );
     let Some(common) = Common::read(data, endian) else {
         warnings.push(format!(
             "CPU {cpu}: record too short ({} bytes)",
