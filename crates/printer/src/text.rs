@@ -640,29 +640,7 @@ impl<'a> TextPrinter<'a> {
         let us = ts.saturating_add(500) / 1000;
         let secs = if self.time_in_ns { us / 1_000_000 } else { 0 };
         if self.ctx_key != Some(key) || self.ctx_secs != secs {
-            let comm = comms.get(common.pid);
-            let (irq_info, style, time_in_ns) = (self.irq_info, &self.style, self.time_in_ns);
-            self.ctx.set(|ctx| {
-                write_task_cpu(ctx, comm, common.pid, cpu);
-                if irq_info {
-                    style.write(ctx, common.flags, common.preempt_count);
-                }
-                ctx.push(b' ');
-                if time_in_ns {
-                    let mut b = [0u8; 24];
-                    num::right(ctx, num::digits(&mut b, secs, 10, false), 5);
-                    ctx.push(b'.');
-                }
-            });
-            self.ctx_secs = secs;
-            self.ctx_key = comms.knows(common.pid).then_some((
-                common.pid,
-                cpu,
-                comms.generation(),
-                common.flags,
-                common.preempt_count,
-                self.irq_info,
-            ));
+            self.set_ctx(cpu, common, secs, comms);
         }
         if self.time_in_ns
             && let Some(ev) = ev
@@ -677,6 +655,51 @@ impl<'a> TextPrinter<'a> {
         {
             return;
         }
+        self.write_slow_line(out, ts, us, data, common, ev);
+    }
+
+    /// The context columns (task, CPU, flags, the time stamp's whole
+    /// seconds) into `self.ctx`, and the key under which they stand.
+    #[inline(never)]
+    fn set_ctx(&mut self, cpu: usize, common: Common, secs: u64, comms: &Comms) {
+        let comm = comms.get(common.pid);
+        let (irq_info, style, time_in_ns) = (self.irq_info, &self.style, self.time_in_ns);
+        self.ctx.set(|ctx| {
+            write_task_cpu(ctx, comm, common.pid, cpu);
+            if irq_info {
+                style.write(ctx, common.flags, common.preempt_count);
+            }
+            ctx.push(b' ');
+            if time_in_ns {
+                let mut b = [0u8; 24];
+                num::right(ctx, num::digits(&mut b, secs, 10, false), 5);
+                ctx.push(b'.');
+            }
+        });
+        self.ctx_secs = secs;
+        self.ctx_key = comms.knows(common.pid).then_some((
+            common.pid,
+            cpu,
+            comms.generation(),
+            common.flags,
+            common.preempt_count,
+            self.irq_info,
+        ));
+    }
+
+    /// [`TextPrinter::write_line`] of a record the fast line does not
+    /// take (out of line, so that the common path stays small): the
+    /// context, the time stamp, the event's text step by step.
+    #[inline(never)]
+    fn write_slow_line(
+        &mut self,
+        out: &mut Vec<u8>,
+        ts: u64,
+        us: u64,
+        data: &[u8],
+        common: Common,
+        ev: Option<&Arc<Event>>,
+    ) {
         append(out, self.ctx.text());
         if self.time_in_ns {
             num::dec6_colon(out, (us % 1_000_000) as u32);

@@ -17,7 +17,8 @@ use ktrace_ring::{Merged, Merger, PageLayout, read_full};
 
 use crate::pairing::StackPairing;
 use crate::{
-    EndOfRun, Error, Event, EventTable, Flow, LostSummary, Options, Role, Sink, Status, TaskNames,
+    EndOfRun, Error, Event, EventInfo, EventTable, Flow, LostSummary, Missed, Options, Role, Sink,
+    Status, TaskNames,
 };
 
 /// Merge, decode and filters of one run.
@@ -181,14 +182,9 @@ impl Decoder {
             }
             let res = match m {
                 Merged::Record { cpu, ts, data } => record(&mut recs, cpu, ts, data, sink),
-                Merged::Lost { cpu, missed } => {
-                    recs.pairing.lost(cpu);
-                    summary.add_missed(cpu, missed);
-                    sink.lost(cpu, missed)
-                }
+                Merged::Lost { cpu, missed } => lost(&mut recs, summary, cpu, missed, sink),
                 Merged::Bad { cpu, error } => {
-                    recs.warnings
-                        .push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
+                    bad(recs.warnings, cpu, &error);
                     Ok(())
                 }
             };
@@ -282,19 +278,12 @@ fn record(
         s.endian,
     );
     let Some(common) = Common::read(data, endian) else {
-        warnings.push(format!(
-            "CPU {cpu}: record too short ({} bytes)",
-            data.len()
-        ));
+        too_short(warnings, cpu, data.len());
         return Ok(());
     };
     let info = match table.get(common.type_id) {
         Some(_) => table.get(common.type_id),
-        None => {
-            let (info, warning) = table.find(common.type_id);
-            warnings.extend(warning);
-            info
-        }
+        None => find(table, warnings, common.type_id),
     };
     let Some(info) = info else {
         return Ok(());
@@ -350,6 +339,50 @@ fn record(
         Ok(Flow::Continue) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+// The rare turns of a record's way, out of line: in the closure that
+// hands out every record they made its frame and code several times
+// larger than the common path.
+
+/// A loss report: handed to `sink` and counted.
+#[cold]
+#[inline(never)]
+fn lost(
+    s: &mut Records<'_>,
+    summary: &mut LostSummary,
+    cpu: usize,
+    missed: Missed,
+    sink: &mut dyn Sink,
+) -> std::io::Result<()> {
+    s.pairing.lost(cpu);
+    summary.add_missed(cpu, missed);
+    sink.lost(cpu, missed)
+}
+
+#[cold]
+#[inline(never)]
+fn bad(warnings: &mut Vec<String>, cpu: usize, error: &dyn std::fmt::Display) {
+    warnings.push(format!("CPU {cpu}: undecodable sub-buffer: {error}"));
+}
+
+#[cold]
+#[inline(never)]
+fn too_short(warnings: &mut Vec<String>, cpu: usize, len: usize) {
+    warnings.push(format!("CPU {cpu}: record too short ({len} bytes)"));
+}
+
+/// The event of an id not registered yet, looked up in tracefs.
+#[cold]
+#[inline(never)]
+fn find<'t>(
+    table: &'t mut EventTable,
+    warnings: &mut Vec<String>,
+    id: u16,
+) -> Option<&'t EventInfo> {
+    let (info, warning) = table.find(id);
+    warnings.extend(warning);
+    info
 }
 
 /// One CPU's recorded pages for [`replay`]: its number and a reader of

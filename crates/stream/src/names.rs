@@ -165,9 +165,16 @@ impl TaskNames {
             return;
         }
         self.last = pid;
-        if !self.seen.insert(pid) {
-            return;
+        if self.seen.insert(pid) {
+            self.name_new(pid);
         }
+    }
+
+    /// Names a task seen for the first time, from /proc or
+    /// `saved_cmdlines` (out of line: once a task, not every event).
+    #[cold]
+    #[inline(never)]
+    fn name_new(&mut self, pid: i32) {
         let name = std::fs::read_to_string(self.proc.join(format!("{pid}/comm")))
             .ok()
             .map(|n| task_comm(n.trim_end_matches('\n')).to_string())
