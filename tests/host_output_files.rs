@@ -36,6 +36,15 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// The number after the first `name=` in `text`.
+fn field(text: &str, name: &str) -> u64 {
+    text.split(&format!("{name}="))
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}= in {text}"))
+}
+
 /// `ktrace record DEF -o FILE -- PROG HITS`.
 fn record(p: &Prog, file: &Path, hits: u64) -> Output {
     ktrace()
@@ -627,15 +636,9 @@ fn trace_to_a_full_file_system_counts_the_whole_lines_written() {
     assert!(t.contains("trace=1"), "{t}\n{err}");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(!err.contains("os error"), "{err}");
-    let field = |name: &str| -> u64 {
-        t.split(&format!("{name}="))
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no {name}= in {t}"))
-    };
+    let field = |name: &str| field(&t, name);
     // the file system was filled (200 KiB, less than the first buffer of
-    // 256 KiB: its write is cut); every event is one line, and
+    // 1 MiB: its write is cut); every event is one line, and
     // the one cut short at the end has no newline
     assert_eq!(field("bytes"), 200 * 1024, "{t}");
     let whole = field("whole");
@@ -667,13 +670,7 @@ fn trace_to_a_file_leaves_no_blocks_reserved_past_its_end() {
     );
     let mut checked = 0;
     for line in t.lines().filter(|l| l.contains(" trace=")) {
-        let field = |name: &str| -> u64 {
-            line.split(&format!("{name}="))
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("no {name}= in {line}"))
-        };
+        let field = |name: &str| field(line, name);
         assert_eq!(field("trace"), 0, "{t}");
         assert_eq!(field("lines"), 300_000, "{t}");
         let (bytes, fsblock) = (field("bytes"), field("fsblock").max(4096));

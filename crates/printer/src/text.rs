@@ -35,6 +35,11 @@ pub fn clock_in_ns(clock: &str) -> bool {
     !matches!(clock, "counter" | "uptime" | "x86-tsc")
 }
 
+/// What the context columns show: the task, the CPU, the generation of the
+/// task names, the flags, the preempt count, and whether the flag columns
+/// are printed.
+type CtxKey = (i32, usize, u64, u8, u8, bool);
+
 /// Renders records as kernel `trace` lines.
 pub struct TextPrinter<'a> {
     events: Events,
@@ -64,7 +69,7 @@ pub struct TextPrinter<'a> {
     /// The context columns last written, and what they were made from
     /// (pid, cpu, comms generation, flags, preempt count, irq_info).
     ctx: Padded,
-    ctx_key: Option<(i32, usize, u64, u8, u8, bool)>,
+    ctx_key: Option<CtxKey>,
     /// The whole seconds `ctx` ends with (` %5lu.` is appended to it).
     ctx_secs: u64,
     /// [`TextPrinter::write_ip_sym`]'s texts by address.
@@ -640,7 +645,7 @@ impl<'a> TextPrinter<'a> {
         let us = ts.saturating_add(500) / 1000;
         let secs = if self.time_in_ns { us / 1_000_000 } else { 0 };
         if self.ctx_key != Some(key) || self.ctx_secs != secs {
-            self.set_ctx(cpu, common, secs, comms);
+            self.set_ctx(key, common, secs, comms);
         }
         if self.time_in_ns
             && let Some(ev) = ev
@@ -661,7 +666,8 @@ impl<'a> TextPrinter<'a> {
     /// The context columns (task, CPU, flags, the time stamp's whole
     /// seconds) into `self.ctx`, and the key under which they stand.
     #[inline(never)]
-    fn set_ctx(&mut self, cpu: usize, common: Common, secs: u64, comms: &Comms) {
+    fn set_ctx(&mut self, key: CtxKey, common: Common, secs: u64, comms: &Comms) {
+        let cpu = key.1;
         let comm = comms.get(common.pid);
         let (irq_info, style, time_in_ns) = (self.irq_info, &self.style, self.time_in_ns);
         self.ctx.set(|ctx| {
@@ -677,14 +683,7 @@ impl<'a> TextPrinter<'a> {
             }
         });
         self.ctx_secs = secs;
-        self.ctx_key = comms.knows(common.pid).then_some((
-            common.pid,
-            cpu,
-            comms.generation(),
-            common.flags,
-            common.preempt_count,
-            self.irq_info,
-        ));
+        self.ctx_key = comms.knows(common.pid).then_some(key);
     }
 
     /// [`TextPrinter::write_line`] of a record the fast line does not
