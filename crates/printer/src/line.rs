@@ -202,8 +202,8 @@ mod tests {
                 let v = x >> (i % 64);
                 match i % 7 {
                     0 => {
-                        line.hex(v, i % 12 == 0);
-                        num::hex_case(&mut want, v, i % 12 == 0);
+                        line.hex(v, i.is_multiple_of(12));
+                        num::hex_case(&mut want, v, i.is_multiple_of(12));
                     }
                     1 => {
                         line.dec(v);
