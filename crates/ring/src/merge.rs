@@ -195,9 +195,9 @@ impl Merger {
     /// `limit`, keeping it and everything after it buffered. Streaming
     /// readers pass the smallest "newest time stamp queued" over the CPUs
     /// still producing, which keeps the output ordered with one page per CPU
-    /// in memory. Generic in `out`, which is inlined into the loop that
-    /// hands out a CPU's records (as a `dyn` call it cost a call, its
-    /// register saves and an enum built in memory for every record).
+    /// in memory. Generic in `out`: each record is handed over by a direct
+    /// call, not through a vtable (callgrind: 8 instructions an event
+    /// fewer; the decoder's closure stays a function of its own).
     pub fn flush_until<F: FnMut(Merged<'_>) + ?Sized>(&mut self, limit: u64, out: &mut F) {
         for (cpu, error) in self.errors.drain(..) {
             out(Merged::Bad { cpu, error });
